@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""phonon-web build driver: one function per subcommand, every subprocess command echoed.
+
+    python3 build.py setup     install what a fresh Debian machine lacks (apt, npm, .venv)
+    python3 build.py native    host shared library with every native tier
+    python3 build.py wasm      two emscripten side modules (scalar, simd128) for Pyodide
+    python3 build.py wheel     the wheel Pyodide installs offline (engine/ + wasm modules)
+    python3 build.py test      all of the above as needed, then pytest (native, Node, Chromium)
+    python3 build.py bench     GMAC/s of every tier in every runtime (--json FILE)
+    python3 build.py demo      set up, build, and run the kernel parity demo
+    python3 build.py clean     remove build outputs
+
+Standard library only: it must run on a fresh machine before anything is installed.
+Versions and digests come from pins.json; a mismatch stops with "need X, found Y".
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+PINS = json.loads((ROOT / "pins.json").read_text())
+KERNELS = ROOT / "kernels"
+LIB_DIR = ROOT / "engine" / "_lib"
+BUILD = ROOT / "build"
+CACHE = ROOT / ".cache"
+VENV = ROOT / ".venv"
+VENV_PY = VENV / "bin" / "python"
+NATIVE_LIB = LIB_DIR / f"phonon_kernels.{platform.machine()}-linux.so"
+WASM_MODULES = {"scalar": LIB_DIR / "phonon_kernels_scalar.wasm",
+                "simd128": LIB_DIR / "phonon_kernels_simd128.wasm"}
+COMMON_SOURCES = ["fv5_grid.c"]
+CFLAGS = ["-O3", "-fPIC", "-std=c11", "-ffp-contract=off", "-fno-fast-math",
+          "-Wall", "-Wextra", "-fvisibility=hidden"]
+APT_PACKAGES = {"emcc": "emscripten", "chromium": "chromium", "chromedriver": "chromium-driver",
+                "espeak-ng": "espeak-ng", "node": "nodejs", "npm": "npm"}
+
+
+class BuildError(SystemExit):
+    def __init__(self, message: str):
+        super().__init__(f"build.py: error: {message}")
+
+
+def run(cmd, **kwargs):
+    """Echo and run a command; fail loudly with its exit code."""
+    print("+ " + " ".join(str(c) for c in cmd), flush=True)
+    result = subprocess.run([str(c) for c in cmd], **kwargs)
+    if result.returncode != 0:
+        raise BuildError(f"command failed with exit code {result.returncode}: {cmd[0]}")
+    return result
+
+
+def output_of(cmd) -> str:
+    return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
+
+
+def newer(target: Path, sources) -> bool:
+    """True when target is missing or older than any source."""
+    if not target.exists():
+        return True
+    t = target.stat().st_mtime
+    return any(Path(s).stat().st_mtime > t for s in sources)
+
+
+# --------------------------------------------------------------------------------------------
+# setup
+
+def setup_apt():
+    missing = [pkg for tool, pkg in APT_PACKAGES.items() if shutil.which(tool) is None]
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        raise BuildError(f"missing Debian packages {missing}; run as root or `apt-get install {' '.join(missing)}`")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    run(["apt-get", "update", "-qq"], env=env)
+    run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], env=env)
+
+
+def sri_digest(path: Path) -> str:
+    return "sha512-" + base64.b64encode(hashlib.sha512(path.read_bytes()).digest()).decode()
+
+
+def npm_package_dir(key: str) -> Path:
+    """Fetch a pinned npm package with `npm pack` into .cache, check its integrity, unpack it."""
+    pin = PINS[key]
+    name, version = pin["npm"], pin["version"]
+    target = CACHE / f"{name}-{version}"
+    stamp = target / ".integrity"
+    if stamp.exists() and stamp.read_text() == pin["integrity"]:
+        return target / "package"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tarball = CACHE / f"{name}-{version}.tgz"
+    if not tarball.exists():
+        run(["npm", "pack", f"{name}@{version}", "--silent", "--pack-destination", CACHE])
+    found = sri_digest(tarball)
+    if found != pin["integrity"]:
+        tarball.unlink()
+        raise BuildError(f"{name}@{version}: need integrity {pin['integrity']}, found {found}")
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    with tarfile.open(tarball) as tar:
+        tar.extractall(target, filter="data")
+    stamp.write_text(pin["integrity"])
+    return target / "package"
+
+
+def setup_venv():
+    """.venv with the project and its test extras; redone when pyproject.toml changes."""
+    pyproject = ROOT / "pyproject.toml"
+    stamp = VENV / ".phonon-stamp"
+    want = hashlib.sha256(pyproject.read_bytes()).hexdigest()
+    if VENV_PY.exists() and stamp.exists() and stamp.read_text() == want:
+        return
+    if not VENV_PY.exists():
+        run([sys.executable, "-m", "venv", VENV])
+    run([VENV_PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         "-e", f"{ROOT}[test]"])
+    stamp.write_text(want)
+
+
+def check_versions():
+    """The pinned toolchain versions (emcc, chromium, node) or a loud mismatch."""
+    found = emcc_version()
+    want = PINS["emscripten"]["version"]
+    if found != want and not (PINS["emscripten"].get("accept_emsdk") and emcc_is_emsdk()):
+        raise BuildError(f"need emcc {want}, found {found}")
+    node = output_of(["node", "--version"]).strip().lstrip("v").split(".")[0]
+    if node != str(PINS["node"]["major"]):
+        raise BuildError(f"need node {PINS['node']['major']}, found {node or 'none'}")
+    major = chromium_major()
+    if major != PINS["chromium"]["major"]:
+        raise BuildError(f"need chromium {PINS['chromium']['major']}, found {major} "
+                         "(update pins.json after checking the parity tests on it)")
+
+
+def emcc_version() -> str:
+    m = re.search(r"\) (\d+\.\d+\.\d+)", output_of(["emcc", "--version"]))
+    return m.group(1) if m else "none"
+
+
+def emcc_is_emsdk() -> bool:
+    path = shutil.which("emcc") or ""
+    return "emsdk" in path
+
+
+def chromium_major() -> int | None:
+    m = re.search(r"Chromium (\d+)\.", output_of(["chromium", "--version"]))
+    return int(m.group(1)) if m else None
+
+
+def cmd_setup(args=None):
+    setup_apt()
+    check_versions()
+    npm_package_dir("pyodide")
+    npm_package_dir("onnxruntime_web")
+    setup_venv()
+    print(f"setup: emcc {emcc_version()}, chromium {chromium_major()}, pyodide "
+          f"{PINS['pyodide']['version']}, venv {VENV}")
+
+
+# --------------------------------------------------------------------------------------------
+# native and wasm kernels
+
+def sources(*patterns):
+    out = []
+    for p in patterns:
+        out.extend(sorted(KERNELS.glob(p)))
+    return out
+
+
+def cmd_native(args=None):
+    """Host library: scalar + common + cpu_features, and the avx2 tier with -mavx2 per file."""
+    plain = [KERNELS / s for s in COMMON_SOURCES] + sources("*__scalar.c") + [KERNELS / "cpu_features.c"]
+    avx2 = sources("*__avx2.c")
+    deps = plain + avx2 + sources("*.h")
+    if not newer(NATIVE_LIB, deps):
+        print(f"native: {NATIVE_LIB.relative_to(ROOT)} is up to date")
+        return NATIVE_LIB
+    obj_dir = BUILD / "native"
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    objects = []
+    for src in plain + avx2:
+        obj = obj_dir / (src.stem + ".o")
+        isa = ["-mavx2"] if src in avx2 else []
+        run(["cc", *CFLAGS, *isa, "-c", src, "-o", obj])
+        objects.append(obj)
+    LIB_DIR.mkdir(parents=True, exist_ok=True)
+    run(["cc", "-shared", "-o", NATIVE_LIB, *objects, "-lm"])
+    return NATIVE_LIB
+
+
+def cmd_wasm(args=None):
+    """Two side modules: scalar (common + scalar) and simd128 (common + scalar + simd128,
+    with -msimd128 only on the simd128 sources)."""
+    setup_apt()
+    found, want = emcc_version(), PINS["emscripten"]["version"]
+    if found != want and not emcc_is_emsdk():
+        raise BuildError(f"need emcc {want}, found {found}")
+    common = [KERNELS / s for s in COMMON_SOURCES] + sources("*__scalar.c")
+    simd = sources("*__wasm_simd128.c")
+    headers = sources("*.h")
+    obj_dir = BUILD / "wasm"
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    LIB_DIR.mkdir(parents=True, exist_ok=True)
+    plan = {"scalar": common, "simd128": common + simd}
+    for name, srcs in plan.items():
+        out = WASM_MODULES[name]
+        if not newer(out, srcs + headers):
+            print(f"wasm: {out.relative_to(ROOT)} is up to date")
+            continue
+        objects = []
+        for src in srcs:
+            isa = ["-msimd128"] if src in simd else []
+            obj = obj_dir / f"{src.stem}.{name}.o"
+            run(["emcc", *CFLAGS, *isa, "-c", src, "-o", obj])
+            objects.append(obj)
+        run(["emcc", "-O3", "-fPIC", "-sSIDE_MODULE=1", "-sWASM_BIGINT", "-o", out, *objects])
+    (BUILD / "wasm" / "toolchain.json").write_text(json.dumps(
+        {"emcc": found, "emsdk": emcc_is_emsdk()}, indent=1) + "\n")
+
+
+# --------------------------------------------------------------------------------------------
+# wheel
+
+def project_version() -> str:
+    m = re.search(r'^version\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
+    return m.group(1)
+
+
+def wheel_path() -> Path:
+    tag = f"py3-none-{PINS['pyodide']['wheel_platform']}"
+    return BUILD / "wheel" / f"phonon_web-{project_version()}-{tag}.whl"
+
+
+def cmd_wheel(args=None):
+    """A wheel for pyodide.loadPackage: engine/*.py and the two wasm modules (named .wasm so
+    Pyodide does not load them eagerly: the engine picks one with ctypes). Deterministic:
+    sorted entries, fixed timestamps."""
+    cmd_wasm()
+    version = project_version()
+    files = sorted(p for p in (ROOT / "engine").rglob("*.py") if "__pycache__" not in p.parts)
+    files += [WASM_MODULES["scalar"], WASM_MODULES["simd128"]]
+    out = wheel_path()
+    if not newer(out, files + [ROOT / "pyproject.toml", ROOT / "pins.json"]):
+        print(f"wheel: {out.relative_to(ROOT)} is up to date")
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    dist_info = f"phonon_web-{version}.dist-info"
+    tag = f"py3-none-{PINS['pyodide']['wheel_platform']}"
+    entries = [(str(p.relative_to(ROOT)), p.read_bytes()) for p in files]
+    entries.append((f"{dist_info}/METADATA",
+                    f"Metadata-Version: 2.1\nName: phonon-web\nVersion: {version}\n"
+                    "Summary: In-browser speech recognition kernels and engine (Pyodide build)\n"
+                    "License: Apache-2.0\n".encode()))
+    entries.append((f"{dist_info}/WHEEL", f"Wheel-Version: 1.0\nGenerator: phonon-web build.py\n"
+                                          f"Root-Is-Purelib: false\nTag: {tag}\n".encode()))
+    entries.append((f"{dist_info}/top_level.txt", b"engine\n"))
+    record = []
+    for name, data in entries:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append(f"{dist_info}/RECORD,,")
+    entries.append((f"{dist_info}/RECORD", ("\n".join(record) + "\n").encode()))
+    print(f"+ write {out.relative_to(ROOT)} ({len(entries)} entries)")
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in entries:
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# test, bench, demo, clean
+
+def build_all():
+    cmd_setup()
+    cmd_native()
+    cmd_wheel()
+
+
+def test_env() -> dict:
+    return dict(os.environ,
+                PHONON_PYODIDE_DIR=str(npm_package_dir("pyodide")),
+                PHONON_ORT_DIR=str(npm_package_dir("onnxruntime_web")),
+                PHONON_WHEEL=str(wheel_path()))
+
+
+def cmd_test(args):
+    build_all()
+    extra = list(args.pytest_args or [])
+    run([VENV_PY, "-m", "pytest", "tests", *extra], cwd=ROOT, env=test_env())
+
+
+def cmd_bench(args):
+    build_all()
+    cmd = [VENV_PY, "-m", "harness.bench"]
+    if args.json:
+        cmd += ["--json", Path(args.json).resolve()]
+    if args.quick:
+        cmd += ["--quick"]
+    if args.runtimes:
+        cmd += ["--runtimes", args.runtimes]
+    run(cmd, cwd=ROOT, env=test_env())
+
+
+def cmd_demo(args):
+    build_all()
+    run([VENV_PY, "-m", "harness.demo"], cwd=ROOT, env=test_env())
+
+
+def cmd_clean(args=None):
+    for path in [BUILD, *LIB_DIR.glob("phonon_kernels*")]:
+        if path.exists():
+            print(f"+ rm -r {path.relative_to(ROOT)}")
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="build.py", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("setup", "native", "wasm", "wheel", "demo", "clean"):
+        sub.add_parser(name)
+    test = sub.add_parser("test", help="run the whole test suite")
+    test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to pytest")
+    bench = sub.add_parser("bench", help="kernel benchmarks in every runtime")
+    bench.add_argument("--json", help="write the records to this file")
+    bench.add_argument("--quick", action="store_true", help="fewer repeats (smoke run)")
+    bench.add_argument("--runtimes", help="comma list of native,node,chromium (default: all)")
+    args = parser.parse_args(argv)
+    handler = globals()[f"cmd_{args.command}"]
+    handler(args)
+
+
+if __name__ == "__main__":
+    main()

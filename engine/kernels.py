@@ -1,0 +1,346 @@
+"""ctypes bindings for the C kernels, the same code natively and in Pyodide.
+
+Natively the host library ``engine/_lib/phonon_kernels.<machine>-linux.so`` (built by
+``python3 build.py native``) holds every native tier; in Pyodide (``sys.platform ==
+"emscripten"``) the wheel ships two emscripten side modules, ``phonon_kernels_scalar.wasm`` and
+``phonon_kernels_simd128.wasm``, loaded with ``ctypes.CDLL`` like any shared library.
+
+Every C call is made only after its arguments were checked here: in Pyodide a bad call
+(wrong pointer, short buffer) kills the whole runtime, so shapes, buffer sizes and element
+types are validated in Python and each failure is a ``KernelError`` that names the problem.
+Buffers are any objects with the buffer protocol (bytearray, array.array, memoryview, numpy
+arrays natively); writable ones are passed zero-copy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import sys
+from array import array
+from pathlib import Path
+
+LIB_DIR = Path(__file__).resolve().parent / "_lib"
+IN_PYODIDE = sys.platform == "emscripten"
+
+# Tiers in order of preference. Each is a suffix of the C function names (fv5_gemm__avx2).
+NATIVE_TIERS = ("avx2", "scalar")
+WASM_TIERS = ("wasm_simd128", "scalar")
+CPU_FEATURE_BITS = {"avx2": 1}
+WASM_MODULE_OF_TIER = {"scalar": "phonon_kernels_scalar.wasm",
+                       "wasm_simd128": "phonon_kernels_simd128.wasm"}
+
+MAX_DIM = 131072                 # PK_MAX_DIM in kernels/common.h
+QUANT_TINY_BITS = 0x0D800000     # 2^-100, PK_QUANT_TINY_BITS
+
+
+class KernelError(ValueError):
+    """A kernel call refused before reaching C: bad shape, short buffer, bad value."""
+
+
+def native_library_path() -> Path:
+    override = os.environ.get("PHONON_KERNELS_LIB")
+    if override:
+        return Path(override)
+    return LIB_DIR / f"phonon_kernels.{platform.machine()}-linux.so"
+
+
+def fv5_block_bytes(K: int) -> int:
+    """Bytes of one stored 8-row fv5-b5x3t7 block (kernels/fv5_decode.h)."""
+    T = (K // 2 + 2) // 3
+    return 16 * (7 * (T // 8) + T % 8)
+
+
+def gemm_scratch_bytes(N: int, K: int) -> int:
+    """Scratch the GEMM drivers need (kernels/gemm_common.h)."""
+    return 64 + 16 * K + 2 * N * K
+
+
+# ---------------------------------------------------------------------------------------------
+# Buffers
+
+_FORMATS = {"int8": ("b", "B", "c"), "uint8": ("B", "b", "c"), "float32": ("f",), "int32": ("i", "l")}
+_ITEMSIZE = {"int8": 1, "uint8": 1, "float32": 4, "int32": 4}
+
+
+class _Arg:
+    """A checked buffer argument: keeps the ctypes view alive for the duration of a call."""
+
+    __slots__ = ("pointer", "_keep")
+
+    def __init__(self, obj, count: int, kind: str, name: str, writable: bool = False):
+        if obj is None:
+            raise KernelError(f"{name}: missing buffer")
+        try:
+            view = memoryview(obj)
+        except TypeError:
+            raise KernelError(f"{name}: expected a buffer (bytearray, array, memoryview), "
+                              f"got {type(obj).__name__}") from None
+        if not view.c_contiguous:
+            raise KernelError(f"{name}: buffer must be C-contiguous")
+        fmt = view.format.lstrip("@=<")
+        if fmt not in _FORMATS[kind] or view.itemsize != _ITEMSIZE[kind]:
+            raise KernelError(f"{name}: expected {kind} elements, got format {view.format!r} "
+                              f"of {view.itemsize} bytes")
+        need = count * _ITEMSIZE[kind]
+        if view.nbytes < need:
+            raise KernelError(f"{name}: need {count} {kind} values ({need} bytes), "
+                              f"buffer has {view.nbytes} bytes")
+        if writable and view.readonly:
+            raise KernelError(f"{name}: output buffer is read-only")
+        if view.nbytes == 0:
+            raise KernelError(f"{name}: empty buffer")
+        if not view.readonly:
+            raw = (ctypes.c_char * view.nbytes).from_buffer(view.cast("B"))
+            self._keep = (view, raw)
+            self.pointer = ctypes.cast(raw, ctypes.c_void_p)
+        elif isinstance(obj, bytes):
+            raw = ctypes.c_char_p(obj)                      # zero-copy view of a bytes object
+            self._keep = (obj, raw)
+            self.pointer = ctypes.cast(raw, ctypes.c_void_p)
+        else:                                               # read-only non-bytes: one copy
+            raw = (ctypes.c_char * view.nbytes).from_buffer_copy(view.cast("B"))
+            self._keep = (raw,)
+            self.pointer = ctypes.cast(raw, ctypes.c_void_p)
+
+
+def _check_dims(**dims):
+    for name, value in dims.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise KernelError(f"{name} must be an int, got {type(value).__name__}")
+        if value <= 0 or value > MAX_DIM:
+            raise KernelError(f"{name} = {value} is outside 1..{MAX_DIM}")
+
+
+def _check_multiple_of_8(**dims):
+    for name, value in dims.items():
+        if value % 8:
+            raise KernelError(f"{name} = {value} is not a multiple of 8")
+
+
+# ---------------------------------------------------------------------------------------------
+# Library loading and signatures
+
+_vp, _i, _sz = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
+_COMMON_SIGNATURES = {
+    "fv5_row_grid": (_i, [_i, _vp, _vp, _vp, _vp]),
+    "fv5_check_blocks": (_i, [_i, _i, _vp]),
+    "gemm_scratch_bytes": (_sz, [_i, _i]),
+}
+_TIER_SIGNATURES = {
+    "fv5_decode_block": (_i, [_i, _vp, _vp, _vp]),
+    "quantize_act": (_i, [_i, _i, _vp, _vp, _vp]),
+    "fv5_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
+    "int8_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
+}
+_PEAK_SIGNATURES = {  # SIMD tiers only (benchmarks)
+    "int8_stage_weights": (_i, [_i, _i, _vp, _vp]),
+    "int8_gemm_peak": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _sz]),
+}
+
+_loaded: dict[str, ctypes.CDLL] = {}
+
+
+def _declare(lib, name, restype, argtypes):
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = argtypes
+    return fn
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    key = str(path)
+    if key not in _loaded:
+        if not path.exists():
+            hint = "python3 build.py wasm" if IN_PYODIDE else "python3 build.py native"
+            raise KernelError(f"kernel library {path} not found (build it with `{hint}`)")
+        _loaded[key] = ctypes.CDLL(key)
+    return _loaded[key]
+
+
+def available_tiers() -> list[str]:
+    """Tiers this runtime can run, best first."""
+    if IN_PYODIDE:
+        tiers = []
+        for tier in WASM_TIERS:
+            try:
+                _load(LIB_DIR / WASM_MODULE_OF_TIER[tier])
+                tiers.append(tier)
+            except (OSError, KernelError):
+                pass  # e.g. a browser without SIMD refuses the simd128 module
+        return tiers
+    lib = _load(native_library_path())
+    features = _declare(lib, "pk_cpu_features", _i, [])()
+    return [t for t in NATIVE_TIERS if t == "scalar" or features & CPU_FEATURE_BITS[t]]
+
+
+class Kernels:
+    """The kernels of one tier. ``Kernels("auto")`` picks the best tier this CPU or browser runs;
+    ``Kernels("scalar")`` etc. force one (KernelError if it cannot run here)."""
+
+    def __init__(self, tier: str = "auto"):
+        tiers = available_tiers()
+        if not tiers:
+            raise KernelError("no kernel tier can run here")
+        if tier == "auto":
+            tier = tiers[0]
+        known = WASM_TIERS if IN_PYODIDE else NATIVE_TIERS
+        if tier not in known:
+            raise KernelError(f"unknown tier {tier!r} for this runtime; known: {', '.join(known)}")
+        if tier not in tiers:
+            raise KernelError(f"tier {tier!r} cannot run here; available: {', '.join(tiers)}")
+        self.tier = tier
+        lib = _load(LIB_DIR / WASM_MODULE_OF_TIER[tier]) if IN_PYODIDE else _load(native_library_path())
+        self._fn = {name: _declare(lib, name, r, a) for name, (r, a) in _COMMON_SIGNATURES.items()}
+        for name, (r, a) in _TIER_SIGNATURES.items():
+            self._fn[name] = _declare(lib, f"{name}__{tier}", r, a)
+        if tier != "scalar":
+            for name, (r, a) in _PEAK_SIGNATURES.items():
+                self._fn[name] = _declare(lib, f"{name}__{tier}", r, a)
+        self._scratch = bytearray(0)
+
+    def __repr__(self):
+        return f"Kernels(tier={self.tier!r})"
+
+    def _scratch_for(self, N: int, K: int):
+        need = gemm_scratch_bytes(N, K)
+        if len(self._scratch) < need:
+            self._scratch = bytearray(need)
+        return _Arg(self._scratch, need, "uint8", "scratch", writable=True), need
+
+    # -- five-value weights -----------------------------------------------------------------
+
+    def row_grid(self, lo, hi, O: int):
+        """Per-row int8 grid: returns (lut bytearray [O][8], ws array('f') [O])."""
+        _check_dims(O=O)
+        lut, ws = bytearray(8 * O), array("f", bytes(4 * O))
+        status = self._fn["fv5_row_grid"](
+            O, _Arg(lo, O, "float32", "lo").pointer, _Arg(hi, O, "float32", "hi").pointer,
+            _Arg(lut, 8 * O, "int8", "lut", True).pointer, _Arg(ws, O, "float32", "ws", True).pointer)
+        if status > 0:
+            r = status - 1
+            raise KernelError(f"row {r}: need finite 0 <= lo <= hi, got lo={lo[r]!r}, hi={hi[r]!r}")
+        _raise_status(status, "fv5_row_grid")
+        return lut, ws
+
+    def check_blocks(self, packed, O: int, K: int):
+        """Raise KernelError unless every block of `packed` follows fv5-b5x3t7-v1."""
+        _check_dims(O=O, K=K)
+        _check_multiple_of_8(O=O, K=K)
+        arg = _Arg(packed, (O // 8) * fv5_block_bytes(K), "uint8", "packed")
+        status = self._fn["fv5_check_blocks"](O, K, arg.pointer)
+        if status > 0:
+            raise KernelError(f"packed block {status - 1} (rows {8 * (status - 1)}.."
+                              f"{8 * status - 1}) is corrupt: a level code >= 125, a set bit 7 in "
+                              "the short last group, or a non-zero padding digit")
+        _raise_status(status, "fv5_check_blocks")
+
+    def prepare_fv5(self, packed, lo, hi, O: int, K: int) -> "Fv5Weights":
+        """Validate a packed five-value linear once and build its grid."""
+        self.check_blocks(packed, O, K)
+        lut, ws = self.row_grid(lo, hi, O)
+        return Fv5Weights(packed, lut, ws, O, K)
+
+    def decode_block(self, stored, lut_block, K: int) -> bytearray:
+        """Decode one stored 8-row block into its int8 panel (8*K bytes). `stored` must have
+        passed check_blocks."""
+        _check_dims(K=K)
+        _check_multiple_of_8(K=K)
+        panel = bytearray(8 * K)
+        status = self._fn["fv5_decode_block"](
+            K, _Arg(stored, fv5_block_bytes(K), "uint8", "stored").pointer,
+            _Arg(lut_block, 64, "int8", "lut").pointer, _Arg(panel, 8 * K, "int8", "panel", True).pointer)
+        _raise_status(status, "fv5_decode_block")
+        return panel
+
+    # -- activations ------------------------------------------------------------------------
+
+    def quantize(self, x, N: int, K: int, xq=None, xs=None):
+        """Per-token int8 quantisation of x[N][K] float32 -> (xq bytearray, xs array('f'))."""
+        _check_dims(N=N, K=K)
+        xq = bytearray(N * K) if xq is None else xq
+        xs = array("f", bytes(4 * N)) if xs is None else xs
+        status = self._fn["quantize_act"](
+            N, K, _Arg(x, N * K, "float32", "x").pointer, _Arg(xq, N * K, "int8", "xq", True).pointer,
+            _Arg(xs, N, "float32", "xs", True).pointer)
+        if status > 0:
+            raise KernelError(f"activation row {status - 1} contains NaN or infinity")
+        _raise_status(status, "quantize_act")
+        return xq, xs
+
+    # -- GEMMs ------------------------------------------------------------------------------
+
+    def fv5_gemm(self, xq, xs, N: int, weights: "Fv5Weights", bias=None, out=None):
+        """y[N][O] float32 = dequant(panel . xq) for prepared five-value weights."""
+        if not isinstance(weights, Fv5Weights):
+            raise KernelError("weights must come from Kernels.prepare_fv5 (validated blocks)")
+        O, K = weights.O, weights.K
+        _check_dims(N=N)
+        out = array("f", bytes(4 * N * O)) if out is None else out
+        scratch, need = self._scratch_for(N, K)
+        status = self._fn["fv5_gemm"](
+            N, O, K, _Arg(xq, N * K, "int8", "xq").pointer, _Arg(xs, N, "float32", "xs").pointer,
+            weights.packed_arg.pointer, weights.lut_arg.pointer, weights.ws_arg.pointer,
+            None if bias is None else _Arg(bias, O, "float32", "bias").pointer,
+            _Arg(out, N * O, "float32", "out", True).pointer, scratch.pointer, need)
+        _raise_status(status, "fv5_gemm")
+        return out
+
+    def int8_gemm(self, xq, xs, N: int, w, ws, O: int, K: int, bias=None, out=None):
+        """y[N][O] float32 = dequant(w . xq) for plain int8 weights w[O][K] with row scales."""
+        _check_dims(N=N, O=O, K=K)
+        _check_multiple_of_8(K=K)
+        out = array("f", bytes(4 * N * O)) if out is None else out
+        scratch, need = self._scratch_for(N, K)
+        status = self._fn["int8_gemm"](
+            N, O, K, _Arg(xq, N * K, "int8", "xq").pointer, _Arg(xs, N, "float32", "xs").pointer,
+            _Arg(w, O * K, "int8", "w").pointer, _Arg(ws, O, "float32", "ws").pointer,
+            None if bias is None else _Arg(bias, O, "float32", "bias").pointer,
+            _Arg(out, N * O, "float32", "out", True).pointer, scratch.pointer, need)
+        _raise_status(status, "int8_gemm")
+        return out
+
+    # -- benchmark-only: the runtime's plain int8 GEMM ceiling --------------------------------
+
+    def has_peak(self) -> bool:
+        return "int8_gemm_peak" in self._fn
+
+    def stage_int8(self, w, O: int, K: int) -> bytearray:
+        _check_dims(O=O, K=K)
+        _check_multiple_of_8(O=O, K=K)
+        staged = bytearray(O * K)
+        status = self._fn["int8_stage_weights"](O, K, _Arg(w, O * K, "int8", "w").pointer,
+                                                _Arg(staged, O * K, "int8", "staged", True).pointer)
+        _raise_status(status, "int8_stage_weights")
+        return staged
+
+    def int8_gemm_peak(self, xq, N: int, staged, O: int, K: int, acc=None):
+        _check_dims(N=N, O=O, K=K)
+        _check_multiple_of_8(O=O, K=K)
+        acc = array("i", bytes(4 * N * O)) if acc is None else acc
+        scratch, need = self._scratch_for(N, K)
+        status = self._fn["int8_gemm_peak"](
+            N, O, K, _Arg(xq, N * K, "int8", "xq").pointer, _Arg(staged, O * K, "int8", "staged").pointer,
+            _Arg(acc, N * O, "int32", "acc", True).pointer, scratch.pointer, need)
+        _raise_status(status, "int8_gemm_peak")
+        return acc
+
+
+class Fv5Weights:
+    """A validated five-value linear: packed blocks, per-row int8 grid and scales."""
+
+    def __init__(self, packed, lut, ws, O: int, K: int):
+        self.O, self.K = O, K
+        self.packed_arg = _Arg(packed, (O // 8) * fv5_block_bytes(K), "uint8", "packed")
+        self.lut, self.ws = lut, ws
+        self.lut_arg = _Arg(lut, 8 * O, "int8", "lut")
+        self.ws_arg = _Arg(ws, O, "float32", "ws")
+
+
+def _raise_status(status: int, what: str):
+    if status == 0:
+        return
+    reasons = {-1: "shape rejected", -2: "scratch too small", -4: "value out of range"}
+    # Reaching this means a check above missed a case: say so plainly.
+    raise KernelError(f"{what}: {reasons.get(status, 'error')} (code {status}) after Python-side checks")

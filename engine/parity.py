@@ -1,0 +1,194 @@
+"""Deterministic kernel sweep, runnable in any runtime (CPython natively, Pyodide in Node or a
+browser): the same seeded inputs, every op, and a sha256 of every output. Tiers and runtimes
+are bit-identical exactly when their digest tables are equal.
+
+Standard library only (Pyodide has no numpy): inputs come from ``random.Random`` (the
+Mersenne Twister gives the same stream everywhere) and integer arithmetic; floats are built
+from integers and powers of two, so no libm function touches the data.
+
+    python3 -m engine parity [--tier T] [--json]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import struct
+from array import array
+
+from .kernels import Kernels, fv5_block_bytes
+
+# Shapes include the awkward ones: K whose last code group is short (48, 80, 256, 1024, 4096),
+# single tokens, token counts around the 4- and 6-token tiles, and odd row counts (int8).
+DECODE_K = (8, 16, 24, 48, 80, 256, 1024, 4096)
+QUANT_SHAPES = ((1, 8), (3, 24), (7, 5), (67, 80), (5, 4096), (375, 64))
+FV5_SHAPES = ((8, 8), (16, 48), (24, 80), (8, 256), (32, 1024), (8, 4096), (16, 24))
+FV5_TOKENS = (1, 2, 3, 4, 5, 6, 7, 8, 13, 67)
+INT8_SHAPES = ((1, 8), (7, 64), (8, 16), (9, 1024), (33, 80), (640, 640))
+INT8_TOKENS = (1, 4, 5, 6, 67)
+VARIANTS = ("random", "special")   # special: zero rows, hi = 0, lo = hi, extreme activations
+
+
+def _rng(name: str) -> random.Random:
+    return random.Random(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little"))
+
+
+def _float_from_bits(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def activations(rng: random.Random, N: int, K: int, special: bool) -> array:
+    """float32 [N][K]: int16 values times a power of two per token. `special` adds extreme
+    tokens: all zero, largest finite, subnormal-only, mixed huge/tiny."""
+    raw = array("h", rng.randbytes(2 * N * K))
+    x = array("f", bytes(4 * N * K))
+    for n in range(N):
+        scale = 2.0 ** rng.randrange(-20, 4)
+        base = n * K
+        for k in range(K):
+            x[base + k] = raw[base + k] * scale
+        if special:
+            kind = n % 5
+            if kind == 1:
+                for k in range(K):
+                    x[base + k] = 0.0
+            elif kind == 2:
+                x[base + rng.randrange(K)] = _float_from_bits(0x7F7FFFFF)    # FLT_MAX
+                x[base + rng.randrange(K)] = -_float_from_bits(0x7F7FFFFF)
+            elif kind == 3:
+                for k in range(K):
+                    x[base + k] = _float_from_bits(rng.randrange(1, 0x800000)) * (1 if k % 2 else -1)
+            elif kind == 4:
+                x[base] = 1e30
+                x[base + K - 1] = 1e-30
+    return x
+
+
+def int8_values(rng: random.Random, count: int) -> bytearray:
+    return bytearray(rng.randbytes(count))
+
+
+def magnitudes(rng: random.Random, O: int, special: bool):
+    """lo, hi float32 [O]; `special` adds hi = 0 rows, lo = hi rows and lo = 0 rows."""
+    lo, hi = array("f", bytes(4 * O)), array("f", bytes(4 * O))
+    for r in range(O):
+        h = (1 + rng.randrange(1024) / 1024) * 2.0 ** rng.randrange(-12, 2)
+        hi[r] = h
+        lo[r] = h * rng.randrange(1025) / 1024
+        if special and r % 4 == 1:
+            lo[r] = hi[r] = 0.0
+        elif special and r % 4 == 2:
+            lo[r] = hi[r]
+        elif special and r % 4 == 3:
+            lo[r] = 0.0
+    return lo, hi
+
+
+def _zero_row0(lane: int, t: int, V: int) -> int:
+    """Set to level 2 (zero) the digits of a lane (j < 8) that belong to row 0: those of panel
+    vectors v = 3t + i with v % 4 == 0 (row pair 0)."""
+    digits = [lane % 5, lane // 5 % 5, lane // 25]
+    for i in range(3):
+        if (3 * t + i) % 4 == 0 and 3 * t + i < V:
+            digits[i] = 2
+    return digits[0] + 5 * digits[1] + 25 * digits[2]
+
+
+def packed_blocks(rng: random.Random, O: int, K: int, special: bool) -> bytearray:
+    """Random valid fv5-b5x3t7 blocks, built straight from code vectors (no numpy packer):
+    lanes hold base-5 digit triples, padding digits are zero, `special` makes row 0 all zero
+    (level code 2)."""
+    V = K // 2
+    T = (V + 2) // 3
+    used_last = V - 3 * (T - 1)
+    out = bytearray()
+    for b in range(O // 8):
+        codes = []
+        for t in range(T):
+            limit = 125 if t < T - 1 else 5 ** used_last
+            lanes = [rng.randrange(limit) for _ in range(16)]
+            if special and b == 0:
+                lanes = [_zero_row0(lane, t, V) if j < 8 else lane for j, lane in enumerate(lanes)]
+            codes.append(lanes)
+        full = T // 8
+        for g in range(full):
+            c7 = codes[8 * g + 7]
+            for m in range(7):
+                cm = codes[8 * g + m]
+                out += bytes(cm[j] | (((c7[j] >> m) & 1) << 7) for j in range(16))
+        for t in range(8 * full, T):
+            out += bytes(codes[t])
+    assert len(out) == (O // 8) * fv5_block_bytes(K)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+
+def cases():
+    """(name, op, params) for the whole sweep, in a fixed order."""
+    out = []
+    for variant in VARIANTS:
+        for K in DECODE_K:
+            out.append((f"decode/K{K}/{variant}", "decode", {"O": 16, "K": K, "variant": variant}))
+        for N, K in QUANT_SHAPES:
+            out.append((f"quantize/N{N}/K{K}/{variant}", "quantize", {"N": N, "K": K, "variant": variant}))
+        for O, K in FV5_SHAPES:
+            for N in FV5_TOKENS:
+                out.append((f"fv5_gemm/O{O}/K{K}/N{N}/{variant}", "fv5_gemm",
+                            {"N": N, "O": O, "K": K, "variant": variant}))
+        out.append((f"fv5_gemm/O16/K1024/N375/{variant}", "fv5_gemm",
+                    {"N": 375, "O": 16, "K": 1024, "variant": variant}))
+        for O, K in INT8_SHAPES:
+            for N in INT8_TOKENS:
+                out.append((f"int8_gemm/O{O}/K{K}/N{N}/{variant}", "int8_gemm",
+                            {"N": N, "O": O, "K": K, "variant": variant}))
+    return out
+
+
+def run_case(kernels: Kernels, name: str, op: str, p: dict) -> bytes:
+    """The output bytes of one case (panel; xq + xs; or y float32)."""
+    rng = _rng(name)
+    special = p["variant"] == "special"
+    if op == "decode":
+        O, K = p["O"], p["K"]
+        packed = packed_blocks(rng, O, K, special)
+        lo, hi = magnitudes(rng, O, special)
+        weights = kernels.prepare_fv5(packed, lo, hi, O, K)
+        bb = fv5_block_bytes(K)
+        return b"".join(bytes(kernels.decode_block(packed[b * bb:(b + 1) * bb],
+                                                   weights.lut[64 * b:64 * (b + 1)], K))
+                        for b in range(O // 8))
+    if op == "quantize":
+        N, K = p["N"], p["K"]
+        xq, xs = kernels.quantize(activations(rng, N, K, special), N, K)
+        return bytes(xq) + xs.tobytes()
+    N, O, K = p["N"], p["O"], p["K"]
+    x = activations(rng, N, K, special)
+    bias = array("f", [(rng.randrange(2001) - 1000) / 256 for _ in range(O)]) if O % 2 else None
+    if op == "fv5_gemm":
+        packed = packed_blocks(rng, O, K, special)
+        lo, hi = magnitudes(rng, O, special)
+        weights = kernels.prepare_fv5(packed, lo, hi, O, K)
+        xq, xs = kernels.quantize(x, N, K)
+        return kernels.fv5_gemm(xq, xs, N, weights, bias=bias).tobytes()
+    if op == "int8_gemm":
+        w = int8_values(rng, O * K)
+        if special:
+            for k in range(K):
+                w[k] = 0x80            # row 0 all -128: the full int8 range
+        ws = array("f", [(1 + rng.randrange(256)) * 2.0 ** -14 for _ in range(O)])
+        xq, xs = kernels.quantize(x, N, K)
+        return kernels.int8_gemm(xq, xs, N, w, ws, O, K, bias=bias).tobytes()
+    raise ValueError(f"unknown op {op}")
+
+
+def digests(tier: str = "auto", only: str | None = None) -> dict:
+    """{"tier": ..., "cases": {name: sha256 hex}} for the sweep (optionally names containing
+    `only`)."""
+    kernels = Kernels(tier)
+    table = {}
+    for name, op, params in cases():
+        if only and only not in name:
+            continue
+        table[name] = hashlib.sha256(run_case(kernels, name, op, params)).hexdigest()
+    return {"tier": kernels.tier, "cases": table}

@@ -1,0 +1,40 @@
+/* The dequantisation every GEMM tier applies to an exact int32 dot product. Fixed order,
+ * float32, no fused multiply-add (built with -ffp-contract=off):
+ *
+ *   y[n][o] = ((float)acc[n][o] * xs[n]) * ws[o]            if bias == NULL
+ *   y[n][o] = (((float)acc[n][o] * xs[n]) * ws[o]) + bias[o] otherwise
+ *
+ * (float)acc rounds to nearest even (exact while |acc| < 2^24). A NULL bias adds nothing:
+ * adding 0.0f would turn -0.0f into +0.0f.
+ *
+ * Scratch: the GEMM drivers carve their staging buffers from caller-provided scratch of at
+ * least gemm_scratch_bytes(N, K) bytes (same formula for every tier and both GEMMs):
+ *   64 (alignment) + 8*K (decoded panel) + 8*K (dot-order staging) + 2*N*K (int16 activations).
+ */
+#ifndef PK_GEMM_COMMON_H
+#define PK_GEMM_COMMON_H
+
+#include "common.h"
+
+static inline float pk_dequant(int32_t acc, float xs, float ws, const float *bias, int o) {
+    float y = ((float)acc * xs) * ws;
+    if (bias) y = y + bias[o];
+    return y;
+}
+
+static inline size_t pk_gemm_scratch_bytes(int N, int K) {
+    return (size_t)64 + (size_t)16 * (size_t)K + (size_t)2 * (size_t)N * (size_t)K;
+}
+
+/* Shape and scratch checks shared by the GEMM drivers (o_multiple: 8 for fv5, 1 for int8). */
+static inline int pk_gemm_check(int N, int O, int K, int o_multiple, size_t scratch_bytes) {
+    if (N <= 0 || O <= 0 || K <= 0) return PK_E_SHAPE;
+    if (N > PK_MAX_DIM || O > PK_MAX_DIM || K > PK_MAX_DIM) return PK_E_SHAPE;
+    if (K % 8 != 0 || O % o_multiple != 0) return PK_E_SHAPE;
+    if (scratch_bytes < pk_gemm_scratch_bytes(N, K)) return PK_E_SCRATCH;
+    return PK_OK;
+}
+
+PK_API size_t gemm_scratch_bytes(int N, int K);
+
+#endif

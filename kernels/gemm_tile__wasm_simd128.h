@@ -1,0 +1,146 @@
+/* The WebAssembly SIMD128 GEMM tile shared by fv5_gemm and int8_gemm (internal header).
+ *
+ * Dot-order staging of one 8-row block (8*K bytes): for each k pair j (0 <= j < K/2) one
+ * 16-byte vector, byte 2r + i = W[row r][2j + i]. Sign-extended with i16x8.load8x8_s it gives
+ * rows 0-3 (low 8 bytes) and rows 4-7 (high 8 bytes) as (k, k+1) int16 pairs, so one
+ * i32x4.dot_i16x8_s against a splatted activation pair adds 2 products to each of 4 rows:
+ * each accumulator lane is one row's running sum and no horizontal reduction is needed.
+ * Activations are widened to int16 once per call (x16[N][K]).
+ */
+#ifndef PK_GEMM_TILE_WASM_SIMD128_H
+#define PK_GEMM_TILE_WASM_SIMD128_H
+
+#include <wasm_simd128.h>
+#include "gemm_common.h"
+
+/* Four panel vectors of one kb (rows 0-1, 2-3, 4-5, 6-7 by 8 k) -> four staging vectors. */
+static inline void pk_stage_kb(v128_t P0, v128_t P1, v128_t P2, v128_t P3, int8_t *out) {
+    /* As int16 lanes, P0 = r0q0 r0q1 r0q2 r0q3 r1q0 r1q1 r1q2 r1q3 (q = k pair). */
+    v128_t t0 = wasm_i16x8_shuffle(P0, P1, 0, 8, 1, 9, 2, 10, 3, 11);   /* r0 r2 by q */
+    v128_t t1 = wasm_i16x8_shuffle(P0, P1, 4, 12, 5, 13, 6, 14, 7, 15); /* r1 r3 by q */
+    v128_t u0 = wasm_i16x8_shuffle(t0, t1, 0, 8, 1, 9, 2, 10, 3, 11);   /* r0..r3 q0, q1 */
+    v128_t u1 = wasm_i16x8_shuffle(t0, t1, 4, 12, 5, 13, 6, 14, 7, 15); /* r0..r3 q2, q3 */
+    v128_t s0 = wasm_i16x8_shuffle(P2, P3, 0, 8, 1, 9, 2, 10, 3, 11);
+    v128_t s1 = wasm_i16x8_shuffle(P2, P3, 4, 12, 5, 13, 6, 14, 7, 15);
+    v128_t v0 = wasm_i16x8_shuffle(s0, s1, 0, 8, 1, 9, 2, 10, 3, 11);   /* r4..r7 q0, q1 */
+    v128_t v1 = wasm_i16x8_shuffle(s0, s1, 4, 12, 5, 13, 6, 14, 7, 15); /* r4..r7 q2, q3 */
+    wasm_v128_store(out + 0, wasm_i64x2_shuffle(u0, v0, 0, 2));
+    wasm_v128_store(out + 16, wasm_i64x2_shuffle(u0, v0, 1, 3));
+    wasm_v128_store(out + 32, wasm_i64x2_shuffle(u1, v1, 0, 2));
+    wasm_v128_store(out + 48, wasm_i64x2_shuffle(u1, v1, 1, 3));
+}
+
+/* Spec panel (fv5_decode.h) -> staging. */
+static inline void pk_stage_from_panel(int K, const int8_t *panel, int8_t *stage) {
+    for (int kb = 0; kb < K / 8; kb++) {
+        const int8_t *p = panel + (size_t)kb * 64;
+        pk_stage_kb(wasm_v128_load(p), wasm_v128_load(p + 16), wasm_v128_load(p + 32),
+                    wasm_v128_load(p + 48), stage + (size_t)kb * 64);
+    }
+}
+
+/* Row-major int8 rows (rows valid of 8, the rest zero) -> staging. */
+static inline void pk_stage_from_rows(int K, const int8_t *w, int rows, int8_t *stage) {
+    for (int kb = 0; kb < K / 8; kb++) {
+        v128_t P[4];
+        for (int p = 0; p < 4; p++) {
+            v128_t v = wasm_i64x2_splat(0);
+            int r0 = 2 * p, r1 = 2 * p + 1;
+            if (r0 < rows) v = wasm_v128_load64_lane(w + (size_t)r0 * K + 8 * kb, v, 0);
+            if (r1 < rows) v = wasm_v128_load64_lane(w + (size_t)r1 * K + 8 * kb, v, 1);
+            P[p] = v;
+        }
+        pk_stage_kb(P[0], P[1], P[2], P[3], stage + (size_t)kb * 64);
+    }
+}
+
+/* xq[N][K] int8 -> x16[N][K] int16 (K % 8 == 0). */
+static inline void pk_widen_activations(int N, int K, const int8_t *xq, int16_t *x16) {
+    size_t total = (size_t)N * (size_t)K;
+    for (size_t i = 0; i < total; i += 8) wasm_v128_store(x16 + i, wasm_i16x8_load8x8(xq + i));
+}
+
+#define PK_TILE_TOKENS 4
+
+/* acc[2t] = rows 0-3, acc[2t+1] = rows 4-7 of token t, for `tokens` (1..4) rows of x16. */
+static inline void pk_tile(int K, const int8_t *stage, const int16_t *x, int tokens, v128_t *acc) {
+    for (int i = 0; i < 2 * PK_TILE_TOKENS; i++) acc[i] = wasm_i32x4_splat(0);
+    if (tokens == PK_TILE_TOKENS) {
+        const int16_t *x0 = x, *x1 = x + K, *x2 = x + 2 * K, *x3 = x + 3 * K;
+        v128_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+        v128_t a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7];
+        for (int j = 0; j < K / 2; j++) {
+            v128_t wa = wasm_i16x8_load8x8(stage + 16 * j);
+            v128_t wb = wasm_i16x8_load8x8(stage + 16 * j + 8);
+            v128_t v0 = wasm_v128_load32_splat(x0 + 2 * j);
+            v128_t v1 = wasm_v128_load32_splat(x1 + 2 * j);
+            v128_t v2 = wasm_v128_load32_splat(x2 + 2 * j);
+            v128_t v3 = wasm_v128_load32_splat(x3 + 2 * j);
+            a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wa, v0));
+            a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wb, v0));
+            a2 = wasm_i32x4_add(a2, wasm_i32x4_dot_i16x8(wa, v1));
+            a3 = wasm_i32x4_add(a3, wasm_i32x4_dot_i16x8(wb, v1));
+            a4 = wasm_i32x4_add(a4, wasm_i32x4_dot_i16x8(wa, v2));
+            a5 = wasm_i32x4_add(a5, wasm_i32x4_dot_i16x8(wb, v2));
+            a6 = wasm_i32x4_add(a6, wasm_i32x4_dot_i16x8(wa, v3));
+            a7 = wasm_i32x4_add(a7, wasm_i32x4_dot_i16x8(wb, v3));
+        }
+        acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+        acc[4] = a4; acc[5] = a5; acc[6] = a6; acc[7] = a7;
+        return;
+    }
+    for (int t = 0; t < tokens; t++) {
+        const int16_t *xt = x + (size_t)t * K;
+        v128_t a0 = acc[2 * t], a1 = acc[2 * t + 1];
+        for (int j = 0; j < K / 2; j++) {
+            v128_t v = wasm_v128_load32_splat(xt + 2 * j);
+            a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(stage + 16 * j), v));
+            a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wasm_i16x8_load8x8(stage + 16 * j + 8), v));
+        }
+        acc[2 * t] = a0;
+        acc[2 * t + 1] = a1;
+    }
+}
+
+/* Dequantise 4 rows (o0..o0+3) of token n in the order of gemm_common.h. */
+static inline v128_t pk_dequant4(v128_t acc, float xs, const float *ws, const float *bias, int o0) {
+    v128_t y = wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), wasm_f32x4_splat(xs)),
+                              wasm_v128_load(ws + o0));
+    if (bias) y = wasm_f32x4_add(y, wasm_v128_load(bias + o0));
+    return y;
+}
+
+/* Run the tile over all N tokens for block rows o0..o0+rows-1 and write y. */
+static inline void pk_block_gemm(int N, int O, int K, int o0, int rows, const int8_t *stage,
+                                 const int16_t *x16, const float *xs, const float *ws,
+                                 const float *bias, float *y) {
+    v128_t acc[2 * PK_TILE_TOKENS];
+    for (int n = 0; n < N; n += PK_TILE_TOKENS) {
+        int tokens = N - n < PK_TILE_TOKENS ? N - n : PK_TILE_TOKENS;
+        pk_tile(K, stage, x16 + (size_t)n * K, tokens, acc);
+        for (int t = 0; t < tokens; t++) {
+            float *yr = y + (size_t)(n + t) * O;
+            if (rows == 8) {
+                wasm_v128_store(yr + o0, pk_dequant4(acc[2 * t], xs[n + t], ws, bias, o0));
+                wasm_v128_store(yr + o0 + 4, pk_dequant4(acc[2 * t + 1], xs[n + t], ws, bias, o0 + 4));
+            } else {
+                int32_t sums[8];
+                wasm_v128_store(sums, acc[2 * t]);
+                wasm_v128_store(sums + 4, acc[2 * t + 1]);
+                for (int r = 0; r < rows; r++)
+                    yr[o0 + r] = pk_dequant(sums[r], xs[n + t], ws[o0 + r], bias, o0 + r);
+            }
+        }
+    }
+}
+
+/* Scratch layout shared by the drivers: panel [8K], stage [8K], x16 [N][K]. */
+static inline void pk_carve_scratch(void *scratch, int K, int8_t **panel, int8_t **stage,
+                                    int16_t **x16) {
+    int8_t *base = (int8_t *)pk_align64(scratch);
+    *panel = base;
+    *stage = base + (size_t)8 * K;
+    *x16 = (int16_t *)(base + (size_t)16 * K);
+}
+
+#endif

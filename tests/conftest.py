@@ -1,0 +1,37 @@
+"""Shared fixtures: the native kernel tiers, and paths the build provides (build.py test
+sets PHONON_PYODIDE_DIR, PHONON_ORT_DIR and PHONON_WHEEL)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.kernels import Kernels, available_tiers  # noqa: E402
+
+NATIVE_TIERS = available_tiers()
+SIMD_TIERS = [t for t in NATIVE_TIERS if t != "scalar"]
+
+
+@pytest.fixture(scope="session")
+def scalar():
+    return Kernels("scalar")
+
+
+@pytest.fixture(scope="session", params=NATIVE_TIERS)
+def tier_kernels(request):
+    return Kernels(request.param)
+
+
+def build_artifact(env_name: str) -> Path:
+    """A build output passed in by build.py; a clear failure (not a skip) when missing, so a
+    CI run cannot pass without the browser parity tests."""
+    value = os.environ.get(env_name)
+    if not value or not Path(value).exists():
+        pytest.fail(f"{env_name} is not set or missing: run the tests with `python3 build.py test`")
+    return Path(value)
