@@ -130,6 +130,7 @@ _COMMON_SIGNATURES = {
 }
 _TIER_SIGNATURES = {
     "fv5_decode_block": (_i, [_i, _vp, _vp, _vp]),
+    "fv5_decode_blocks": (_i, [_i, _i, _vp, _vp, _vp, _sz]),
     "quantize_act": (_i, [_i, _i, _vp, _vp, _vp]),
     "fv5_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
     "int8_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
@@ -253,6 +254,18 @@ class Kernels:
             _Arg(lut_block, 64, "int8", "lut").pointer, _Arg(panel, 8 * K, "int8", "panel", True).pointer)
         _raise_status(status, "fv5_decode_block")
         return panel
+
+    def decode_blocks(self, weights: "Fv5Weights", panels=None, reuse: bool = False):
+        """Decode every block of prepared weights: into one (8*K)-byte staging panel reused for
+        each block (reuse=True, as the GEMM does; benchmarks) or into [O/8][8*K] panels."""
+        blocks, K = weights.O // 8, weights.K
+        size = 8 * K if reuse else blocks * 8 * K
+        panels = bytearray(size) if panels is None else panels
+        status = self._fn["fv5_decode_blocks"](
+            blocks, K, weights.packed_arg.pointer, weights.lut_arg.pointer,
+            _Arg(panels, size, "int8", "panels", True).pointer, 0 if reuse else 8 * K)
+        _raise_status(status, "fv5_decode_blocks")
+        return panels
 
     # -- activations ------------------------------------------------------------------------
 

@@ -51,4 +51,26 @@ PK_API int fv5_decode_block__scalar(int K, const uint8_t *stored, const int8_t *
 PK_API int fv5_decode_block__wasm_simd128(int K, const uint8_t *stored, const int8_t *lut, int8_t *panel);
 PK_API int fv5_decode_block__avx2(int K, const uint8_t *stored, const int8_t *lut, int8_t *panel);
 
+/* Decode `blocks` consecutive blocks (lut [blocks*8][8]) into panels + b * panel_stride bytes.
+ * panel_stride = 8*K lays out a whole tensor's panels; 0 reuses one staging panel, as the
+ * GEMM drivers do (benchmarks time the decode that way). */
+PK_API int fv5_decode_blocks__scalar(int blocks, int K, const uint8_t *packed, const int8_t *lut,
+                                     int8_t *panels, size_t panel_stride);
+PK_API int fv5_decode_blocks__wasm_simd128(int blocks, int K, const uint8_t *packed, const int8_t *lut,
+                                           int8_t *panels, size_t panel_stride);
+PK_API int fv5_decode_blocks__avx2(int blocks, int K, const uint8_t *packed, const int8_t *lut,
+                                   int8_t *panels, size_t panel_stride);
+
+/* The loop behind fv5_decode_blocks__<tier>. */
+#define PK_DEFINE_DECODE_BLOCKS(tier)                                                            \
+    int fv5_decode_blocks__##tier(int blocks, int K, const uint8_t *packed, const int8_t *lut,   \
+                                  int8_t *panels, size_t panel_stride) {                         \
+        if (blocks <= 0 || K <= 0 || K % 8 != 0 || K > PK_MAX_DIM) return PK_E_SHAPE;           \
+        size_t bytes = fv5_block_bytes(K);                                                       \
+        for (int b = 0; b < blocks; b++)                                                         \
+            fv5_decode_block__##tier(K, packed + (size_t)b * bytes, lut + (size_t)b * 64,        \
+                                     panels + (size_t)b * panel_stride);                         \
+        return PK_OK;                                                                            \
+    }
+
 #endif

@@ -55,3 +55,5 @@ int fv5_decode_block__avx2(int K, const uint8_t *stored, const int8_t *lut, int8
         emit(_mm_loadu_si128((const __m128i *)(tail + 16 * m)), 8 * full + m, vectors, table, panel);
     return PK_OK;
 }
+
+PK_DEFINE_DECODE_BLOCKS(avx2)

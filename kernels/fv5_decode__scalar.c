@@ -21,3 +21,5 @@ int fv5_decode_block__scalar(int K, const uint8_t *stored, const int8_t *lut, in
     }
     return PK_OK;
 }
+
+PK_DEFINE_DECODE_BLOCKS(scalar)

@@ -54,3 +54,5 @@ int fv5_decode_block__wasm_simd128(int K, const uint8_t *stored, const int8_t *l
         emit(wasm_v128_load(tail + 16 * m), 8 * full + m, vectors, table, panel);
     return PK_OK;
 }
+
+PK_DEFINE_DECODE_BLOCKS(wasm_simd128)

@@ -133,6 +133,8 @@ def test_decode_matches_spec_panel(tier_kernels, K, special):
     got = b"".join(bytes(tier_kernels.decode_block(packed[b * bb:(b + 1) * bb], w.lut[64 * b:64 * b + 64], K))
                    for b in range(O // 8))
     assert got == expected
+    assert bytes(tier_kernels.decode_blocks(w)) == expected            # whole tensor at once
+    assert bytes(tier_kernels.decode_blocks(w, reuse=True)) == expected[-8 * K:]   # staging reuse
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,119 @@
+"""Kernel benchmarks in every runtime, run by `python3 build.py bench [--json FILE]`.
+
+native   engine.kernel_bench in this process (ctypes on the host library: avx2, scalar)
+node     the same code in Pyodide under Node (wasm_simd128, wasm scalar)
+chromium the same code in Pyodide in headless Chromium, and in the same browser session
+         ONNX Runtime Web (wasm backend, one thread) on an int8 MatMulInteger model of the
+         same shapes: op "ort_int8_gemm", the peer to beat.
+Prints a table and the headline ratios; --json writes the list of records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from engine import kernel_bench
+
+from .ort_models import matmul_integer_model
+from .runtimes import Chromium, run_in_node
+
+
+def bench_code(runtime: str, min_seconds: float, shapes, tokens) -> str:
+    return (f"import json\nfrom engine import kernel_bench as kb\n"
+            f"json.dumps(kb.run({runtime!r}, shapes={tuple(shapes)!r}, tokens={tuple(tokens)!r}, "
+            f"min_seconds={min_seconds!r}))")
+
+
+def bench_ort(browser: Chromium, shapes, tokens, min_seconds: float) -> list:
+    records = []
+    for O, K in shapes:
+        model = matmul_integer_model(O, K, Chromium.models_dir())
+        for N in tokens:
+            spec = {"model": f"/models/{model.name}", "N": N, "K": K, "O": O, "warmup": 1,
+                    "seconds": min_seconds}
+            result = browser.run_ort(spec)
+            records.append({"runtime": "chromium", "tier": "ort-web-wasm-1t", "op": "ort_int8_gemm",
+                            "O": O, "K": K, "N": N,
+                            "gmacs": round(O * K * N / result["seconds_per_run"] / 1e9, 3)})
+    return records
+
+
+def summary(records: list) -> str:
+    """Markdown table: one row per (runtime, tier, op), one column per shape and N."""
+    keys = sorted({(r["O"], r["K"], r["N"]) for r in records if r["N"] is not None})
+    rows = {}
+    for r in records:
+        if r["op"] == "decode_ns_per_block":
+            continue
+        rows.setdefault((r["runtime"], r["tier"], r["op"]), {})[(r["O"], r["K"], r["N"])] = r["gmacs"]
+    head = "| runtime | tier | op | " + " | ".join(f"{O}x{K} N={N}" for O, K, N in keys) + " |"
+    lines = [head, "|" + "---|" * (3 + len(keys))]
+    for (runtime, tier, op), cells in rows.items():
+        lines.append(f"| {runtime} | {tier} | {op} | " +
+                     " | ".join(f"{cells[k]:.1f}" if k in cells else "-" for k in keys) + " |")
+    decode = [r for r in records if r["op"] == "decode_ns_per_block"]
+    lines.append("")
+    lines.append("Decode alone, ns per 8-row block at K=1024: " +
+                 ", ".join(f"{r['runtime']}/{r['tier']} {r['ns_per_block']:.0f}" for r in decode))
+    return "\n".join(lines)
+
+
+def ratios(records: list) -> str:
+    """The targets of issue 2 as ratios of records measured in the same runtime."""
+    def gm(runtime, tier, op):
+        return {(r["O"], r["K"], r["N"]): r["gmacs"] for r in records
+                if r["runtime"] == runtime and r["tier"] == tier and r["op"] == op}
+    out = []
+    pairs = [("chromium", ("wasm_simd128", "fv5_gemm"), ("ort-web-wasm-1t", "ort_int8_gemm"), "simd128 fv5 / ORT Web int8"),
+             ("chromium", ("wasm_simd128", "fv5_gemm"), ("scalar", "fv5_gemm"), "simd128 / wasm scalar (chromium)"),
+             ("node", ("wasm_simd128", "fv5_gemm"), ("scalar", "fv5_gemm"), "simd128 / wasm scalar (node)"),
+             ("native", ("avx2", "fv5_gemm"), ("scalar", "fv5_gemm"), "avx2 / native scalar"),
+             ("chromium", ("wasm_simd128", "fv5_gemm"), ("wasm_simd128", "peak_int8_gemm"), "simd128 fv5 / simd128 int8 peak (chromium)")]
+    for runtime, (ta, oa), (tb, ob), label in pairs:
+        a, b = gm(runtime, ta, oa), gm(runtime, tb, ob)
+        common = sorted(set(a) & set(b))
+        if not common:
+            continue
+        cells = ", ".join(f"{O}x{K} N={N}: {a[(O, K, N)] / b[(O, K, N)]:.2f}" for O, K, N in common)
+        out.append(f"- {label}: {cells}")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m harness.bench")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--runtimes", default="native,node,chromium")
+    args = parser.parse_args(argv)
+    shapes, tokens = kernel_bench.SHAPES, kernel_bench.TOKENS
+    min_seconds = 0.1 if args.quick else 0.4
+    runtimes = args.runtimes.split(",")
+    records = []
+    started = time.time()
+    if "native" in runtimes:
+        print("native ...", flush=True)
+        records += kernel_bench.run("native", min_seconds=min_seconds)
+    if "node" in runtimes:
+        print("node ...", flush=True)
+        records += json.loads(run_in_node(bench_code("node", min_seconds, shapes, tokens), timeout=3600))
+    if "chromium" in runtimes:
+        print("chromium ...", flush=True)
+        with Chromium(timeout_ms=3_600_000) as browser:
+            records += json.loads(browser.run_python(bench_code("chromium", min_seconds, shapes, tokens)))
+            records += bench_ort(browser, shapes, tokens, min_seconds)
+            print(f"chromium {browser.version()}")
+    print(f"\n{platform.processor() or platform.machine()}, {time.time() - started:.0f} s\n")
+    print(summary(records))
+    print("\nRatios (same runtime, same run):\n" + ratios(records))
+    if args.json:
+        args.json.write_text(json.dumps(records, indent=1) + "\n")
+        print(f"\nwrote {len(records)} records to {args.json}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
