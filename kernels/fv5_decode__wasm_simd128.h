@@ -2,7 +2,7 @@
  * and, fused with the dot-order staging, by the fv5 GEMM). Same bytes as the scalar tier.
  *
  * Per code vector x (16 lanes, 0..124):
- *   q  = x / 5  = ((x + 1) * 51) >> 8   (exact on 0..124; u8 x u8 -> u16 extmul)
+ *   q  = x / 5  = ((x + 1) * 51) >> 8   (exact on 0..124, in 16-bit lanes)
  *   d0 = x - 5q,  d2 = q / 5 (same trick, q <= 24),  d1 = q - 5*d2
  *   panel vector 3t+i = swizzle(table of its row pair, d_i | (8 on lanes 8..15))
  * The row-pair table is 16 bytes of lut: row 2p's 8 entries then row 2p+1's.
@@ -19,24 +19,31 @@
 #include "fv5_decode.h"
 #include "gemm_tile__wasm_simd128.h"
 
-static inline v128_t pk_div5_u8(v128_t x) {
-    const v128_t one = wasm_i8x16_splat(1), k51 = wasm_i8x16_splat(51);
-    v128_t x1 = wasm_i8x16_add(x, one);
-    v128_t lo = wasm_u16x8_shr(wasm_u16x8_extmul_low_u8x16(x1, k51), 8);
-    v128_t hi = wasm_u16x8_shr(wasm_u16x8_extmul_high_u8x16(x1, k51), 8);
-    return wasm_u8x16_narrow_i16x8(lo, hi);
+/* x / 5 on 16-bit lanes holding 0..124: ((x + 1) * 51) >> 8. */
+static inline v128_t pk_div5_u16(v128_t x) {
+    return wasm_u16x8_shr(wasm_i16x8_mul(wasm_i16x8_add(x, wasm_i16x8_splat(1)), wasm_i16x8_splat(51)), 8);
 }
 
-static inline v128_t pk_times5_u8(v128_t q) { return wasm_i8x16_add(wasm_i8x16_shl(q, 2), q); }
+/* Digits of one half (8 lanes, widened to 16 bits): d0 = x % 5, d1 = x / 5 % 5, d2 = x / 25.
+ * Everything stays in 16-bit lanes: wasm has no i8x16.mul, and LLVM turns (q << 2) + q on
+ * bytes into one, which it then scalarises lane by lane. */
+static inline void pk_digits_u16(v128_t x, v128_t d[3]) {
+    const v128_t five = wasm_i16x8_splat(5);
+    v128_t q = pk_div5_u16(x);
+    v128_t d2 = pk_div5_u16(q);
+    d[0] = wasm_i16x8_sub(x, wasm_i16x8_mul(q, five));
+    d[1] = wasm_i16x8_sub(q, wasm_i16x8_mul(d2, five));
+    d[2] = d2;
+}
 
-/* Swizzle indices of the three digits (row-pair half selected by +8 on lanes 8..15). */
+/* Swizzle indices of the three digits of code vector x (row-pair half selected by +8 on
+ * lanes 8..15). */
 static inline void pk_digit_indices(v128_t x, v128_t d[3]) {
     const v128_t upper = wasm_i8x16_make(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8);
-    v128_t q = pk_div5_u8(x);
-    v128_t d2 = pk_div5_u8(q);
-    d[0] = wasm_v128_or(wasm_i8x16_sub(x, pk_times5_u8(q)), upper);
-    d[1] = wasm_v128_or(wasm_i8x16_sub(q, pk_times5_u8(d2)), upper);
-    d[2] = wasm_v128_or(d2, upper);
+    v128_t lo[3], hi[3];
+    pk_digits_u16(wasm_u16x8_extend_low_u8x16(x), lo);
+    pk_digits_u16(wasm_u16x8_extend_high_u8x16(x), hi);
+    for (int i = 0; i < 3; i++) d[i] = wasm_v128_or(wasm_u8x16_narrow_i16x8(lo[i], hi[i]), upper);
 }
 
 /* General path: the (up to three) panel vectors of code vector t, into the panel buffer. */

@@ -60,33 +60,27 @@ static inline void pk_widen_activations(int N, int K, const int8_t *xq, int16_t 
     for (size_t i = 0; i < total; i += 8) wasm_v128_store(x16 + i, wasm_i16x8_load8x8(xq + i));
 }
 
+/* 4 tokens: 8 accumulators + 2 weight + 4 activation vectors fit V8's 16 xmm registers on
+ * x86-64; 2, 3, 5, 6 measured slower in Node (5 and 6 spill), and so did unrolling j by 2. */
 #define PK_TILE_TOKENS 4
 
 /* acc[2t] = rows 0-3, acc[2t+1] = rows 4-7 of token t, for `tokens` (1..4) rows of x16. */
 static inline void pk_tile(int K, const int8_t *stage, const int16_t *x, int tokens, v128_t *acc) {
     for (int i = 0; i < 2 * PK_TILE_TOKENS; i++) acc[i] = wasm_i32x4_splat(0);
     if (tokens == PK_TILE_TOKENS) {
-        const int16_t *x0 = x, *x1 = x + K, *x2 = x + 2 * K, *x3 = x + 3 * K;
-        v128_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-        v128_t a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7];
+        /* constant trip counts: clang unrolls these and keeps a[] in wasm locals */
+        v128_t a[2 * PK_TILE_TOKENS];
+        for (int i = 0; i < 2 * PK_TILE_TOKENS; i++) a[i] = wasm_i32x4_splat(0);
         for (int j = 0; j < K / 2; j++) {
             v128_t wa = wasm_i16x8_load8x8(stage + 16 * j);
             v128_t wb = wasm_i16x8_load8x8(stage + 16 * j + 8);
-            v128_t v0 = wasm_v128_load32_splat(x0 + 2 * j);
-            v128_t v1 = wasm_v128_load32_splat(x1 + 2 * j);
-            v128_t v2 = wasm_v128_load32_splat(x2 + 2 * j);
-            v128_t v3 = wasm_v128_load32_splat(x3 + 2 * j);
-            a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wa, v0));
-            a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wb, v0));
-            a2 = wasm_i32x4_add(a2, wasm_i32x4_dot_i16x8(wa, v1));
-            a3 = wasm_i32x4_add(a3, wasm_i32x4_dot_i16x8(wb, v1));
-            a4 = wasm_i32x4_add(a4, wasm_i32x4_dot_i16x8(wa, v2));
-            a5 = wasm_i32x4_add(a5, wasm_i32x4_dot_i16x8(wb, v2));
-            a6 = wasm_i32x4_add(a6, wasm_i32x4_dot_i16x8(wa, v3));
-            a7 = wasm_i32x4_add(a7, wasm_i32x4_dot_i16x8(wb, v3));
+            for (int t = 0; t < PK_TILE_TOKENS; t++) {
+                v128_t v = wasm_v128_load32_splat(x + (size_t)t * K + 2 * j);
+                a[2 * t] = wasm_i32x4_add(a[2 * t], wasm_i32x4_dot_i16x8(wa, v));
+                a[2 * t + 1] = wasm_i32x4_add(a[2 * t + 1], wasm_i32x4_dot_i16x8(wb, v));
+            }
         }
-        acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
-        acc[4] = a4; acc[5] = a5; acc[6] = a6; acc[7] = a7;
+        for (int i = 0; i < 2 * PK_TILE_TOKENS; i++) acc[i] = a[i];
         return;
     }
     for (int t = 0; t < tokens; t++) {
