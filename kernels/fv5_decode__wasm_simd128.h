@@ -108,12 +108,7 @@ static inline void pk_fv5_decode(int K, const uint8_t *stored, const int8_t *lut
     const uint8_t *tail = stored + (size_t)full * 7 * 16;
     for (int m = 0; m < T % 8; m++)
         pk_emit_code(wasm_v128_load(tail + 16 * m), 8 * full + m, vectors, table, panel);
-    if (stage)
-        for (int kb = kb_staged; kb < K / 8; kb++) {
-            const int8_t *p = panel + (size_t)kb * 64;
-            pk_stage_kb(wasm_v128_load(p), wasm_v128_load(p + 16), wasm_v128_load(p + 32),
-                        wasm_v128_load(p + 48), stage + (size_t)kb * 64);
-        }
+    if (stage) pk_stage_from_panel(kb_staged, K / 8, panel, stage);
 }
 
 #endif

@@ -20,8 +20,9 @@ static inline void pk_stage_kb_avx2(__m128i P0, __m128i P1, __m128i P2, __m128i 
     _mm_storeu_si128((__m128i *)(out + 48), _mm_unpackhi_epi64(u1, v1));
 }
 
-static inline void pk_stage_from_panel_avx2(int K, const int8_t *panel, int8_t *stage) {
-    for (int kb = 0; kb < K / 8; kb++) {
+/* Spec panel (fv5_decode.h) -> staging, for k-blocks kb_begin..kb_end-1. */
+static inline void pk_stage_from_panel_avx2(int kb_begin, int kb_end, const int8_t *panel, int8_t *stage) {
+    for (int kb = kb_begin; kb < kb_end; kb++) {
         const __m128i *p = (const __m128i *)(panel + (size_t)kb * 64);
         pk_stage_kb_avx2(_mm_loadu_si128(p), _mm_loadu_si128(p + 1), _mm_loadu_si128(p + 2),
                          _mm_loadu_si128(p + 3), stage + (size_t)kb * 64);

@@ -30,9 +30,9 @@ static inline void pk_stage_kb(v128_t P0, v128_t P1, v128_t P2, v128_t P3, int8_
     wasm_v128_store(out + 48, wasm_i64x2_shuffle(u1, v1, 1, 3));
 }
 
-/* Spec panel (fv5_decode.h) -> staging. */
-static inline void pk_stage_from_panel(int K, const int8_t *panel, int8_t *stage) {
-    for (int kb = 0; kb < K / 8; kb++) {
+/* Spec panel (fv5_decode.h) -> staging, for k-blocks kb_begin..kb_end-1. */
+static inline void pk_stage_from_panel(int kb_begin, int kb_end, const int8_t *panel, int8_t *stage) {
+    for (int kb = kb_begin; kb < kb_end; kb++) {
         const int8_t *p = panel + (size_t)kb * 64;
         pk_stage_kb(wasm_v128_load(p), wasm_v128_load(p + 16), wasm_v128_load(p + 32),
                     wasm_v128_load(p + 48), stage + (size_t)kb * 64);
