@@ -3,7 +3,7 @@
 
     python3 build.py setup     install what a fresh Debian machine lacks (apt, npm, .venv)
     python3 build.py native    host shared library with every native tier
-    python3 build.py wasm      two emscripten side modules (scalar, simd128) for Pyodide
+    python3 build.py wasm      wasm side modules for Pyodide (scalar, simd128, relaxed_simd)
     python3 build.py wheel     the wheel Pyodide installs offline (engine/ + wasm modules)
     python3 build.py test      all of the above as needed, then pytest (native, Node, Chromium)
     python3 build.py bench     GMAC/s of every tier in every runtime (--json FILE)
@@ -40,7 +40,8 @@ VENV = ROOT / ".venv"
 VENV_PY = VENV / "bin" / "python"
 NATIVE_LIB = LIB_DIR / f"phonon_kernels.{platform.machine()}-linux.so"
 WASM_MODULES = {"scalar": LIB_DIR / "phonon_kernels_scalar.wasm",
-                "simd128": LIB_DIR / "phonon_kernels_simd128.wasm"}
+                "simd128": LIB_DIR / "phonon_kernels_simd128.wasm",
+                "relaxed_simd": LIB_DIR / "phonon_kernels_relaxed_simd.wasm"}
 COMMON_SOURCES = ["fv5_grid.c"]
 CFLAGS = ["-O3", "-fPIC", "-std=c11", "-ffp-contract=off", "-fno-fast-math",
           "-Wall", "-Wextra", "-fvisibility=hidden"]
@@ -202,34 +203,57 @@ def cmd_native(args=None):
     return NATIVE_LIB
 
 
+def zig() -> list:
+    """zig's clang 22 (PyPI ziglang, pinned; installed into .venv by setup): Debian's emcc 3.1.6
+    (LLVM 14) has no relaxed-SIMD builtins, and its binaryen predates the final opcodes."""
+    setup_venv()
+    found = output_of([VENV_PY, "-m", "ziglang", "version"]).strip()
+    want = PINS["ziglang"]["version"]
+    if found != want:
+        raise BuildError(f"need ziglang {want}, found {found or 'none'}")
+    return [VENV_PY, "-m", "ziglang"]
+
+
+def compile_module(out: Path, srcs: list, isa_of, compile_cmd: list, link_cmd: list, tag: str):
+    """Compile each source (ISA flags per file) and link one side module, unless up to date."""
+    if not newer(out, srcs + sources("*.h")):
+        print(f"wasm: {out.relative_to(ROOT)} is up to date")
+        return
+    obj_dir = BUILD / "wasm"
+    obj_dir.mkdir(parents=True, exist_ok=True)
+    objects = []
+    for src in srcs:
+        obj = obj_dir / f"{src.stem}.{tag}.o"
+        run([*compile_cmd, *CFLAGS, *isa_of(src), "-c", src, "-o", obj])
+        objects.append(obj)
+    LIB_DIR.mkdir(parents=True, exist_ok=True)
+    run([*link_cmd, "-o", out, *objects])
+
+
 def cmd_wasm(args=None):
-    """Two side modules: scalar (common + scalar) and simd128 (common + scalar + simd128,
-    with -msimd128 only on the simd128 sources)."""
+    """Three side modules: scalar (common + scalar sources), simd128 (+ the SIMD128 sources,
+    -msimd128 on those only), both with Debian's emcc; and relaxed_simd (all of those + the
+    relaxed-SIMD sources) with zig's clang and wasm-ld."""
     setup_apt()
     found, want = emcc_version(), PINS["emscripten"]["version"]
     if found != want and not emcc_is_emsdk():
         raise BuildError(f"need emcc {want}, found {found}")
     common = [KERNELS / s for s in COMMON_SOURCES] + sources("*__scalar.c")
     simd = sources("*__wasm_simd128.c")
-    headers = sources("*.h")
-    obj_dir = BUILD / "wasm"
-    obj_dir.mkdir(parents=True, exist_ok=True)
-    LIB_DIR.mkdir(parents=True, exist_ok=True)
-    plan = {"scalar": common, "simd128": common + simd}
-    for name, srcs in plan.items():
-        out = WASM_MODULES[name]
-        if not newer(out, srcs + headers):
-            print(f"wasm: {out.relative_to(ROOT)} is up to date")
-            continue
-        objects = []
-        for src in srcs:
-            isa = ["-msimd128"] if src in simd else []
-            obj = obj_dir / f"{src.stem}.{name}.o"
-            run(["emcc", *CFLAGS, *isa, "-c", src, "-o", obj])
-            objects.append(obj)
-        run(["emcc", "-O3", "-fPIC", "-sSIDE_MODULE=1", "-sWASM_BIGINT", "-o", out, *objects])
+    relaxed = sources("*__wasm_relaxed_simd.c")
+    emcc_link = ["emcc", "-O3", "-fPIC", "-sSIDE_MODULE=1", "-sWASM_BIGINT"]
+    compile_module(WASM_MODULES["scalar"], common, lambda src: [], ["emcc"], emcc_link, "scalar")
+    compile_module(WASM_MODULES["simd128"], common + simd,
+                   lambda src: ["-msimd128"] if src in simd else [], ["emcc"], emcc_link, "simd128")
+    z = zig()
+    compile_module(WASM_MODULES["relaxed_simd"], common + simd + relaxed,
+                   lambda src: ["-msimd128", "-mrelaxed-simd"] if src in relaxed else
+                   ["-msimd128"] if src in simd else [],
+                   [*z, "cc", "--target=wasm32-wasi"],
+                   [*z, "wasm-ld", "--experimental-pic", "-shared", "--export-dynamic", "-O2"],
+                   "relaxed")
     (BUILD / "wasm" / "toolchain.json").write_text(json.dumps(
-        {"emcc": found, "emsdk": emcc_is_emsdk()}, indent=1) + "\n")
+        {"emcc": found, "emsdk": emcc_is_emsdk(), "ziglang": PINS["ziglang"]["version"]}, indent=1) + "\n")
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,13 +270,13 @@ def wheel_path() -> Path:
 
 
 def cmd_wheel(args=None):
-    """A wheel for pyodide.loadPackage: engine/*.py and the two wasm modules (named .wasm so
+    """A wheel for pyodide.loadPackage: engine/*.py and the wasm modules (named .wasm so
     Pyodide does not load them eagerly: the engine picks one with ctypes). Deterministic:
     sorted entries, fixed timestamps."""
     cmd_wasm()
     version = project_version()
     files = sorted(p for p in (ROOT / "engine").rglob("*.py") if "__pycache__" not in p.parts)
-    files += [WASM_MODULES["scalar"], WASM_MODULES["simd128"]]
+    files += list(WASM_MODULES.values())
     out = wheel_path()
     if not newer(out, files + [ROOT / "pyproject.toml", ROOT / "pins.json"]):
         print(f"wheel: {out.relative_to(ROOT)} is up to date")

@@ -26,10 +26,11 @@ IN_PYODIDE = sys.platform == "emscripten"
 
 # Tiers in order of preference. Each is a suffix of the C function names (fv5_gemm__avx2).
 NATIVE_TIERS = ("avx2", "scalar")
-WASM_TIERS = ("wasm_simd128", "scalar")
+WASM_TIERS = ("wasm_relaxed_simd", "wasm_simd128", "scalar")
 CPU_FEATURE_BITS = {"avx2": 1}
 WASM_MODULE_OF_TIER = {"scalar": "phonon_kernels_scalar.wasm",
-                       "wasm_simd128": "phonon_kernels_simd128.wasm"}
+                       "wasm_simd128": "phonon_kernels_simd128.wasm",
+                       "wasm_relaxed_simd": "phonon_kernels_relaxed_simd.wasm"}
 
 MAX_DIM = 131072                 # PK_MAX_DIM in kernels/common.h
 QUANT_TINY_BITS = 0x0D800000     # 2^-100, PK_QUANT_TINY_BITS
@@ -196,8 +197,8 @@ class Kernels:
         self._fn = {name: _declare(lib, name, r, a) for name, (r, a) in _COMMON_SIGNATURES.items()}
         for name, (r, a) in _TIER_SIGNATURES.items():
             self._fn[name] = _declare(lib, f"{name}__{tier}", r, a)
-        if tier != "scalar":
-            for name, (r, a) in _PEAK_SIGNATURES.items():
+        for name, (r, a) in _PEAK_SIGNATURES.items():          # SIMD tiers with a peak tile
+            if hasattr(lib, f"{name}__{tier}"):
                 self._fn[name] = _declare(lib, f"{name}__{tier}", r, a)
         self._scratch = bytearray(0)
 

@@ -138,6 +138,10 @@ def cases():
                             {"N": N, "O": O, "K": K, "variant": variant}))
         out.append((f"fv5_gemm/O16/K1024/N375/{variant}", "fv5_gemm",
                     {"N": 375, "O": 16, "K": 1024, "variant": variant}))
+        for N in range(1, 68):            # every token count up to 67 on one small shape
+            if N not in FV5_TOKENS:
+                out.append((f"fv5_gemm/O8/K80/N{N}/{variant}", "fv5_gemm",
+                            {"N": N, "O": 8, "K": 80, "variant": variant}))
         for O, K in INT8_SHAPES:
             for N in INT8_TOKENS:
                 out.append((f"int8_gemm/O{O}/K{K}/N{N}/{variant}", "int8_gemm",

@@ -34,7 +34,7 @@ def bench_ort(browser: Chromium, shapes, tokens, min_seconds: float) -> list:
     for O, K in shapes:
         model = matmul_integer_model(O, K, Chromium.models_dir())
         for N in tokens:
-            spec = {"model": f"/models/{model.name}", "N": N, "K": K, "O": O, "warmup": 1,
+            spec = {"model": f"/models/{model.name}", "N": N, "K": K, "O": O,
                     "seconds": min_seconds}
             result = browser.run_ort(spec)
             records.append({"runtime": "chromium", "tier": "ort-web-wasm-1t", "op": "ort_int8_gemm",

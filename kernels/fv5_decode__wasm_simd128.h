@@ -19,6 +19,14 @@
 #include "fv5_decode.h"
 #include "gemm_tile__wasm_simd128.h"
 
+/* The staging the fused decode writes: the dot-order pairs of gemm_tile__wasm_simd128.h unless
+ * the including file names another layout's k-block and range functions first (the
+ * relaxed-SIMD GEMM does). */
+#ifndef PK_DECODE_STAGE_KB
+#define PK_DECODE_STAGE_KB pk_stage_kb
+#define PK_DECODE_STAGE_RANGE pk_stage_from_panel
+#endif
+
 /* x / 5 on 16-bit lanes holding 0..124: ((x + 1) * 51) >> 8. */
 static inline v128_t pk_div5_u16(v128_t x) {
     return wasm_u16x8_shr(wasm_i16x8_mul(wasm_i16x8_add(x, wasm_i16x8_splat(1)), wasm_i16x8_splat(51)), 8);
@@ -94,8 +102,8 @@ static inline void pk_fv5_decode(int K, const uint8_t *stored, const int8_t *lut
                 pk_decode_quad(x + 4 * h, table, P);
                 if (stage) {
                     for (int c = 0; c < 3; c++)
-                        pk_stage_kb(P[4 * c], P[4 * c + 1], P[4 * c + 2], P[4 * c + 3],
-                                    stage + (size_t)(3 * u + c) * 64);
+                        PK_DECODE_STAGE_KB(P[4 * c], P[4 * c + 1], P[4 * c + 2], P[4 * c + 3],
+                                           stage + (size_t)(3 * u + c) * 64);
                     kb_staged = 3 * u + 3;
                 } else {
                     for (int i = 0; i < 12; i++) wasm_v128_store(panel + (size_t)(12 * u + i) * 16, P[i]);
@@ -108,7 +116,7 @@ static inline void pk_fv5_decode(int K, const uint8_t *stored, const int8_t *lut
     const uint8_t *tail = stored + (size_t)full * 7 * 16;
     for (int m = 0; m < T % 8; m++)
         pk_emit_code(wasm_v128_load(tail + 16 * m), 8 * full + m, vectors, table, panel);
-    if (stage) pk_stage_from_panel(kb_staged, K / 8, panel, stage);
+    if (stage) PK_DECODE_STAGE_RANGE(kb_staged, K / 8, panel, stage);
 }
 
 #endif
