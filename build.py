@@ -182,21 +182,25 @@ def sources(*patterns):
     return out
 
 
+NATIVE_ISA_FLAGS = {"avx2": ["-mavx2"],
+                    "avx512vnni": ["-mavx2", "-mavx512vl", "-mavx512bw", "-mavx512vnni"]}
+
+
 def cmd_native(args=None):
-    """Host library: scalar + common + cpu_features, and the avx2 tier with -mavx2 per file."""
+    """Host library: scalar + common + cpu_features, and each SIMD tier with its ISA flags on
+    its own files only (the library runs anywhere; engine/kernels.py picks tiers at run time)."""
     plain = [KERNELS / s for s in COMMON_SOURCES] + sources("*__scalar.c") + [KERNELS / "cpu_features.c"]
-    avx2 = sources("*__avx2.c")
-    deps = plain + avx2 + sources("*.h")
+    isa = {src: flags for tier, flags in NATIVE_ISA_FLAGS.items() for src in sources(f"*__{tier}.c")}
+    deps = plain + list(isa) + sources("*.h")
     if not newer(NATIVE_LIB, deps):
         print(f"native: {NATIVE_LIB.relative_to(ROOT)} is up to date")
         return NATIVE_LIB
     obj_dir = BUILD / "native"
     obj_dir.mkdir(parents=True, exist_ok=True)
     objects = []
-    for src in plain + avx2:
+    for src in plain + list(isa):
         obj = obj_dir / (src.stem + ".o")
-        isa = ["-mavx2"] if src in avx2 else []
-        run(["cc", *CFLAGS, *isa, "-c", src, "-o", obj])
+        run(["cc", *CFLAGS, *isa.get(src, []), "-c", src, "-o", obj])
         objects.append(obj)
     LIB_DIR.mkdir(parents=True, exist_ok=True)
     run(["cc", "-shared", "-o", NATIVE_LIB, *objects, "-lm"])

@@ -25,9 +25,9 @@ LIB_DIR = Path(__file__).resolve().parent / "_lib"
 IN_PYODIDE = sys.platform == "emscripten"
 
 # Tiers in order of preference. Each is a suffix of the C function names (fv5_gemm__avx2).
-NATIVE_TIERS = ("avx2", "scalar")
+NATIVE_TIERS = ("avx512vnni", "avx2", "scalar")
 WASM_TIERS = ("wasm_relaxed_simd", "wasm_simd128", "scalar")
-CPU_FEATURE_BITS = {"avx2": 1}
+CPU_FEATURE_BITS = {"avx2": 1, "avx512vnni": 2}
 WASM_MODULE_OF_TIER = {"scalar": "phonon_kernels_scalar.wasm",
                        "wasm_simd128": "phonon_kernels_simd128.wasm",
                        "wasm_relaxed_simd": "phonon_kernels_relaxed_simd.wasm"}

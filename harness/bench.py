@@ -2,7 +2,8 @@
 
 native   engine.kernel_bench in this process (ctypes on the host library: avx2, scalar)
 node     the same code in Pyodide under Node (wasm_simd128, wasm scalar)
-chromium the same code in Pyodide in headless Chromium, and in the same browser session
+chromium the same code in Pyodide in headless Chromium (wasm_relaxed_simd too), and in the
+         same browser session
          ONNX Runtime Web (wasm backend, one thread) on an int8 MatMulInteger model of the
          same shapes: op "ort_int8_gemm", the peer to beat.
 Prints a table and the headline ratios; --json writes the list of records.
@@ -69,7 +70,8 @@ def ratios(records: list) -> str:
         return {(r["O"], r["K"], r["N"]): r["gmacs"] for r in records
                 if r["runtime"] == runtime and r["tier"] == tier and r["op"] == op}
     out = []
-    pairs = [("chromium", ("wasm_simd128", "fv5_gemm"), ("ort-web-wasm-1t", "ort_int8_gemm"), "simd128 fv5 / ORT Web int8"),
+    pairs = [("chromium", ("wasm_relaxed_simd", "fv5_gemm"), ("ort-web-wasm-1t", "ort_int8_gemm"), "relaxed-SIMD fv5 / ORT Web int8"),
+             ("chromium", ("wasm_simd128", "fv5_gemm"), ("ort-web-wasm-1t", "ort_int8_gemm"), "simd128 fv5 / ORT Web int8"),
              ("chromium", ("wasm_simd128", "fv5_gemm"), ("scalar", "fv5_gemm"), "simd128 / wasm scalar (chromium)"),
              ("node", ("wasm_simd128", "fv5_gemm"), ("scalar", "fv5_gemm"), "simd128 / wasm scalar (node)"),
              ("native", ("avx2", "fv5_gemm"), ("scalar", "fv5_gemm"), "avx2 / native scalar"),

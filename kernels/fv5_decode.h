@@ -50,6 +50,9 @@ static inline uint8_t fv5_code_at(int T, const uint8_t *stored, int t, int j) {
 PK_API int fv5_decode_block__scalar(int K, const uint8_t *stored, const int8_t *lut, int8_t *panel);
 PK_API int fv5_decode_block__wasm_simd128(int K, const uint8_t *stored, const int8_t *lut, int8_t *panel);
 PK_API int fv5_decode_block__avx2(int K, const uint8_t *stored, const int8_t *lut, int8_t *panel);
+PK_API int fv5_decode_block__avx512vnni(int K, const uint8_t *stored, const int8_t *lut, int8_t *panel);
+PK_API int fv5_decode_blocks__avx512vnni(int blocks, int K, const uint8_t *packed, const int8_t *lut,
+                                         int8_t *panels, size_t panel_stride);
 PK_API int fv5_decode_block__wasm_relaxed_simd(int K, const uint8_t *stored, const int8_t *lut, int8_t *panel);
 PK_API int fv5_decode_blocks__wasm_relaxed_simd(int blocks, int K, const uint8_t *packed, const int8_t *lut,
                                                 int8_t *panels, size_t panel_stride);

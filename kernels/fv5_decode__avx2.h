@@ -10,6 +10,13 @@
 #include "fv5_decode.h"
 #include "gemm_tile__avx2.h"
 
+/* The staging the fused decode writes: the dot-order pairs of gemm_tile__avx2.h unless the
+ * including file names another layout's k-block and range functions first (the VNNI GEMM). */
+#ifndef PK_DECODE_STAGE_KB
+#define PK_DECODE_STAGE_KB pk_stage_kb_avx2
+#define PK_DECODE_STAGE_RANGE pk_stage_from_panel_avx2
+#endif
+
 /* x / 5 on 16-bit lanes holding 0..124: ((x + 1) * 51) >> 8. */
 static inline __m256i pk_div5_u16_avx2(__m256i x) {
     return _mm256_srli_epi16(_mm256_mullo_epi16(_mm256_add_epi16(x, _mm256_set1_epi16(1)),
@@ -78,8 +85,8 @@ static inline void pk_fv5_decode_avx2(int K, const uint8_t *stored, const int8_t
                 pk_decode_quad_avx2(x + 4 * h, table, P);
                 if (stage) {
                     for (int c = 0; c < 3; c++)
-                        pk_stage_kb_avx2(P[4 * c], P[4 * c + 1], P[4 * c + 2], P[4 * c + 3],
-                                         stage + (size_t)(3 * u + c) * 64);
+                        PK_DECODE_STAGE_KB(P[4 * c], P[4 * c + 1], P[4 * c + 2], P[4 * c + 3],
+                                           stage + (size_t)(3 * u + c) * 64);
                     kb_staged = 3 * u + 3;
                 } else {
                     for (int i = 0; i < 12; i++)
@@ -93,7 +100,7 @@ static inline void pk_fv5_decode_avx2(int K, const uint8_t *stored, const int8_t
     const uint8_t *tail = stored + (size_t)full * 7 * 16;
     for (int m = 0; m < T % 8; m++)
         pk_emit_code_avx2(_mm_loadu_si128((const __m128i *)(tail + 16 * m)), 8 * full + m, vectors, table, panel);
-    if (stage) pk_stage_from_panel_avx2(kb_staged, K / 8, panel, stage);
+    if (stage) PK_DECODE_STAGE_RANGE(kb_staged, K / 8, panel, stage);
 }
 
 #endif

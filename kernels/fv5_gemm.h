@@ -26,6 +26,7 @@
 PK_API int fv5_gemm__scalar(PK_FV5_GEMM_ARGS);
 PK_API int fv5_gemm__wasm_simd128(PK_FV5_GEMM_ARGS);
 PK_API int fv5_gemm__avx2(PK_FV5_GEMM_ARGS);
+PK_API int fv5_gemm__avx512vnni(PK_FV5_GEMM_ARGS);
 PK_API int fv5_gemm__wasm_relaxed_simd(PK_FV5_GEMM_ARGS);
 
 #endif

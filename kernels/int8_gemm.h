@@ -26,6 +26,7 @@
 PK_API int int8_gemm__scalar(PK_INT8_GEMM_ARGS);
 PK_API int int8_gemm__wasm_simd128(PK_INT8_GEMM_ARGS);
 PK_API int int8_gemm__avx2(PK_INT8_GEMM_ARGS);
+PK_API int int8_gemm__avx512vnni(PK_INT8_GEMM_ARGS);
 PK_API int int8_gemm__wasm_relaxed_simd(PK_INT8_GEMM_ARGS);
 
 #define PK_INT8_PEAK_ARGS                                                                  \

@@ -28,6 +28,7 @@
 PK_API int quantize_act__scalar(int N, int K, const float *x, int8_t *xq, float *xs);
 PK_API int quantize_act__wasm_simd128(int N, int K, const float *x, int8_t *xq, float *xs);
 PK_API int quantize_act__avx2(int N, int K, const float *x, int8_t *xq, float *xs);
+PK_API int quantize_act__avx512vnni(int N, int K, const float *x, int8_t *xq, float *xs);
 PK_API int quantize_act__wasm_relaxed_simd(int N, int K, const float *x, int8_t *xq, float *xs);
 
 #endif
