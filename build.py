@@ -256,6 +256,7 @@ def cmd_wasm(args=None):
                    [*z, "cc", "--target=wasm32-wasi"],
                    [*z, "wasm-ld", "--experimental-pic", "-shared", "--export-dynamic", "-O2"],
                    "relaxed")
+    (BUILD / "wasm").mkdir(parents=True, exist_ok=True)
     (BUILD / "wasm" / "toolchain.json").write_text(json.dumps(
         {"emcc": found, "emsdk": emcc_is_emsdk(), "ziglang": PINS["ziglang"]["version"]}, indent=1) + "\n")
 
@@ -283,7 +284,7 @@ def cmd_wheel(args=None):
     files += list(WASM_MODULES.values())
     out = wheel_path()
     if not newer(out, files + [ROOT / "pyproject.toml", ROOT / "pins.json"]):
-        print(f"wheel: {out.relative_to(ROOT)} is up to date")
+        print(f"wheel: {out} is up to date")
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     dist_info = f"phonon_web-{version}.dist-info"
@@ -302,7 +303,7 @@ def cmd_wheel(args=None):
         record.append(f"{name},sha256={digest},{len(data)}")
     record.append(f"{dist_info}/RECORD,,")
     entries.append((f"{dist_info}/RECORD", ("\n".join(record) + "\n").encode()))
-    print(f"+ write {out.relative_to(ROOT)} ({len(entries)} entries)")
+    print(f"+ write {out} ({len(entries)} entries)")
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in entries:
             info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))

@@ -1,6 +1,7 @@
 """Kernel benchmarks in every runtime, run by `python3 build.py bench [--json FILE]`.
 
-native   engine.kernel_bench in this process (ctypes on the host library: avx2, scalar)
+native   engine.kernel_bench in this process (ctypes on the host library: avx512vnni, avx2,
+         scalar)
 node     the same code in Pyodide under Node (wasm_simd128, wasm scalar)
 chromium the same code in Pyodide in headless Chromium (wasm_relaxed_simd too), and in the
          same browser session
@@ -75,6 +76,7 @@ def ratios(records: list) -> str:
              ("chromium", ("wasm_simd128", "fv5_gemm"), ("scalar", "fv5_gemm"), "simd128 / wasm scalar (chromium)"),
              ("node", ("wasm_simd128", "fv5_gemm"), ("scalar", "fv5_gemm"), "simd128 / wasm scalar (node)"),
              ("native", ("avx2", "fv5_gemm"), ("scalar", "fv5_gemm"), "avx2 / native scalar"),
+             ("native", ("avx512vnni", "fv5_gemm"), ("scalar", "fv5_gemm"), "avx512vnni / native scalar"),
              ("chromium", ("wasm_simd128", "fv5_gemm"), ("wasm_simd128", "peak_int8_gemm"), "simd128 fv5 / simd128 int8 peak (chromium)")]
     for runtime, (ta, oa), (tb, ob), label in pairs:
         a, b = gm(runtime, ta, oa), gm(runtime, tb, ob)
