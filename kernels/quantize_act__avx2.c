@@ -1,8 +1,6 @@
 /* Per-token activation quantisation, AVX2 tier (contract in quantize_act.h). amax over |x|
  * bit patterns with vpmaxud; vroundps(nearest) = nearbyintf; the tail runs the scalar steps. */
 #include <immintrin.h>
-#include <math.h>
-#include <string.h>
 #include "quantize_act.h"
 
 int quantize_act__avx2(int N, int K, const float *x, int8_t *xq, float *xs) {
@@ -20,20 +18,12 @@ int quantize_act__avx2(int N, int K, const float *x, int8_t *xq, float *xs) {
         for (int i = 0; i < 8; i++)
             if (lanes[i] > amax_bits) amax_bits = lanes[i];
         for (int k = K8; k < K; k++) {
-            uint32_t b;
-            memcpy(&b, row + k, 4);
-            b &= 0x7fffffffu;
+            uint32_t b = pk_abs_bits(row[k]);
             if (b > amax_bits) amax_bits = b;
         }
         if (amax_bits >= PK_FLOAT_INF_BITS) return n + 1;
-        if (amax_bits < PK_QUANT_TINY_BITS) {
-            memset(out, 0, (size_t)K);
-            xs[n] = 0.0f;
-            continue;
-        }
-        float amax;
-        memcpy(&amax, &amax_bits, sizeof amax);
-        float inv = 127.0f / amax;
+        float inv;
+        if (!pk_quant_scale(amax_bits, K, out, &inv, &xs[n])) continue;
         const __m256 vinv = _mm256_set1_ps(inv);
         const __m256 lim = _mm256_set1_ps(127.0f), nlim = _mm256_set1_ps(-127.0f);
         int k = 0;
@@ -45,13 +35,7 @@ int quantize_act__avx2(int N, int K, const float *x, int8_t *xq, float *xs) {
             __m128i i16 = _mm_packs_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
             _mm_storel_epi64((__m128i *)(out + k), _mm_packs_epi16(i16, i16));
         }
-        for (; k < K; k++) {
-            float q = nearbyintf(row[k] * inv);
-            if (q > 127.0f) q = 127.0f;
-            if (q < -127.0f) q = -127.0f;
-            out[k] = (int8_t)q;
-        }
-        xs[n] = amax / 127.0f;
+        for (; k < K; k++) out[k] = pk_quant_value(row[k], inv);
     }
     return PK_OK;
 }

@@ -1,13 +1,5 @@
 /* Per-token activation quantisation, scalar reference tier (contract in quantize_act.h). */
-#include <math.h>
-#include <string.h>
 #include "quantize_act.h"
-
-static uint32_t abs_bits(float v) {
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    return u & 0x7fffffffu;
-}
 
 int quantize_act__scalar(int N, int K, const float *x, int8_t *xq, float *xs) {
     if (N <= 0 || K <= 0 || N > PK_MAX_DIM || K > PK_MAX_DIM) return PK_E_SHAPE;
@@ -16,25 +8,13 @@ int quantize_act__scalar(int N, int K, const float *x, int8_t *xq, float *xs) {
         int8_t *out = xq + (size_t)n * K;
         uint32_t amax_bits = 0;
         for (int k = 0; k < K; k++) {
-            uint32_t b = abs_bits(row[k]);
+            uint32_t b = pk_abs_bits(row[k]);
             if (b > amax_bits) amax_bits = b;
         }
         if (amax_bits >= PK_FLOAT_INF_BITS) return n + 1;
-        if (amax_bits < PK_QUANT_TINY_BITS) {
-            memset(out, 0, (size_t)K);
-            xs[n] = 0.0f;
-            continue;
-        }
-        float amax;
-        memcpy(&amax, &amax_bits, sizeof amax);
-        float inv = 127.0f / amax;
-        for (int k = 0; k < K; k++) {
-            float q = nearbyintf(row[k] * inv);
-            if (q > 127.0f) q = 127.0f;
-            if (q < -127.0f) q = -127.0f;
-            out[k] = (int8_t)q;
-        }
-        xs[n] = amax / 127.0f;
+        float inv;
+        if (!pk_quant_scale(amax_bits, K, out, &inv, &xs[n])) continue;
+        for (int k = 0; k < K; k++) out[k] = pk_quant_value(row[k], inv);
     }
     return PK_OK;
 }

@@ -1,8 +1,6 @@
 /* Per-token activation quantisation, WebAssembly SIMD128 tier (contract in quantize_act.h).
  * amax over |x| bit patterns with u32 max; f32x4.nearest rounds half to even like
  * nearbyintf; the tail (K % 4) runs the scalar steps, which are the same float operations. */
-#include <math.h>
-#include <string.h>
 #include <wasm_simd128.h>
 #include "quantize_act.h"
 
@@ -22,20 +20,12 @@ int quantize_act__wasm_simd128(int N, int K, const float *x, int8_t *xq, float *
         for (int i = 0; i < 4; i++)
             if (lanes[i] > amax_bits) amax_bits = lanes[i];
         for (int k = K4; k < K; k++) {
-            uint32_t b;
-            memcpy(&b, row + k, 4);
-            b &= 0x7fffffffu;
+            uint32_t b = pk_abs_bits(row[k]);
             if (b > amax_bits) amax_bits = b;
         }
         if (amax_bits >= PK_FLOAT_INF_BITS) return n + 1;
-        if (amax_bits < PK_QUANT_TINY_BITS) {
-            memset(out, 0, (size_t)K);
-            xs[n] = 0.0f;
-            continue;
-        }
-        float amax;
-        memcpy(&amax, &amax_bits, sizeof amax);
-        float inv = 127.0f / amax;
+        float inv;
+        if (!pk_quant_scale(amax_bits, K, out, &inv, &xs[n])) continue;
         const v128_t vinv = wasm_f32x4_splat(inv);
         const v128_t lim = wasm_f32x4_splat(127.0f), nlim = wasm_f32x4_splat(-127.0f);
         int k = 0;
@@ -50,13 +40,7 @@ int quantize_act__wasm_simd128(int N, int K, const float *x, int8_t *xq, float *
             v128_t i16b = wasm_i16x8_narrow_i32x4(i32[2], i32[3]);
             wasm_v128_store(out + k, wasm_i8x16_narrow_i16x8(i16a, i16b));
         }
-        for (; k < K; k++) {
-            float q = nearbyintf(row[k] * inv);
-            if (q > 127.0f) q = 127.0f;
-            if (q < -127.0f) q = -127.0f;
-            out[k] = (int8_t)q;
-        }
-        xs[n] = amax / 127.0f;
+        for (; k < K; k++) out[k] = pk_quant_value(row[k], inv);
     }
     return PK_OK;
 }
