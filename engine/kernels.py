@@ -2,8 +2,9 @@
 
 Natively the host library ``engine/_lib/phonon_kernels.<machine>-linux.so`` (built by
 ``python3 build.py native``) holds every native tier; in Pyodide (``sys.platform ==
-"emscripten"``) the wheel ships two emscripten side modules, ``phonon_kernels_scalar.wasm`` and
-``phonon_kernels_simd128.wasm``, loaded with ``ctypes.CDLL`` like any shared library.
+"emscripten"``) the wheel ships three side modules, ``phonon_kernels_{scalar,simd128,
+relaxed_simd}.wasm`` (emcc for the first two, zig's clang for the third), loaded with
+``ctypes.CDLL`` like any shared library.
 
 Every C call is made only after its arguments were checked here: in Pyodide a bad call
 (wrong pointer, short buffer) kills the whole runtime, so shapes, buffer sizes and element
@@ -32,7 +33,7 @@ WASM_MODULE_OF_TIER = {"scalar": "phonon_kernels_scalar.wasm",
                        "wasm_simd128": "phonon_kernels_simd128.wasm",
                        "wasm_relaxed_simd": "phonon_kernels_relaxed_simd.wasm"}
 
-MAX_DIM = 131072                 # PK_MAX_DIM in kernels/common.h
+MAX_DIM = 65536                  # PK_MAX_DIM in kernels/common.h
 QUANT_TINY_BITS = 0x0D800000     # 2^-100, PK_QUANT_TINY_BITS
 
 
@@ -242,13 +243,20 @@ class Kernels:
         """Validate a packed five-value linear once and build its grid."""
         self.check_blocks(packed, O, K)
         lut, ws = self.row_grid(lo, hi, O)
-        return Fv5Weights(packed, lut, ws, O, K)
+        return Fv5Weights(_PREPARED, packed, lut, ws, O, K)
 
     def decode_block(self, stored, lut_block, K: int) -> bytearray:
-        """Decode one stored 8-row block into its int8 panel (8*K bytes). `stored` must have
-        passed check_blocks."""
+        """Decode one stored 8-row block into its int8 panel (8*K bytes), with the block's
+        [8][8] int8 lut (entries in -63..63, 5..7 zero). Both are validated first."""
         _check_dims(K=K)
         _check_multiple_of_8(K=K)
+        self.check_blocks(stored, 8, K)
+        _Arg(lut_block, 64, "int8", "lut")                       # type and size
+        table = memoryview(lut_block).tobytes()[:64]
+        for r in range(8):
+            row = [v - 256 if v > 127 else v for v in table[8 * r: 8 * r + 8]]
+            if any(abs(v) > 63 for v in row[:5]) or any(row[5:]):
+                raise KernelError(f"lut row {r}: entries 0..4 must be in -63..63 and 5..7 zero, got {row}")
         panel = bytearray(8 * K)
         status = self._fn["fv5_decode_block"](
             K, _Arg(stored, fv5_block_bytes(K), "uint8", "stored").pointer,
@@ -259,6 +267,8 @@ class Kernels:
     def decode_blocks(self, weights: "Fv5Weights", panels=None, reuse: bool = False):
         """Decode every block of prepared weights: into one (8*K)-byte staging panel reused for
         each block (reuse=True, as the GEMM does; benchmarks) or into [O/8][8*K] panels."""
+        if not isinstance(weights, Fv5Weights):
+            raise KernelError("weights must come from Kernels.prepare_fv5 (validated blocks)")
         blocks, K = weights.O // 8, weights.K
         size = 8 * K if reuse else blocks * 8 * K
         panels = bytearray(size) if panels is None else panels
@@ -320,7 +330,12 @@ class Kernels:
     def has_peak(self) -> bool:
         return "int8_gemm_peak" in self._fn
 
+    def _need_peak(self):
+        if not self.has_peak():
+            raise KernelError(f"tier {self.tier!r} has no peak kernel (benchmark-only; avx2, wasm_simd128)")
+
     def stage_int8(self, w, O: int, K: int) -> bytearray:
+        self._need_peak()
         _check_dims(O=O, K=K)
         _check_multiple_of_8(O=O, K=K)
         staged = bytearray(O * K)
@@ -330,6 +345,7 @@ class Kernels:
         return staged
 
     def int8_gemm_peak(self, xq, N: int, staged, O: int, K: int, acc=None):
+        self._need_peak()
         _check_dims(N=N, O=O, K=K)
         _check_multiple_of_8(O=O, K=K)
         acc = array("i", bytes(4 * N * O)) if acc is None else acc
@@ -341,15 +357,34 @@ class Kernels:
         return acc
 
 
-class Fv5Weights:
-    """A validated five-value linear: packed blocks, per-row int8 grid and scales."""
+_PREPARED = object()     # only Kernels.prepare_fv5 may build Fv5Weights
 
-    def __init__(self, packed, lut, ws, O: int, K: int):
-        self.O, self.K = O, K
+
+class Fv5Weights:
+    """A validated five-value linear: packed blocks (zero-copy), and its per-row int8 grid and
+    scales (private immutable copies). Build it with Kernels.prepare_fv5 only.
+
+    The packed buffer is validated once; it must not be modified afterwards. If it is, results
+    are wrong but memory-safe: every decoder stays inside its tables for any byte values."""
+
+    __slots__ = ("_O", "_K", "packed_arg", "lut", "ws", "lut_arg", "ws_arg")
+
+    def __init__(self, token, packed, lut, ws, O: int, K: int):
+        if token is not _PREPARED:
+            raise KernelError("Fv5Weights come from Kernels.prepare_fv5 (which validates them)")
+        self._O, self._K = O, K
         self.packed_arg = _Arg(packed, (O // 8) * fv5_block_bytes(K), "uint8", "packed")
-        self.lut, self.ws = lut, ws
-        self.lut_arg = _Arg(lut, 8 * O, "int8", "lut")
-        self.ws_arg = _Arg(ws, O, "float32", "ws")
+        self.lut, self.ws = bytes(lut), array("f", ws).tobytes()
+        self.lut_arg = _Arg(self.lut, 8 * O, "int8", "lut")
+        self.ws_arg = _Arg(self.ws, 4 * O, "uint8", "ws")
+
+    @property
+    def O(self) -> int:
+        return self._O
+
+    @property
+    def K(self) -> int:
+        return self._K
 
 
 def _raise_status(status: int, what: str):

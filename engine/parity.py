@@ -18,7 +18,8 @@ from array import array
 
 from .kernels import Kernels, fv5_block_bytes
 
-# Shapes include the awkward ones: K whose last code group is short (48, 80, 256, 1024, 4096),
+# Shapes include the awkward ones: K whose last code group is short (24, 80, 256, 1024, 4096;
+# K = 48 is exactly one full group), K = 8 (a single code vector with one padding digit),
 # single tokens, token counts around the 4- and 6-token tiles, and odd row counts (int8).
 DECODE_K = (8, 16, 24, 48, 80, 256, 1024, 4096)
 QUANT_SHAPES = ((1, 8), (3, 24), (7, 5), (67, 80), (5, 4096), (375, 64))

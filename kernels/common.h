@@ -3,7 +3,8 @@
  * Kernels are plain C (no Python.h): the same sources build into the host shared library
  * (gcc) and into emscripten side modules that Pyodide loads with ctypes.
  *
- * Naming: `<op>__<tier>` (XNNPACK style). Tiers: scalar (the reference), wasm_simd128, avx2.
+ * Naming: `<op>__<tier>` (XNNPACK style). Tiers: scalar (the reference), wasm_simd128,
+ * wasm_relaxed_simd, avx2, avx512vnni.
  * Every function returns 0 on success or a negative PK_E* code. The Python wrapper
  * (engine/kernels.py) validates shapes and buffer sizes before calling, so these codes are
  * a second line of defence, never the user-facing error.
@@ -28,9 +29,10 @@ enum {
     PK_E_RANGE = -4,      /* a value outside its documented range (level code, lo/hi) */
 };
 
-/* Largest dimensions accepted. They keep every int32 product and sum below 2^31:
- * an accumulator holds at most K * 127 * 127 < 2^31 for K <= 131072. */
-#define PK_MAX_DIM 131072
+/* Largest dimensions accepted. They keep every int32 sum exact for any int8 inputs, -128
+ * included: |acc| <= K * 128 * 128 = 2^30 for K <= 65536 (and the relaxed/VNNI correction
+ * 64 * sum(xq) is smaller still). */
+#define PK_MAX_DIM 65536
 
 /* Round a pointer up to a multiple of 64 bytes (scratch carving). */
 static inline void *pk_align64(void *p) {

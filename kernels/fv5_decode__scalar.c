@@ -15,7 +15,9 @@ int fv5_decode_block__scalar(int K, const uint8_t *stored, const int8_t *lut, in
                 if (v >= vectors) break;          /* short last code vector */
                 int p = v % 4;                    /* row pair within the block */
                 int row = 2 * p + (j >= 8);
-                panel[(size_t)v * 16 + j] = lut[row * 8 + digit[i]];
+                /* & 7: a corrupt code (never one that passed fv5_check_blocks) stays inside
+                 * the row's 8-entry table */
+                panel[(size_t)v * 16 + j] = lut[row * 8 + (digit[i] & 7)];
             }
         }
     }

@@ -9,8 +9,9 @@
  *   for Q = 1..63:  q = floor(ratio*Q + 0.5);  err = |ratio*Q - q| / Q   (double arithmetic)
  *   keep the first Q with the smallest err (ties keep the smaller Q);
  *   s = (float)hi / (float)Q   (one float32 division).
- * So +-hi is exact up to the rounding of s (2^-24 relative), and +-lo is off by at most
- * hi * err (err <= 1/(63*64) by Dirichlet's theorem, usually far less).
+ * So +-hi is exact up to the rounding of s (2^-24 relative), and +-lo is off by hi * err:
+ * at most hi/126 (for lo/hi just below 1/126 or above 125/126, halfway between 0/1 and 1/63),
+ * and below hi/(2*63*Q) ~ 1e-4 * hi for ratios well inside (0, 1).
  * hi == 0 gives lut {0,0,0,0,0} and s = 0. |lut| <= 63 keeps relaxed-SIMD / VNNI tiers exact.
  *
  * lut layout: [O][8] int8, entries 0..4 as above, 5..7 zero.

@@ -1,6 +1,6 @@
 /* Per-token activation quantisation, WebAssembly SIMD128 tier (contract in quantize_act.h).
  * amax over |x| bit patterns with u32 max; f32x4.nearest rounds half to even like
- * nearbyintf; the tail (K % 4) runs the scalar steps, which are the same float operations. */
+ * nearbyintf; the tail (K % 16) runs the scalar steps, which are the same float operations. */
 #include <wasm_simd128.h>
 #include "quantize_act.h"
 

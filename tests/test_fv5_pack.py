@@ -91,7 +91,7 @@ def test_pack_rejects_wrong_dtype_and_rank():
 
 
 def test_unpack_rejects_corrupt_codes():
-    packed = bytearray(pack_b5x3t7(np.zeros((8, 48), np.uint8)))
-    packed[-1] = 125          # last group is stored plainly: a code >= 125
+    packed = bytearray(pack_b5x3t7(np.zeros((8, 24), np.uint8)))
+    packed[-1] = 125          # K=24: T=4 < 8, a short group stored plainly: a code >= 125
     with pytest.raises(ValueError, match=">= 125"):
-        unpack_b5x3t7(bytes(packed), 8, 48)
+        unpack_b5x3t7(bytes(packed), 8, 24)

@@ -340,19 +340,79 @@ def test_corrupt_blocks_are_named(scalar):
     bad[bb + 5] = 125                           # block 1, a code >= 125
     with pytest.raises(KernelError, match=r"packed block 1 \(rows 8..15\) is corrupt"):
         scalar.check_blocks(bad, 16, 48)
-    bad = bytearray(packed)
-    bad[bb - 1] |= 0x80                          # block 0, short last group: bit 7 set
+    short = bytearray(pack_b5x3t7(np.full((8, 24), 2, np.uint8)))    # K=24: T=4, all short
+    short[-1] = (short[-1] & 0x7F) | 0x80        # bit 7 set in the short group (code < 125)
     with pytest.raises(KernelError, match="packed block 0"):
-        scalar.check_blocks(bad, 16, 48)
+        scalar.check_blocks(short, 8, 24)
     # K = 80: 40 panel vectors, T = 14, the last code vector uses 1 digit -> padding digits
     packed80 = bytearray(pack_b5x3t7(np.zeros((8, 80), np.uint8)))
     packed80[-1] = 5                             # digit 1 of the last vector is padding
     with pytest.raises(KernelError, match="packed block 0"):
         scalar.check_blocks(packed80, 8, 80)
-    unpack_b5x3t7(pack_b5x3t7(np.zeros((8, 80), np.uint8)), 8, 80)
 
 
-def test_unknown_or_unavailable_tier():
+def test_unknown_or_unavailable_tier(monkeypatch):
     with pytest.raises(KernelError, match="unknown tier 'wasm_simd128'"):
         Kernels("wasm_simd128")
-    assert Kernels("auto").tier == NATIVE_TIERS[0]
+    import engine.kernels as kernels_module
+    monkeypatch.setattr(kernels_module, "available_tiers", lambda: ["scalar"])
+    with pytest.raises(KernelError, match="tier 'avx2' cannot run here; available: scalar"):
+        Kernels("avx2")
+    assert Kernels("auto").tier == "scalar"
+
+
+def test_weights_only_from_prepare_and_immutable(scalar):
+    codes, lo, hi = random_fv5(np.random.default_rng(3), 8, 16)
+    packed = pack_b5x3t7(codes)
+    from engine.kernels import Fv5Weights
+    with pytest.raises(KernelError, match="prepare_fv5"):
+        Fv5Weights(None, packed, bytearray(64), array("f", [1] * 8), 8, 16)
+    w = scalar.prepare_fv5(packed, lo, hi, 8, 16)
+    with pytest.raises(TypeError):
+        w.lut[0] = 100                     # a private immutable copy
+    with pytest.raises(AttributeError):
+        w.O = 4096                         # shapes are fixed at preparation
+    with pytest.raises(KernelError, match="prepare_fv5"):
+        scalar.decode_blocks(packed)
+
+
+def test_decode_block_validates_its_inputs(scalar):
+    packed = bytearray(pack_b5x3t7(np.full((8, 24), 2, np.uint8)))
+    lut = bytearray(64)
+    packed[-1] = 255
+    with pytest.raises(KernelError, match="packed block 0"):
+        scalar.decode_block(packed, lut, 24)
+    packed[-1] = 62
+    lut[3] = 100                           # outside the grid's -63..63
+    with pytest.raises(KernelError, match="lut row 0"):
+        scalar.decode_block(packed, lut, 24)
+
+
+def test_peak_kernel_only_on_tiers_that_have_one(scalar):
+    with pytest.raises(KernelError, match="no peak kernel"):
+        scalar.stage_int8(bytearray(64), 8, 8)
+
+
+def test_int8_gemm_exact_at_the_largest_k_with_minus_128(tier_kernels):
+    """|acc| <= K * 128 * 128 = 2^30 at K = 65536: exact even for xq = w = -128 everywhere."""
+    K, O, N = 65536, 8, 1
+    xq = np.full((N, K), -128, np.int8)
+    w = np.full((O, K), -128, np.int8)
+    y = tier_kernels.int8_gemm(xq, array("f", [1.0]), N, w, array("f", [1.0] * O), O, K)
+    assert list(y) == [float(2 ** 30)] * O
+
+
+def test_fv5_gemm_tiers_agree_on_minus_128_activations(scalar):
+    """xq = -128 never comes from quantize, but a caller may pass it: every tier stays exact
+    (the +64 offset tiers included) and equal to scalar."""
+    rng = np.random.default_rng(11)
+    O, K, N = 16, 4096, 9
+    codes, lo, hi = random_fv5(rng, O, K)
+    packed = pack_b5x3t7(codes)
+    xq = np.full((N, K), -128, np.int8)
+    xs = array("f", [1.0] * N)
+    want = np.frombuffer(scalar.fv5_gemm(xq, xs, N, scalar.prepare_fv5(packed, lo, hi, O, K)), np.float32)
+    for tier in NATIVE_TIERS:
+        k = Kernels(tier)
+        got = np.frombuffer(k.fv5_gemm(xq, xs, N, k.prepare_fv5(packed, lo, hi, O, K)), np.float32)
+        assert_bits_equal(got.reshape(N, O), want.reshape(N, O), f"{tier} xq=-128")
