@@ -1,0 +1,156 @@
+"""The project's Parakeet-TDT GGUF (docs/gguf-layout.md): metadata keys, tensor names, and
+the loader that validates a file against them. Standard library only: runs natively and in
+Pyodide. The writer is engine/convert.py (host side, with the `gguf` package).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .gguf_file import GGUFError, GGUFFile
+from .kernels import fv5_block_bytes
+from .model_layout import Dims, five_value_linears, layer_float_tensors, records
+
+ARCHITECTURE = "parakeet-tdt"
+WEIGHTS_FORMAT = "fv5-b5x3t7-v1"
+
+# Metadata: key -> GGUF type. Dims fields map to parakeet.<group>.<field> below.
+DIM_KEYS = {
+    "d_model": "parakeet.encoder.d_model", "n_layers": "parakeet.encoder.layers",
+    "n_heads": "parakeet.encoder.heads", "ff_dim": "parakeet.encoder.ff_dim",
+    "conv_kernel": "parakeet.encoder.conv_kernel", "sub_channels": "parakeet.encoder.subsampling_channels",
+    "n_mels": "parakeet.frontend.n_mels", "pred_hidden": "parakeet.decoder.hidden",
+    "pred_layers": "parakeet.decoder.layers", "joint_hidden": "parakeet.joint.hidden",
+    "vocab_size": "parakeet.vocab_size",
+}
+FRONTEND = {  # key: (type, value for Parakeet-TDT-0.6B-v3 / Phonon-2)
+    "parakeet.frontend.sample_rate": ("uint32", 16000),
+    "parakeet.frontend.n_fft": ("uint32", 512),
+    "parakeet.frontend.win_length": ("uint32", 400),
+    "parakeet.frontend.hop_length": ("uint32", 160),
+    "parakeet.frontend.preemph": ("float32", 0.97),
+    "parakeet.frontend.log_guard": ("float32", 2.0 ** -24),
+    "parakeet.frontend.norm_eps": ("float32", 1e-5),
+    "parakeet.encoder.subsampling_factor": ("uint32", 8),
+    "parakeet.encoder.layer_norm_eps": ("float32", 1e-5),
+    "parakeet.tdt.max_symbols_per_step": ("uint32", 10),
+}
+
+
+def folded_tensors(layer: int) -> list:
+    """What the converter writes for a layer's depthwise conv after folding BatchNorm."""
+    p = f"encoder.layers.{layer}.conv.depthwise_conv."
+    return [p + "weight", p + "bias"]
+
+
+def gguf_tensors(d: Dims) -> dict:
+    """Every tensor the file must hold: {name: (dtype, shape)} (numpy order)."""
+    out = {"frontend.window": ("F32", (400,)), "frontend.mel_filterbank": ("F32", (d.n_mels, 257))}
+    folded_away = set()
+    for layer in range(d.n_layers):
+        p = f"encoder.layers.{layer}.conv."
+        folded_away |= {p + "norm.weight", p + "norm.bias", p + "norm.running_mean",
+                        p + "norm.running_var", p + "norm.num_batches_tracked", p + "depthwise_conv.weight"}
+        out[p + "depthwise_conv.weight"] = ("F32", (d.d_model, 1, d.conv_kernel))
+        out[p + "depthwise_conv.bias"] = ("F32", (d.d_model,))
+    for name, kind, shape in records(d):
+        if kind == "five_value":
+            w = name + ".weight"
+            rows, cols = shape
+            out[w + ".fv5t7"] = ("I8", (rows // 8, fv5_block_bytes(cols)))
+            out[w + ".lo"] = ("F32", (rows,))
+            out[w + ".hi"] = ("F32", (rows,))
+        elif kind in ("int6", "int8"):
+            out[name + ".q8"] = ("I8", tuple(shape))
+            out[name + ".scale"] = ("F32", (shape[0],))
+        elif name not in folded_away:
+            out[name] = ("F16", tuple(shape))
+    return out
+
+
+@dataclass
+class ModelFile:
+    """A validated Parakeet-TDT GGUF: dims, vocabulary, TDT settings, NOTICE, and the file."""
+
+    file: GGUFFile
+    dims: Dims
+    vocabulary: list
+    blank_id: int
+    durations: list
+    notice: str
+    name: str
+
+    def tensor(self, name: str):
+        return self.file.tensors[name]
+
+    def close(self):
+        self.file.close()
+
+
+def load(source) -> ModelFile:
+    """Open (a path) or wrap (a buffer) a GGUF and validate it as a Parakeet-TDT model."""
+    f = GGUFFile.open(source) if isinstance(source, (str, os.PathLike)) else GGUFFile(source)
+    try:
+        return validate(f)
+    except GGUFError:
+        f.close()
+        raise
+
+
+def validate(f: GGUFFile) -> ModelFile:
+    arch = f.get("general.architecture", "string")
+    if arch != ARCHITECTURE:
+        raise GGUFError(f"general.architecture is {arch!r}; this engine runs {ARCHITECTURE!r}")
+    fmt = f.get("parakeet.weights.format", "string")
+    if fmt != WEIGHTS_FORMAT:
+        raise GGUFError(f"parakeet.weights.format is {fmt!r}; this engine accepts {WEIGHTS_FORMAT!r}")
+    values = {field: f.get(key, "uint32") for field, key in DIM_KEYS.items()}
+    durations = f.get("parakeet.tdt.durations", "array[int32]")
+    if not durations:
+        raise GGUFError("parakeet.tdt.durations is empty")
+    if any(d < 0 for d in durations):
+        raise GGUFError(f"parakeet.tdt.durations has a negative duration: {durations}")
+    try:
+        dims = Dims(**values, n_durations=len(durations))
+        dims.check()
+    except ValueError as e:
+        raise GGUFError(f"model dimensions: {e}") from None
+    blank_id = f.get("parakeet.blank_id", "uint32")
+    if blank_id != dims.vocab_size:
+        raise GGUFError(f"parakeet.blank_id is {blank_id}; it must equal parakeet.vocab_size "
+                        f"{dims.vocab_size} (blank is the last id)")
+    vocabulary = f.get("parakeet.tokenizer.pieces", "array[string]")
+    if len(vocabulary) != dims.vocab_size:
+        raise GGUFError(f"parakeet.tokenizer.pieces has {len(vocabulary)} pieces, vocab_size is {dims.vocab_size}")
+    for key, (kind, _) in FRONTEND.items():
+        f.get(key, kind)
+    notice = f.get("parakeet.notice", "string")
+    name = f.get("general.name", "string")
+    for tname, (dtype, shape) in gguf_tensors(dims).items():
+        f.tensor(tname, dtype, shape)
+    expected = gguf_tensors(dims)
+    extra = [n for n in f.tensors if n not in expected]
+    if extra:
+        raise GGUFError(f"unexpected tensors for this layout: {extra[:5]}")
+    return ModelFile(f, dims, vocabulary, blank_id, durations, notice, name)
+
+
+__all__ = ["load", "validate", "ModelFile", "gguf_tensors", "folded_tensors", "five_value_linears",
+           "layer_float_tensors"]
+
+
+def fingerprint(model: ModelFile) -> dict:
+    """sha256 of every tensor (dtype, shape, bytes) and of the metadata, to compare what two
+    runtimes loaded. Standard library only."""
+    import hashlib
+    import json
+    tensors = {}
+    for name, t in model.file.tensors.items():
+        h = hashlib.sha256(f"{t.dtype}{list(t.shape)}".encode())
+        h.update(t.data)
+        tensors[name] = h.hexdigest()
+    meta = json.dumps({k: model.file.metadata[k] for k in sorted(model.file.metadata)},
+                      sort_keys=True, ensure_ascii=False)
+    return {"metadata": hashlib.sha256(meta.encode()).hexdigest(), "tensors": tensors,
+            "dims": model.dims.as_dict()}
