@@ -4,7 +4,6 @@
 //
 // The script's last expression must be a JSON string; it is printed on one line after the
 // marker "@@result " so callers can ignore Pyodide's own loading messages.
-import { readFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -16,6 +15,9 @@ if (!pyodideDir || !wheel) {
 const { loadPyodide } = await import(pathToFileURL(path.join(pyodideDir, "pyodide.mjs")).href);
 const pyodide = await loadPyodide({ indexURL: pyodideDir + path.sep });
 await pyodide.loadPackage(path.resolve(wheel));
-const code = readFileSync(0, "utf8");
+// Read the script from stdin (async: readFileSync(0) fails with EAGAIN on large piped input).
+const chunks = [];
+for await (const chunk of process.stdin) chunks.push(chunk);
+const code = Buffer.concat(chunks).toString("utf8");
 const result = await pyodide.runPythonAsync(code);
 console.log("@@result " + result);
