@@ -62,8 +62,9 @@ def gemm_scratch_bytes(N: int, K: int) -> int:
 # ---------------------------------------------------------------------------------------------
 # Buffers
 
-_FORMATS = {"int8": ("b", "B", "c"), "uint8": ("B", "b", "c"), "float32": ("f",), "int32": ("i", "l")}
-_ITEMSIZE = {"int8": 1, "uint8": 1, "float32": 4, "int32": 4}
+_FORMATS = {"int8": ("b", "B", "c"), "uint8": ("B", "b", "c"), "float32": ("f",), "int32": ("i", "l"),
+            "float64": ("d",)}
+_ITEMSIZE = {"int8": 1, "uint8": 1, "float32": 4, "int32": 4, "float64": 8}
 
 
 class _Arg:
@@ -129,7 +130,13 @@ _COMMON_SIGNATURES = {
     "fv5_row_grid": (_i, [_i, _vp, _vp, _vp, _vp]),
     "fv5_check_blocks": (_i, [_i, _i, _vp]),
     "gemm_scratch_bytes": (_sz, [_i, _i]),
+    "pk_math_array": (_i, [_i, _i, _vp, _vp]),
+    "pk_sincos_array": (_i, [_i, _vp, _vp]),
+    "pk_frontend_scratch_bytes": (_sz, [_i, _i]),
+    "pk_frontend": (_i, [_i, _vp, _vp, _i, _i, _i, _vp, _i, ctypes.c_float, ctypes.c_float,
+                         ctypes.c_float, _i, _vp, _vp, _sz]),
 }
+MATH_OPS = {"exp": 0, "log": 1, "tanh": 2, "sigmoid": 3}
 _TIER_SIGNATURES = {
     "fv5_decode_block": (_i, [_i, _vp, _vp, _vp]),
     "fv5_decode_blocks": (_i, [_i, _i, _vp, _vp, _vp, _sz]),
@@ -277,6 +284,60 @@ class Kernels:
             _Arg(panels, size, "int8", "panels", True).pointer, 0 if reuse else 8 * K)
         _raise_status(status, "fv5_decode_blocks")
         return panels
+
+    # -- the project's math functions and the audio frontend ---------------------------------
+
+    def math(self, op: str, x, n: int):
+        """y = op(x) elementwise, float32, with the project's own exp/log/tanh/sigmoid."""
+        if op not in MATH_OPS:
+            raise KernelError(f"unknown math op {op!r}; known: {', '.join(MATH_OPS)}")
+        _check_dims(n=n)
+        y = array("f", bytes(4 * n))
+        _raise_status(self._fn["pk_math_array"](MATH_OPS[op], n, _Arg(x, n, "float32", "x").pointer,
+                                                _Arg(y, n, "float32", "y", True).pointer), "pk_math_array")
+        return y
+
+    def sincos(self, x, n: int):
+        """[sin(x0), cos(x0), sin(x1), ...] in float64 (x float64, |x| < 2^20)."""
+        _check_dims(n=n)
+        xa = _Arg(x, n, "float64", "x")
+        xv = memoryview(x).cast("B").cast("d")
+        for i in range(n):
+            if not abs(xv[i]) < 2.0 ** 20:
+                raise KernelError(f"x[{i}] = {xv[i]!r} is outside |x| < 2^20")
+        y = array("d", bytes(16 * n))
+        _raise_status(self._fn["pk_sincos_array"](n, xa.pointer, _Arg(y, 2 * n, "float64", "y", True).pointer),
+                      "pk_sincos_array")
+        return y
+
+    def frontend(self, samples, n_samples: int, window, fb, n_mels: int, *, win: int = 400,
+                 n_fft: int = 512, hop: int = 160, preemph: float = 0.97,
+                 log_guard: float = 2.0 ** -24, norm_eps: float = 1e-5, normalize: bool = True):
+        """Log-mel features of float32 samples: (array('f') [n_mels][N], N), N = n_samples // hop.
+        Fewer samples than one hop give (empty array, 0). NaN/inf samples raise KernelError."""
+        for name, value in (("n_samples", n_samples),):
+            if not isinstance(value, int) or value < 0 or value > 1 << 28:
+                raise KernelError(f"{name} = {value!r} must be an int in 0..2^28")
+        _check_dims(win=win, n_fft=n_fft, hop=hop, n_mels=n_mels)
+        if n_fft & (n_fft - 1) or win > n_fft:
+            raise KernelError(f"n_fft = {n_fft} must be a power of two >= win = {win}")
+        N = n_samples // hop
+        if N == 0:
+            return array("f"), 0
+        bins = n_fft // 2 + 1
+        out = array("f", bytes(4 * n_mels * N))
+        need = self._fn["pk_frontend_scratch_bytes"](n_samples, n_fft)
+        scratch = bytearray(need)
+        status = self._fn["pk_frontend"](
+            n_samples, _Arg(samples, n_samples, "float32", "samples").pointer,
+            _Arg(window, win, "float32", "window").pointer, win, n_fft, hop,
+            _Arg(fb, n_mels * bins, "float32", "mel filterbank").pointer, n_mels, preemph, log_guard,
+            norm_eps, 1 if normalize else 0, _Arg(out, n_mels * N, "float32", "features", True).pointer,
+            _Arg(scratch, need, "uint8", "scratch", True).pointer, need)
+        if status > 0:
+            raise KernelError(f"audio sample {status - 1} is NaN or infinite")
+        _raise_status(status, "pk_frontend")
+        return out, N
 
     # -- activations ------------------------------------------------------------------------
 

@@ -147,11 +147,47 @@ def cases():
             for N in INT8_TOKENS:
                 out.append((f"int8_gemm/O{O}/K{K}/N{N}/{variant}", "int8_gemm",
                             {"N": N, "O": O, "K": K, "variant": variant}))
+    for op in ("exp", "log", "tanh", "sigmoid"):
+        out.append((f"math/{op}", "math", {"op": op}))
+    out.append(("math/sincos", "sincos", {}))
+    for seconds, variant in ((0.5, "random"), (2.05, "random"), (1.0, "silence"), (0.011, "random")):
+        out.append((f"frontend/{seconds}s/{variant}", "frontend", {"samples": int(16000 * seconds),
+                                                                    "variant": variant}))
     return out
 
 
+def math_inputs(rng: random.Random, op: str) -> array:
+    """4096 float32 inputs spanning each function's interesting range (built from integers)."""
+    raw = array("i", rng.randbytes(4 * 4096))
+    if op == "log":
+        return array("f", [_float_from_bits(abs(v) & 0x7F7FFFFF) for v in raw])   # all positive finite
+    span = {"exp": 100.0, "tanh": 12.0, "sigmoid": 20.0}[op]
+    return array("f", [v / 2 ** 31 * span for v in raw])
+
+
+def run_special(kernels: Kernels, name: str, op: str, p: dict) -> bytes:
+    """Output bytes of the math, sincos and frontend cases."""
+    rng = _rng(name)
+    if op == "math":
+        x = math_inputs(rng, p["op"])
+        return kernels.math(p["op"], x, len(x)).tobytes()
+    if op == "sincos":
+        x = array("d", [(v / 2 ** 31) * 6000.0 for v in array("i", rng.randbytes(4 * 1024))])
+        return kernels.sincos(x, len(x)).tobytes()
+    n = p["samples"]
+    samples = array("f", bytes(4 * n))
+    if p["variant"] == "random":
+        samples = array("f", [v / 32768 for v in array("h", rng.randbytes(2 * n))])
+    window = array("f", [rng.randrange(1 << 16) / 65536 for _ in range(400)])
+    fb = array("f", [rng.randrange(1 << 10) / 1024 if rng.random() < 0.05 else 0.0 for _ in range(128 * 257)])
+    feats, _ = kernels.frontend(samples, n, window, fb, 128)
+    return feats.tobytes()
+
+
 def run_case(kernels: Kernels, name: str, op: str, p: dict) -> bytes:
-    """The output bytes of one case (panel; xq + xs; or y float32)."""
+    """The output bytes of one case (panel; xq + xs; y float32; math; features)."""
+    if op in ("math", "sincos", "frontend"):
+        return run_special(kernels, name, op, p)
     rng = _rng(name)
     special = p["variant"] == "special"
     if op == "decode":

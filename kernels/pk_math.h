@@ -1,0 +1,157 @@
+/* The project's own transcendental functions (libm differs between glibc and emscripten's
+ * musl in the last bit; these do not). Only IEEE-exact operations are used - +, -, *, /,
+ * sqrt, nearbyint, bit manipulation - in a fixed order, built with -ffp-contract=off, so
+ * every target computes the same bits.
+ *
+ *   pk_expf(x)   float32, |error| < 2 ulp on the normal range; exp(x) = 2^k * p(r),
+ *                r = x - k*ln2 (Cody-Waite, 2-part ln2), p = Taylor degree 7 (Horner).
+ *   pk_logf(x)   float32, |error| < 2 ulp; x = m * 2^e, m in [sqrt(1/2), sqrt(2)),
+ *                log(m) = 2 atanh(s), s = (m-1)/(m+1), series to s^9.
+ *   pk_sin(x), pk_cos(x)   float64, for |x| < 2^20; reduction by pi/2 with a 3-part
+ *                constant, Taylor series to x^15 / x^16 on [-pi/4, pi/4].
+ *   pk_tanhf, pk_sigmoidf   from pk_expf, in the order written.
+ * Special values: expf(NaN) = NaN, expf(+inf) = +inf, expf(-inf) = 0, overflow -> +inf,
+ * underflow -> 0 or a subnormal; logf(0) = -inf, logf(x < 0) = NaN, logf(+inf) = +inf.
+ */
+#ifndef PK_MATH_H
+#define PK_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float pk_bits_to_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t pk_float_to_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* 2^k for integer k in [-126, 127], exactly. */
+static inline float pk_pow2i(int k) { return pk_bits_to_float((uint32_t)(k + 127) << 23); }
+
+static inline float pk_expf(float x) {
+    if (x != x) return x;                                    /* NaN */
+    if (x > 88.72283935546875f) return pk_bits_to_float(0x7f800000u);
+    if (x < -103.97208404541016f) return 0.0f;
+    float k = nearbyintf(x * 1.44269502162933349609375f);    /* round(x / ln 2) */
+    float r = x - k * 0.693145751953125f;                    /* ln2 high part: k * it is exact */
+    r = r - k * 1.428606765330187045e-06f;                   /* ln2 low part */
+    float p = 1.98412698e-4f;                                /* 1/7! .. 1/0!, Horner */
+    p = p * r + 1.38888889e-3f;
+    p = p * r + 8.33333377e-3f;
+    p = p * r + 4.16666679e-2f;
+    p = p * r + 1.66666672e-1f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int ki = (int)k;
+    if (ki > 127) return (p * pk_pow2i(127)) * pk_pow2i(ki - 127);
+    if (ki < -126) return (p * pk_pow2i(-126)) * pk_pow2i(ki + 126);
+    return p * pk_pow2i(ki);
+}
+
+static inline float pk_logf(float x) {
+    uint32_t bits = pk_float_to_bits(x);
+    if (x != x || x < 0.0f) return pk_bits_to_float(0x7fc00000u);     /* NaN */
+    if (x == 0.0f) return pk_bits_to_float(0xff800000u);             /* -inf */
+    if (bits == 0x7f800000u) return x;                                /* +inf */
+    int e = 0;
+    if (bits < 0x00800000u) {                                         /* subnormal: scale up */
+        x = x * 8388608.0f;                                           /* 2^23, exact */
+        bits = pk_float_to_bits(x);
+        e = -23;
+    }
+    e += (int)(bits >> 23) - 127;
+    float m = pk_bits_to_float((bits & 0x007fffffu) | 0x3f800000u);  /* [1, 2) */
+    if (m > 1.41421353816986083984375f) {                             /* > sqrt(2): halve */
+        m = m * 0.5f;
+        e += 1;
+    }
+    float f = m - 1.0f;                                               /* exact */
+    float s = f / (2.0f + f);
+    float z = s * s;
+    float R = 0.111111111f;                                           /* 1/9, 1/7, 1/5, 1/3 */
+    R = R * z + 0.142857143f;
+    R = R * z + 0.2f;
+    R = R * z + 0.333333343f;
+    R = R * z;
+    float t = 2.0f * s;                                               /* log(m) = 2s(1 + R) */
+    float log_m = t + t * R;
+    float ef = (float)e;
+    return ef * 0.693145751953125f + (log_m + ef * 1.428606765330187045e-06f);
+}
+
+/* sin and cos of r in [-pi/4, pi/4] (Taylor, Horner in z = r^2). */
+static inline double pk_sin_kernel(double r) {
+    double z = r * r;
+    double p = 7.6471637318198164759e-13;                             /* 1/15! */
+    p = p * z - 1.6059043836821614599e-10;                            /* -1/13! */
+    p = p * z + 2.5052108385441718775e-08;                            /* 1/11! */
+    p = p * z - 2.7557319223985890653e-06;                            /* -1/9! */
+    p = p * z + 1.9841269841269841270e-04;                            /* 1/7! */
+    p = p * z - 8.3333333333333333333e-03;                            /* -1/5! */
+    p = p * z + 1.6666666666666666667e-01;                            /* 1/3! */
+    return r - (r * z) * p;
+}
+
+static inline double pk_cos_kernel(double r) {
+    double z = r * r;
+    double p = 4.7794773323873852974e-14;                             /* 1/16! */
+    p = p * z - 1.1470745597729724714e-11;                            /* -1/14! */
+    p = p * z + 2.0876756987868098979e-09;                            /* 1/12! */
+    p = p * z - 2.7557319223985890653e-07;                            /* -1/10! */
+    p = p * z + 2.4801587301587301587e-05;                            /* 1/8! */
+    p = p * z - 1.3888888888888888889e-03;                            /* -1/6! */
+    p = p * z + 4.1666666666666666667e-02;                            /* 1/4! */
+    p = p * z - 0.5;                                                  /* -1/2! */
+    return 1.0 + z * p;
+}
+
+/* x = n * pi/2 + r, |r| <= pi/4 (+ rounding), for |x| < 2^20: each n * part is exact. */
+static inline double pk_reduce_pio2(double x, int *quadrant) {
+    double n = nearbyint(x * 6.36619772367581382433e-01);            /* 2/pi */
+    double r = x - n * 1.57079632673412561417e+00;                    /* pi/2, first 33 bits */
+    r = r - n * 6.07710050630396597660e-11;                           /* next 33 bits */
+    r = r - n * 2.02226624879595063154e-21;                           /* the rest */
+    *quadrant = (int)((int64_t)n & 3);
+    return r;
+}
+
+static inline double pk_sin(double x) {
+    int q;
+    double r = pk_reduce_pio2(x, &q);
+    switch (q) {
+    case 0: return pk_sin_kernel(r);
+    case 1: return pk_cos_kernel(r);
+    case 2: return -pk_sin_kernel(r);
+    default: return -pk_cos_kernel(r);
+    }
+}
+
+static inline double pk_cos(double x) {
+    int q;
+    double r = pk_reduce_pio2(x, &q);
+    switch (q) {
+    case 0: return pk_cos_kernel(r);
+    case 1: return -pk_sin_kernel(r);
+    case 2: return -pk_cos_kernel(r);
+    default: return pk_sin_kernel(r);
+    }
+}
+
+/* tanh(x) = 1 - 2 / (exp(2x) + 1); sigmoid(x) = 1 / (1 + exp(-x)). Saturate cleanly. */
+static inline float pk_tanhf(float x) {
+    if (x > 9.0f) return 1.0f;
+    if (x < -9.0f) return -1.0f;
+    return 1.0f - 2.0f / (pk_expf(2.0f * x) + 1.0f);
+}
+
+static inline float pk_sigmoidf(float x) { return 1.0f / (1.0f + pk_expf(-x)); }
+
+#endif
