@@ -133,6 +133,10 @@ _COMMON_SIGNATURES = {
     "pk_math_array": (_i, [_i, _i, _vp, _vp]),
     "pk_sincos_array": (_i, [_i, _vp, _vp]),
     "pk_frontend_scratch_bytes": (_sz, [_i, _i]),
+    "pk_resample_plan": (_i, [_i, _i, ctypes.POINTER(_i), ctypes.POINTER(_i), ctypes.POINTER(_i)]),
+    "pk_resample_table": (_i, [_i, _i, _i, _vp]),
+    "pk_resample": (_i, [_i, _i, _i, _vp, _vp, _i, _i, _i, _i, _vp]),
+    "pk_pcm_to_mono": (_i, [_i, _i, _i, _vp, _vp]),
     "pk_frontend": (_i, [_i, _vp, _vp, _i, _i, _i, _vp, _i, ctypes.c_float, ctypes.c_float,
                          ctypes.c_float, _i, _vp, _vp, _sz]),
 }
@@ -338,6 +342,67 @@ class Kernels:
             raise KernelError(f"audio sample {status - 1} is NaN or infinite")
         _raise_status(status, "pk_frontend")
         return out, N
+
+    # -- audio input: PCM decoding and resampling ----------------------------------------------
+
+    PCM_FORMATS = {"u8": (0, 1), "s16": (1, 2), "s24": (2, 3), "s32": (3, 4), "f32": (4, 4), "f64": (5, 8)}
+
+    def pcm_to_mono(self, data, fmt: str, channels: int) -> array:
+        """Interleaved little-endian PCM bytes -> mono float32 (kernels/pcm.h)."""
+        if fmt not in self.PCM_FORMATS:
+            raise KernelError(f"unknown PCM format {fmt!r}; known: {', '.join(self.PCM_FORMATS)}")
+        code, size = self.PCM_FORMATS[fmt]
+        if not isinstance(channels, int) or not 1 <= channels <= 64:
+            raise KernelError(f"channels = {channels!r} must be 1..64")
+        nbytes = memoryview(data).nbytes
+        frames = nbytes // (size * channels)
+        if frames > 1 << 30:
+            raise KernelError("audio too long")
+        out = array("f", bytes(4 * frames))
+        if frames == 0:
+            return out
+        status = self._fn["pk_pcm_to_mono"](code, channels, frames, _Arg(data, frames * size * channels, "uint8", "pcm").pointer,
+                                            _Arg(out, frames, "float32", "out", True).pointer)
+        if status > 0:
+            raise KernelError(f"audio frame {status - 1} holds a NaN or infinite sample")
+        _raise_status(status, "pk_pcm_to_mono")
+        return out
+
+    def resampler_plan(self, in_rate: int, out_rate: int):
+        """(in, out, half, table) of the polyphase filter for in_rate -> out_rate."""
+        for name, rate in (("input rate", in_rate), ("output rate", out_rate)):
+            if not isinstance(rate, int) or not 1 <= rate <= 768000:
+                raise KernelError(f"{name} {rate!r} must be an int in 1..768000 Hz")
+        a, b, h = _i(), _i(), _i()
+        status = self._fn["pk_resample_plan"](in_rate, out_rate, ctypes.byref(a), ctypes.byref(b), ctypes.byref(h))
+        if status != 0:
+            raise KernelError(f"cannot resample {in_rate} Hz to {out_rate} Hz (ratio beyond 64)")
+        if b.value * 2 * h.value > 1 << 22:
+            raise KernelError(f"{in_rate} Hz -> {out_rate} Hz needs a {b.value}-phase filter: use a common rate")
+        table = array("f", bytes(4 * b.value * 2 * h.value))
+        _raise_status(self._fn["pk_resample_table"](a.value, b.value, h.value,
+                                                    _Arg(table, len(table), "float32", "table", True).pointer),
+                      "pk_resample_table")
+        return a.value, b.value, h.value, table
+
+    def resample(self, plan, x, n_x: int, q0: int, r0: int, n_out: int, out=None) -> array:
+        """n_out outputs from base q0 (index into x) and phase r0 (see kernels/resample.h)."""
+        a, b, h, table = plan
+        for name, v in (("n_x", n_x), ("q0", q0), ("n_out", n_out)):
+            if not isinstance(v, int) or abs(v) > 1 << 30:
+                raise KernelError(f"{name} = {v!r} out of range")
+        if n_x < 0 or n_out < 0 or not 0 <= r0 < b:
+            raise KernelError("resample: bad position")
+        out = array("f", bytes(4 * n_out)) if out is None else out
+        if n_out == 0:
+            return out
+        xp = _Arg(x, n_x, "float32", "x").pointer if n_x else None
+        status = self._fn["pk_resample"](a, b, h, _Arg(table, b * 2 * h, "float32", "table").pointer, xp, n_x,
+                                         q0, r0, n_out, _Arg(out, n_out, "float32", "out", True).pointer)
+        if status > 0:
+            raise KernelError(f"audio sample {status - 1} is NaN or infinite")
+        _raise_status(status, "pk_resample")
+        return out
 
     # -- activations ------------------------------------------------------------------------
 

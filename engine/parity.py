@@ -150,6 +150,10 @@ def cases():
     for op in ("exp", "log", "tanh", "sigmoid"):
         out.append((f"math/{op}", "math", {"op": op}))
     out.append(("math/sincos", "sincos", {}))
+    for rate in (8000, 22050, 44100, 48000):
+        out.append((f"resample/{rate}", "resample", {"rate": rate}))
+    for fmt in ("u8", "s16", "s24", "s32", "f32", "f64"):
+        out.append((f"pcm/{fmt}/stereo", "pcm", {"fmt": fmt}))
     for seconds, variant in ((0.5, "random"), (2.05, "random"), (1.0, "silence"), (0.011, "random")):
         out.append((f"frontend/{seconds}s/{variant}", "frontend", {"samples": int(16000 * seconds),
                                                                     "variant": variant}))
@@ -171,6 +175,17 @@ def run_special(kernels: Kernels, name: str, op: str, p: dict) -> bytes:
     if op == "math":
         x = math_inputs(rng, p["op"])
         return kernels.math(p["op"], x, len(x)).tobytes()
+    if op == "resample":
+        x = array("f", [v / 32768 for v in array("h", rng.randbytes(2 * (p["rate"] // 4)))])
+        plan = kernels.resampler_plan(p["rate"], 16000)
+        return plan[3].tobytes() + kernels.resample(plan, x, len(x), 0, 0, len(x) * plan[1] // plan[0]).tobytes()
+    if op == "pcm":
+        size = kernels.PCM_FORMATS[p["fmt"]][1]
+        raw = bytearray(rng.randbytes(2 * 1000 * size))
+        if p["fmt"] in ("f32", "f64"):        # finite floats: values in [-1, 1) from integers
+            code = "f" if p["fmt"] == "f32" else "d"
+            raw = bytearray(array(code, [v / 2 ** 31 for v in array("i", rng.randbytes(4 * 2000))]).tobytes())
+        return kernels.pcm_to_mono(raw, p["fmt"], 2).tobytes()
     if op == "sincos":
         x = array("d", [(v / 2 ** 31) * 6000.0 for v in array("i", rng.randbytes(4 * 1024))])
         return kernels.sincos(x, len(x)).tobytes()
@@ -186,7 +201,7 @@ def run_special(kernels: Kernels, name: str, op: str, p: dict) -> bytes:
 
 def run_case(kernels: Kernels, name: str, op: str, p: dict) -> bytes:
     """The output bytes of one case (panel; xq + xs; y float32; math; features)."""
-    if op in ("math", "sincos", "frontend"):
+    if op in ("math", "sincos", "frontend", "resample", "pcm"):
         return run_special(kernels, name, op, p)
     rng = _rng(name)
     special = p["variant"] == "special"
