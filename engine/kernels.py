@@ -116,6 +116,11 @@ def _check_dims(**dims):
             raise KernelError(f"{name} = {value} is outside 1..{MAX_DIM}")
 
 
+def _check_count(n):
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_DIM * MAX_DIM:
+        raise KernelError(f"element count {n!r} must be an int in 0..{MAX_DIM * MAX_DIM}")
+
+
 def _check_multiple_of_8(**dims):
     for name, value in dims.items():
         if value % 8:
@@ -137,6 +142,17 @@ _COMMON_SIGNATURES = {
     "pk_resample_table": (_i, [_i, _i, _i, _vp]),
     "pk_resample": (_i, [_i, _i, _i, _vp, _vp, _i, _i, _i, _i, _vp]),
     "pk_pcm_to_mono": (_i, [_i, _i, _i, _vp, _vp]),
+    "pk_f16_to_f32": (_i, [_i, _vp, _vp]),
+    "pk_layernorm": (_i, [_i, _i, _vp, _vp, _vp, ctypes.c_float, _vp]),
+    "pk_silu": (_i, [_i, _vp, _vp]),
+    "pk_relu": (_i, [_i, _vp, _vp]),
+    "pk_glu": (_i, [_i, _i, _vp, _vp]),
+    "pk_add_scaled": (_i, [_i, _vp, ctypes.c_float, _vp, _vp]),
+    "pk_dwconv1d": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp]),
+    "pk_softmax_rows": (_i, [_i, _i, _vp]),
+    "pk_matmul_nt": (_i, [_i, _i, _i, _vp, _vp, ctypes.c_float, _vp]),
+    "pk_matmul_nn": (_i, [_i, _i, _i, _vp, _vp, _vp]),
+    "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
     "pk_frontend": (_i, [_i, _vp, _vp, _i, _i, _i, _vp, _i, ctypes.c_float, ctypes.c_float,
                          ctypes.c_float, _i, _vp, _vp, _sz]),
 }
@@ -403,6 +419,105 @@ class Kernels:
             raise KernelError(f"audio sample {status - 1} is NaN or infinite")
         _raise_status(status, "pk_resample")
         return out
+
+    # -- float ops of the graph (kernels/ops.h); outputs are new array('f') unless `out` -------
+
+    def _f32(self, n: int, out=None):
+        return array("f", bytes(4 * n)) if out is None else out
+
+    def f16_to_f32(self, h, n: int) -> array:
+        _check_count(n)
+        y = array("f", bytes(4 * n))
+        if n:
+            try:
+                raw = memoryview(h).cast("B")          # uint16, float16 or byte buffers alike
+            except (TypeError, ValueError):
+                raise KernelError("f16: expected a C-contiguous buffer of IEEE half floats") from None
+            _raise_status(self._fn["pk_f16_to_f32"](n, _Arg(raw, 2 * n, "uint8", "f16").pointer,
+                                                    _Arg(y, n, "float32", "y", True).pointer), "pk_f16_to_f32")
+        return y
+
+    def layernorm(self, x, N: int, D: int, g, b, eps: float, out=None) -> array:
+        _check_dims(N=N, D=D)
+        y = self._f32(N * D, out)
+        _raise_status(self._fn["pk_layernorm"](N, D, _Arg(x, N * D, "float32", "x").pointer,
+                                               _Arg(g, D, "float32", "gamma").pointer, _Arg(b, D, "float32", "beta").pointer,
+                                               eps, _Arg(y, N * D, "float32", "y", True).pointer), "pk_layernorm")
+        return y
+
+    def _unary(self, name: str, x, n: int, out=None) -> array:
+        _check_count(n)
+        y = self._f32(n, out)
+        if n:
+            _raise_status(self._fn[name](n, _Arg(x, n, "float32", "x").pointer,
+                                         _Arg(y, n, "float32", "y", True).pointer), name)
+        return y
+
+    def silu(self, x, n: int, out=None) -> array:
+        return self._unary("pk_silu", x, n, out)
+
+    def relu(self, x, n: int, out=None) -> array:
+        return self._unary("pk_relu", x, n, out)
+
+    def glu(self, x, N: int, C: int, out=None) -> array:
+        _check_dims(N=N, C=C)
+        y = self._f32(N * C, out)
+        _raise_status(self._fn["pk_glu"](N, C, _Arg(x, 2 * N * C, "float32", "x").pointer,
+                                         _Arg(y, N * C, "float32", "y", True).pointer), "pk_glu")
+        return y
+
+    def add_scaled(self, x, s: float, d, n: int, out=None) -> array:
+        _check_count(n)
+        y = self._f32(n, out)
+        if n:
+            _raise_status(self._fn["pk_add_scaled"](n, _Arg(x, n, "float32", "x").pointer, s,
+                                                    _Arg(d, n, "float32", "d").pointer,
+                                                    _Arg(y, n, "float32", "y", True).pointer), "pk_add_scaled")
+        return y
+
+    def dwconv1d(self, x, T: int, C: int, w, b, K: int, out=None) -> array:
+        _check_dims(T=T, C=C, K=K)
+        if K % 2 == 0:
+            raise KernelError(f"depthwise kernel size {K} must be odd")
+        y = self._f32(T * C, out)
+        _raise_status(self._fn["pk_dwconv1d"](T, C, K, _Arg(x, T * C, "float32", "x").pointer,
+                                              _Arg(w, C * K, "float32", "w").pointer, _Arg(b, C, "float32", "b").pointer,
+                                              _Arg(y, T * C, "float32", "y", True).pointer), "pk_dwconv1d")
+        return y
+
+    def softmax_rows(self, x, M: int, N: int) -> None:
+        _check_dims(M=M, N=N)
+        _raise_status(self._fn["pk_softmax_rows"](M, N, _Arg(x, M * N, "float32", "x", True).pointer),
+                      "pk_softmax_rows")
+
+    def matmul_nt(self, a, b, M: int, N: int, K: int, scale: float = 1.0, out=None) -> array:
+        _check_dims(M=M, N=N, K=K)
+        c = self._f32(M * N, out)
+        _raise_status(self._fn["pk_matmul_nt"](M, N, K, _Arg(a, M * K, "float32", "a").pointer,
+                                               _Arg(b, N * K, "float32", "b").pointer, scale,
+                                               _Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nt")
+        return c
+
+    def matmul_nn(self, a, b, M: int, N: int, K: int, out=None) -> array:
+        _check_dims(M=M, N=N, K=K)
+        c = self._f32(M * N, out)
+        _raise_status(self._fn["pk_matmul_nn"](M, N, K, _Arg(a, M * K, "float32", "a").pointer,
+                                               _Arg(b, K * N, "float32", "b").pointer,
+                                               _Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nn")
+        return c
+
+    def conv2d_s2(self, x, Cin: int, H: int, W: int, w, b, Cout: int, groups: int = 1) -> tuple:
+        """3x3 stride-2 padding-1 conv: returns (y [Cout][ceil(H/2)][ceil(W/2)], Ho, Wo)."""
+        _check_dims(Cin=Cin, H=H, W=W, Cout=Cout, groups=groups)
+        if Cin % groups or Cout % groups:
+            raise KernelError(f"groups {groups} must divide Cin {Cin} and Cout {Cout}")
+        Ho, Wo = (H + 1) // 2, (W + 1) // 2
+        y = array("f", bytes(4 * Cout * Ho * Wo))
+        _raise_status(self._fn["pk_conv2d_s2"](Cin, Cout, H, W, _Arg(x, Cin * H * W, "float32", "x").pointer,
+                                               _Arg(w, Cout * (Cin // groups) * 9, "float32", "w").pointer,
+                                               _Arg(b, Cout, "float32", "b").pointer, groups,
+                                               _Arg(y, len(y), "float32", "y", True).pointer), "pk_conv2d_s2")
+        return y, Ho, Wo
 
     # -- activations ------------------------------------------------------------------------
 

@@ -152,6 +152,8 @@ def cases():
     out.append(("math/sincos", "sincos", {}))
     for rate in (8000, 22050, 44100, 48000):
         out.append((f"resample/{rate}", "resample", {"rate": rate}))
+    for op in ("f16", "layernorm", "silu", "glu", "dwconv1d", "softmax", "matmul_nt", "matmul_nn", "conv2d", "dwconv2d"):
+        out.append((f"ops/{op}", "ops", {"op": op}))
     for fmt in ("u8", "s16", "s24", "s32", "f32", "f64"):
         out.append((f"pcm/{fmt}/stereo", "pcm", {"fmt": fmt}))
     for seconds, variant in ((0.5, "random"), (2.05, "random"), (1.0, "silence"), (0.011, "random")):
@@ -169,12 +171,44 @@ def math_inputs(rng: random.Random, op: str) -> array:
     return array("f", [v / 2 ** 31 * span for v in raw])
 
 
+def floats(rng: random.Random, n: int, scale: float = 1.0) -> array:
+    return array("f", [v / 32768 * scale for v in array("h", rng.randbytes(2 * n))])
+
+
+def run_op(kernels: Kernels, rng: random.Random, op: str) -> bytes:
+    """One float op of kernels/ops.h on seeded inputs."""
+    if op == "f16":
+        return kernels.f16_to_f32(bytearray(rng.randbytes(2 * 4096)), 4096).tobytes()
+    if op == "layernorm":
+        return kernels.layernorm(floats(rng, 13 * 96, 8), 13, 96, floats(rng, 96), floats(rng, 96), 1e-5).tobytes()
+    if op == "silu":
+        return kernels.silu(floats(rng, 4096, 30), 4096).tobytes()
+    if op == "glu":
+        return kernels.glu(floats(rng, 7 * 64, 10), 7, 32).tobytes()
+    if op == "dwconv1d":
+        return kernels.dwconv1d(floats(rng, 23 * 16), 23, 16, floats(rng, 16 * 9), floats(rng, 16), 9).tobytes()
+    if op == "softmax":
+        x = floats(rng, 9 * 50, 40)
+        kernels.softmax_rows(x, 9, 50)
+        return x.tobytes()
+    if op == "matmul_nt":
+        return kernels.matmul_nt(floats(rng, 9 * 128), floats(rng, 17 * 128), 9, 17, 128, 0.088).tobytes()
+    if op == "matmul_nn":
+        return kernels.matmul_nn(floats(rng, 9 * 31), floats(rng, 31 * 40), 9, 40, 31).tobytes()
+    groups = 8 if op == "dwconv2d" else 1
+    y, _, _ = kernels.conv2d_s2(floats(rng, 8 * 21 * 32), 8, 21, 32, floats(rng, 8 * (8 // groups) * 9),
+                                floats(rng, 8), 8, groups)
+    return y.tobytes()
+
+
 def run_special(kernels: Kernels, name: str, op: str, p: dict) -> bytes:
     """Output bytes of the math, sincos and frontend cases."""
     rng = _rng(name)
     if op == "math":
         x = math_inputs(rng, p["op"])
         return kernels.math(p["op"], x, len(x)).tobytes()
+    if op == "ops":
+        return run_op(kernels, rng, p["op"])
     if op == "resample":
         x = array("f", [v / 32768 for v in array("h", rng.randbytes(2 * (p["rate"] // 4)))])
         plan = kernels.resampler_plan(p["rate"], 16000)
@@ -201,7 +235,7 @@ def run_special(kernels: Kernels, name: str, op: str, p: dict) -> bytes:
 
 def run_case(kernels: Kernels, name: str, op: str, p: dict) -> bytes:
     """The output bytes of one case (panel; xq + xs; y float32; math; features)."""
-    if op in ("math", "sincos", "frontend", "resample", "pcm"):
+    if op in ("math", "sincos", "frontend", "resample", "pcm", "ops"):
         return run_special(kernels, name, op, p)
     rng = _rng(name)
     special = p["variant"] == "special"

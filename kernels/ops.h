@@ -1,0 +1,42 @@
+/* Float operations of the Parakeet-TDT graph (../shared/spec/parakeet-tdt.md). One
+ * implementation (ops__scalar.c) built into every module, float32 in the order written here
+ * (sums: float64 where marked, else float32 in ascending index), -ffp-contract=off, the
+ * project's own exp (pk_math.h). Layouts are row-major; "rows" are tokens (time frames).
+ *
+ * pk_f16_to_f32(n, h, y)            IEEE half -> float, exact (subnormals, inf, NaN kept)
+ * pk_layernorm(N, D, x, g, b, eps, y)  per row, float64 sums: mean = (float)(sum x / D),
+ *                                   var = (float)(sum (x - mean)^2 / D), inv = 1 / sqrtf(var + eps),
+ *                                   y = ((x - mean) * inv) * g + b
+ * pk_silu(n, x, y)                  y = x * sigmoid(x)
+ * pk_relu(n, x, y)                  y = x > 0 ? x : 0
+ * pk_glu(N, C, x, y)                x [N][2C] -> y [N][C] = x[:, :C] * sigmoid(x[:, C:])
+ * pk_add_scaled(n, x, s, d, y)      y = x + s * d
+ * pk_dwconv1d(T, C, K, x, w, b, y)  x, y [T][C], w [C][K] (K odd), b [C]:
+ *                                   y[t][c] = (sum_j w[c][j] * x[t + j - K/2][c]) + b[c], zero pad
+ * pk_softmax_rows(M, N, x)          in place per row: m = max, e = exp(x - m), s = float64 sum,
+ *                                   x = e / (float)s
+ * pk_matmul_nt(M, N, K, a, b, s, c) c [M][N] = (sum_k a[m][k] * b[n][k]) * s   (float32 sum)
+ * pk_matmul_nn(M, N, K, a, b, c)    c [M][N] = sum_k a[m][k] * b[k][n]         (float32 sum)
+ * pk_conv2d_s2(Cin, Cout, H, W, x, w, b, groups, y)   3x3, stride 2, padding 1, x [Cin][H][W],
+ *                                   w [Cout][Cin/groups][3][3], y [Cout][ceil(H/2)][ceil(W/2)]:
+ *                                   y = (sum over (ci, a, e) ascending of w * x) + b
+ */
+#ifndef PK_OPS_H
+#define PK_OPS_H
+
+#include "common.h"
+
+PK_API int pk_f16_to_f32(int n, const uint16_t *h, float *y);
+PK_API int pk_layernorm(int N, int D, const float *x, const float *g, const float *b, float eps, float *y);
+PK_API int pk_silu(int n, const float *x, float *y);
+PK_API int pk_relu(int n, const float *x, float *y);
+PK_API int pk_glu(int N, int C, const float *x, float *y);
+PK_API int pk_add_scaled(int n, const float *x, float s, const float *d, float *y);
+PK_API int pk_dwconv1d(int T, int C, int K, const float *x, const float *w, const float *b, float *y);
+PK_API int pk_softmax_rows(int M, int N, float *x);
+PK_API int pk_matmul_nt(int M, int N, int K, const float *a, const float *b, float s, float *c);
+PK_API int pk_matmul_nn(int M, int N, int K, const float *a, const float *b, float *c);
+PK_API int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,
+                        int groups, float *y);
+
+#endif

@@ -1,0 +1,158 @@
+/* Float operations of the graph (contract in ops.h). */
+#include <math.h>
+#include "ops.h"
+#include "pk_math.h"
+
+int pk_f16_to_f32(int n, const uint16_t *h, float *y) {
+    if (n < 0) return PK_E_SHAPE;
+    for (int i = 0; i < n; i++) {
+        uint32_t sign = (uint32_t)(h[i] & 0x8000u) << 16, exp = (h[i] >> 10) & 0x1fu, man = h[i] & 0x3ffu;
+        uint32_t bits;
+        if (exp == 0x1fu) {
+            bits = sign | 0x7f800000u | (man << 13);                  /* inf, NaN */
+        } else if (exp != 0) {
+            bits = sign | ((exp + 112u) << 23) | (man << 13);         /* normal: bias 15 -> 127 */
+        } else if (man == 0) {
+            bits = sign;                                              /* +-0 */
+        } else {                                                      /* subnormal: normalise */
+            int e = -1;
+            do { man <<= 1; e++; } while (!(man & 0x400u));
+            bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13);
+        }
+        y[i] = pk_bits_to_float(bits);
+    }
+    return PK_OK;
+}
+
+int pk_layernorm(int N, int D, const float *x, const float *g, const float *b, float eps, float *y) {
+    if (N <= 0 || D <= 0) return PK_E_SHAPE;
+    for (int n = 0; n < N; n++) {
+        const float *row = x + (size_t)n * D;
+        float *out = y + (size_t)n * D;
+        double sum = 0.0;
+        for (int d = 0; d < D; d++) sum += row[d];
+        float mean = (float)(sum / (double)D);
+        double sq = 0.0;
+        for (int d = 0; d < D; d++) {
+            double v = (double)row[d] - (double)mean;
+            sq += v * v;
+        }
+        float var = (float)(sq / (double)D);
+        float inv = 1.0f / sqrtf(var + eps);
+        for (int d = 0; d < D; d++) out[d] = ((row[d] - mean) * inv) * g[d] + b[d];
+    }
+    return PK_OK;
+}
+
+int pk_silu(int n, const float *x, float *y) {
+    if (n < 0) return PK_E_SHAPE;
+    for (int i = 0; i < n; i++) y[i] = x[i] * pk_sigmoidf(x[i]);
+    return PK_OK;
+}
+
+int pk_relu(int n, const float *x, float *y) {
+    if (n < 0) return PK_E_SHAPE;
+    for (int i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    return PK_OK;
+}
+
+int pk_glu(int N, int C, const float *x, float *y) {
+    if (N <= 0 || C <= 0) return PK_E_SHAPE;
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            y[(size_t)n * C + c] = x[(size_t)n * 2 * C + c] * pk_sigmoidf(x[(size_t)n * 2 * C + C + c]);
+    return PK_OK;
+}
+
+int pk_add_scaled(int n, const float *x, float s, const float *d, float *y) {
+    if (n < 0) return PK_E_SHAPE;
+    for (int i = 0; i < n; i++) y[i] = x[i] + s * d[i];
+    return PK_OK;
+}
+
+int pk_dwconv1d(int T, int C, int K, const float *x, const float *w, const float *b, float *y) {
+    if (T <= 0 || C <= 0 || K <= 0 || K % 2 == 0) return PK_E_SHAPE;
+    int half = K / 2;
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < C; c++) {
+            float acc = 0.0f;
+            for (int j = 0; j < K; j++) {
+                int s = t + j - half;
+                if (s >= 0 && s < T) acc = acc + w[(size_t)c * K + j] * x[(size_t)s * C + c];
+            }
+            y[(size_t)t * C + c] = acc + b[c];
+        }
+    return PK_OK;
+}
+
+int pk_softmax_rows(int M, int N, float *x) {
+    if (M <= 0 || N <= 0) return PK_E_SHAPE;
+    for (int m = 0; m < M; m++) {
+        float *row = x + (size_t)m * N;
+        float mx = row[0];
+        for (int n = 1; n < N; n++) if (row[n] > mx) mx = row[n];
+        double sum = 0.0;
+        for (int n = 0; n < N; n++) {
+            row[n] = pk_expf(row[n] - mx);
+            sum += row[n];
+        }
+        float total = (float)sum;
+        for (int n = 0; n < N; n++) row[n] = row[n] / total;
+    }
+    return PK_OK;
+}
+
+int pk_matmul_nt(int M, int N, int K, const float *a, const float *b, float s, float *c) {
+    if (M <= 0 || N <= 0 || K <= 0) return PK_E_SHAPE;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            const float *ar = a + (size_t)m * K, *br = b + (size_t)n * K;
+            float acc = 0.0f;
+            for (int k = 0; k < K; k++) acc = acc + ar[k] * br[k];
+            c[(size_t)m * N + n] = acc * s;
+        }
+    return PK_OK;
+}
+
+int pk_matmul_nn(int M, int N, int K, const float *a, const float *b, float *c) {
+    if (M <= 0 || N <= 0 || K <= 0) return PK_E_SHAPE;
+    for (int m = 0; m < M; m++) {
+        float *cr = c + (size_t)m * N;
+        for (int n = 0; n < N; n++) cr[n] = 0.0f;
+        for (int k = 0; k < K; k++) {                       /* for each n: k ascending */
+            float av = a[(size_t)m * K + k];
+            const float *br = b + (size_t)k * N;
+            for (int n = 0; n < N; n++) cr[n] = cr[n] + av * br[n];
+        }
+    }
+    return PK_OK;
+}
+
+int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,
+                 int groups, float *y) {
+    if (Cin <= 0 || Cout <= 0 || H <= 0 || W <= 0 || groups <= 0 || Cin % groups || Cout % groups)
+        return PK_E_SHAPE;
+    int Ho = (H + 1) / 2, Wo = (W + 1) / 2, cig = Cin / groups, cog = Cout / groups;
+    for (int co = 0; co < Cout; co++) {
+        int g = co / cog;
+        for (int i = 0; i < Ho; i++)
+            for (int j = 0; j < Wo; j++) {
+                float acc = 0.0f;
+                for (int ci = 0; ci < cig; ci++) {
+                    const float *xc = x + (size_t)(g * cig + ci) * H * W;
+                    const float *wc = w + ((size_t)co * cig + ci) * 9;
+                    for (int a = 0; a < 3; a++) {
+                        int r = 2 * i + a - 1;
+                        if (r < 0 || r >= H) continue;
+                        for (int e = 0; e < 3; e++) {
+                            int col = 2 * j + e - 1;
+                            if (col < 0 || col >= W) continue;
+                            acc = acc + wc[a * 3 + e] * xc[(size_t)r * W + col];
+                        }
+                    }
+                }
+                y[((size_t)co * Ho + i) * Wo + j] = acc + b[co];
+            }
+    }
+    return PK_OK;
+}

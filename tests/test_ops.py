@@ -1,0 +1,87 @@
+"""Float ops of the graph (kernels/ops.h) against numpy float64 references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.kernels import KernelError
+
+rng = np.random.default_rng(0)
+
+
+def f32(a):
+    return np.ascontiguousarray(a, np.float32)
+
+
+def arr(x, shape):
+    return np.frombuffer(x, np.float32).reshape(shape)
+
+
+def test_f16_to_f32_exhaustive(scalar):
+    h = np.arange(65536, dtype=np.uint16)
+    got = np.frombuffer(scalar.f16_to_f32(h, h.size), np.uint32)
+    want = h.view(np.float16).astype(np.float32).view(np.uint32)
+    nan = np.isnan(h.view(np.float16))
+    assert (got[~nan] == want[~nan]).all() and np.isnan(got[nan].view(np.float32)).all()
+
+
+def test_layernorm(scalar):
+    x, g, b = f32(rng.standard_normal((7, 64)) * 3 + 1), f32(rng.standard_normal(64)), f32(rng.standard_normal(64))
+    y = arr(scalar.layernorm(x, 7, 64, g, b, 1e-5), (7, 64))
+    x64 = x.astype(np.float64)
+    ref = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5) * g + b
+    assert np.abs(y - ref).max() < 1e-5
+
+
+def test_activations(scalar):
+    x = f32(rng.uniform(-20, 20, 1000))
+    x64 = x.astype(np.float64)
+    assert np.abs(arr(scalar.silu(x, 1000), 1000) - x64 / (1 + np.exp(-x64))).max() < 1e-5
+    assert (arr(scalar.relu(x, 1000), 1000) == np.maximum(x, 0)).all()
+    g = f32(rng.standard_normal((5, 12)))
+    y = arr(scalar.glu(g, 5, 6), (5, 6))
+    assert np.abs(y - g[:, :6] / (1 + np.exp(-g[:, 6:].astype(np.float64)))).max() < 1e-6
+    d = f32(rng.standard_normal(1000))
+    assert (arr(scalar.add_scaled(x, 0.5, d, 1000), 1000) == x + np.float32(0.5) * d).all()
+
+
+def test_dwconv1d(scalar):
+    T, C, K = 11, 6, 9
+    x, w, b = f32(rng.standard_normal((T, C))), f32(rng.standard_normal((C, K))), f32(rng.standard_normal(C))
+    y = arr(scalar.dwconv1d(x, T, C, w, b, K), (T, C))
+    pad = np.concatenate([np.zeros((K // 2, C)), x, np.zeros((K // 2, C))])
+    ref = np.stack([(pad[t:t + K] * w.T).sum(0) for t in range(T)]) + b
+    assert np.abs(y - ref).max() < 1e-5
+    with pytest.raises(KernelError, match="must be odd"):
+        scalar.dwconv1d(x, T, C, w, b, 8)
+
+
+def test_softmax_and_matmuls(scalar):
+    x = f32(rng.standard_normal((4, 9)) * 10)
+    y = x.copy()
+    scalar.softmax_rows(y, 4, 9)
+    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
+    assert np.abs(y - e / e.sum(1, keepdims=True)).max() < 1e-6
+    a, b = f32(rng.standard_normal((5, 16))), f32(rng.standard_normal((7, 16)))
+    assert np.abs(arr(scalar.matmul_nt(a, b, 5, 7, 16, 0.25), (5, 7)) - a @ b.T * 0.25).max() < 1e-5
+    c = f32(rng.standard_normal((16, 7)))
+    assert np.abs(arr(scalar.matmul_nn(a, c, 5, 7, 16), (5, 7)) - a.astype(np.float64) @ c).max() < 1e-5
+
+
+@pytest.mark.parametrize("groups", [1, 4])
+def test_conv2d_stride2(scalar, groups):
+    Cin, Cout, H, W = 4, 4, 9, 16
+    x, w, b = f32(rng.standard_normal((Cin, H, W))), f32(rng.standard_normal((Cout, Cin // groups, 3, 3))), f32(rng.standard_normal(Cout))
+    y, Ho, Wo = scalar.conv2d_s2(x, Cin, H, W, w, b, Cout, groups)
+    assert (Ho, Wo) == (5, 8)
+    pad = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1)))
+    ref = np.zeros((Cout, Ho, Wo))
+    for co in range(Cout):
+        g = co // (Cout // groups)
+        for ci in range(Cin // groups):
+            for a in range(3):
+                for e in range(3):
+                    ref[co] += w[co, ci, a, e] * pad[g * (Cin // groups) + ci, a:a + 2 * Ho:2, e:e + 2 * Wo:2]
+        ref[co] += b[co]
+    assert np.abs(arr(y, (Cout, Ho, Wo)) - ref).max() < 1e-5
