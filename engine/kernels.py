@@ -153,6 +153,8 @@ _COMMON_SIGNATURES = {
     "pk_matmul_nt": (_i, [_i, _i, _i, _vp, _vp, ctypes.c_float, _vp]),
     "pk_matmul_nn": (_i, [_i, _i, _i, _vp, _vp, _vp]),
     "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
+    "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
+    "pk_add_div": (_i, [_i, _vp, _vp, ctypes.c_float, _vp]),
     "pk_frontend": (_i, [_i, _vp, _vp, _i, _i, _i, _vp, _i, ctypes.c_float, ctypes.c_float,
                          ctypes.c_float, _i, _vp, _vp, _sz]),
 }
@@ -505,6 +507,24 @@ class Kernels:
                                                _Arg(b, K * N, "float32", "b").pointer,
                                                _Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nn")
         return c
+
+    def transpose3(self, x, A: int, B: int, C: int, out=None) -> array:
+        """x [A][B][C] -> [B][A][C]."""
+        _check_dims(A=A, B=B, C=C)
+        y = self._f32(A * B * C, out)
+        _raise_status(self._fn["pk_transpose3"](A, B, C, _Arg(x, A * B * C, "float32", "x").pointer,
+                                                _Arg(y, A * B * C, "float32", "y", True).pointer), "pk_transpose3")
+        return y
+
+    def add_div(self, a, b, s: float, n: int, out=None) -> array:
+        """(a + b) / s elementwise."""
+        _check_count(n)
+        y = self._f32(n, out)
+        if n:
+            _raise_status(self._fn["pk_add_div"](n, _Arg(a, n, "float32", "a").pointer,
+                                                 _Arg(b, n, "float32", "b").pointer, s,
+                                                 _Arg(y, n, "float32", "y", True).pointer), "pk_add_div")
+        return y
 
     def conv2d_s2(self, x, Cin: int, H: int, W: int, w, b, Cout: int, groups: int = 1) -> tuple:
         """3x3 stride-2 padding-1 conv: returns (y [Cout][ceil(H/2)][ceil(W/2)], Ho, Wo)."""

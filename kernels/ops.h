@@ -17,6 +17,8 @@
  *                                   x = e / (float)s
  * pk_matmul_nt(M, N, K, a, b, s, c) c [M][N] = (sum_k a[m][k] * b[n][k]) * s   (float32 sum)
  * pk_matmul_nn(M, N, K, a, b, c)    c [M][N] = sum_k a[m][k] * b[k][n]         (float32 sum)
+ * pk_transpose3(A, B, C, x, y)     x [A][B][C] -> y [B][A][C] (data movement only)
+ * pk_add_div(n, a, b, s, y)         y = (a + b) / s
  * pk_conv2d_s2(Cin, Cout, H, W, x, w, b, groups, y)   3x3, stride 2, padding 1, x [Cin][H][W],
  *                                   w [Cout][Cin/groups][3][3], y [Cout][ceil(H/2)][ceil(W/2)]:
  *                                   y = (sum over (ci, a, e) ascending of w * x) + b
@@ -36,6 +38,8 @@ PK_API int pk_dwconv1d(int T, int C, int K, const float *x, const float *w, cons
 PK_API int pk_softmax_rows(int M, int N, float *x);
 PK_API int pk_matmul_nt(int M, int N, int K, const float *a, const float *b, float s, float *c);
 PK_API int pk_matmul_nn(int M, int N, int K, const float *a, const float *b, float *c);
+PK_API int pk_transpose3(int A, int B, int C, const float *x, float *y);
+PK_API int pk_add_div(int n, const float *a, const float *b, float s, float *y);
 PK_API int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,
                         int groups, float *y);
 

@@ -156,3 +156,20 @@ int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w
     }
     return PK_OK;
 }
+
+int pk_transpose3(int A, int B, int C, const float *x, float *y) {
+    if (A <= 0 || B <= 0 || C <= 0) return PK_E_SHAPE;
+    for (int a = 0; a < A; a++)
+        for (int b = 0; b < B; b++) {
+            const float *src = x + ((size_t)a * B + b) * C;
+            float *dst = y + ((size_t)b * A + a) * C;
+            for (int c = 0; c < C; c++) dst[c] = src[c];
+        }
+    return PK_OK;
+}
+
+int pk_add_div(int n, const float *a, const float *b, float s, float *y) {
+    if (n < 0) return PK_E_SHAPE;
+    for (int i = 0; i < n; i++) y[i] = (a[i] + b[i]) / s;
+    return PK_OK;
+}

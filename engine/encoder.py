@@ -1,0 +1,266 @@
+"""The FastConformer encoder (../shared/spec/parakeet-tdt.md sections 3-5), orchestrated in
+Python over the C kernels: one small class per block, named after the checkpoint keys.
+Standard library only; activations are array('f') buffers laid out row-major [tokens][dim].
+
+Linears run on int8 per-token activations (the shipped path, as seed 001); with
+`float_acts=True` they run in float32 on the dequantised weights instead (seed 001's
+PK_DEBUG_F32_ACTS), so the graph itself can be checked tightly against the reference.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+from .kernels import Kernels
+from .model_file import ModelFile
+
+LN10000 = 9.210340371976184          # ln(10000), for the positional frequencies
+
+
+def f32(tensor) -> memoryview:
+    """A float32 view of an F32 tensor (zero-copy)."""
+    return tensor.data.cast("f")
+
+
+class Linear:
+    """y[N][O] = x[N][K] W^T (+ b) for a five-value (`<w>.fv5t7`) or int8 (`<w>.q8`) weight."""
+
+    def __init__(self, k: Kernels, model: ModelFile, weight: str, bias: str | None = None):
+        self.k, self.name = k, weight
+        tensors = model.file.tensors
+        if weight + ".fv5t7" in tensors:
+            self.kind = "fv5"
+            lo, hi = tensors[weight + ".lo"], tensors[weight + ".hi"]
+            self.O = lo.shape[0]
+            packed = tensors[weight + ".fv5t7"]
+            self.K = _fv5_cols(packed.shape[1])
+            self.weights = k.prepare_fv5(packed.data, f32(lo), f32(hi), self.O, self.K)
+            self._packed, self._lo, self._hi = packed.data, f32(lo), f32(hi)
+        else:
+            self.kind = "int8"
+            q = tensors[weight + ".q8"]
+            self.O = q.shape[0]
+            self.K = q.count // self.O
+            self.q, self.scale = q.data, f32(tensors[weight + ".scale"])
+        self.bias = None
+        if bias is not None:
+            t = tensors[bias]
+            self.bias = f32(t) if t.dtype == "F32" else k.f16_to_f32(t.data, t.count)
+        self._dense = None
+
+    def __call__(self, x, N: int, float_acts: bool = False) -> array:
+        if float_acts:
+            y = self.k.matmul_nt(x, self.dense(), N, self.O, self.K)
+            if self.bias is not None:
+                y = self.k.add_scaled(y, 1.0, array("f", self.bias) * N, N * self.O)
+            return y
+        xq, xs = self.k.quantize(x, N, self.K)
+        if self.kind == "fv5":
+            return self.k.fv5_gemm(xq, xs, N, self.weights, bias=self.bias)
+        return self.k.int8_gemm(xq, xs, N, self.q, self.scale, self.O, self.K, bias=self.bias)
+
+    def dense(self) -> array:
+        """float32 [O][K] with the exact weights - five-value levels {-hi, -lo, 0, +lo, +hi},
+        not the int8 grid; table entries q * scale - for the float-activation debug path."""
+        if self._dense is None:
+            O, K = self.O, self.K
+            dense = array("f", bytes(4 * O * K))
+            if self.kind == "fv5":
+                codes_lut = bytes([0, 1, 2, 3, 4, 0, 0, 0] * 8)          # decode to level codes
+                blocks = self._packed
+                bb = len(blocks) // (O // 8)
+                lo, hi = self._lo, self._hi
+                for b in range(O // 8):
+                    panel = self.k.decode_block(memoryview(blocks)[b * bb:(b + 1) * bb], codes_lut, K)
+                    for r in range(8):
+                        o = 8 * b + r
+                        levels = (-hi[o], -lo[o], 0.0, lo[o], hi[o])
+                        for kb in range(K // 8):
+                            base = (4 * kb + r // 2) * 16 + 8 * (r % 2)
+                            for i in range(8):
+                                dense[o * K + 8 * kb + i] = levels[panel[base + i]]
+            else:
+                q = memoryview(self.q).cast("b")
+                for i in range(O * K):
+                    dense[i] = q[i] * self.scale[i // K]
+            self._dense = dense
+        return self._dense
+
+
+def _fv5_cols(block_bytes: int) -> int:
+    from .kernels import fv5_block_bytes
+    for K in range(8, 65537, 8):
+        if fv5_block_bytes(K) == block_bytes:
+            return K
+        if fv5_block_bytes(K) > block_bytes:
+            break
+    raise ValueError(f"no K gives {block_bytes} bytes per fv5 block")
+
+
+class LayerNorm:
+    def __init__(self, k: Kernels, model: ModelFile, name: str, eps: float = 1e-5):
+        self.k, self.eps = k, eps
+        w, b = model.tensor(name + ".weight"), model.tensor(name + ".bias")
+        self.D = w.count
+        self.g, self.b = k.f16_to_f32(w.data, w.count), k.f16_to_f32(b.data, b.count)
+
+    def __call__(self, x, N: int) -> array:
+        return self.k.layernorm(x, N, self.D, self.g, self.b, self.eps)
+
+
+class Subsampling:
+    """dw_striding: conv 3x3/2 + ReLU, (depthwise 3x3/2, pointwise, ReLU) x 2, flatten, linear."""
+
+    def __init__(self, k: Kernels, model: ModelFile):
+        self.k, d = k, model.dims
+        self.C = d.sub_channels
+        p = "encoder.subsampling."
+
+        def conv(i):
+            w, b = model.tensor(f"{p}layers.{i}.weight"), model.tensor(f"{p}layers.{i}.bias")
+            return k.f16_to_f32(w.data, w.count), k.f16_to_f32(b.data, b.count)
+
+        self.conv0, self.conv2, self.conv5 = conv(0), conv(2), conv(5)
+        self.pw3 = Linear(k, model, f"{p}layers.3.weight", f"{p}layers.3.bias")
+        self.pw6 = Linear(k, model, f"{p}layers.6.weight", f"{p}layers.6.bias")
+        self.linear = Linear(k, model, f"{p}linear.weight", f"{p}linear.bias")
+
+    def pointwise(self, lin: Linear, x, H: int, W: int, float_acts: bool) -> array:
+        tokens = self.k.transpose3(x, self.C, H * W, 1)                 # [C][HW] -> [HW][C]
+        y = lin(tokens, H * W, float_acts)
+        return self.k.transpose3(y, H * W, self.C, 1)                   # back to [C][HW]
+
+    def __call__(self, features, n_mels: int, T: int, float_acts: bool = False) -> tuple:
+        k, C = self.k, self.C
+        x = k.transpose3(features, n_mels, T, 1)                        # [T][mels]: H = time
+        x, H, W = k.conv2d_s2(x, 1, T, n_mels, *self.conv0, C)
+        x = k.relu(x, len(x))
+        x, H, W = k.conv2d_s2(x, C, H, W, *self.conv2, C, groups=C)
+        x = k.relu(self.pointwise(self.pw3, x, H, W, float_acts), C * H * W)
+        x, H, W = k.conv2d_s2(x, C, H, W, *self.conv5, C, groups=C)
+        x = k.relu(self.pointwise(self.pw6, x, H, W, float_acts), C * H * W)
+        flat = k.transpose3(x, C, H, W)                                 # [T'][C][F'] = [T'][C*F']
+        return self.linear(flat, H, float_acts), H
+
+
+def positional_table(k: Kernels, T: int, D: int) -> array:
+    """Rows k = 0..2T-2 for relative positions T-1-k: [sin(p w_0), cos(p w_0), ...], with
+    w_i = exp(float32(2i) * float32(-ln(10000)/D)) and p * w_i rounded to float32, as NeMo's
+    float32 tensors compute them; sin and cos are the project's own (float64, then float32)."""
+    c = array("f", [-(LN10000 / D)])[0]
+    omega = k.math("exp", array("f", [array("f", [2.0 * i * c])[0] for i in range(D // 2)]), D // 2)
+    args = array("d", [array("f", [float(T - 1 - row) * w])[0] for row in range(2 * T - 1) for w in omega])
+    sc = k.sincos(args, len(args))                                      # sin, cos interleaved
+    return array("f", sc)
+
+
+class SelfAttention:
+    def __init__(self, k: Kernels, model: ModelFile, prefix: str):
+        self.k, d = k, model.dims
+        self.D, self.H = d.d_model, d.n_heads
+        self.dk = self.D // self.H
+        self.q, self.k_, self.v, self.o, self.pos = (
+            Linear(k, model, f"{prefix}self_attn.{n}.weight") for n in ("q_proj", "k_proj", "v_proj", "o_proj",
+                                                                       "relative_k_proj"))
+        u, v = model.tensor(prefix + "self_attn.bias_u"), model.tensor(prefix + "self_attn.bias_v")
+        self.u, self.v_bias = k.f16_to_f32(u.data, u.count), k.f16_to_f32(v.data, v.count)
+        self.sqrt_dk = array("f", [self.dk ** 0.5])[0]
+
+    def __call__(self, x, T: int, pe, float_acts: bool) -> array:
+        k, H, dk, D = self.k, self.H, self.dk, self.D
+        Q = k.transpose3(self.q(x, T, float_acts), T, H, dk)            # [H][T][dk]
+        K = k.transpose3(self.k_(x, T, float_acts), T, H, dk)
+        V = k.transpose3(self.v(x, T, float_acts), T, H, dk)
+        P = k.transpose3(self.pos(pe, 2 * T - 1, float_acts), 2 * T - 1, H, dk)
+        out = array("f")
+        for h in range(H):
+            qh, kh = Q[h * T * dk:(h + 1) * T * dk], K[h * T * dk:(h + 1) * T * dk]
+            vh, ph = V[h * T * dk:(h + 1) * T * dk], P[h * (2 * T - 1) * dk:(h + 1) * (2 * T - 1) * dk]
+            qu = k.add_scaled(qh, 1.0, self.u[h * dk:(h + 1) * dk] * T, T * dk)
+            qv = k.add_scaled(qh, 1.0, self.v_bias[h * dk:(h + 1) * dk] * T, T * dk)
+            ac = k.matmul_nt(qu, kh, T, T, dk)
+            bd_full = k.matmul_nt(qv, ph, T, 2 * T - 1, dk)
+            bd = array("f")
+            for i in range(T):                                          # rel-shift: column T-1-i+j
+                start = i * (2 * T - 1) + (T - 1 - i)
+                bd.extend(bd_full[start:start + T])
+            scores = k.add_div(ac, bd, self.sqrt_dk, T * T)
+            k.softmax_rows(scores, T, T)
+            out.extend(k.matmul_nn(scores, vh, T, dk, T))
+        return self.o(k.transpose3(out, H, T, dk), T, float_acts)
+
+
+class ConvModule:
+    def __init__(self, k: Kernels, model: ModelFile, prefix: str):
+        self.k, d = k, model.dims
+        self.D, self.K = d.d_model, d.conv_kernel
+        self.pw1 = Linear(k, model, prefix + "conv.pointwise_conv1.weight")
+        self.pw2 = Linear(k, model, prefix + "conv.pointwise_conv2.weight")
+        self.dw_w = f32(model.tensor(prefix + "conv.depthwise_conv.weight"))
+        self.dw_b = f32(model.tensor(prefix + "conv.depthwise_conv.bias"))
+
+    def __call__(self, x, T: int, float_acts: bool) -> array:
+        k = self.k
+        g = k.glu(self.pw1(x, T, float_acts), T, self.D)
+        h = k.silu(k.dwconv1d(g, T, self.D, self.dw_w, self.dw_b, self.K), T * self.D)
+        return self.pw2(h, T, float_acts)
+
+
+class FeedForward:
+    def __init__(self, k: Kernels, model: ModelFile, prefix: str):
+        self.k = k
+        self.linear1 = Linear(k, model, prefix + "linear1.weight")
+        self.linear2 = Linear(k, model, prefix + "linear2.weight")
+
+    def __call__(self, x, T: int, float_acts: bool) -> array:
+        h = self.linear1(x, T, float_acts)
+        return self.linear2(self.k.silu(h, len(h)), T, float_acts)
+
+
+class ConformerLayer:
+    def __init__(self, k: Kernels, model: ModelFile, layer: int):
+        p = f"encoder.layers.{layer}."
+        self.k, self.D = k, model.dims.d_model
+        self.norm_feed_forward1, self.feed_forward1 = LayerNorm(k, model, p + "norm_feed_forward1"), FeedForward(k, model, p + "feed_forward1.")
+        self.norm_self_att, self.self_attn = LayerNorm(k, model, p + "norm_self_att"), SelfAttention(k, model, p)
+        self.norm_conv, self.conv = LayerNorm(k, model, p + "norm_conv"), ConvModule(k, model, p)
+        self.norm_feed_forward2, self.feed_forward2 = LayerNorm(k, model, p + "norm_feed_forward2"), FeedForward(k, model, p + "feed_forward2.")
+        self.norm_out = LayerNorm(k, model, p + "norm_out")
+
+    def __call__(self, x, T: int, pe, float_acts: bool) -> array:
+        k, n = self.k, T * self.D
+        r = k.add_scaled(x, 0.5, self.feed_forward1(self.norm_feed_forward1(x, T), T, float_acts), n)
+        r = k.add_scaled(r, 1.0, self.self_attn(self.norm_self_att(r, T), T, pe, float_acts), n)
+        r = k.add_scaled(r, 1.0, self.conv(self.norm_conv(r, T), T, float_acts), n)
+        r = k.add_scaled(r, 0.5, self.feed_forward2(self.norm_feed_forward2(r, T), T, float_acts), n)
+        return self.norm_out(r, T)
+
+
+class Encoder:
+    """features [n_mels][T] -> encoder output [T'][d_model], T' = ceil(T / 8)."""
+
+    def __init__(self, k: Kernels, model: ModelFile):
+        self.k, self.dims = k, model.dims
+        self.subsampling = Subsampling(k, model)
+        self.layers = [ConformerLayer(k, model, i) for i in range(model.dims.n_layers)]
+        self._pe = {}
+
+    def positional(self, T: int) -> array:
+        if T not in self._pe:
+            self._pe = {T: positional_table(self.k, T, self.dims.d_model)}
+        return self._pe[T]
+
+    def __call__(self, features, T: int, float_acts: bool = False, on_layer=None, cancelled=None) -> tuple:
+        x, Tp = self.subsampling(features, self.dims.n_mels, T, float_acts)
+        pe = self.positional(Tp)
+        for i, layer in enumerate(self.layers):
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+            x = layer(x, Tp, pe, float_acts)
+            if on_layer is not None:
+                on_layer(i, x)
+        return x, Tp
+
+
+class Cancelled(Exception):
+    """A decode noticed cancel() between encoder layers or decode steps."""
