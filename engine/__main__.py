@@ -6,6 +6,8 @@
                                                   Phonon-2 release -> GGUF (host: numpy, gguf)
     synth --size tiny|full [--seed N] [--archive] --out DIR
                                                   a synthetic model.fermion + config.json
+    transcribe FILE --model M.gguf [--json] [--tier T] [--raw-rate HZ] [--float-acts]
+                                                  WAV (any rate/channels) or raw float32 -> text
 """
 
 from __future__ import annotations
@@ -37,7 +39,16 @@ def main(argv=None) -> int:
     synth.add_argument("--seed", type=int, default=0)
     synth.add_argument("--archive", action="store_true", help="also write the .bps.tar.zst archive")
     synth.add_argument("--out", required=True)
+    tr = sub.add_parser("transcribe", help="transcribe a WAV file (or raw float32 samples)")
+    tr.add_argument("file")
+    tr.add_argument("--model", required=True, help="a model GGUF (python3 -m engine convert ...)")
+    tr.add_argument("--json", action="store_true", help="print text, words, tokens and timing as JSON")
+    tr.add_argument("--tier", default="auto")
+    tr.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
+    tr.add_argument("--float-acts", action="store_true", help="float32 activations in the linears (debug)")
     args = parser.parse_args(argv)
+    if args.command == "transcribe":
+        return transcribe_command(args)
     if args.command == "convert":
         if args.container and not args.config:
             parser.error("--container needs --config")
@@ -67,6 +78,27 @@ def main(argv=None) -> int:
     else:
         combined = sweep_digest(table)
         print(f"tier {table['tier']}: {len(table['cases'])} cases, combined sha256 {combined}")
+    return 0
+
+
+def transcribe_command(args) -> int:
+    from pathlib import Path
+    from .audio import AudioError, load_audio
+    from .gguf_file import GGUFError
+    from .kernels import KernelError
+    from .transcribe import Engine
+    try:
+        engine = Engine.open(args.model, args.tier)
+        samples = load_audio(engine.k, Path(args.file).read_bytes(), args.raw_rate)
+        result = engine.transcribe(samples, float_acts=args.float_acts)
+    except (OSError, AudioError, GGUFError, KernelError) as e:
+        print(f"transcribe: error: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        json.dump(result, sys.stdout, ensure_ascii=False, indent=1)
+        print()
+    else:
+        print(result["text"])
     return 0
 
 

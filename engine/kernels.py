@@ -154,6 +154,8 @@ _COMMON_SIGNATURES = {
     "pk_matmul_nn": (_i, [_i, _i, _i, _vp, _vp, _vp]),
     "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
+    "pk_lstm_cell": (_i, [_i, _vp, _vp, _vp]),
+    "pk_argmax": (_i, [_i, _vp]),
     "pk_add_div": (_i, [_i, _vp, _vp, ctypes.c_float, _vp]),
     "pk_frontend": (_i, [_i, _vp, _vp, _i, _i, _i, _vp, _i, ctypes.c_float, ctypes.c_float,
                          ctypes.c_float, _i, _vp, _vp, _sz]),
@@ -507,6 +509,21 @@ class Kernels:
                                                _Arg(b, K * N, "float32", "b").pointer,
                                                _Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nn")
         return c
+
+    def lstm_cell(self, gates, P: int, c, h) -> None:
+        """One LSTM cell update in place: c, h [P] from gates [4P] (i, f, g, o)."""
+        _check_dims(P=P)
+        _raise_status(self._fn["pk_lstm_cell"](P, _Arg(gates, 4 * P, "float32", "gates").pointer,
+                                               _Arg(c, P, "float32", "c", True).pointer,
+                                               _Arg(h, P, "float32", "h", True).pointer), "pk_lstm_cell")
+
+    def argmax(self, x, n: int, offset: int = 0) -> int:
+        """First index of the largest of x[offset:offset+n], relative to offset."""
+        _check_dims(n=n)
+        view = memoryview(x)
+        if view.format != "f" or view.itemsize != 4 or offset < 0 or offset + n > len(view):
+            raise KernelError("argmax: need a float32 buffer covering offset..offset+n")
+        return self._fn["pk_argmax"](n, _Arg(view[offset:offset + n], n, "float32", "x").pointer)
 
     def transpose3(self, x, A: int, B: int, C: int, out=None) -> array:
         """x [A][B][C] -> [B][A][C]."""

@@ -17,6 +17,10 @@
  *                                   x = e / (float)s
  * pk_matmul_nt(M, N, K, a, b, s, c) c [M][N] = (sum_k a[m][k] * b[n][k]) * s   (float32 sum)
  * pk_matmul_nn(M, N, K, a, b, c)    c [M][N] = sum_k a[m][k] * b[k][n]         (float32 sum)
+ * pk_lstm_cell(P, gates, c, h)      gates [4P] = (i, f, g, o) pre-activations (PyTorch order);
+ *                                   c = sigmoid(f) * c + sigmoid(i) * tanh(g); h = sigmoid(o) * tanh(c)
+ *                                   (c and h updated in place)
+ * pk_argmax(n, x)                   the first index of the largest value (NaN never wins)
  * pk_transpose3(A, B, C, x, y)     x [A][B][C] -> y [B][A][C] (data movement only)
  * pk_add_div(n, a, b, s, y)         y = (a + b) / s
  * pk_conv2d_s2(Cin, Cout, H, W, x, w, b, groups, y)   3x3, stride 2, padding 1, x [Cin][H][W],
@@ -38,6 +42,8 @@ PK_API int pk_dwconv1d(int T, int C, int K, const float *x, const float *w, cons
 PK_API int pk_softmax_rows(int M, int N, float *x);
 PK_API int pk_matmul_nt(int M, int N, int K, const float *a, const float *b, float s, float *c);
 PK_API int pk_matmul_nn(int M, int N, int K, const float *a, const float *b, float *c);
+PK_API int pk_lstm_cell(int P, const float *gates, float *c, float *h);
+PK_API int pk_argmax(int n, const float *x);
 PK_API int pk_transpose3(int A, int B, int C, const float *x, float *y);
 PK_API int pk_add_div(int n, const float *a, const float *b, float s, float *y);
 PK_API int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,

@@ -173,3 +173,22 @@ int pk_add_div(int n, const float *a, const float *b, float s, float *y) {
     for (int i = 0; i < n; i++) y[i] = (a[i] + b[i]) / s;
     return PK_OK;
 }
+
+int pk_lstm_cell(int P, const float *gates, float *c, float *h) {
+    if (P <= 0) return PK_E_SHAPE;
+    for (int j = 0; j < P; j++) {
+        float i = pk_sigmoidf(gates[j]), f = pk_sigmoidf(gates[P + j]);
+        float g = pk_tanhf(gates[2 * P + j]), o = pk_sigmoidf(gates[3 * P + j]);
+        c[j] = f * c[j] + i * g;
+        h[j] = o * pk_tanhf(c[j]);
+    }
+    return PK_OK;
+}
+
+int pk_argmax(int n, const float *x) {
+    if (n <= 0) return PK_E_SHAPE;
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best] || (x[best] != x[best] && x[i] == x[i])) best = i;
+    return best;
+}

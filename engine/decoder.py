@@ -1,0 +1,176 @@
+"""Prediction network, joint and TDT greedy decoding (../shared/spec/parakeet-tdt.md
+sections 6-8), then detokenisation and word times. Standard library + the C kernels.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from array import array
+from dataclasses import dataclass
+
+from .encoder import Cancelled, Linear
+from .kernels import Kernels
+from .model_file import ModelFile
+
+FRAME_SECONDS = 0.08        # one encoder frame: 10 ms hop x subsampling 8
+
+
+class PredictionNetwork:
+    """Embedding + stacked LSTM (PyTorch gate order i, f, g, o); state (h, c) per layer."""
+
+    def __init__(self, k: Kernels, model: ModelFile):
+        self.k, d = k, model.dims
+        self.P, self.layers = d.pred_hidden, d.pred_layers
+        emb = model.tensor("decoder.embedding.weight.q8")
+        self.emb_q = memoryview(emb.data).cast("b")
+        self.emb_scale = model.tensor("decoder.embedding.weight.scale").data.cast("f")
+        self.w_ih = [Linear(k, model, f"decoder.lstm.weight_ih_l{i}", f"decoder.lstm.bias_ih_l{i}") for i in range(self.layers)]
+        self.w_hh = [Linear(k, model, f"decoder.lstm.weight_hh_l{i}", f"decoder.lstm.bias_hh_l{i}") for i in range(self.layers)]
+        self.blank = d.vocab_size
+        self._rows = {}
+
+    def initial_state(self):
+        return [(array("f", bytes(4 * self.P)), array("f", bytes(4 * self.P))) for _ in range(self.layers)]
+
+    def embed(self, token: int) -> array:
+        """Row `token` of the int8 table times its scale (float32; blank_as_pad: the blank row)."""
+        if token not in self._rows:
+            P, s = self.P, self.emb_scale[token]
+            row = self.emb_q[token * P:(token + 1) * P]
+            self._rows[token] = array("f", [array("f", [v * s])[0] for v in row])   # float32 products
+        return self._rows[token]
+
+    def step(self, token: int, state, float_acts: bool = False):
+        """-> (output h of the top layer, new state). The input state is not modified."""
+        x = self.embed(token)
+        new_state = []
+        for layer, (h, c) in enumerate(state):
+            gates = self.k.add_scaled(self.w_ih[layer](x, 1, float_acts), 1.0,
+                                      self.w_hh[layer](h, 1, float_acts), 4 * self.P)
+            h2, c2 = array("f", h), array("f", c)
+            self.k.lstm_cell(gates, self.P, c2, h2)
+            new_state.append((h2, c2))
+            x = h2
+        return x, new_state
+
+
+class Joint:
+    """z = head(relu(enc_proj(f_t) + pred_proj(g))): [V tokens, blank, durations]."""
+
+    def __init__(self, k: Kernels, model: ModelFile):
+        self.k, d = k, model.dims
+        self.J, self.V, self.n_dur = d.joint_hidden, d.vocab_size, d.n_durations
+        self.enc = Linear(k, model, "encoder_projector.weight", "encoder_projector.bias")
+        self.pred = Linear(k, model, "decoder.decoder_projector.weight", "decoder.decoder_projector.bias")
+        self.head = Linear(k, model, "joint.head.weight", "joint.head.bias")
+
+    def project_encoder(self, enc, T: int, float_acts: bool = False) -> array:
+        return self.enc(enc, T, float_acts)
+
+    def project_prediction(self, g, float_acts: bool = False) -> array:
+        return self.pred(g, 1, float_acts)
+
+    def logits(self, f, t: int, g_proj, float_acts: bool = False) -> array:
+        J = self.J
+        h = self.k.add_scaled(f[t * J:(t + 1) * J], 1.0, g_proj, J)
+        return self.head(self.k.relu(h, J), 1, float_acts)
+
+    def best(self, z) -> tuple:
+        """(token or blank id, duration index) by first-index argmax."""
+        return self.k.argmax(z, self.V + 1), self.k.argmax(z, self.n_dur, offset=self.V + 1)
+
+
+@dataclass
+class Token:
+    id: int
+    frame: int
+    duration: int
+
+
+def tdt_greedy(k: Kernels, pred: PredictionNetwork, joint: Joint, enc, T: int, durations: list,
+               max_symbols: int = 10, float_acts: bool = False, cancelled=None) -> list:
+    """TDT greedy decoding, NeMo's label-looping rules (spec section 7) at batch 1."""
+    blank = joint.V
+    f = joint.project_encoder(enc, T, float_acts)
+    g, state = pred.step(blank, pred.initial_state(), float_acts)          # SOS = blank
+    g_proj = joint.project_prediction(g, float_acts)
+    hyp, t, last_ts, count = [], 0, -1, 0
+    while t < T:
+        if cancelled is not None and cancelled():
+            raise Cancelled()
+        label, di = joint.best(joint.logits(f, t, g_proj, float_acts))
+        d = durations[di]
+        if label == blank and d == 0:
+            d = 1                                                          # blank never stays
+        frame = t
+        t += d
+        while label == blank and t < T:                                    # decoder state fixed
+            frame = t
+            label, di = joint.best(joint.logits(f, t, g_proj, float_acts))
+            d = durations[di]
+            if label == blank and d == 0:
+                d = 1
+            t += d
+        if label != blank:
+            hyp.append(Token(label, frame, d))
+            count = count + 1 if last_ts == frame else 1
+            last_ts = frame
+            g, state = pred.step(label, state, float_acts)
+            g_proj = joint.project_prediction(g, float_acts)
+            if count >= max_symbols and last_ts == t and t < T:
+                t += 1                                                     # max symbols per frame
+    return hyp
+
+
+# ---------------------------------------------------------------------------------------------
+# Text and word times
+
+def is_special(piece: str) -> bool:
+    return piece.startswith("<") and piece.endswith(">")
+
+
+def punctuation_marks(vocabulary: list) -> set:
+    """Unicode category P characters of the non-word-start, non-special pieces (spec section 7)."""
+    marks = set()
+    for piece in vocabulary:
+        if piece.startswith("\u2581") or is_special(piece):
+            continue
+        marks.update(ch for ch in piece if unicodedata.category(ch).startswith("P"))
+    return marks
+
+
+def detokenize(pieces: list, marks: set) -> str:
+    """Concatenate, map the word marker to spaces, drop the leading space, then remove one
+    space before each punctuation mark. Special <...> pieces render as nothing."""
+    text = "".join(p for p in pieces if not is_special(p)).replace("\u2581", " ").lstrip(" ")
+    if marks:
+        text = re.sub("(\\s)([" + re.escape("".join(sorted(marks))) + "])", r"\2", text)
+    return text
+
+
+def words_with_times(tokens: list, vocabulary: list, marks: set) -> list:
+    """Words from TDT tokens: a word starts at a word-marker piece; punctuation tokens take the
+    previous token's end and attach to the previous word. Times in seconds (80 ms frames)."""
+    words = []
+    prev_end = 0
+    for tok in tokens:
+        piece = vocabulary[tok.id]
+        if is_special(piece):
+            continue
+        start, end = tok.frame, tok.frame + tok.duration
+        is_punct = bool(piece) and all(ch in marks for ch in piece)
+        if is_punct:
+            start = end = prev_end
+        if piece.startswith("\u2581") or not words:
+            text = piece.lstrip("\u2581")
+            if not text and piece.startswith("\u2581"):
+                prev_end = end
+                continue
+            words.append({"word": text, "start": start, "end": end})
+        else:
+            words[-1]["word"] += piece
+            words[-1]["end"] = max(words[-1]["end"], end)
+        prev_end = end
+    return [{"word": w["word"], "start": round(w["start"] * FRAME_SECONDS, 2),
+             "end": round(w["end"] * FRAME_SECONDS, 2)} for w in words if w["word"]]

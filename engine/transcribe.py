@@ -1,0 +1,92 @@
+"""Batch transcription: audio -> frontend -> encoder -> TDT greedy -> text, words, tokens.
+
+    engine = Engine.open("model.gguf", tier="auto")
+    result = engine.transcribe(samples_16k)      # dict: text, words, tokens, timing
+    engine.cancel()                              # from another thread: noticed between
+                                                 # encoder layers and decode steps
+Runs unchanged natively and in Pyodide (pass the model bytes to Engine.from_buffer there).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from array import array
+
+from .audio import MODEL_RATE
+from .decoder import Joint, PredictionNetwork, detokenize, punctuation_marks, tdt_greedy, words_with_times
+from .encoder import Cancelled, Encoder
+from .kernels import Kernels
+from .model_file import ModelFile, load
+
+
+class Engine:
+    def __init__(self, model: ModelFile, tier: str = "auto"):
+        self.model = model
+        self.k = Kernels(tier)
+        self.encoder = Encoder(self.k, model)
+        self.prediction = PredictionNetwork(self.k, model)
+        self.joint = Joint(self.k, model)
+        self.marks = punctuation_marks(model.vocabulary)
+        self.max_symbols = model.file.get("parakeet.tdt.max_symbols_per_step", "uint32")
+        self._cancel = threading.Event()
+        tensors = model.file.tensors
+        self.window = tensors["frontend.window"].data.cast("f")
+        self.filterbank = tensors["frontend.mel_filterbank"].data.cast("f")
+        meta = model.file.metadata
+        self.hop = meta["parakeet.frontend.hop_length"]
+        self.frontend_args = dict(win=meta["parakeet.frontend.win_length"], n_fft=meta["parakeet.frontend.n_fft"],
+                                  hop=self.hop, preemph=meta["parakeet.frontend.preemph"],
+                                  log_guard=meta["parakeet.frontend.log_guard"],
+                                  norm_eps=meta["parakeet.frontend.norm_eps"])
+
+    @classmethod
+    def open(cls, path, tier: str = "auto") -> "Engine":
+        return cls(load(str(path)), tier)
+
+    @classmethod
+    def from_buffer(cls, buffer, tier: str = "auto") -> "Engine":
+        return cls(load(buffer), tier)
+
+    @property
+    def tier(self) -> str:
+        return self.k.tier
+
+    def cancel(self):
+        """Ask a running transcribe() to stop: it raises Cancelled at the next layer or step."""
+        self._cancel.set()
+
+    def features(self, samples) -> tuple:
+        n = len(samples)
+        return self.k.frontend(samples, n, self.window, self.filterbank, self.model.dims.n_mels,
+                               **self.frontend_args)
+
+    def encode(self, samples, float_acts: bool = False, on_layer=None) -> tuple:
+        feats, T = self.features(samples)
+        if T == 0:
+            return array("f"), 0
+        return self.encoder(feats, T, float_acts, on_layer, cancelled=self._cancel.is_set)
+
+    def transcribe(self, samples, float_acts: bool = False) -> dict:
+        """samples: float32 mono at 16 kHz (any buffer). Empty or shorter than one hop: empty text."""
+        self._cancel.clear()
+        started = time.perf_counter()
+        enc, T = self.encode(samples, float_acts)
+        tokens = []
+        if T:
+            tokens = tdt_greedy(self.k, self.prediction, self.joint, enc, T, self.model.durations,
+                                self.max_symbols, float_acts, cancelled=self._cancel.is_set)
+        pieces = [self.model.vocabulary[t.id] for t in tokens]
+        seconds = time.perf_counter() - started
+        audio_seconds = len(samples) / MODEL_RATE
+        return {
+            "text": detokenize(pieces, self.marks),
+            "words": words_with_times(tokens, self.model.vocabulary, self.marks),
+            "tokens": [{"id": t.id, "frame": t.frame, "duration": t.duration} for t in tokens],
+            "timing": {"audio_seconds": round(audio_seconds, 3), "compute_seconds": round(seconds, 3),
+                       "rtfx": round(audio_seconds / seconds, 2) if seconds > 0 else None,
+                       "tier": self.k.tier},
+        }
+
+
+__all__ = ["Engine", "Cancelled"]
