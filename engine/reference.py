@@ -133,3 +133,60 @@ def encoder(w: DenseWeights, dims, features: np.ndarray, on_layer=None) -> np.nd
         if on_layer is not None:
             on_layer(layer, x)
     return x
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def decode(w: DenseWeights, dims, enc: np.ndarray, durations: list, max_symbols: int = 10,
+           top2_margins: list | None = None) -> list:
+    """TDT greedy decoding (spec sections 6-7) in float64: [(id, frame, duration)]. With
+    `top2_margins`, appends (gap between the two largest token logits, their spread = largest
+    minus median) at every joint call: a gap that is small against the spread is a near-tie,
+    where float noise may pick either."""
+    V, P = dims.vocab_size, dims.pred_hidden
+    emb = w["decoder.embedding.weight"]
+    f = enc @ w["encoder_projector.weight"].T + w["encoder_projector.bias"]
+    W_pred, b_pred = w["decoder.decoder_projector.weight"], w["decoder.decoder_projector.bias"]
+    W_out, b_out = w["joint.head.weight"], w["joint.head.bias"]
+
+    def pred(token, state):
+        x, new = emb[token], []
+        for layer, (h, c) in enumerate(state):
+            g = (w[f"decoder.lstm.weight_ih_l{layer}"] @ x + w[f"decoder.lstm.bias_ih_l{layer}"]
+                 + w[f"decoder.lstm.weight_hh_l{layer}"] @ h + w[f"decoder.lstm.bias_hh_l{layer}"])
+            i, fg, gg, o = np.split(g, 4)
+            c = sigmoid(fg) * c + sigmoid(i) * np.tanh(gg)
+            h = sigmoid(o) * np.tanh(c)
+            new.append((h, c))
+            x = h
+        return x, new
+
+    def joint(t, g):
+        z = np.maximum(f[t] + W_pred @ g + b_pred, 0) @ W_out.T + b_out
+        if top2_margins is not None:
+            ordered = np.sort(z[:V + 1])
+            top2_margins.append((float(ordered[-1] - ordered[-2]), float(ordered[-1] - np.median(ordered))))
+        return int(np.argmax(z[:V + 1])), durations[int(np.argmax(z[V + 1:]))]
+
+    T = enc.shape[0]
+    g, state = pred(V, [(np.zeros(P), np.zeros(P)) for _ in range(dims.pred_layers)])
+    hyp, t, last, count = [], 0, -1, 0
+    while t < T:
+        k, d = joint(t, g)
+        d = 1 if k == V and d == 0 else d
+        frame, t = t, t + d
+        while k == V and t < T:
+            frame = t
+            k, d = joint(t, g)
+            d = 1 if k == V and d == 0 else d
+            t += d
+        if k != V:
+            hyp.append((k, frame, d))
+            count = count + 1 if last == frame else 1
+            last = frame
+            g, state = pred(k, state)
+            if count >= max_symbols and last == t and t < T:
+                t += 1
+    return hyp

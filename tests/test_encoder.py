@@ -77,3 +77,37 @@ def test_cancel_between_layers(scalar, tiny_model):
     feats, T = features(scalar, tiny_model, 0.5)
     with pytest.raises(Cancelled):
         Encoder(scalar, tiny_model)(feats, T, cancelled=lambda: True)
+
+
+def espeak_wav(text: str, voice: str = "en-us") -> bytes:
+    import shutil
+    import subprocess
+    if shutil.which("espeak-ng") is None:
+        pytest.fail("espeak-ng is missing: python3 build.py setup installs it")
+    return subprocess.run(["espeak-ng", "-v", voice, "--stdout", text], capture_output=True, check=True).stdout
+
+
+@pytest.mark.parametrize("text", ["turn on the kitchen lights", "set a timer for ten minutes please"])
+def test_generated_speech_float_path_matches_reference_tokens(tiny_model, text):
+    """espeak-ng speech (22.05 kHz, resampled by the engine): with float activations the encoder
+    is within 1e-4 rel L2 of the reference and the decoded tokens are identical; the int8 path
+    is compared too, except where the reference's top-2 joint logits are near-ties."""
+    from engine.audio import load_audio
+    from engine.transcribe import Engine
+    engine = Engine(tiny_model, "scalar")
+    audio = load_audio(engine.k, espeak_wav(text))
+    enc, T = engine.encode(audio, float_acts=True)
+    feats, Tf = engine.features(audio)
+    w = reference.DenseWeights(tiny_model.file)
+    ref_enc = reference.encoder(w, tiny_model.dims, np.frombuffer(feats, np.float32).reshape(-1, Tf).astype(np.float64))
+    assert rel_l2(np.frombuffer(enc, np.float32).reshape(T, -1), ref_enc) <= 1e-4
+    margins = []
+    ref_tokens = reference.decode(w, tiny_model.dims, ref_enc, tiny_model.durations, top2_margins=margins)
+    got = engine.transcribe(audio, float_acts=True)["tokens"]
+    assert [(t["id"], t["frame"], t["duration"]) for t in got] == ref_tokens
+    int8 = [(t["id"], t["frame"], t["duration"]) for t in engine.transcribe(audio)["tokens"]]
+    relative = min(gap / spread for gap, spread in margins)
+    print(f"{text!r}: {len(ref_tokens)} tokens; int8 path identical: {int8 == ref_tokens}; "
+          f"smallest top-2 gap {relative:.3f} of the logit spread")
+    if relative > 0.05:                  # no near-tie: int8 activations must not change the result
+        assert int8 == ref_tokens
