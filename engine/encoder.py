@@ -14,9 +14,6 @@ from array import array
 from .kernels import Kernels
 from .model_file import ModelFile
 
-LN10000 = 9.210340371976184          # ln(10000), for the positional frequencies
-
-
 def f32(tensor) -> memoryview:
     """A float32 view of an F32 tensor (zero-copy)."""
     return tensor.data.cast("f")
@@ -144,14 +141,9 @@ class Subsampling:
 
 
 def positional_table(k: Kernels, T: int, D: int) -> array:
-    """Rows k = 0..2T-2 for relative positions T-1-k: [sin(p w_0), cos(p w_0), ...], with
-    w_i = exp(float32(2i) * float32(-ln(10000)/D)) and p * w_i rounded to float32, as NeMo's
-    float32 tensors compute them; sin and cos are the project's own (float64, then float32)."""
-    c = array("f", [-(LN10000 / D)])[0]
-    omega = k.math("exp", array("f", [array("f", [2.0 * i * c])[0] for i in range(D // 2)]), D // 2)
-    args = array("d", [array("f", [float(T - 1 - row) * w])[0] for row in range(2 * T - 1) for w in omega])
-    sc = k.sincos(args, len(args))                                      # sin, cos interleaved
-    return array("f", sc)
+    """Rows k = 0..2T-2 for relative positions T-1-k: [sin(p w_0), cos(p w_0), ...] with
+    NeMo's float32 steps, in C (kernels/ops.h pk_rel_positions)."""
+    return k.rel_positions(T, D)
 
 
 class SelfAttention:

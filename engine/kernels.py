@@ -155,6 +155,7 @@ _COMMON_SIGNATURES = {
     "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
     "pk_lstm_cell": (_i, [_i, _vp, _vp, _vp]),
+    "pk_rel_positions": (_i, [_i, _i, _vp]),
     "pk_argmax": (_i, [_i, _vp]),
     "pk_add_div": (_i, [_i, _vp, _vp, ctypes.c_float, _vp]),
     "pk_frontend": (_i, [_i, _vp, _vp, _i, _i, _i, _vp, _i, ctypes.c_float, ctypes.c_float,
@@ -315,7 +316,7 @@ class Kernels:
         """y = op(x) elementwise, float32, with the project's own exp/log/tanh/sigmoid."""
         if op not in MATH_OPS:
             raise KernelError(f"unknown math op {op!r}; known: {', '.join(MATH_OPS)}")
-        _check_dims(n=n)
+        _check_count(n)
         y = array("f", bytes(4 * n))
         _raise_status(self._fn["pk_math_array"](MATH_OPS[op], n, _Arg(x, n, "float32", "x").pointer,
                                                 _Arg(y, n, "float32", "y", True).pointer), "pk_math_array")
@@ -509,6 +510,16 @@ class Kernels:
                                                _Arg(b, K * N, "float32", "b").pointer,
                                                _Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nn")
         return c
+
+    def rel_positions(self, T: int, D: int) -> array:
+        """The relative positional table [2T-1][D] (kernels/ops.h)."""
+        _check_dims(T=T, D=D)
+        if D % 2:
+            raise KernelError(f"d_model {D} must be even")
+        pe = array("f", bytes(4 * (2 * T - 1) * D))
+        _raise_status(self._fn["pk_rel_positions"](T, D, _Arg(pe, len(pe), "float32", "pe", True).pointer),
+                      "pk_rel_positions")
+        return pe
 
     def lstm_cell(self, gates, P: int, c, h) -> None:
         """One LSTM cell update in place: c, h [P] from gates [4P] (i, f, g, o)."""

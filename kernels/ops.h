@@ -22,6 +22,10 @@
  *                                   (c and h updated in place)
  * pk_argmax(n, x)                   the first index of the largest value (NaN never wins)
  * pk_transpose3(A, B, C, x, y)     x [A][B][C] -> y [B][A][C] (data movement only)
+ * pk_rel_positions(T, D, pe)        pe [2T-1][D], row k for relative position p = T-1-k, in
+ *                                   NeMo's float32 steps: c = (float)(-ln(10000) / D),
+ *                                   w_i = pk_expf((float)(2i) * c), a = (float)p * w_i,
+ *                                   pe[k][2i] = (float)pk_sin(a), pe[k][2i+1] = (float)pk_cos(a)
  * pk_add_div(n, a, b, s, y)         y = (a + b) / s
  * pk_conv2d_s2(Cin, Cout, H, W, x, w, b, groups, y)   3x3, stride 2, padding 1, x [Cin][H][W],
  *                                   w [Cout][Cin/groups][3][3], y [Cout][ceil(H/2)][ceil(W/2)]:
@@ -44,6 +48,7 @@ PK_API int pk_matmul_nt(int M, int N, int K, const float *a, const float *b, flo
 PK_API int pk_matmul_nn(int M, int N, int K, const float *a, const float *b, float *c);
 PK_API int pk_lstm_cell(int P, const float *gates, float *c, float *h);
 PK_API int pk_argmax(int n, const float *x);
+PK_API int pk_rel_positions(int T, int D, float *pe);
 PK_API int pk_transpose3(int A, int B, int C, const float *x, float *y);
 PK_API int pk_add_div(int n, const float *a, const float *b, float s, float *y);
 PK_API int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,

@@ -192,3 +192,18 @@ int pk_argmax(int n, const float *x) {
         if (x[i] > x[best] || (x[best] != x[best] && x[i] == x[i])) best = i;
     return best;
 }
+
+int pk_rel_positions(int T, int D, float *pe) {
+    if (T <= 0 || D <= 0 || D % 2) return PK_E_SHAPE;
+    float c = (float)(-9.210340371976184 / (double)D);          /* -ln(10000) / D */
+    for (int k = 0; k < 2 * T - 1; k++) {
+        float p = (float)(T - 1 - k);
+        for (int i = 0; i < D / 2; i++) {
+            float w = pk_expf((float)(2 * i) * c);
+            float a = p * w;
+            pe[(size_t)k * D + 2 * i] = (float)pk_sin((double)a);
+            pe[(size_t)k * D + 2 * i + 1] = (float)pk_cos((double)a);
+        }
+    }
+    return PK_OK;
+}
