@@ -13,6 +13,7 @@ from array import array
 
 from .kernels import Kernels
 from .model_file import ModelFile
+from .timing import section
 
 def f32(tensor) -> memoryview:
     """A float32 view of an F32 tensor (zero-copy)."""
@@ -46,6 +47,10 @@ class Linear:
         self._dense = None
 
     def __call__(self, x, N: int, float_acts: bool = False) -> array:
+        with section("linears"):
+            return self._forward(x, N, float_acts)
+
+    def _forward(self, x, N: int, float_acts: bool) -> array:
         if float_acts:
             y = self.k.matmul_nt(x, self.dense(), N, self.O, self.K)
             if self.bias is not None:
@@ -128,6 +133,10 @@ class Subsampling:
         return self.k.transpose3(y, H * W, self.C, 1)                   # back to [C][HW]
 
     def __call__(self, features, n_mels: int, T: int, float_acts: bool = False) -> tuple:
+        with section("subsampling"):
+            return self._forward(features, n_mels, T, float_acts)
+
+    def _forward(self, features, n_mels: int, T: int, float_acts: bool) -> tuple:
         k, C = self.k, self.C
         x = k.transpose3(features, n_mels, T, 1)                        # [T][mels]: H = time
         x, H, W = k.conv2d_s2(x, 1, T, n_mels, *self.conv0, C)
@@ -159,6 +168,10 @@ class SelfAttention:
         self.sqrt_dk = array("f", [self.dk ** 0.5])[0]
 
     def __call__(self, x, T: int, pe, float_acts: bool) -> array:
+        with section("attention"):
+            return self._forward(x, T, pe, float_acts)
+
+    def _forward(self, x, T: int, pe, float_acts: bool) -> array:
         k, H, dk, D = self.k, self.H, self.dk, self.D
         Q = k.transpose3(self.q(x, T, float_acts), T, H, dk)            # [H][T][dk]
         K = k.transpose3(self.k_(x, T, float_acts), T, H, dk)
@@ -192,6 +205,10 @@ class ConvModule:
         self.dw_b = f32(model.tensor(prefix + "conv.depthwise_conv.bias"))
 
     def __call__(self, x, T: int, float_acts: bool) -> array:
+        with section("conv module"):
+            return self._forward(x, T, float_acts)
+
+    def _forward(self, x, T: int, float_acts: bool) -> array:
         k = self.k
         g = k.glu(self.pw1(x, T, float_acts), T, self.D)
         h = k.silu(k.dwconv1d(g, T, self.D, self.dw_w, self.dw_b, self.K), T * self.D)
@@ -205,8 +222,9 @@ class FeedForward:
         self.linear2 = Linear(k, model, prefix + "linear2.weight")
 
     def __call__(self, x, T: int, float_acts: bool) -> array:
-        h = self.linear1(x, T, float_acts)
-        return self.linear2(self.k.silu(h, len(h)), T, float_acts)
+        with section("feed-forward"):
+            h = self.linear1(x, T, float_acts)
+            return self.linear2(self.k.silu(h, len(h)), T, float_acts)
 
 
 class ConformerLayer:
@@ -220,6 +238,10 @@ class ConformerLayer:
         self.norm_out = LayerNorm(k, model, p + "norm_out")
 
     def __call__(self, x, T: int, pe, float_acts: bool) -> array:
+        with section("norms and residuals"):
+            return self._forward(x, T, pe, float_acts)
+
+    def _forward(self, x, T: int, pe, float_acts: bool) -> array:
         k, n = self.k, T * self.D
         r = k.add_scaled(x, 0.5, self.feed_forward1(self.norm_feed_forward1(x, T), T, float_acts), n)
         r = k.add_scaled(r, 1.0, self.self_attn(self.norm_self_att(r, T), T, pe, float_acts), n)

@@ -18,6 +18,7 @@ from .decoder import Joint, PredictionNetwork, detokenize, punctuation_marks, td
 from .encoder import Cancelled, Encoder
 from .kernels import Kernels
 from .model_file import ModelFile, load
+from .timing import section
 
 
 class Engine:
@@ -58,7 +59,8 @@ class Engine:
 
     def features(self, samples) -> tuple:
         n = len(samples)
-        return self.k.frontend(samples, n, self.window, self.filterbank, self.model.dims.n_mels,
+        with section("frontend"):
+            return self.k.frontend(samples, n, self.window, self.filterbank, self.model.dims.n_mels,
                                **self.frontend_args)
 
     def encode(self, samples, float_acts: bool = False, on_layer=None) -> tuple:
@@ -74,8 +76,9 @@ class Engine:
         enc, T = self.encode(samples, float_acts)
         tokens = []
         if T:
-            tokens = tdt_greedy(self.k, self.prediction, self.joint, enc, T, self.model.durations,
-                                self.max_symbols, float_acts, cancelled=self._cancel.is_set)
+            with section("decode"):
+                tokens = tdt_greedy(self.k, self.prediction, self.joint, enc, T, self.model.durations,
+                                    self.max_symbols, float_acts, cancelled=self._cancel.is_set)
         pieces = [self.model.vocabulary[t.id] for t in tokens]
         seconds = time.perf_counter() - started
         audio_seconds = len(samples) / MODEL_RATE
