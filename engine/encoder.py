@@ -139,12 +139,12 @@ class Subsampling:
     def _forward(self, features, n_mels: int, T: int, float_acts: bool) -> tuple:
         k, C = self.k, self.C
         x = k.transpose3(features, n_mels, T, 1)                        # [T][mels]: H = time
-        x, H, W = k.conv2d_s2(x, 1, T, n_mels, *self.conv0, C)
-        x = k.relu(x, len(x))
-        x, H, W = k.conv2d_s2(x, C, H, W, *self.conv2, C, groups=C)
+        # conv 3x3/2 + ReLU + depthwise 3x3/2, fused per channel (one channel's map at a time)
+        x, H, W = k.subsampling_head(x, T, n_mels, C, *self.conv0, *self.conv2)
         x = k.relu(self.pointwise(self.pw3, x, H, W, float_acts), C * H * W)
         x, H, W = k.conv2d_s2(x, C, H, W, *self.conv5, C, groups=C)
-        x = k.relu(self.pointwise(self.pw6, x, H, W, float_acts), C * H * W)
+        y = self.pointwise(self.pw6, x, H, W, float_acts)
+        x = k.relu(y, C * H * W, out=y)
         flat = k.transpose3(x, C, H, W)                                 # [T'][C][F'] = [T'][C*F']
         return self.linear(flat, H, float_acts), H
 

@@ -156,6 +156,7 @@ _COMMON_SIGNATURES = {
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
     "pk_lstm_cell": (_i, [_i, _vp, _vp, _vp]),
     "pk_rel_positions": (_i, [_i, _i, _vp]),
+    "pk_subsampling_head": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
     "pk_argmax": (_i, [_i, _vp]),
     "pk_add_div": (_i, [_i, _vp, _vp, ctypes.c_float, _vp]),
     "pk_frontend": (_i, [_i, _vp, _vp, _i, _i, _i, _vp, _i, ctypes.c_float, ctypes.c_float,
@@ -510,6 +511,20 @@ class Kernels:
                                                _Arg(b, K * N, "float32", "b").pointer,
                                                _Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nn")
         return c
+
+    def subsampling_head(self, x, T: int, F: int, C: int, w0, b0, w2, b2) -> tuple:
+        """relu(conv0) then depthwise conv2, fused per channel: (y [C][H2][W2], H2, W2)."""
+        _check_dims(T=T, F=F, C=C)
+        H1, W1 = (T + 1) // 2, (F + 1) // 2
+        H2, W2 = (H1 + 1) // 2, (W1 + 1) // 2
+        scratch = array("f", bytes(4 * H1 * W1))
+        y = array("f", bytes(4 * C * H2 * W2))
+        _raise_status(self._fn["pk_subsampling_head"](
+            T, F, C, _Arg(x, T * F, "float32", "x").pointer, _Arg(w0, C * 9, "float32", "w0").pointer,
+            _Arg(b0, C, "float32", "b0").pointer, _Arg(w2, C * 9, "float32", "w2").pointer,
+            _Arg(b2, C, "float32", "b2").pointer, _Arg(scratch, H1 * W1, "float32", "scratch", True).pointer,
+            _Arg(y, C * H2 * W2, "float32", "y", True).pointer), "pk_subsampling_head")
+        return y, H2, W2
 
     def rel_positions(self, T: int, D: int) -> array:
         """The relative positional table [2T-1][D] (kernels/ops.h)."""

@@ -21,6 +21,13 @@
  *                                   c = sigmoid(f) * c + sigmoid(i) * tanh(g); h = sigmoid(o) * tanh(c)
  *                                   (c and h updated in place)
  * pk_argmax(n, x)                   the first index of the largest value (NaN never wins)
+ * pk_subsampling_head(T, F, C, x, w0, b0, w2, b2, scratch, y)   the first two subsampling
+ *                                   convs fused per channel (same per-output order as
+ *                                   pk_conv2d_s2 + pk_relu + pk_conv2d_s2 with groups = C, so the
+ *                                   same bits): x [T][F] -> relu(conv0) -> depthwise conv2 ->
+ *                                   y [C][ceil(ceil(T/2)/2)][ceil(ceil(F/2)/2)]; scratch holds one
+ *                                   channel of conv0's output (ceil(T/2) * ceil(F/2) floats),
+ *                                   instead of all C of them
  * pk_transpose3(A, B, C, x, y)     x [A][B][C] -> y [B][A][C] (data movement only)
  * pk_rel_positions(T, D, pe)        pe [2T-1][D], row k for relative position p = T-1-k, in
  *                                   NeMo's float32 steps: c = (float)(-ln(10000) / D),
@@ -49,6 +56,8 @@ PK_API int pk_matmul_nn(int M, int N, int K, const float *a, const float *b, flo
 PK_API int pk_lstm_cell(int P, const float *gates, float *c, float *h);
 PK_API int pk_argmax(int n, const float *x);
 PK_API int pk_rel_positions(int T, int D, float *pe);
+PK_API int pk_subsampling_head(int T, int F, int C, const float *x, const float *w0, const float *b0,
+                               const float *w2, const float *b2, float *scratch, float *y);
 PK_API int pk_transpose3(int A, int B, int C, const float *x, float *y);
 PK_API int pk_add_div(int n, const float *a, const float *b, float s, float *y);
 PK_API int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,

@@ -207,3 +207,15 @@ int pk_rel_positions(int T, int D, float *pe) {
     }
     return PK_OK;
 }
+
+int pk_subsampling_head(int T, int F, int C, const float *x, const float *w0, const float *b0,
+                        const float *w2, const float *b2, float *scratch, float *y) {
+    if (T <= 0 || F <= 0 || C <= 0) return PK_E_SHAPE;
+    int H1 = (T + 1) / 2, W1 = (F + 1) / 2, H2 = (H1 + 1) / 2, W2 = (W1 + 1) / 2;
+    for (int c = 0; c < C; c++) {
+        pk_conv2d_s2(1, 1, T, F, x, w0 + (size_t)c * 9, b0 + c, 1, scratch);
+        pk_relu(H1 * W1, scratch, scratch);
+        pk_conv2d_s2(1, 1, H1, W1, scratch, w2 + (size_t)c * 9, b2 + c, 1, y + (size_t)c * H2 * W2);
+    }
+    return PK_OK;
+}

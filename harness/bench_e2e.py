@@ -1,0 +1,150 @@
+"""End-to-end benchmark on the full-size synthetic Phonon-2 (issue 4): RTFx on 10 s and 30 s
+of audio natively (each native tier) and in Chromium (each wasm tier), the time split by
+section (engine/timing.py), native peak RSS and the browser's wasm heap.
+
+    python3 -m harness.bench_e2e [--json FILE] [--seconds 10,30] [--runtimes native,chromium]
+
+The model is generated (python3 -m engine synth --size full --seed 1) and converted on first
+use into build/bench-models/; the audio is a deterministic speech-like signal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from engine.convert import convert, read_config
+from engine.kernels import available_tiers
+from engine.synth import make
+from engine.timing import Timer
+from engine.transcribe import Engine
+
+from .runtimes import Chromium
+
+MODEL_NAME = "phonon2-full-synthetic.gguf"
+
+
+def full_model() -> Path:
+    models = Chromium.models_dir()
+    gguf = models / MODEL_NAME
+    if not gguf.exists():
+        src = models / "full-synthetic"
+        print("generating the full-size synthetic model (about 40 s) ...", flush=True)
+        container = make("full", 1, src)
+        convert(container, read_config(src / "config.json"), gguf, "synthetic", "synthetic-phonon-2-full")
+    return gguf
+
+
+def speechlike(seconds: float) -> np.ndarray:
+    rng = np.random.default_rng(1)
+    t = np.arange(int(16000 * seconds)) / 16000
+    f0 = 120 + 30 * np.sin(2 * np.pi * 2 * t)
+    voiced = sum(np.sin(2 * np.pi * k * np.cumsum(f0) / 16000) / k for k in range(1, 12))
+    return (0.1 * voiced * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t)) + 0.01 * rng.standard_normal(t.size)).astype(np.float32)
+
+
+def record(runtime, tier, seconds, result, split, **extra):
+    return {"runtime": runtime, "tier": tier, "op": "transcribe", "audio_seconds": seconds,
+            "compute_seconds": result["timing"]["compute_seconds"], "rtfx": result["timing"]["rtfx"],
+            "split": {k: round(v, 3) for k, v in split.items()}, **extra}
+
+
+def native(gguf: Path, seconds_list) -> list:
+    out = []
+    for tier in available_tiers():
+        engine = Engine.open(gguf, tier)
+        for seconds in seconds_list:
+            audio = speechlike(seconds)
+            with Timer() as timer:
+                result = engine.transcribe(audio)
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            out.append(record("native", tier, seconds, result, timer.seconds, peak_rss_bytes=rss))
+            print(f"native {tier} {seconds} s: RTFx {result['timing']['rtfx']}", flush=True)
+    return out
+
+
+BROWSER = """
+import json
+from array import array
+from pyodide.http import pyfetch
+import pyodide_js
+from engine.kernels import available_tiers
+from engine.timing import Timer
+from engine.transcribe import Engine
+import js
+async def fetch_into_bytearray(url):
+    # one copy into the wasm heap: JS ArrayBuffer -> a Python bytearray (writable, so the
+    # kernels take its tensors zero-copy); resp.bytes() + bytearray() would hold two copies
+    response = await pyfetch(url)
+    data = js.Uint8Array.new(await response.js_response.arrayBuffer())
+    out = bytearray(data.length)
+    data.assign_to(out)
+    return out
+model = await fetch_into_bytearray("/models/{model}")
+out = []
+for seconds in {seconds}:
+    audio = array("f")
+    audio.frombytes(await (await pyfetch(f"/models/audio-{{seconds}}s.f32")).bytes())
+    for tier in {tiers}:
+        engine = Engine.from_buffer(model, tier)
+        with Timer() as timer:
+            result = engine.transcribe(audio)
+        out.append({{"tier": tier, "seconds": seconds, "result": result, "split": timer.seconds,
+                     "wasm_heap_bytes": pyodide_js._module.HEAPU8.length}})
+json.dumps(out)
+"""
+
+
+def chromium(gguf: Path, seconds_list, tiers) -> list:
+    for seconds in seconds_list:
+        (Chromium.models_dir() / f"audio-{seconds}s.f32").write_bytes(speechlike(seconds).tobytes())
+    code = BROWSER.format(model=gguf.name, seconds=list(seconds_list), tiers=list(tiers))
+    with Chromium(timeout_ms=3_600_000) as browser:
+        rows = json.loads(browser.run_python(code))
+        version = browser.version()
+    print(f"chromium {version}")
+    return [record("chromium", r["tier"], r["seconds"], r["result"], r["split"],
+                   wasm_heap_bytes=r["wasm_heap_bytes"], model_bytes=gguf.stat().st_size) for r in rows]
+
+
+def table(records: list) -> str:
+    sections = ["frontend", "subsampling", "linears", "attention", "conv module", "feed-forward",
+                "norms and residuals", "decode"]
+    lines = ["| runtime | tier | audio s | compute s | RTFx | " + " | ".join(sections) + " | memory |",
+             "|" + "---|" * (6 + len(sections))]
+    for r in records:
+        mem = (f"RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB" if "peak_rss_bytes" in r
+               else f"wasm heap {r['wasm_heap_bytes'] / 2**20:.0f} MiB")
+        lines.append(f"| {r['runtime']} | {r['tier']} | {r['audio_seconds']} | {r['compute_seconds']} | "
+                     f"{r['rtfx']} | " + " | ".join(f"{r['split'].get(s, 0):.2f}" for s in sections) + f" | {mem} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m harness.bench_e2e")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--seconds", default="10,30")
+    parser.add_argument("--runtimes", default="native,chromium")
+    parser.add_argument("--browser-tiers", default="wasm_relaxed_simd,wasm_simd128,scalar")
+    args = parser.parse_args(argv)
+    seconds = [int(s) for s in args.seconds.split(",")]
+    gguf = full_model()
+    records = []
+    started = time.time()
+    if "native" in args.runtimes:
+        records += native(gguf, seconds)
+    if "chromium" in args.runtimes:
+        records += chromium(gguf, seconds, args.browser_tiers.split(","))
+    print(f"\n{time.time() - started:.0f} s\n\n{table(records)}")
+    if args.json:
+        args.json.write_text(json.dumps(records, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
