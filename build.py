@@ -6,7 +6,8 @@
     python3 build.py wasm      wasm side modules for Pyodide (scalar, simd128, relaxed_simd)
     python3 build.py wheel     the wheel Pyodide installs offline (engine/ + wasm modules)
     python3 build.py test      all of the above as needed, then pytest (native, Node, Chromium)
-    python3 build.py bench     GMAC/s of every tier in every runtime (--json FILE)
+    python3 build.py bench     GMAC/s of every tier in every runtime, then end-to-end RTFx on
+                               the full-size synthetic model (--json FILE, --no-e2e, --e2e-only)
     python3 build.py demo      set up, build, and run the kernel parity demo
     python3 build.py clean     remove build outputs
 
@@ -344,7 +345,16 @@ def cmd_bench(args):
         cmd += ["--quick"]
     if args.runtimes:
         cmd += ["--runtimes", args.runtimes]
-    run(cmd, cwd=ROOT, env=test_env())
+    if not args.e2e_only:
+        run(cmd, cwd=ROOT, env=test_env())
+    if args.no_e2e:
+        return
+    e2e = [VENV_PY, "-m", "harness.bench_e2e"]
+    if args.json:
+        e2e += ["--json", Path(str(Path(args.json).resolve()) + ".e2e.json")]
+    if args.quick:
+        e2e += ["--seconds", "10", "--browser-tiers", "wasm_simd128"]
+    run(e2e, cwd=ROOT, env=test_env())
 
 
 def cmd_demo(args):
@@ -370,6 +380,8 @@ def main(argv=None):
     bench.add_argument("--json", help="write the records to this file")
     bench.add_argument("--quick", action="store_true", help="fewer repeats (smoke run)")
     bench.add_argument("--runtimes", help="comma list of native,node,chromium (default: all)")
+    bench.add_argument("--no-e2e", action="store_true", help="kernels only (skip end-to-end transcription)")
+    bench.add_argument("--e2e-only", action="store_true", help="end-to-end transcription only")
     args = parser.parse_args(argv)
     handler = globals()[f"cmd_{args.command}"]
     handler(args)

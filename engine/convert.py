@@ -277,20 +277,32 @@ def _write_tensors(writer, container, dims: Dims, progress) -> int:
             values, scales = fermion.decode_int(rec.name, rec.kind, data, rec.shape)
             writer.add_tensor(rec.name + ".q8", values, raw_dtype=gguf.GGMLQuantizationType.I8)
             writer.add_tensor(rec.name + ".scale", scales.astype(np.float32))
-        elif ".conv.norm." in rec.name or rec.name.endswith(".conv.depthwise_conv.weight"):
-            bn[rec.name] = fermion.decode_fp16(data, rec.shape)
-            layer_prefix = rec.name.split(".conv.")[0] + ".conv."
-            if _bn_complete(bn, layer_prefix):
-                w, b = fold_batch_norm(bn[layer_prefix + "depthwise_conv.weight"], bn[layer_prefix + "norm.weight"],
-                                       bn[layer_prefix + "norm.bias"], bn[layer_prefix + "norm.running_mean"],
-                                       bn[layer_prefix + "norm.running_var"])
-                writer.add_tensor(layer_prefix + "depthwise_conv.weight", w)
-                writer.add_tensor(layer_prefix + "depthwise_conv.bias", b)
+        elif _is_fold_part(rec.name):
+            folded = _collect_fold(bn, rec, data)
+            if folded:
+                prefix, w, b = folded
+                writer.add_tensor(prefix + "depthwise_conv.weight", w)
+                writer.add_tensor(prefix + "depthwise_conv.bias", b)
         else:
             writer.add_tensor(rec.name, fermion.decode_fp16(data, rec.shape))
         consumed += 1
         progress(i + 1)
     return consumed
+
+
+def _is_fold_part(name: str) -> bool:
+    return ".conv.norm." in name or name.endswith(".conv.depthwise_conv.weight")
+
+
+def _collect_fold(bn: dict, rec, data):
+    """Keep a BatchNorm/depthwise record; once a layer's six are in, return (prefix, w, b)."""
+    bn[rec.name] = fermion.decode_fp16(data, rec.shape)
+    prefix = rec.name.split(".conv.")[0] + ".conv."
+    if not _bn_complete(bn, prefix):
+        return None
+    w, b = fold_batch_norm(bn[prefix + "depthwise_conv.weight"], bn[prefix + "norm.weight"], bn[prefix + "norm.bias"],
+                           bn[prefix + "norm.running_mean"], bn[prefix + "norm.running_var"])
+    return prefix, w, b
 
 
 def _bn_complete(bn: dict, prefix: str) -> bool:
@@ -333,13 +345,10 @@ def verify(container_path: Path, gguf_path: Path) -> str:
                     g32 = np.frombuffer(model.tensor(rec.name + ".scale").data, np.float32)
                     _same(rec.name, "scales", g32.astype(np.float16).view(np.uint16), scales.view(np.uint16))
                     counts["int"] += 1
-                elif ".conv.norm." in rec.name or rec.name.endswith(".conv.depthwise_conv.weight"):
-                    bn[rec.name] = fermion.decode_fp16(data, rec.shape)
-                    prefix = rec.name.split(".conv.")[0] + ".conv."
-                    if _bn_complete(bn, prefix):
-                        w, b = fold_batch_norm(bn[prefix + "depthwise_conv.weight"], bn[prefix + "norm.weight"],
-                                               bn[prefix + "norm.bias"], bn[prefix + "norm.running_mean"],
-                                               bn[prefix + "norm.running_var"])
+                elif _is_fold_part(rec.name):
+                    folded = _collect_fold(bn, rec, data)
+                    if folded:
+                        prefix, w, b = folded
                         _same(prefix, "folded depthwise weight", np.frombuffer(
                             model.tensor(prefix + "depthwise_conv.weight").data, np.float32), w.reshape(-1))
                         _same(prefix, "folded depthwise bias", np.frombuffer(
