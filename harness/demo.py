@@ -1,6 +1,7 @@
 """`python3 build.py demo` until the web app lands (issue 6): show the kernels doing the same
 thing everywhere - the seeded kernel sweep natively (every tier) and in Pyodide under Node
-(both wasm tiers), with one combined digest per tier, and a quick fv5 GEMM speed per tier."""
+(both wasm tiers), with one combined digest per tier, and a quick fv5 GEMM speed per tier -
+then transcribe the bundled sample with the tiny model natively and in Pyodide."""
 
 from __future__ import annotations
 
@@ -11,6 +12,38 @@ from engine.__main__ import sweep_digest
 from engine.kernels import available_tiers
 
 from .runtimes import run_in_node
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "samples" / "kitchen-lights.wav"
+
+NODE_TRANSCRIBE = """
+import base64, json
+from engine.audio import load_audio
+from engine.transcribe import Engine
+engine = Engine.from_buffer(bytearray(base64.b64decode("{model}")), "wasm_simd128")
+result = engine.transcribe(load_audio(engine.k, base64.b64decode("{wav}")))
+json.dumps([result["text"], result["tokens"]])
+"""
+
+
+def transcribe_everywhere():
+    import base64
+    from engine.audio import load_audio
+    from engine.convert import convert, read_config
+    from engine.transcribe import Engine
+    data = ROOT / "tests" / "data" / "tiny"
+    gguf = ROOT / "build" / "tiny.gguf"
+    convert(data / "model.fermion", read_config(data / "config.json"), gguf, "synthetic", "tiny")
+    engine = Engine.open(gguf)
+    native = engine.transcribe(load_audio(engine.k, SAMPLE.read_bytes()))
+    node = json.loads(run_in_node(NODE_TRANSCRIBE.format(model=base64.b64encode(gguf.read_bytes()).decode(),
+                                                         wav=base64.b64encode(SAMPLE.read_bytes()).decode())))
+    print(f"\n{SAMPLE.name} with the tiny synthetic model (random weights: the words are nonsense):")
+    print(f"  native {engine.tier:13s} {native['text']!r}  RTFx {native['timing']['rtfx']}")
+    print(f"  Pyodide wasm_simd128 {node[0]!r}")
+    same = node == [native["text"], native["tokens"]]
+    print("  identical tokens natively and in Pyodide" if same else "  MISMATCH")
+    return same
 
 NODE_CODE = """
 import json
@@ -39,7 +72,8 @@ def main():
               f"{speed:6.1f} GMAC/s")
     same = len({r[2] for r in rows}) == 1
     print("\nall runtimes and tiers bit-identical" if same else "\nMISMATCH between runtimes")
-    print("The speech demo (microphone -> live text in the browser) arrives with the web app.")
+    same = transcribe_everywhere() and same
+    print("\nThe live demo (microphone -> text in the browser) arrives with the web app.")
     raise SystemExit(0 if same else 1)
 
 
