@@ -68,7 +68,12 @@ _ITEMSIZE = {"int8": 1, "uint8": 1, "float32": 4, "int32": 4, "float64": 8}
 
 
 class _Arg:
-    """A checked buffer argument: keeps the ctypes view alive for the duration of a call."""
+    """A checked buffer argument: keeps the ctypes view alive for the duration of a call.
+
+    `pointer` is the ctypes array (or c_char_p) itself, which a c_void_p parameter accepts.
+    Not ctypes.cast(): cast() stores its source in the source's own _objects, a reference
+    cycle per call that keeps every buffer alive until the cyclic GC runs - in Pyodide's
+    Python 3.14 that grew the wasm heap by gigabytes during one transcription."""
 
     __slots__ = ("pointer", "_keep")
 
@@ -97,15 +102,15 @@ class _Arg:
         if not view.readonly:
             raw = (ctypes.c_char * view.nbytes).from_buffer(view.cast("B"))
             self._keep = (view, raw)
-            self.pointer = ctypes.cast(raw, ctypes.c_void_p)
+            self.pointer = raw
         elif isinstance(obj, bytes):
             raw = ctypes.c_char_p(obj)                      # zero-copy view of a bytes object
             self._keep = (obj, raw)
-            self.pointer = ctypes.cast(raw, ctypes.c_void_p)
+            self.pointer = raw
         else:                                               # read-only non-bytes: one copy
             raw = (ctypes.c_char * view.nbytes).from_buffer_copy(view.cast("B"))
             self._keep = (raw,)
-            self.pointer = ctypes.cast(raw, ctypes.c_void_p)
+            self.pointer = raw
 
 
 def _check_dims(**dims):
