@@ -183,13 +183,8 @@ class SelfAttention:
             vh, ph = V[h * T * dk:(h + 1) * T * dk], P[h * (2 * T - 1) * dk:(h + 1) * (2 * T - 1) * dk]
             qu = k.add_scaled(qh, 1.0, self.u[h * dk:(h + 1) * dk] * T, T * dk)
             qv = k.add_scaled(qh, 1.0, self.v_bias[h * dk:(h + 1) * dk] * T, T * dk)
-            ac = k.matmul_nt(qu, kh, T, T, dk)
-            bd_full = k.matmul_nt(qv, ph, T, 2 * T - 1, dk)
-            bd = array("f")
-            for i in range(T):                                          # rel-shift: column T-1-i+j
-                start = i * (2 * T - 1) + (T - 1 - i)
-                bd.extend(bd_full[start:start + T])
-            scores = k.add_div(ac, bd, self.sqrt_dk, T * T)
+            # (qu.k + qv.p[T-1-i+j]) / sqrt(dk): the rel-shift by indexing, in one C call
+            scores = k.rel_scores(qu, kh, qv, ph, T, dk, self.sqrt_dk)
             k.softmax_rows(scores, T, T)
             out.extend(k.matmul_nn(scores, vh, T, dk, T))
         return self.o(k.transpose3(out, H, T, dk), T, float_acts)

@@ -219,3 +219,19 @@ int pk_subsampling_head(int T, int F, int C, const float *x, const float *w0, co
     }
     return PK_OK;
 }
+
+int pk_rel_scores(int T, int dk, const float *qu, const float *k, const float *qv, const float *p,
+                  float s, float *y) {
+    if (T <= 0 || dk <= 0) return PK_E_SHAPE;
+    for (int i = 0; i < T; i++) {
+        const float *a = qu + (size_t)i * dk, *b = qv + (size_t)i * dk;
+        for (int j = 0; j < T; j++) {
+            const float *kr = k + (size_t)j * dk, *pr = p + (size_t)(T - 1 - i + j) * dk;
+            float ac = 0.0f, bd = 0.0f;
+            for (int d = 0; d < dk; d++) ac = ac + a[d] * kr[d];
+            for (int d = 0; d < dk; d++) bd = bd + b[d] * pr[d];
+            y[(size_t)i * T + j] = (ac + bd) / s;
+        }
+    }
+    return PK_OK;
+}

@@ -85,3 +85,19 @@ def test_conv2d_stride2(scalar, groups):
                     ref[co] += w[co, ci, a, e] * pad[g * (Cin // groups) + ci, a:a + 2 * Ho:2, e:e + 2 * Wo:2]
         ref[co] += b[co]
     assert np.abs(arr(y, (Cout, Ho, Wo)) - ref).max() < 1e-5
+
+
+def test_rel_scores_equal_the_unfused_ops(scalar):
+    """(qu.k + qv.p[T-1-i+j]) / s in one call = matmul_nt, rel-shift and add_div, bit for bit."""
+    T, dk = 9, 16
+    qu, k, qv = (f32(rng.standard_normal((T, dk))) for _ in range(3))
+    p = f32(rng.standard_normal((2 * T - 1, dk)))
+    s = np.float32(4.0)
+    got = arr(scalar.rel_scores(qu, k, qv, p, T, dk, s), (T, T))
+    ac = arr(scalar.matmul_nt(qu, k, T, T, dk), (T, T))
+    full = arr(scalar.matmul_nt(qv, p, T, 2 * T - 1, dk), (T, 2 * T - 1))
+    bd = np.stack([full[i, T - 1 - i:2 * T - 1 - i] for i in range(T)])
+    want = arr(scalar.add_div(ac, np.ascontiguousarray(bd), s, T * T), (T, T))
+    assert got.tobytes() == want.tobytes()
+    ref = (qu.astype(np.float64) @ k.T + np.stack([qv[i] @ p[T - 1 - i:2 * T - 1 - i].T for i in range(T)])) / 4
+    assert np.abs(got - ref).max() < 1e-5
