@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 from . import fermion
-from .fermion import ContainerError
 from .fv5 import pack_b5x3t7, unpack_b5x3t7
 from .model_file import ARCHITECTURE, DIM_KEYS, FRONTEND, WEIGHTS_FORMAT
 from .model_layout import Dims, dims_from_records, tensor_name
@@ -49,9 +48,8 @@ class ConversionError(ValueError):
 # Inputs: archive or container + config, checked against pins
 
 def read_pins() -> dict:
-    pins = json.loads((Path(__file__).resolve().parent.parent / "pins.json").read_text()) \
-        if (Path(__file__).resolve().parent.parent / "pins.json").exists() else {}
-    return pins.get("phonon2_release", {})
+    path = Path(__file__).resolve().parent.parent / "pins.json"
+    return json.loads(path.read_text()).get("phonon2_release", {}) if path.exists() else {}
 
 
 def sha256_file(path: Path) -> str:
@@ -209,7 +207,6 @@ def convert(container_path: Path, config: dict, out: Path, notice: str, name: st
     """Write the GGUF; returns a summary. Raises ContainerError/ConversionError on bad input
     (nothing is left at `out`)."""
     import gguf
-    import numpy as np
     start = time.time()
     with fermion.Container(container_path) as container:
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from array import array
 
-from .kernels import Kernels
+from .kernels import Kernels, fv5_cols
 from .model_file import ModelFile
 from .timing import section
 
@@ -31,7 +31,7 @@ class Linear:
             lo, hi = tensors[weight + ".lo"], tensors[weight + ".hi"]
             self.O = lo.shape[0]
             packed = tensors[weight + ".fv5t7"]
-            self.K = _fv5_cols(packed.shape[1])
+            self.K = fv5_cols(packed.shape[1])
             self.weights = k.prepare_fv5(packed.data, f32(lo), f32(hi), self.O, self.K)
             self._packed, self._lo, self._hi = packed.data, f32(lo), f32(hi)
         else:
@@ -87,16 +87,6 @@ class Linear:
                     dense[i] = q[i] * self.scale[i // K]
             self._dense = dense
         return self._dense
-
-
-def _fv5_cols(block_bytes: int) -> int:
-    from .kernels import fv5_block_bytes
-    for K in range(8, 65537, 8):
-        if fv5_block_bytes(K) == block_bytes:
-            return K
-        if fv5_block_bytes(K) > block_bytes:
-            break
-    raise ValueError(f"no K gives {block_bytes} bytes per fv5 block")
 
 
 class LayerNorm:
@@ -172,7 +162,7 @@ class SelfAttention:
             return self._forward(x, T, pe, float_acts)
 
     def _forward(self, x, T: int, pe, float_acts: bool) -> array:
-        k, H, dk, D = self.k, self.H, self.dk, self.D
+        k, H, dk = self.k, self.H, self.dk
         Q = k.transpose3(self.q(x, T, float_acts), T, H, dk)            # [H][T][dk]
         K = k.transpose3(self.k_(x, T, float_acts), T, H, dk)
         V = k.transpose3(self.v(x, T, float_acts), T, H, dk)

@@ -49,7 +49,7 @@ def pack_b5x3t7(codes) -> bytes:
     padded = np.zeros((blocks, 3 * T, 16), np.uint16)       # vectors >= K/2 count as code 0
     padded[:, :V] = panel
     code = padded[:, 0::3] + 5 * padded[:, 1::3] + 25 * padded[:, 2::3]   # (B, T, 16) < 125
-    full, rest = T // 8, T % 8
+    full = T // 8
     grouped = code[:, : 8 * full].reshape(blocks, full, 8, 16)
     bit_m = (grouped[:, :, 7:8, :] >> np.arange(7, dtype=np.uint16)[None, None, :, None]) & 1
     stored_full = grouped[:, :, :7, :] | (bit_m << 7)       # (B, full, 7, 16)
@@ -70,7 +70,7 @@ def unpack_b5x3t7(packed, O: int, K: int):
         raise ValueError(f"packed size {buf.size} != {(O // 8) * per_block} for ({O}, {K})")
     blocks, V = O // 8, K // 2
     T = (V + 2) // 3
-    full, rest = T // 8, T % 8
+    full = T // 8
     stored = buf.reshape(blocks, per_block // 16, 16).astype(np.uint16)
     head = stored[:, : 7 * full].reshape(blocks, full, 7, 16)
     code7 = ((head >> 7) << np.arange(7, dtype=np.uint16)[None, None, :, None]).sum(axis=2)

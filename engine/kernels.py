@@ -54,6 +54,16 @@ def fv5_block_bytes(K: int) -> int:
     return 16 * (7 * (T // 8) + T % 8)
 
 
+def fv5_cols(block_bytes: int) -> int:
+    """K of a five-value linear from its bytes per 8-row block (the GGUF stores only those)."""
+    K = 8
+    while fv5_block_bytes(K) < block_bytes and K < MAX_DIM:
+        K += 8
+    if fv5_block_bytes(K) != block_bytes:
+        raise KernelError(f"no K gives {block_bytes} bytes per fv5 block")
+    return K
+
+
 def gemm_scratch_bytes(N: int, K: int) -> int:
     """Scratch the GEMM drivers need (kernels/gemm_common.h)."""
     return 64 + 16 * K + 2 * N * K
@@ -347,9 +357,8 @@ class Kernels:
                  log_guard: float = 2.0 ** -24, norm_eps: float = 1e-5, normalize: bool = True):
         """Log-mel features of float32 samples: (array('f') [n_mels][N], N), N = n_samples // hop.
         Fewer samples than one hop give (empty array, 0). NaN/inf samples raise KernelError."""
-        for name, value in (("n_samples", n_samples),):
-            if not isinstance(value, int) or value < 0 or value > 1 << 28:
-                raise KernelError(f"{name} = {value!r} must be an int in 0..2^28")
+        if not isinstance(n_samples, int) or not 0 <= n_samples <= 1 << 28:
+            raise KernelError(f"n_samples = {n_samples!r} must be an int in 0..2^28")
         _check_dims(win=win, n_fft=n_fft, hop=hop, n_mels=n_mels)
         if n_fft & (n_fft - 1) or win > n_fft:
             raise KernelError(f"n_fft = {n_fft} must be a power of two >= win = {win}")

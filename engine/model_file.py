@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .gguf_file import GGUFError, GGUFFile
 from .kernels import fv5_block_bytes
-from .model_layout import Dims, five_value_linears, layer_float_tensors, records
+from .model_layout import Dims, records
 
 ARCHITECTURE = "parakeet-tdt"
 WEIGHTS_FORMAT = "fv5-b5x3t7-v1"
@@ -135,9 +135,6 @@ def validate(f: GGUFFile) -> ModelFile:
         raise GGUFError(f"unexpected tensors for this layout: {extra[:5]}")
     return ModelFile(f, dims, vocabulary, blank_id, durations, notice, name)
 
-
-__all__ = ["load", "validate", "ModelFile", "gguf_tensors", "folded_tensors", "five_value_linears",
-           "layer_float_tensors"]
 
 
 def fingerprint(model: ModelFile) -> dict:

@@ -10,6 +10,7 @@ import numpy as np
 
 from .fv5 import unpack_b5x3t7
 from .gguf_file import GGUFFile
+from .kernels import fv5_cols
 
 
 class DenseWeights:
@@ -25,7 +26,7 @@ class DenseWeights:
             hi = np.frombuffer(t[name + ".hi"].data, np.float32).astype(np.float64)
             rows = lo.size
             packed = t[name + ".fv5t7"]
-            cols = _cols(packed.shape[1])
+            cols = fv5_cols(packed.shape[1])
             codes = unpack_b5x3t7(bytes(packed.data), rows, cols)
             levels = np.stack([-hi, -lo, np.zeros(rows), lo, hi], 1)
             return np.take_along_axis(levels, codes.astype(np.int64), 1)
@@ -37,11 +38,6 @@ class DenseWeights:
         tensor = t[name]
         dtype = {"F32": np.float32, "F16": np.float16}[tensor.dtype]
         return np.frombuffer(tensor.data, dtype).reshape(tensor.shape).astype(np.float64)
-
-
-def _cols(block_bytes: int) -> int:
-    from .kernels import fv5_block_bytes
-    return next(K for K in range(8, 65537, 8) if fv5_block_bytes(K) == block_bytes)
 
 
 def silu(x):

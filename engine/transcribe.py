@@ -35,9 +35,8 @@ class Engine:
         self.window = tensors["frontend.window"].data.cast("f")
         self.filterbank = tensors["frontend.mel_filterbank"].data.cast("f")
         meta = model.file.metadata
-        self.hop = meta["parakeet.frontend.hop_length"]
         self.frontend_args = dict(win=meta["parakeet.frontend.win_length"], n_fft=meta["parakeet.frontend.n_fft"],
-                                  hop=self.hop, preemph=meta["parakeet.frontend.preemph"],
+                                  hop=meta["parakeet.frontend.hop_length"], preemph=meta["parakeet.frontend.preemph"],
                                   log_guard=meta["parakeet.frontend.log_guard"],
                                   norm_eps=meta["parakeet.frontend.norm_eps"])
 

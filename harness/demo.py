@@ -6,6 +6,7 @@ then transcribe the bundled sample with the tiny model natively and in Pyodide."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from engine import kernel_bench, parity
 from engine.__main__ import sweep_digest
@@ -13,7 +14,7 @@ from engine.kernels import available_tiers
 
 from .runtimes import run_in_node
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "kitchen-lights.wav"
 
 NODE_TRANSCRIBE = """

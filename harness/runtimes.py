@@ -38,6 +38,13 @@ def run_in_node(code: str, timeout: float = 600) -> str:
     raise RuntimeError(f"Pyodide under Node failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
 
 
+def run_in_chromium(code: str) -> tuple:
+    """Run `code` once in a fresh headless Chromium session: (result string, problems seen:
+    console errors, page errors, failed requests)."""
+    with Chromium() as browser:
+        return browser.run_python(code), list(browser.problems)
+
+
 class Chromium:
     """Headless Debian Chromium on the harness page; `run_python(code)` runs in its worker.
 

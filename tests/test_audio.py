@@ -9,7 +9,7 @@ import wave
 import numpy as np
 import pytest
 
-from engine.audio import AudioError, load_audio, parse_wav, resample
+from engine.audio import AudioError, load_audio, resample
 
 
 def wav_bytes(samples: np.ndarray, rate: int, width: int) -> bytes:

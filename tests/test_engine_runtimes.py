@@ -71,10 +71,8 @@ def test_engine_in_pyodide_node_matches_native(case):
 @pytest.mark.browser
 def test_engine_in_chromium_matches_native(case):
     build_artifact("PHONON_WHEEL")
-    from harness.runtimes import Chromium
+    from harness.runtimes import run_in_chromium
     code, native = case
-    with Chromium() as browser:
-        results = json.loads(browser.run_python(code))
-        problems = browser.problems
-    check(results, native, {"wasm_relaxed_simd", "wasm_simd128", "scalar"}, "chromium")
+    result, problems = run_in_chromium(code)
+    check(json.loads(result), native, {"wasm_relaxed_simd", "wasm_simd128", "scalar"}, "chromium")
     assert not problems, problems

@@ -54,10 +54,8 @@ def test_loader_in_pyodide_node_matches_native(tiny):
 @pytest.mark.browser
 def test_loader_in_chromium_matches_native(tiny):
     build_artifact("PHONON_WHEEL")
-    from harness.runtimes import Chromium
+    from harness.runtimes import run_in_chromium
     code, native = tiny
-    with Chromium() as browser:
-        got = json.loads(browser.run_python(code))
-        problems = browser.problems
-    assert_same(got, native, "chromium")
+    result, problems = run_in_chromium(code)
+    assert_same(json.loads(result), native, "chromium")
     assert not problems, problems

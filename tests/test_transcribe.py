@@ -4,14 +4,12 @@ not): edge-case audio, the CLI, cancel, determinism across tiers, the float-acti
 from __future__ import annotations
 
 import json
-import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from conftest import NATIVE_TIERS
-from engine.audio import AudioError
 from engine.convert import convert, read_config
 from engine.decoder import Token, detokenize, punctuation_marks, words_with_times
 from engine.kernels import KernelError
@@ -47,9 +45,8 @@ def test_edge_lengths(engine, seconds):
     assert all(w["start"] <= w["end"] for w in r["words"])
 
 
-def test_silence_and_nonfinite(engine):
-    r = engine.transcribe(np.zeros(16000, np.float32))
-    assert isinstance(r["text"], str)          # random weights: no claim about silence here
+def test_nonfinite_samples_are_refused(engine):
+    # (silence -> empty text is a property of a trained model: checked with issue 7's model)
     bad = np.zeros(16000, np.float32)
     bad[100] = np.inf
     with pytest.raises(KernelError, match="audio sample 100 is NaN or infinite"):
