@@ -103,6 +103,8 @@ class LayerNorm:
 class Subsampling:
     """dw_striding: conv 3x3/2 + ReLU, (depthwise 3x3/2, pointwise, ReLU) x 2, flatten, linear."""
 
+    CHUNK = 64          # output frames per pass (5.12 s of audio)
+
     def __init__(self, k: Kernels, model: ModelFile):
         self.k, d = k, model.dims
         self.C = d.sub_channels
@@ -127,8 +129,27 @@ class Subsampling:
             return self._forward(features, n_mels, T, float_acts)
 
     def _forward(self, features, n_mels: int, T: int, float_acts: bool) -> tuple:
+        """Runs in chunks of CHUNK output frames so its buffers stay bounded (the first conv's
+        map alone is C x T/2 x n_mels/2 floats: 98 MB for 30 s at Phonon-2's size). Each stage
+        is a 3x3/2 conv with padding 1, so output frame j reads input rows 8j-7..8j+7: a chunk
+        [j0, j1) reads rows [8(j0-1), 8 j1) and drops its first frame, whose top rows saw the
+        slice's zero padding instead of audio. Every kept value is computed from the same inputs
+        in the same order as an unchunked pass (bit-identical; tests check it)."""
+        x = self.k.transpose3(features, n_mels, T, 1)                   # [T][mels]: H = time
+        Tp = subsampled_length(T)
+        out = array("f")
+        for j0 in range(0, Tp, self.CHUNK):
+            j1 = min(j0 + self.CHUNK, Tp)
+            start, end = (8 * (j0 - 1) if j0 else 0), min(8 * j1, T)
+            y, frames = self._frames(x[start * n_mels:end * n_mels], end - start, n_mels, float_acts)
+            drop = 1 if j0 else 0
+            assert frames == j1 - j0 + drop, (frames, j0, j1)
+            out.extend(memoryview(y)[drop * len(y) // frames:])
+        return out, Tp
+
+    def _frames(self, x, T: int, n_mels: int, float_acts: bool) -> tuple:
+        """x [T][mels] -> ([T'][d_model], T'), the whole stack on one slice of time."""
         k, C = self.k, self.C
-        x = k.transpose3(features, n_mels, T, 1)                        # [T][mels]: H = time
         # conv 3x3/2 + ReLU + depthwise 3x3/2, fused per channel (one channel's map at a time)
         x, H, W = k.subsampling_head(x, T, n_mels, C, *self.conv0, *self.conv2)
         x = k.relu(self.pointwise(self.pw3, x, H, W, float_acts), C * H * W)
@@ -137,6 +158,13 @@ class Subsampling:
         x = k.relu(y, C * H * W, out=y)
         flat = k.transpose3(x, C, H, W)                                 # [T'][C][F'] = [T'][C*F']
         return self.linear(flat, H, float_acts), H
+
+
+def subsampled_length(T: int) -> int:
+    """Frames after three stride-2 convs with padding 1: ceil(T / 8) for T > 0."""
+    for _ in range(3):
+        T = (T + 1) // 2
+    return T
 
 
 def positional_table(k: Kernels, T: int, D: int) -> array:
@@ -168,13 +196,14 @@ class SelfAttention:
         V = k.transpose3(self.v(x, T, float_acts), T, H, dk)
         P = k.transpose3(self.pos(pe, 2 * T - 1, float_acts), 2 * T - 1, H, dk)
         out = array("f")
+        scratch = array("f", bytes(4 * ((3 * T - 1) * dk + T)))      # reused by every head
         for h in range(H):
             qh, kh = Q[h * T * dk:(h + 1) * T * dk], K[h * T * dk:(h + 1) * T * dk]
             vh, ph = V[h * T * dk:(h + 1) * T * dk], P[h * (2 * T - 1) * dk:(h + 1) * (2 * T - 1) * dk]
             qu = k.add_scaled(qh, 1.0, self.u[h * dk:(h + 1) * dk] * T, T * dk)
             qv = k.add_scaled(qh, 1.0, self.v_bias[h * dk:(h + 1) * dk] * T, T * dk)
             # (qu.k + qv.p[T-1-i+j]) / sqrt(dk): the rel-shift by indexing, in one C call
-            scores = k.rel_scores(qu, kh, qv, ph, T, dk, self.sqrt_dk)
+            scores = k.rel_scores(qu, kh, qv, ph, T, dk, self.sqrt_dk, scratch)
             k.softmax_rows(scores, T, T)
             out.extend(k.matmul_nn(scores, vh, T, dk, T))
         return self.o(k.transpose3(out, H, T, dk), T, float_acts)

@@ -170,7 +170,7 @@ _COMMON_SIGNATURES = {
     "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
     "pk_lstm_cell": (_i, [_i, _vp, _vp, _vp]),
-    "pk_rel_scores": (_i, [_i, _i, _vp, _vp, _vp, _vp, ctypes.c_float, _vp]),
+    "pk_rel_scores": (_i, [_i, _i, _vp, _vp, _vp, _vp, ctypes.c_float, _vp, _vp]),
     "pk_rel_positions": (_i, [_i, _i, _vp]),
     "pk_subsampling_head": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
     "pk_argmax": (_i, [_i, _vp]),
@@ -551,13 +551,18 @@ class Kernels:
                       "pk_rel_positions")
         return pe
 
-    def rel_scores(self, qu, k, qv, p, T: int, dk: int, s: float) -> array:
-        """One head's relative-position attention scores [T][T] (kernels/ops.h)."""
+    def rel_scores(self, qu, k, qv, p, T: int, dk: int, s: float, scratch=None) -> array:
+        """One head's relative-position attention scores [T][T] (kernels/ops.h). `scratch`
+        (array('f') of at least (3T - 1) * dk + T) may be passed in to reuse across heads."""
         _check_dims(T=T, dk=dk)
+        need = (3 * T - 1) * dk + T
+        if scratch is None or len(scratch) < need:
+            scratch = array("f", bytes(4 * need))
         y = array("f", bytes(4 * T * T))
         _raise_status(self._fn["pk_rel_scores"](
             T, dk, _Arg(qu, T * dk, "float32", "qu").pointer, _Arg(k, T * dk, "float32", "k").pointer,
             _Arg(qv, T * dk, "float32", "qv").pointer, _Arg(p, (2 * T - 1) * dk, "float32", "p").pointer, s,
+            _Arg(scratch, need, "float32", "scratch", True).pointer,
             _Arg(y, T * T, "float32", "scores", True).pointer), "pk_rel_scores")
         return y
 

@@ -17,11 +17,12 @@
  *                                   x = e / (float)s
  * pk_matmul_nt(M, N, K, a, b, s, c) c [M][N] = (sum_k a[m][k] * b[n][k]) * s   (float32 sum)
  * pk_matmul_nn(M, N, K, a, b, c)    c [M][N] = sum_k a[m][k] * b[k][n]         (float32 sum)
- * pk_rel_scores(T, dk, qu, k, qv, p, s, y)   relative-position attention scores of one head:
+ * pk_rel_scores(T, dk, qu, k, qv, p, s, scratch, y)   relative-position scores of one head:
  *                                   qu, qv, k [T][dk], p [2T-1][dk] (row r: position T-1-r),
  *                                   y[i][j] = (ac + bd) / s with ac = sum_d qu[i][d] * k[j][d],
  *                                   bd = sum_d qv[i][d] * p[T-1-i+j][d] (float32 sums, d ascending):
- *                                   the rel-shift applied by indexing, only the T used columns
+ *                                   the rel-shift applied by indexing, only the T used columns;
+ *                                   scratch: (3T - 1) * dk + T floats (k and p transposed)
  * pk_lstm_cell(P, gates, c, h)      gates [4P] = (i, f, g, o) pre-activations (PyTorch order);
  *                                   c = sigmoid(f) * c + sigmoid(i) * tanh(g); h = sigmoid(o) * tanh(c)
  *                                   (c and h updated in place)
@@ -59,7 +60,7 @@ PK_API int pk_softmax_rows(int M, int N, float *x);
 PK_API int pk_matmul_nt(int M, int N, int K, const float *a, const float *b, float s, float *c);
 PK_API int pk_matmul_nn(int M, int N, int K, const float *a, const float *b, float *c);
 PK_API int pk_rel_scores(int T, int dk, const float *qu, const float *k, const float *qv, const float *p,
-                         float s, float *y);
+                         float s, float *scratch, float *y);
 PK_API int pk_lstm_cell(int P, const float *gates, float *c, float *h);
 PK_API int pk_argmax(int n, const float *x);
 PK_API int pk_rel_positions(int T, int D, float *pe);

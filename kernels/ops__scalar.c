@@ -221,17 +221,27 @@ int pk_subsampling_head(int T, int F, int C, const float *x, const float *w0, co
 }
 
 int pk_rel_scores(int T, int dk, const float *qu, const float *k, const float *qv, const float *p,
-                  float s, float *y) {
+                  float s, float *scratch, float *y) {
     if (T <= 0 || dk <= 0) return PK_E_SHAPE;
+    /* Lanes = outputs j: with k and p transposed to [dk][T] and [dk][2T-1], the inner loops run
+     * over j with independent accumulators, so compilers vectorise them (-msimd128, SSE/AVX)
+     * while every sum still adds d = 0, 1, ... in order: the bits of the dot-product form. */
+    size_t P = (size_t)2 * T - 1;
+    float *restrict kt = scratch, *restrict pt = kt + (size_t)dk * T, *restrict bd = pt + (size_t)dk * P;
+    for (int j = 0; j < T; j++)
+        for (int d = 0; d < dk; d++) kt[(size_t)d * T + j] = k[(size_t)j * dk + d];
+    for (size_t r = 0; r < P; r++)
+        for (int d = 0; d < dk; d++) pt[(size_t)d * P + r] = p[r * dk + d];
     for (int i = 0; i < T; i++) {
-        const float *a = qu + (size_t)i * dk, *b = qv + (size_t)i * dk;
-        for (int j = 0; j < T; j++) {
-            const float *kr = k + (size_t)j * dk, *pr = p + (size_t)(T - 1 - i + j) * dk;
-            float ac = 0.0f, bd = 0.0f;
-            for (int d = 0; d < dk; d++) ac = ac + a[d] * kr[d];
-            for (int d = 0; d < dk; d++) bd = bd + b[d] * pr[d];
-            y[(size_t)i * T + j] = (ac + bd) / s;
+        float *restrict ac = y + (size_t)i * T;
+        for (int j = 0; j < T; j++) ac[j] = 0.0f, bd[j] = 0.0f;
+        for (int d = 0; d < dk; d++) {
+            float a = qu[(size_t)i * dk + d], b = qv[(size_t)i * dk + d];
+            const float *restrict kr = kt + (size_t)d * T, *restrict pr = pt + (size_t)d * P + (T - 1 - i);
+            for (int j = 0; j < T; j++) ac[j] = ac[j] + a * kr[j];
+            for (int j = 0; j < T; j++) bd[j] = bd[j] + b * pr[j];
         }
+        for (int j = 0; j < T; j++) ac[j] = (ac[j] + bd[j]) / s;
     }
     return PK_OK;
 }

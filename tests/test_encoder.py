@@ -111,3 +111,18 @@ def test_generated_speech_float_path_matches_reference_tokens(tiny_model, text):
           f"smallest top-2 gap {relative:.3f} of the logit spread")
     if relative > 0.05:                  # no near-tie: int8 activations must not change the result
         assert int8 == ref_tokens
+
+
+@pytest.mark.parametrize("float_acts", [False, True])
+@pytest.mark.parametrize("seconds", [0.33, 1.07, 1.6])
+def test_chunked_subsampling_is_bit_identical(scalar, tiny_model, seconds, float_acts):
+    """Subsampling in chunks of 3 frames (every chunk boundary, short last chunks) gives the
+    same bytes as one pass over the whole input."""
+    from engine.encoder import Subsampling
+    feats, T = features(scalar, tiny_model, seconds)
+    whole, chunked = Subsampling(scalar, tiny_model), Subsampling(scalar, tiny_model)
+    whole.CHUNK, chunked.CHUNK = 1 << 30, 3
+    a, Ta = whole(feats, tiny_model.dims.n_mels, T, float_acts)
+    b, Tb = chunked(feats, tiny_model.dims.n_mels, T, float_acts)
+    assert Ta == Tb == -(-T // 8) and Ta > 3
+    assert bytes(a) == bytes(b)

@@ -87,9 +87,10 @@ def test_conv2d_stride2(scalar, groups):
     assert np.abs(arr(y, (Cout, Ho, Wo)) - ref).max() < 1e-5
 
 
-def test_rel_scores_equal_the_unfused_ops(scalar):
-    """(qu.k + qv.p[T-1-i+j]) / s in one call = matmul_nt, rel-shift and add_div, bit for bit."""
-    T, dk = 9, 16
+@pytest.mark.parametrize("T, dk", [(1, 1), (2, 3), (9, 16), (33, 5), (70, 64)])
+def test_rel_scores_equal_the_unfused_ops(scalar, T, dk):
+    """(qu.k + qv.p[T-1-i+j]) / s in one call = matmul_nt, rel-shift and add_div, bit for bit
+    (the kernel works on transposed k/p with lanes over j; the sums keep d ascending)."""
     qu, k, qv = (f32(rng.standard_normal((T, dk))) for _ in range(3))
     p = f32(rng.standard_normal((2 * T - 1, dk)))
     s = np.float32(4.0)
