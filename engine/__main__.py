@@ -8,6 +8,10 @@
                                                   a synthetic model.fermion + config.json
     transcribe FILE --model M.gguf [--json] [--tier T] [--raw-rate HZ] [--float-acts]
                                                   WAV (any rate/channels) or raw float32 -> text
+    stream FILE --model M.gguf [--json] [--chunk-ms 20] [--realtime] [--tier T] [--raw-rate HZ]
+           [--right-context-ms N] [--hop-ms N] [--max-window-ms N]
+                                                  feed FILE as a microphone would: partial and
+                                                  committed text as they change, then the final
 """
 
 from __future__ import annotations
@@ -46,9 +50,21 @@ def main(argv=None) -> int:
     tr.add_argument("--tier", default="auto")
     tr.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
     tr.add_argument("--float-acts", action="store_true", help="float32 activations in the linears (debug)")
+    st = sub.add_parser("stream", help="stream a WAV file through a live session")
+    st.add_argument("file")
+    st.add_argument("--model", required=True, help="a model GGUF")
+    st.add_argument("--json", action="store_true", help="print events, final transcript and metrics as JSON")
+    st.add_argument("--chunk-ms", type=float, default=20.0, help="feed size (default 20 ms)")
+    st.add_argument("--realtime", action="store_true", help="feed no faster than the audio plays")
+    st.add_argument("--tier", default="auto")
+    st.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
+    for name, default in (("right-context-ms", 800), ("hop-ms", 400), ("max-window-ms", 12000)):
+        st.add_argument(f"--{name}", type=int, default=default, help=f"default {default}")
     args = parser.parse_args(argv)
     if args.command == "transcribe":
         return transcribe_command(args)
+    if args.command == "stream":
+        return stream_command(args)
     if args.command == "convert":
         if args.container and not args.config:
             parser.error("--container needs --config")
@@ -99,6 +115,38 @@ def transcribe_command(args) -> int:
         print()
     else:
         print(result["text"])
+    return 0
+
+
+def stream_command(args) -> int:
+    from pathlib import Path
+    from .audio import AudioError, load_pcm
+    from .gguf_file import GGUFError
+    from .kernels import KernelError
+    from .streaming import StreamError, stream_samples
+    from .transcribe import Engine
+    try:
+        engine = Engine.open(args.model, args.tier)
+        samples, rate = load_pcm(engine.k, Path(args.file).read_bytes(), args.raw_rate)
+        session = engine.stream(rate, right_context_ms=args.right_context_ms, hop_ms=args.hop_ms,
+                                max_window_ms=args.max_window_ms)
+        chunk = max(1, round(args.chunk_ms * rate / 1000))
+
+        def show(event):
+            print(f"[{event['audio_seconds']:7.2f} s] {event['committed']} | {event['tentative']}", flush=True)
+        out = stream_samples(session, samples, chunk, args.realtime, None if args.json else show)
+    except (OSError, AudioError, GGUFError, KernelError, StreamError) as e:
+        print(f"stream: error: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
+        print()
+    else:
+        m = out["metrics"]
+        print(f"final: {out['final']['text']}")
+        print(f"{m['decodes']} decodes ({m['skipped_quiet']} skipped as quiet), compute {m['compute_seconds']} s "
+              f"= {m['compute_per_audio']} x audio, commit lag p50 {m['commit_lag_p50_seconds']} s "
+              f"p95 {m['commit_lag_p95_seconds']} s", file=sys.stderr)
     return 0
 
 

@@ -70,6 +70,17 @@ def resample(kernels: Kernels, x, rate: int, out_rate: int = MODEL_RATE) -> arra
     return kernels.resample(plan, x, n, 0, 0, n * b // a)
 
 
+def load_pcm(kernels: Kernels, data, rate: int | None = None) -> tuple:
+    """WAV bytes -> (mono float32 at the file's own rate, rate); with `rate`, raw float32."""
+    try:
+        if rate is None:
+            pcm, fmt, channels, rate = parse_wav(data)
+            return kernels.pcm_to_mono(pcm, fmt, channels), rate
+        return kernels.pcm_to_mono(data, "f32", 1), rate
+    except KernelError as e:
+        raise AudioError(str(e)) from None
+
+
 def load_audio(kernels: Kernels, data, rate: int | None = None) -> array:
     """WAV bytes (any rate, any channels) -> mono float32 at 16 kHz. With `rate`, `data` is raw
     little-endian float32 mono at that rate instead."""

@@ -149,28 +149,34 @@ def detokenize(pieces: list, marks: set) -> str:
     return text
 
 
-def words_with_times(tokens: list, vocabulary: list, marks: set) -> list:
-    """Words from TDT tokens: a word starts at a word-marker piece; punctuation tokens take the
-    previous token's end and attach to the previous word. Times in seconds (80 ms frames)."""
-    words = []
+def word_spans(tokens: list, vocabulary: list, marks: set) -> list:
+    """Group TDT tokens into words: [(text, start frame, end frame, [tokens])]. A word starts at
+    a word-marker piece; punctuation tokens take the previous token's end and attach to the
+    previous word; special pieces and bare markers make no word."""
+    spans = []
     prev_end = 0
     for tok in tokens:
         piece = vocabulary[tok.id]
         if is_special(piece):
             continue
         start, end = tok.frame, tok.frame + tok.duration
-        is_punct = bool(piece) and all(ch in marks for ch in piece)
-        if is_punct:
+        if piece and all(ch in marks for ch in piece):
             start = end = prev_end
-        if piece.startswith("\u2581") or not words:
+        if piece.startswith("\u2581") or not spans:
             text = piece.lstrip("\u2581")
             if not text and piece.startswith("\u2581"):
                 prev_end = end
                 continue
-            words.append({"word": text, "start": start, "end": end})
+            spans.append([text, start, end, [tok]])
         else:
-            words[-1]["word"] += piece
-            words[-1]["end"] = max(words[-1]["end"], end)
+            spans[-1][0] += piece
+            spans[-1][2] = max(spans[-1][2], end)
+            spans[-1][3].append(tok)
         prev_end = end
-    return [{"word": w["word"], "start": round(w["start"] * FRAME_SECONDS, 2),
-             "end": round(w["end"] * FRAME_SECONDS, 2)} for w in words if w["word"]]
+    return [tuple(s) for s in spans if s[0]]
+
+
+def words_with_times(tokens: list, vocabulary: list, marks: set) -> list:
+    """Words with start/end in seconds (80 ms frames), from word_spans."""
+    return [{"word": text, "start": round(start * FRAME_SECONDS, 2), "end": round(end * FRAME_SECONDS, 2)}
+            for text, start, end, _ in word_spans(tokens, vocabulary, marks)]

@@ -52,6 +52,11 @@ class Engine:
     def tier(self) -> str:
         return self.k.tier
 
+    def stream(self, sample_rate: int, **config):
+        """A streaming session (engine/streaming.py); config: StreamConfig fields."""
+        from .streaming import StreamConfig, StreamSession
+        return StreamSession(self, sample_rate, StreamConfig(**config))
+
     def cancel(self):
         """Ask a running transcribe() to stop: it raises Cancelled at the next layer or step."""
         self._cancel.set()
@@ -62,22 +67,28 @@ class Engine:
             return self.k.frontend(samples, n, self.window, self.filterbank, self.model.dims.n_mels,
                                **self.frontend_args)
 
-    def encode(self, samples, float_acts: bool = False, on_layer=None) -> tuple:
+    def encode(self, samples, float_acts: bool = False, on_layer=None, cancelled=None) -> tuple:
         feats, T = self.features(samples)
         if T == 0:
             return array("f"), 0
-        return self.encoder(feats, T, float_acts, on_layer, cancelled=self._cancel.is_set)
+        return self.encoder(feats, T, float_acts, on_layer, cancelled=cancelled or self._cancel.is_set)
+
+    def tokens(self, samples, float_acts: bool = False, cancelled=None) -> list:
+        """TDT tokens (id, frame, duration) of 16 kHz samples; `cancelled` (a callable, default
+        this engine's cancel()) is polled between encoder layers and decode steps."""
+        cancelled = cancelled or self._cancel.is_set
+        enc, T = self.encode(samples, float_acts, cancelled=cancelled)
+        if not T:
+            return []
+        with section("decode"):
+            return tdt_greedy(self.k, self.prediction, self.joint, enc, T, self.model.durations,
+                              self.max_symbols, float_acts, cancelled=cancelled)
 
     def transcribe(self, samples, float_acts: bool = False) -> dict:
         """samples: float32 mono at 16 kHz (any buffer). Empty or shorter than one hop: empty text."""
         self._cancel.clear()
         started = time.perf_counter()
-        enc, T = self.encode(samples, float_acts)
-        tokens = []
-        if T:
-            with section("decode"):
-                tokens = tdt_greedy(self.k, self.prediction, self.joint, enc, T, self.model.durations,
-                                    self.max_symbols, float_acts, cancelled=self._cancel.is_set)
+        tokens = self.tokens(samples, float_acts)
         pieces = [self.model.vocabulary[t.id] for t in tokens]
         seconds = time.perf_counter() - started
         audio_seconds = len(samples) / MODEL_RATE

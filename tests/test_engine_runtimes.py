@@ -1,7 +1,8 @@
 """Browser parity of the whole engine, the headline: frontend, encoder and TDT decoding in
 Pyodide - Node and headless Chromium, every wasm tier - on the same audio and tiny model give
 an encoder output whose float32 bytes hash the same as the native scalar tier's, the same
-tokens (ids, frames, durations), text and word times."""
+tokens (ids, frames, durations), text and word times; and a streaming session gives the same
+events, event by event."""
 
 from __future__ import annotations
 
@@ -37,6 +38,24 @@ for tier in available_tiers():
 json.dumps(out)
 """
 
+STREAM = """
+import base64, json
+from array import array
+from engine.kernels import available_tiers
+from engine.streaming import stream_samples
+from engine.transcribe import Engine
+model = bytearray(base64.b64decode("{model}"))
+audio = array("f")
+audio.frombytes(base64.b64decode("{audio}"))
+out = {{}}
+for tier in available_tiers():
+    engine = Engine.from_buffer(model, tier)
+    run = stream_samples(engine.stream(48000, max_window_ms=4000), audio, 960)
+    out[tier] = {{"events": run["events"], "text": run["final"]["text"], "words": run["final"]["words"],
+                 "tokens": run["final"]["tokens"], "decodes": run["metrics"]["decodes"]}}
+json.dumps(out)
+"""
+
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
@@ -51,6 +70,27 @@ def case(tmp_path_factory):
     assert native["tokens"], "the case must decode some tokens to compare"
     code = RUN.format(model=base64.b64encode(out.read_bytes()).decode(),
                       audio=base64.b64encode(audio.tobytes()).decode())
+    return code, native
+
+
+@pytest.fixture(scope="module")
+def stream_case(tmp_path_factory):
+    """A 48 kHz stream (speech-like, a pause, more) through a session with small windows, so
+    windows move, commit and cap; every event must match native scalar."""
+    import numpy as np
+    from engine.audio import resample
+    from engine.streaming import stream_samples
+    out = tmp_path_factory.mktemp("st") / "tiny.gguf"
+    convert(DATA / "model.fermion", read_config(DATA / "config.json"), out, "notice", "tiny")
+    engine = Engine.open(out, "scalar")
+    x16 = np.concatenate([speechlike(3.0, seed=12), np.zeros(24000, np.float32), speechlike(4.0, seed=13)])
+    audio = resample(engine.k, x16, 16000, 48000)
+    run = stream_samples(engine.stream(48000, max_window_ms=4000), audio, 960)
+    native = {"events": run["events"], "text": run["final"]["text"], "words": run["final"]["words"],
+              "tokens": run["final"]["tokens"], "decodes": run["metrics"]["decodes"]}
+    assert len(native["events"]) > 3 and native["tokens"]
+    code = STREAM.format(model=base64.b64encode(out.read_bytes()).decode(),
+                         audio=base64.b64encode(audio.tobytes()).decode())
     return code, native
 
 
@@ -75,4 +115,22 @@ def test_engine_in_chromium_matches_native(case):
     code, native = case
     result, problems = run_in_chromium(code)
     check(json.loads(result), native, {"wasm_relaxed_simd", "wasm_simd128", "scalar"}, "chromium")
+    assert not problems, problems
+
+
+@pytest.mark.node
+def test_stream_in_pyodide_node_matches_native(stream_case):
+    build_artifact("PHONON_WHEEL")
+    from harness.runtimes import run_in_node
+    code, native = stream_case
+    check(json.loads(run_in_node(code)), native, {"wasm_simd128", "scalar"}, "node stream")
+
+
+@pytest.mark.browser
+def test_stream_in_chromium_matches_native(stream_case):
+    build_artifact("PHONON_WHEEL")
+    from harness.runtimes import run_in_chromium
+    code, native = stream_case
+    result, problems = run_in_chromium(code)
+    check(json.loads(result), native, {"wasm_relaxed_simd", "wasm_simd128", "scalar"}, "chromium stream")
     assert not problems, problems

@@ -1,0 +1,478 @@
+"""Pause-windowed streaming (../shared/spec/streaming.md): live partial and committed text
+from audio that arrives in pieces, the same code natively and in Pyodide.
+
+    stream = engine.stream(sample_rate=48000)    # or StreamSession(engine, 48000)
+    stream.feed(chunk)            # any thread, any chunk size: only resamples into a buffer
+    view = stream.partial()       # drains the buffer, decodes when due -> committed/tentative
+    result = stream.finish()      # the final transcript (text, words with absolute times)
+
+Each decode runs the batch engine over one window of audio that starts in a pause, because
+the model needs a pause-delimited input (it drops or invents words when it starts mid-word).
+The rules, numbered as in the spec:
+ 1. words commit on two-decode agreement, whole words only, once they end at least
+    `right_context` behind the decode position;
+ 2. the window start moves into a pause of >= `min_pause` between the last committed word
+    and the next word;
+ 3. windows are capped at `max_window` (the oldest words are committed to make room) and the
+    decode interval grows with the window (interval = max(hop, window / 10));
+ 4. the newest word commits once `right_context` passed with no further token (rule 1 on the
+    last word: no next token is needed as a boundary);
+ 5. with nothing tentative and only quiet audio since the last decode, the decode is skipped
+    and the window keeps `idle_keep` (1.5 s) of the pause: shorter idle windows made the
+    seed's model invent words, because feature normalisation is per window;
+ 6. a window past `max_window` with no token keeps its newest half;
+ 7. silence in, empty text out (no VAD: this holds if the model is quiet on silence);
+ 8. cancel() is noticed between encoder layers and decode steps.
+
+Decodes happen at fixed audio positions (the previous position + the interval), not when
+partial() happens to be called, so the events depend only on the audio: any chunk size and
+any polling rate give the same decodes, natively and in the browser. If the caller falls
+more than `max_lag` behind, the schedule jumps to the newest audio (counted in stats).
+Positions are integer samples at 16 kHz; windows start on the 80 ms encoder-frame grid, so
+token frames map to absolute times exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from array import array
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from .audio import MODEL_RATE
+from .decoder import detokenize, word_spans
+from .encoder import Cancelled
+
+FRAME = 1280                    # samples per encoder frame: 80 ms at 16 kHz
+QUIET_BLOCK = 320               # 20 ms blocks for the quiet-audio test of rule 5
+COMMON_RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000)
+
+
+class StreamError(ValueError):
+    """Misuse of a stream (feed after finish, bad samples, a wrong rate): nothing was lost."""
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    right_context_ms: int = 800
+    hop_ms: int = 400
+    max_window_ms: int = 12000
+    min_pause_ms: int = 150
+    idle_keep_ms: int = 1500
+    quiet_dbfs: int = -45           # rule 5: a 20 ms block is quiet below this RMS level
+    max_lag_ms: int = 4000
+
+    def __post_init__(self):
+        for name in ("right_context_ms", "hop_ms", "max_window_ms", "idle_keep_ms", "max_lag_ms"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise StreamError(f"{name} must be a positive int of milliseconds, got {value!r}")
+        if not isinstance(self.min_pause_ms, int) or self.min_pause_ms < 0:
+            raise StreamError(f"min_pause_ms must be a non-negative int, got {self.min_pause_ms!r}")
+        if not isinstance(self.quiet_dbfs, int) or not -120 <= self.quiet_dbfs <= 0:
+            raise StreamError(f"quiet_dbfs must be an int in -120..0, got {self.quiet_dbfs!r}")
+        if self.max_window_ms < 2 * self.right_context_ms or self.max_window_ms < 1000:
+            raise StreamError(f"max_window_ms {self.max_window_ms} must be >= 1000 and >= twice "
+                              f"right_context_ms ({self.right_context_ms})")
+
+    def samples(self, name: str) -> int:
+        return getattr(self, name) * MODEL_RATE // 1000
+
+    def quiet_power(self) -> float:
+        """Mean-square threshold 10^(dBFS/10), in decimal arithmetic: libm's pow may differ in
+        the last bit between glibc and emscripten, libmpdec is the same code in both."""
+        return float(Decimal(10) ** (Decimal(self.quiet_dbfs) / 10))
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    start: int                      # absolute sample positions at 16 kHz
+    end: int
+    tokens: tuple                   # ((id, absolute frame, duration), ...)
+
+    @property
+    def ids(self) -> tuple:
+        return tuple(t[0] for t in self.tokens)
+
+    def as_dict(self) -> dict:
+        return {"word": self.text, "start": round(self.start / MODEL_RATE, 2),
+                "end": round(self.end / MODEL_RATE, 2)}
+
+
+class StreamResampler:
+    """audio.resample() in pieces: the same output samples, bit for bit, for any chunking
+    (each output is one dot product over its input taps; x beyond the end counts as 0, as in
+    the whole-signal call)."""
+
+    def __init__(self, kernels, rate: int):
+        self.k, self.rate = kernels, rate
+        self.plan = None if rate == MODEL_RATE else kernels.resampler_plan(rate, MODEL_RATE)
+        self.buf = array("f")            # input samples [base, n_in)
+        self.base = self.n_in = self.done = 0
+
+    def push(self, x) -> array:
+        if self.plan is None:
+            return array("f", x)
+        self.buf.extend(x)
+        self.n_in += len(x)
+        a, b, half = self.plan[:3]
+        # output j needs input up to q + half, q = floor(j a / b): ready while q <= n_in - 1 - half
+        ready = ((self.n_in - half) * b - 1) // a + 1 if self.n_in > half else 0
+        return self._emit(ready)
+
+    def flush(self) -> array:
+        """The outputs that need input past the end (zeros), up to the whole-signal count."""
+        if self.plan is None:
+            return array("f")
+        a, b = self.plan[:2]
+        return self._emit(self.n_in * b // a)
+
+    def _emit(self, upto: int) -> array:
+        n = upto - self.done
+        if n <= 0:
+            return array("f")
+        a, b, half = self.plan[:3]
+        q0, r0 = divmod(self.done * a, b)
+        out = self.k.resample(self.plan, self.buf, len(self.buf), q0 - self.base, r0, n)
+        self.done = upto
+        keep_from = self.done * a // b - half + 1            # the next output's first tap
+        if keep_from > self.base:
+            del self.buf[:keep_from - self.base]
+            self.base = keep_from
+        return out
+
+
+def as_float32(samples, what: str = "samples") -> array:
+    """Any float buffer (array('f'/'d'), memoryview, numpy) or sequence of numbers -> a new
+    array('f'); a clear error for anything else or for NaN/inf."""
+    try:
+        view = memoryview(samples)
+    except TypeError:
+        view = None
+    try:
+        if view is not None and view.format.lstrip("@=<") == "f" and view.c_contiguous:
+            out = array("f")
+            out.frombytes(view.cast("B"))
+        else:
+            out = array("f", view.tolist() if view is not None else samples)
+    except (TypeError, ValueError) as e:
+        raise StreamError(f"{what}: expected float samples (array, memoryview, list), got "
+                          f"{type(samples).__name__}: {e}") from None
+    if not math.isfinite(sum(out)):
+        index = next(i for i, v in enumerate(out) if not math.isfinite(v))
+        raise StreamError(f"{what}: sample {index} is {out[index]} (NaN or infinite); "
+                          "the chunk was not added")
+    return out
+
+
+@dataclass
+class StreamStats:
+    decodes: int = 0
+    skipped_quiet: int = 0          # rule 5
+    skipped_lag: int = 0            # decode positions dropped because the caller fell behind
+    compute_seconds: float = 0.0
+    revisions: int = 0              # decodes whose text did not extend the previous text
+    longest_window: int = 0         # samples
+    commit_lags: list = field(default_factory=list)   # samples from a word's end to its commit
+
+    def as_dict(self) -> dict:
+        return {"decodes": self.decodes, "skipped_quiet": self.skipped_quiet, "skipped_lag": self.skipped_lag,
+                "compute_seconds": round(self.compute_seconds, 3), "revisions": self.revisions,
+                "longest_window_seconds": round(self.longest_window / MODEL_RATE, 2)}
+
+
+class StreamSession:
+    def __init__(self, engine, sample_rate: int, config: StreamConfig | None = None):
+        if not isinstance(sample_rate, int) or isinstance(sample_rate, bool) or not 8000 <= sample_rate <= 192000:
+            raise StreamError(f"sample rate {sample_rate!r} is not supported: use an int in 8000..192000 Hz "
+                              f"(common: {', '.join(map(str, COMMON_RATES))})")
+        self.engine, self.config = engine, config or StreamConfig()
+        self.sample_rate = sample_rate
+        try:
+            self._resampler = StreamResampler(engine.k, sample_rate)
+        except ValueError as e:
+            raise StreamError(f"sample rate {sample_rate} Hz: {e}") from None
+        self._feed_lock, self._decode_lock = threading.Lock(), threading.Lock()
+        self._pending = array("f")          # resampled, not yet drained
+        self._audio = array("f")            # 16 kHz samples [win_start, total)
+        self._win_start = self._total = 0
+        self._last_decode = 0
+        self._next_decode = self.config.samples("hop_ms")
+        self._committed: list = []
+        self._tentative: list = []
+        self._previous: list | None = None  # the last decode's uncommitted words (rule 1)
+        self._shown: list = []              # words shown after the last decode (revisions)
+        self._state = "open"
+        self._final = None
+        self._cancel = threading.Event()
+        self._quiet_power = self.config.quiet_power()
+        self.stats = StreamStats()
+
+    # -- the API --------------------------------------------------------------------------------
+
+    def feed(self, samples) -> None:
+        """Add samples at the stream's rate. Never decodes; safe from an audio thread."""
+        if self._state != "open":
+            raise StreamError(f"feed() after {'finish()' if self._state == 'finished' else 'cancel()'}: "
+                              "open a new stream")
+        x = as_float32(samples)
+        with self._feed_lock:
+            self._pending.extend(self._resampler.push(x))
+
+    def partial(self) -> dict:
+        """Drain fed audio, run the decodes that are due, and return the current text."""
+        if self._state == "finished":
+            return self._view()
+        with self._decoding():
+            self._drain()
+            self._run_schedule()
+            return self._view()
+
+    def finish(self) -> dict:
+        """Decode what is left, commit everything, and return the final transcript."""
+        if self._state == "finished":
+            return self._final
+        with self._decoding():
+            self._drain(flush=True)
+            self._run_schedule()
+            p = self._total
+            if not self._tentative and self._quiet(self._last_decode, p):
+                p = self._last_decode                       # rule 5 holds at the end too
+            if p > self._last_decode or self._tentative:
+                if p > self._last_decode:
+                    self._fit_window(p)
+                words = self._decode(p) if p > self._last_decode else self._tentative
+                self._commit_words(words, p)
+                self._tentative = []
+            self._state = "finished"
+            self._final = self._result()
+            return self._final
+
+    def cancel(self) -> None:
+        """Stop a running decode (noticed between encoder layers and decode steps); the stream
+        cannot be used afterwards."""
+        self._cancel.set()
+        if self._state == "open":
+            self._state = "cancelled"
+
+    @property
+    def audio_seconds(self) -> float:
+        return self._total / MODEL_RATE
+
+    # -- schedule -------------------------------------------------------------------------------
+
+    def _decoding(self):
+        session = self
+
+        class _Guard:
+            def __enter__(self):
+                if session._state == "cancelled":
+                    raise StreamError("the stream was cancelled: open a new stream")
+                if not session._decode_lock.acquire(blocking=False):
+                    raise StreamError("partial()/finish() called while another decode of this stream runs")
+
+            def __exit__(self, kind, exc, tb):
+                session._decode_lock.release()
+                if kind is Cancelled:
+                    session._state = "cancelled"
+        return _Guard()
+
+    def _drain(self, flush: bool = False):
+        with self._feed_lock:
+            new, self._pending = self._pending, array("f")
+            if flush:
+                new.extend(self._resampler.flush())
+        self._audio.extend(new)
+        self._total += len(new)
+
+    def _interval(self) -> int:
+        return max(self.config.samples("hop_ms"), (self._total - self._win_start) // 10)
+
+    def _run_schedule(self):
+        lag = self.config.samples("max_lag_ms")
+        while self._next_decode <= self._total:
+            p = self._next_decode
+            if self._total - p > lag:                       # fell behind: decode the newest audio
+                self.stats.skipped_lag += (self._total - p) // self.config.samples("hop_ms")
+                p = self._total
+            self._step(p)
+            self._next_decode = p + max(self.config.samples("hop_ms"), (p - self._win_start) // 10)
+
+    def _step(self, p: int):
+        """One scheduled decode at absolute position p (rules 1-6)."""
+        if not self._tentative and self._quiet(self._last_decode, p):
+            self.stats.skipped_quiet += 1                   # rule 5
+            self._move_start(self._align(p - self.config.samples("idle_keep_ms")))
+            self._last_decode = p
+            return
+        self._fit_window(p)
+        words = self._decode(p)
+        agreed = _common_prefix(words, self._previous) if self._previous is not None else 0
+        limit = p - self.config.samples("right_context_ms")
+        n = 0
+        while n < agreed and words[n].end <= limit:         # rules 1 and 4
+            n += 1
+        self._commit_words(words[:n], p)
+        self._tentative, self._previous = words[n:], words[n:]
+        self._move_into_pause(p)
+
+    def _fit_window(self, p: int):
+        """Rules 3 and 6: keep the window for a decode at p within max_window."""
+        cap = self.config.samples("max_window_ms")
+        if p - self._win_start <= cap:
+            return
+        if not self._tentative:                             # rule 6: no token, keep the newest half
+            self._move_start(self._align(p - cap // 2))
+            return
+        cut = p - cap // 2                                  # rule 3: commit the oldest words
+        forced = []
+        while self._tentative and self._tentative[0].end <= cut:
+            forced.append(self._tentative.pop(0))
+        self._commit_words(forced, p)
+        self._previous = list(self._tentative)
+        start = self._committed[-1].end if forced else self._win_start
+        self._move_start(max(start, self._align(p - cap + FRAME - 1)))
+
+    def _move_into_pause(self, p: int):
+        """Rule 2: start the window in the pause after the last committed word, if it is long
+        enough; with no word after it, keep idle_keep of the pause (and never cut into the
+        last right_context, where a word may have begun without a token yet)."""
+        end = self._committed[-1].end if self._committed else 0
+        if self._tentative:
+            gap_end = self._tentative[0].start
+            if gap_end - end >= self.config.samples("min_pause_ms"):
+                self._move_start(self._align(end + (gap_end - end) // 2))
+        else:
+            keep = max(self.config.samples("idle_keep_ms"), self.config.samples("right_context_ms"))
+            start = self._align(min(end + (p - end) // 2, p - keep))
+            if start >= end:
+                self._move_start(start)
+
+    def _move_start(self, start: int):
+        """Move the window start forward (never back). Only rules 3 and 6 may cut into a
+        committed word; its re-decoded remains are dropped by the midpoint test in _decode."""
+        if start <= self._win_start:
+            return
+        del self._audio[:start - self._win_start]
+        self._win_start = start
+
+    @staticmethod
+    def _align(position: int) -> int:
+        return max(0, position // FRAME * FRAME)
+
+    # -- decode ---------------------------------------------------------------------------------
+
+    def _decode(self, p: int) -> list:
+        """Words of the window [win_start, p) that are not committed yet (absolute times)."""
+        engine, base = self.engine, self._win_start
+        started = time.perf_counter()
+        tokens = engine.tokens(memoryview(self._audio)[:p - base], cancelled=self._cancel.is_set)
+        self.stats.compute_seconds += time.perf_counter() - started
+        self.stats.decodes += 1
+        self.stats.longest_window = max(self.stats.longest_window, p - base)
+        self._last_decode = p
+        f0 = base // FRAME
+        floor = self._committed[-1].end if self._committed else 0
+        words = []
+        for text, start, end, toks in word_spans(tokens, engine.model.vocabulary, engine.marks):
+            word = Word(text, base + start * FRAME, base + end * FRAME,
+                        tuple((t.id, f0 + t.frame, t.duration) for t in toks))
+            if word.start + word.end >= 2 * floor:          # midpoint after the committed text
+                words.append(word)
+        self._count_revision(words)
+        return words
+
+    def _count_revision(self, words: list):
+        shown = [w.text for w in self._committed] + [w.text for w in words]
+        if shown[:len(self._shown)] != self._shown and self._shown[:len(shown)] != shown:
+            self.stats.revisions += 1
+        self._shown = shown
+
+    def _commit_words(self, words: list, p: int):
+        for w in words:
+            self._committed.append(w)
+            self.stats.commit_lags.append(p - w.end)
+
+    def _quiet(self, a: int, b: int) -> bool:
+        """Every 20 ms block of [a, b) has mean square below the threshold (float64 sums in
+        sample order: the same bits on every platform)."""
+        a = max(a, self._win_start)
+        x = memoryview(self._audio)[a - self._win_start:b - self._win_start]
+        limit = self._quiet_power * QUIET_BLOCK
+        for i in range(0, len(x), QUIET_BLOCK):
+            block = x[i:i + QUIET_BLOCK]
+            if sum(v * v for v in block) > limit * len(block) / QUIET_BLOCK:
+                return False
+        return True
+
+    # -- views ----------------------------------------------------------------------------------
+
+    def _text(self, words: list) -> str:
+        vocab = self.engine.model.vocabulary
+        return detokenize([vocab[t[0]] for w in words for t in w.tokens], self.engine.marks)
+
+    def _view(self) -> dict:
+        committed, tentative = self._committed, self._tentative
+        return {"committed": self._text(committed), "tentative": self._text(tentative),
+                "words": [dict(w.as_dict(), committed=True) for w in committed]
+                + [dict(w.as_dict(), committed=False) for w in tentative],
+                "audio_seconds": round(self._total / MODEL_RATE, 3)}
+
+    def _result(self) -> dict:
+        return {"text": self._text(self._committed),
+                "words": [w.as_dict() for w in self._committed],
+                "tokens": [{"id": i, "frame": f, "duration": d} for w in self._committed for i, f, d in w.tokens],
+                "audio_seconds": round(self._total / MODEL_RATE, 3),
+                "stats": self.stats.as_dict()}
+
+
+def stream_samples(session: StreamSession, samples, chunk: int, realtime: bool = False, on_event=None) -> dict:
+    """Feed `samples` (at the session's rate) in chunks as a microphone would, polling
+    partial() after each; -> {"events", "final", "metrics"}. An event is recorded whenever the
+    committed or tentative text changes, stamped with the audio time it happened at."""
+    events, last = [], ("", "")
+    started = time.perf_counter()
+    rate = session.sample_rate
+    for i in range(0, len(samples), chunk):
+        session.feed(samples[i:i + chunk])
+        if realtime:                                    # wait until the chunk's audio has "played"
+            ahead = (i + chunk) / rate - (time.perf_counter() - started)
+            if ahead > 0:
+                time.sleep(ahead)
+        view = session.partial()
+        if (view["committed"], view["tentative"]) != last:
+            last = (view["committed"], view["tentative"])
+            event = {"audio_seconds": view["audio_seconds"], "committed": last[0], "tentative": last[1]}
+            events.append(event)
+            if on_event:
+                on_event(event)
+    final = session.finish()
+    return {"events": events, "final": final, "metrics": stream_metrics(events, final, session.stats)}
+
+
+def stream_metrics(events: list, final: dict, stats: StreamStats) -> dict:
+    lags = sorted(stats.commit_lags)
+
+    def pct(q):
+        return round(lags[min(len(lags) - 1, int(q * len(lags)))] / MODEL_RATE, 2) if lags else None
+    first_text = next((e["audio_seconds"] for e in events if e["committed"] or e["tentative"]), None)
+    first_word = final["words"][0]["start"] if final["words"] else None
+    audio = final["audio_seconds"]
+    return {"first_partial_latency_seconds": round(first_text - first_word, 2)
+            if first_text is not None and first_word is not None else None,
+            "commit_lag_p50_seconds": pct(0.5), "commit_lag_p95_seconds": pct(0.95),
+            **stats.as_dict(),
+            "compute_per_audio": round(stats.compute_seconds / audio, 3) if audio else None}
+
+
+def _common_prefix(a: list, b: list) -> int:
+    n = 0
+    while n < len(a) and n < len(b) and a[n].text == b[n].text and a[n].ids == b[n].ids:
+        n += 1
+    return n
+
+
+__all__ = ["stream_samples", "StreamSession", "StreamConfig", "StreamError", "StreamResampler", "Word", "Cancelled"]

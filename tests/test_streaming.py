@@ -1,0 +1,284 @@
+"""Pause-windowed streaming (engine/streaming.py, ../shared/spec/streaming.md).
+
+The window rules are tested with a scripted recogniser (LoudRunEngine: every loud stretch of
+audio is one word, named by its length) so that pauses, agreement and caps are exact and
+independent of model quality; the resampler and the API on the real engine with the tiny
+model; browser determinism in tests/test_engine_runtimes.py.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from engine.audio import resample
+from engine.decoder import Token
+from engine.encoder import Cancelled
+from engine.streaming import (FRAME, StreamConfig, StreamError, StreamResampler, StreamSession,
+                              stream_samples)
+
+SR = 16000
+
+
+# -- a scripted recogniser ----------------------------------------------------------------------
+
+class _Model:
+    vocabulary = ["<unk>"] + [f"\u2581w{n}" for n in range(1, 40)] + ["."]
+
+
+class LoudRunEngine:
+    """tokens(): one word per run of loud 80 ms frames (mean square > 1e-3), token id = the
+    run's length in frames (so a word cut by the window edge reads differently). A run still
+    touching the window's end makes no token (a recogniser has not seen the word's end)."""
+
+    def __init__(self, kernels, fickle: bool = False):
+        self.k, self.model, self.marks = kernels, _Model(), {"."}
+        self.windows = []                               # (samples) per decode
+        self.fickle = fickle                            # ids alternate per decode: never agrees
+
+    def tokens(self, samples, cancelled=None):
+        x = np.frombuffer(samples, np.float32)
+        self.windows.append(len(x))
+        frames = len(x) // FRAME
+        loud = [float(np.mean(x[i * FRAME:(i + 1) * FRAME].astype(np.float64) ** 2)) > 1e-3 for i in range(frames)]
+        out, i = [], 0
+        while i < frames:
+            if not loud[i]:
+                i += 1
+                continue
+            j = i
+            while j < frames and loud[j]:
+                j += 1
+            if j < frames:
+                out.append(Token(min(j - i, 38) + (len(self.windows) % 2 if self.fickle else 0), i, j - i))
+            i = j
+        return out
+
+
+def tone(seconds: float, level: float = 0.3) -> np.ndarray:
+    t = np.arange(int(SR * seconds)) / SR
+    return (level * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+
+
+def utterances(words_s: list, pauses_s: list, noise_db: float | None = None, seed: int = 0) -> np.ndarray:
+    """Loud stretches of the given lengths joined by pauses (digital silence or noise)."""
+    parts = []
+    rng = np.random.default_rng(seed)
+    for i, w in enumerate(words_s):
+        parts.append(tone(w))
+        if i < len(pauses_s):
+            parts.append(np.zeros(int(SR * pauses_s[i]), np.float32))
+    x = np.concatenate(parts)
+    if noise_db is not None:
+        x = x + (10 ** (noise_db / 20) * rng.standard_normal(x.size)).astype(np.float32)
+    return x
+
+
+def run(engine, x, chunk=320, rate=SR, poll=None, **config):
+    session = StreamSession(engine, rate, StreamConfig(**config))
+    views = []
+    for i in range(0, len(x), chunk):
+        session.feed(x[i:i + chunk])
+        if poll is None or (i // chunk) % poll == 0:
+            views.append(session.partial())
+    return session, views, session.finish()
+
+
+def transcript(final: dict) -> dict:
+    """The final result without its timing stats."""
+    return {k: v for k, v in final.items() if k != "stats"}
+
+
+@pytest.fixture
+def fake(scalar):
+    return LoudRunEngine(scalar)
+
+
+# -- rules ----------------------------------------------------------------------------------------
+
+def test_every_word_is_committed_once_in_order(fake):
+    x = utterances([0.4, 0.6, 0.3, 0.5, 0.1], [0.5, 0.3, 1.0, 0.2], seed=1)
+    batch = [(t.id, t.frame, t.duration) for t in fake.tokens(x)]       # one window over everything
+    session, views, final = run(fake, x)
+    assert [(t["id"], t["frame"], t["duration"]) for t in final["tokens"]] == batch
+    assert [w["word"] for w in final["words"]] == ["w5", "w8", "w5", "w7"]   # the last run touches the end
+    assert [w["start"] for w in final["words"]] == [0.0, 0.88, 1.76, 3.04]
+
+
+def test_commits_wait_for_right_context_and_agreement(fake):
+    x = utterances([0.5, 0.5, 0.5], [0.4, 0.4], seed=2)
+    rc = 800
+    _, views, final = run(fake, np.concatenate([x, np.zeros(SR * 3, np.float32)]), right_context_ms=rc)
+    seen_committed = 0
+    for view in views:
+        committed = [w for w in view["words"] if w["committed"]]
+        for w in committed:                              # rule 1: >= right_context behind
+            assert w["end"] <= view["audio_seconds"] - rc / 1000 + 1e-9
+        seen_committed = max(seen_committed, len(committed))
+    assert seen_committed == 3                           # rule 4: the last word commits before finish
+
+
+def test_window_starts_in_pauses_and_covers_uncommitted_words(fake):
+    x = utterances([0.5, 0.5, 0.5, 0.5, 0.1], [0.2, 0.6, 0.16, 1.0], seed=3)
+    session = StreamSession(fake, SR)
+    loud = np.abs(x) > 0.01
+    for i in range(0, len(x), 640):
+        session.feed(x[i:i + 640])
+        session.partial()
+        s = session._win_start
+        assert s % FRAME == 0
+        if s:                                            # rule 2: the start is in a pause
+            assert not loud[max(0, s - 80):s + 80].any(), s / SR
+        for w in session._tentative:
+            assert w.start >= s
+    assert len(session.finish()["words"]) == 4
+
+
+def test_windows_are_capped_and_interval_grows(scalar):
+    """Decodes that never agree commit nothing by rule 1: the window grows to max_window, the
+    decode interval with it, and rule 3 commits the oldest words to stay within the cap."""
+    fickle = LoudRunEngine(scalar, fickle=True)
+    x = np.concatenate([tone(0.5), np.zeros(SR // 5, np.float32)] * 40)      # 28 s, 0.2 s pauses
+    session, _, final = run(fickle, x, max_window_ms=6000)
+    assert 5 * SR < max(fickle.windows) <= 6 * SR                             # rule 3
+    assert len(final["words"]) >= 39 and session.stats.decodes < len(x) / (0.4 * SR) - 5   # 70 at a fixed hop
+
+
+def test_window_without_tokens_keeps_its_newest_half(fake):
+    # loud audio that never ends inside the window: no token, so rule 6 halves the window
+    session, _, final = run(fake, tone(10.0), max_window_ms=4000)
+    assert max(fake.windows) <= 4 * SR and final["text"] == ""
+
+
+def test_quiet_tail_skips_decodes(fake):
+    x = np.concatenate([utterances([0.5, 0.5], [0.4]), np.zeros(SR * 30, np.float32)])
+    x = x + (1e-3 * np.random.default_rng(4).standard_normal(x.size)).astype(np.float32)   # -60 dB noise
+    skipping, _, a = run(fake, x)
+    fake.windows.clear()
+    decoding, _, b = run(fake, x, quiet_dbfs=-120)
+    assert a["text"] == b["text"] == "w7 w7"
+    assert skipping.stats.skipped_quiet > 50
+    assert skipping.stats.decodes * 4 < decoding.stats.decodes
+    assert max(fake.windows) <= 12 * SR
+
+
+@pytest.mark.parametrize("audio", ["silence", "noise-60db"])
+def test_silence_gives_empty_text_without_decoding(fake, audio):
+    x = np.zeros(3 * SR, np.float32)
+    if audio != "silence":
+        x += (1e-3 * np.random.default_rng(5).standard_normal(x.size)).astype(np.float32)
+    session, views, final = run(fake, x)
+    assert final["text"] == "" and final["words"] == [] and session.stats.decodes == 0
+
+
+def test_chunk_size_and_polling_do_not_change_anything(fake):
+    x = utterances([0.5, 0.3, 0.7, 0.4, 0.1], [0.3, 1.2, 0.2, 1.0], noise_db=-50, seed=6)
+    runs = [run(fake, x, chunk=128), run(fake, x, chunk=SR), run(fake, x, chunk=333, poll=7)]
+    assert transcript(runs[0][2]) == transcript(runs[1][2]) == transcript(runs[2][2])
+    assert len({r[0].stats.decodes for r in runs}) == 1 and len(runs[0][2]["words"]) == 4
+
+
+def test_falling_behind_jumps_to_the_newest_audio(fake):
+    x = utterances([0.5, 0.5], [0.5])
+    session = StreamSession(fake, SR, StreamConfig(max_lag_ms=1000))
+    session.feed(np.concatenate([x, np.zeros(4 * SR, np.float32) + 0.0]))
+    session.partial()
+    assert session.stats.skipped_lag > 0 and session.stats.decodes == 1
+
+
+# -- the API --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rate", [8000, 16000, 22050, 44100, 48000])
+@pytest.mark.parametrize("chunk", [1, 127, 4800, None])
+def test_stream_resampler_equals_the_whole_signal_resampler(scalar, rate, chunk):
+    if chunk == 1 and rate > 16000:
+        pytest.skip("slow in Python; 1-sample chunks are covered at 8 and 16 kHz")
+    rng = np.random.default_rng(rate)
+    x = (0.3 * rng.standard_normal(int(rate * 0.37) + 3)).astype(np.float32)
+    r = StreamResampler(scalar, rate)
+    pieces = [r.push(x[i:i + (chunk or len(x))]) for i in range(0, len(x), chunk or len(x))]
+    got = b"".join(p.tobytes() for p in pieces) + r.flush().tobytes()
+    assert got == resample(scalar, x, rate).tobytes()
+
+
+def test_real_engine_stream_at_48k_equals_batch_on_one_window(scalar):
+    """With windows that never move (no commits before finish), the final stream transcript is
+    the batch transcript of the same 16 kHz audio: same tokens, frames, text."""
+    from pathlib import Path
+    from engine.audio import load_audio
+    from engine.transcribe import Engine
+    model = Path(__file__).resolve().parent.parent / "build" / "tiny.gguf"
+    if not model.exists():
+        from engine.convert import convert, read_config
+        data = Path(__file__).resolve().parent / "data" / "tiny"
+        convert(data / "model.fermion", read_config(data / "config.json"), model, "n", "tiny")
+    engine = Engine.open(model, "scalar")
+    wav = (Path(__file__).resolve().parent.parent / "samples" / "kitchen-lights.wav").read_bytes()
+    x16 = load_audio(engine.k, wav)
+    x48 = resample(engine.k, x16, SR, 48000)
+    session = engine.stream(48000, right_context_ms=60000, max_window_ms=120000)
+    out = stream_samples(session, x48, 960)
+    batch = engine.transcribe(resample(engine.k, x48, 48000))
+    assert out["final"]["text"] == batch["text"] and batch["tokens"]
+    assert out["final"]["tokens"] == batch["tokens"]
+
+
+def test_errors_are_clear_and_lose_nothing(fake):
+    x = utterances([0.5, 0.5], [0.5], seed=7)
+    for rate in (0, 7999, 44100.0, "48000", True, 10 ** 6):
+        with pytest.raises(StreamError, match="sample rate"):
+            StreamSession(fake, rate)
+    with pytest.raises(StreamError, match="hop_ms"):
+        StreamConfig(hop_ms=0)
+    session = StreamSession(fake, SR)
+    session.feed(x[:8000])
+    bad = x[8000:9000].copy()
+    bad[17] = np.nan
+    with pytest.raises(StreamError, match="sample 17 is nan"):
+        session.feed(bad)
+    with pytest.raises(StreamError, match="expected float samples"):
+        session.feed("abc")
+    session.feed(x[8000:])
+    assert transcript(session.finish()) == transcript(run(fake, x)[2])
+    with pytest.raises(StreamError, match="after finish"):
+        session.feed(x[:10])
+    assert session.finish()["text"] == "w7"          # the second run touches the end: no token
+
+
+def test_cancel_stops_a_running_decode(fake):
+    session = StreamSession(fake, SR)
+    tokens = fake.tokens
+
+    def cancelling_tokens(samples, cancelled=None):
+        session.cancel()                                # as if another thread pressed stop
+        assert cancelled()
+        raise Cancelled()
+    fake.tokens = cancelling_tokens
+    session.feed(tone(1.0))
+    with pytest.raises(Cancelled):
+        session.partial()
+    fake.tokens = tokens
+    for call in (session.partial, session.finish, lambda: session.feed(tone(0.1))):
+        with pytest.raises(StreamError, match="cancel"):
+            call()
+
+
+def test_feeding_from_another_thread_while_polling(fake):
+    x = utterances([0.5, 0.4, 0.6], [0.3, 0.8], seed=8)
+    session = StreamSession(fake, 48000)
+    x48 = resample(fake.k, x, SR, 48000)
+    done = threading.Event()
+
+    def feeder():
+        for i in range(0, len(x48), 480):
+            session.feed(x48[i:i + 480])
+        done.set()
+    thread = threading.Thread(target=feeder)
+    thread.start()
+    while not done.is_set():
+        session.partial()
+    thread.join()
+    fake.windows.clear()
+    assert transcript(session.finish()) == transcript(run(fake, x48, rate=48000, chunk=4800)[2])
