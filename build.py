@@ -47,7 +47,7 @@ COMMON_SOURCES = ["fv5_grid.c"]
 CFLAGS = ["-O3", "-fPIC", "-std=c11", "-ffp-contract=off", "-fno-fast-math",
           "-Wall", "-Wextra", "-fvisibility=hidden"]
 APT_PACKAGES = {"emcc": "emscripten", "chromium": "chromium", "chromedriver": "chromium-driver",
-                "espeak-ng": "espeak-ng", "node": "nodejs", "npm": "npm"}
+                "espeak-ng": "espeak-ng", "flite": "flite", "node": "nodejs", "npm": "npm"}
 
 
 class BuildError(SystemExit):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from array import array
 
-from .kernels import Kernels, fv5_cols
+from .kernels import Kernels
 from .model_file import ModelFile
 from .timing import section
 
@@ -31,7 +31,7 @@ class Linear:
             lo, hi = tensors[weight + ".lo"], tensors[weight + ".hi"]
             self.O = lo.shape[0]
             packed = tensors[weight + ".fv5t7"]
-            self.K = fv5_cols(packed.shape[1])
+            self.K = model.fv5_cols(weight)
             self.weights = k.prepare_fv5(packed.data, f32(lo), f32(hi), self.O, self.K)
             self._packed, self._lo, self._hi = packed.data, f32(lo), f32(hi)
         else:

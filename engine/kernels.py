@@ -54,16 +54,6 @@ def fv5_block_bytes(K: int) -> int:
     return 16 * (7 * (T // 8) + T % 8)
 
 
-def fv5_cols(block_bytes: int) -> int:
-    """K of a five-value linear from its bytes per 8-row block (the GGUF stores only those)."""
-    K = 8
-    while fv5_block_bytes(K) < block_bytes and K < MAX_DIM:
-        K += 8
-    if fv5_block_bytes(K) != block_bytes:
-        raise KernelError(f"no K gives {block_bytes} bytes per fv5 block")
-    return K
-
-
 def gemm_scratch_bytes(N: int, K: int) -> int:
     """Scratch the GEMM drivers need (kernels/gemm_common.h)."""
     return 64 + 16 * K + 2 * N * K

@@ -44,6 +44,11 @@ def folded_tensors(layer: int) -> list:
     return [p + "weight", p + "bias"]
 
 
+def fv5_columns(d: Dims) -> dict:
+    """{five-value weight name (".weight"): K} of every five-value linear of the layout."""
+    return {name + ".weight": shape[1] for name, kind, shape in records(d) if kind == "five_value"}
+
+
 def gguf_tensors(d: Dims) -> dict:
     """Every tensor the file must hold: {name: (dtype, shape)} (numpy order)."""
     out = {"frontend.window": ("F32", (400,)), "frontend.mel_filterbank": ("F32", (d.n_mels, 257))}
@@ -83,6 +88,11 @@ class ModelFile:
 
     def tensor(self, name: str):
         return self.file.tensors[name]
+
+    def fv5_cols(self, weight: str) -> int:
+        """K of a five-value linear, from the layout: the packed bytes alone are ambiguous
+        (K = 184 and 192 both pack to 448 bytes per block)."""
+        return fv5_columns(self.dims)[weight]
 
     def close(self):
         self.file.close()

@@ -9,15 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 from .fv5 import unpack_b5x3t7
-from .gguf_file import GGUFFile
-from .kernels import fv5_cols
+from .model_file import fv5_columns
 
 
 class DenseWeights:
     """All tensors of a model GGUF as float64 numpy arrays, five-value linears exact."""
 
-    def __init__(self, f: GGUFFile):
-        self.f = f
+    def __init__(self, model):
+        """model: a ModelFile (engine/model_file.py): its GGUF and its layout's K per linear
+        (five-value blocks do not determine K: 184 and 192 pack to the same bytes)."""
+        self.f = model.file
+        self.cols = fv5_columns(model.dims)
 
     def __getitem__(self, name: str) -> np.ndarray:
         t = self.f.tensors
@@ -26,7 +28,7 @@ class DenseWeights:
             hi = np.frombuffer(t[name + ".hi"].data, np.float32).astype(np.float64)
             rows = lo.size
             packed = t[name + ".fv5t7"]
-            cols = fv5_cols(packed.shape[1])
+            cols = self.cols[name]
             codes = unpack_b5x3t7(bytes(packed.data), rows, cols)
             levels = np.stack([-hi, -lo, np.zeros(rows), lo, hi], 1)
             return np.take_along_axis(levels, codes.astype(np.int64), 1)

@@ -74,10 +74,11 @@ def _int_table(rng, name: str, kind: str, shape: list):
     return values, scales
 
 
-def make(size: str, seed: int, out: Path, archive: bool = False, progress=None) -> Path:
-    """Write out/model.fermion and out/config.json (and out/phonon-2-<size>.bps.tar.zst)."""
+def make(size: str, seed: int, out: Path, archive: bool = False, progress=None, dims: Dims | None = None) -> Path:
+    """Write out/model.fermion and out/config.json (and out/phonon-2-<size>.bps.tar.zst);
+    `dims` overrides the size's dimensions (tests of unusual shapes)."""
     import numpy as np
-    dims = SIZES[size]
+    dims = dims or SIZES[size]
     rng = np.random.default_rng(seed)
     out.mkdir(parents=True, exist_ok=True)
     entries = []

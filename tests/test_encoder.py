@@ -45,7 +45,7 @@ def test_float_activations_match_the_reference(scalar, tiny_model, seconds):
     feats, T = features(scalar, tiny_model, seconds)
     y, Tp = Encoder(scalar, tiny_model)(feats, T, float_acts=True)
     assert Tp == -(-T // 8)
-    ref = reference.encoder(reference.DenseWeights(tiny_model.file), tiny_model.dims,
+    ref = reference.encoder(reference.DenseWeights(tiny_model), tiny_model.dims,
                             np.frombuffer(feats, np.float32).reshape(-1, T).astype(np.float64))
     assert rel_l2(np.frombuffer(y, np.float32).reshape(Tp, -1), ref) <= 1e-4
 
@@ -53,7 +53,7 @@ def test_float_activations_match_the_reference(scalar, tiny_model, seconds):
 def test_int8_activations_per_layer_error(scalar, tiny_model):
     feats, T = features(scalar, tiny_model, 2.0)
     ref_layers, layers = {}, {}
-    reference.encoder(reference.DenseWeights(tiny_model.file), tiny_model.dims,
+    reference.encoder(reference.DenseWeights(tiny_model), tiny_model.dims,
                       np.frombuffer(feats, np.float32).reshape(-1, T).astype(np.float64),
                       on_layer=lambda i, v: ref_layers.__setitem__(i, v))
     Encoder(scalar, tiny_model)(feats, T, on_layer=lambda i, v: layers.__setitem__(i, np.frombuffer(v, np.float32).copy()))
@@ -98,7 +98,7 @@ def test_generated_speech_float_path_matches_reference_tokens(tiny_model, text):
     audio = load_audio(engine.k, espeak_wav(text))
     enc, T = engine.encode(audio, float_acts=True)
     feats, Tf = engine.features(audio)
-    w = reference.DenseWeights(tiny_model.file)
+    w = reference.DenseWeights(tiny_model)
     ref_enc = reference.encoder(w, tiny_model.dims, np.frombuffer(feats, np.float32).reshape(-1, Tf).astype(np.float64))
     assert rel_l2(np.frombuffer(enc, np.float32).reshape(T, -1), ref_enc) <= 1e-4
     margins = []
@@ -126,3 +126,23 @@ def test_chunked_subsampling_is_bit_identical(scalar, tiny_model, seconds, float
     b, Tb = chunked(feats, tiny_model.dims.n_mels, T, float_acts)
     assert Ta == Tb == -(-T // 8) and Ta > 3
     assert bytes(a) == bytes(b)
+
+
+def test_five_value_width_comes_from_the_layout(scalar, tmp_path):
+    """K = 40 and 48 pack to the same bytes per block (112), so the engine must take K from
+    the layout, not from the packed size: a d_model-48 model runs and matches the reference."""
+    from dataclasses import replace
+    from engine.kernels import fv5_block_bytes
+    from engine.synth import TINY, make
+    assert fv5_block_bytes(40) == fv5_block_bytes(48)
+    dims = replace(TINY, d_model=48, n_heads=4, ff_dim=96)
+    make("tiny", 3, tmp_path, dims=dims)
+    convert(tmp_path / "model.fermion", read_config(tmp_path / "config.json"), tmp_path / "m.gguf", "n", "t48")
+    model = load(tmp_path / "m.gguf")
+    assert model.fv5_cols("encoder.layers.0.feed_forward1.linear1.weight") == 48
+    feats, T = features(scalar, model, 1.0)
+    y, Tp = Encoder(scalar, model)(feats, T, float_acts=True)
+    ref = reference.encoder(reference.DenseWeights(model), model.dims,
+                            np.frombuffer(feats, np.float32).reshape(-1, T).astype(np.float64))
+    assert rel_l2(np.frombuffer(y, np.float32).reshape(Tp, -1), ref) <= 1e-4
+    model.close()

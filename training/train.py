@@ -1,0 +1,268 @@
+"""Train the small five-value Parakeet-TDT on the generated corpus, on the CPU.
+
+    python3 -m training.corpus --out DATA/train --split train --count 24000 --seed 1 --workers 2
+    python3 -m training.corpus --out DATA/test-clean --split test --count 600 --seed 1 --condition clean
+    python3 -m training.corpus --out DATA/test-noise --split test --count 600 --seed 1 --condition noise10db
+    python3 -m training.train --config training/config.json --data DATA --out RUN [--resume]
+
+Two phases, as the release's five-value retraining: `dense` (plain float linears) then
+`five_value` (every encoder linear quantised to {-hi, -lo, 0, +lo, +hi} per row, lo/hi re-fitted
+to the dense weights at the switch, straight-through gradients). Each epoch logs its loss and
+the held-out WER (greedy TDT decoding in PyTorch) to RUN/log.jsonl; RUN/checkpoint.pt is
+written every `checkpoint_minutes` and at each epoch's end, and --resume continues from it
+(same batches: an epoch's order depends only on the seed and the epoch). The dense model at
+the end of its phase is kept as RUN/dense.pt for the dense-vs-five-value comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.model_layout import Dims
+from training.data import FeatureStore, length_batches, load_manifest, load_tokenizer, train_tokenizer, vocabulary
+from training.model import ParakeetTDT
+from training.tdt import tdt_loss
+
+
+# -- text ---------------------------------------------------------------------------------------
+
+def normalize(text: str) -> list:
+    """Open ASR leaderboard style for our transcripts: lower case, letters/apostrophes only."""
+    out = []
+    for word in text.lower().replace("-", " ").split():
+        w = "".join(ch for ch in word if ch.isalnum() or ch == "'").strip("'")
+        if w:
+            out.append(w)
+    return out
+
+
+def edit_distance(a: list, b: list) -> int:
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[-1]
+
+
+def wer(refs: list, hyps: list) -> float:
+    errors = sum(edit_distance(normalize(r), normalize(h)) for r, h in zip(refs, hyps))
+    words = sum(len(normalize(r)) for r in refs)
+    return errors / max(1, words)
+
+
+def detokenize(pieces: list) -> str:
+    return "".join(p for p in pieces if not (p.startswith("<") and p.endswith(">"))).replace("\u2581", " ").strip()
+
+
+# -- batches -------------------------------------------------------------------------------------
+
+def make_batch(store: FeatureStore, labels: list, idx: list, specaugment: dict | None, rng) -> tuple:
+    """-> features [B, n_mels, T] float32, lengths [B], labels [B, U] (0-padded), label lengths [B]."""
+    feats = [store.features(i) for i in idx]
+    T = max(f.shape[1] for f in feats)
+    x = np.zeros((len(idx), feats[0].shape[0], T), np.float32)
+    for b, f in enumerate(feats):
+        x[b, :, :f.shape[1]] = f
+        if specaugment:
+            spec_augment(x[b, :, :f.shape[1]], specaugment, rng)
+    U = max(1, max(len(labels[i]) for i in idx))
+    y = np.zeros((len(idx), U), np.int64)
+    for b, i in enumerate(idx):
+        y[b, :len(labels[i])] = labels[i]
+    return (torch.from_numpy(x), torch.tensor([f.shape[1] for f in feats]), torch.from_numpy(y),
+            torch.tensor([len(labels[i]) for i in idx]))
+
+
+def spec_augment(x: np.ndarray, cfg: dict, rng):
+    """In place on one utterance's normalised features [n_mels, T]: zero (= the mean) a few
+    mel bands and time stretches."""
+    n_mels, T = x.shape
+    for _ in range(cfg["freq_masks"]):
+        w = int(rng.integers(0, cfg["freq_width"] + 1))
+        f0 = int(rng.integers(0, n_mels - w + 1))
+        x[f0:f0 + w] = 0
+    for _ in range(cfg["time_masks"]):
+        w = int(rng.integers(0, max(1, int(cfg["time_width_frac"] * T)) + 1))
+        t0 = int(rng.integers(0, T - w + 1))
+        x[:, t0:t0 + w] = 0
+
+
+# -- training --------------------------------------------------------------------------------------
+
+class Run:
+    def __init__(self, cfg: dict, data: Path, out: Path):
+        self.cfg, self.out = cfg, out
+        out.mkdir(parents=True, exist_ok=True)
+        torch.manual_seed(cfg["seed"])
+        self.train = FeatureStore.build(data / cfg["data"]["train"])
+        self.train_rows = load_manifest(data / cfg["data"]["train"])
+        self.tests = {name: (FeatureStore.build(data / path), load_manifest(data / path))
+                      for name, path in cfg["data"]["test"].items()}
+        if (out / "tokenizer.model").exists():
+            self.sp = load_tokenizer(out)
+        else:
+            self.sp = train_tokenizer([r["text"] for r in self.train_rows], out, cfg["dims"]["vocab_size"])
+        self.vocabulary = vocabulary(self.sp)
+        self.labels = [self.sp.encode(r["text"]) for r in self.train_rows]
+        self.dims = Dims(**cfg["dims"])
+        self.model = ParakeetTDT(self.dims)
+        self.state = {"phase": "dense", "epoch": 0, "batch": 0, "step": 0}
+        self.optimizer = self.new_optimizer("dense")
+
+    def new_optimizer(self, phase: str):
+        o = self.cfg["optim"][phase]
+        # weight decay on matrices only: decaying lo/hi would shrink the five-value levels
+        # themselves, and norms, biases and BatchNorm are not weights to keep small
+        decay, keep = [], []
+        for name, p in self.model.named_parameters():
+            (decay if p.ndim >= 2 and not name.endswith((".lo", ".hi")) else keep).append(p)
+        return torch.optim.AdamW([{"params": decay, "weight_decay": o["weight_decay"]},
+                                  {"params": keep, "weight_decay": 0.0}], lr=o["lr"], betas=(0.9, 0.98))
+
+    def lr(self, phase: str, step_in_phase: int, steps_in_phase: int) -> float:
+        o = self.cfg["optim"][phase]
+        if step_in_phase < o["warmup_steps"]:
+            return o["lr"] * (step_in_phase + 1) / o["warmup_steps"]
+        progress = (step_in_phase - o["warmup_steps"]) / max(1, steps_in_phase - o["warmup_steps"])
+        return o["lr"] * (o["final_lr_fraction"] + (1 - o["final_lr_fraction"]) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+
+    def batches(self, epoch: int) -> list:
+        b = self.cfg["batch"]
+        return length_batches(self.train.frames, b["max_frames"], b["max_batch"],
+                              np.random.default_rng([self.cfg["seed"], epoch]))
+
+    # checkpoints ------------------------------------------------------------------------------
+    def save(self, name: str = "checkpoint.pt"):
+        tmp = self.out / (name + ".tmp")
+        torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                    "state": dict(self.state), "five_value": self.model.five_value,
+                    "torch_rng": torch.get_rng_state()}, tmp)
+        tmp.rename(self.out / name)
+
+    def load(self, name: str = "checkpoint.pt"):
+        ck = torch.load(self.out / name, weights_only=False)
+        self.model.five_value = ck["five_value"]
+        self.model.load_state_dict(ck["model"])
+        self.state = ck["state"]
+        self.optimizer = self.new_optimizer(self.state["phase"])
+        self.optimizer.load_state_dict(ck["optimizer"])
+        torch.set_rng_state(ck["torch_rng"])
+
+    def log(self, **entry):
+        entry["time"] = round(time.time(), 1)
+        with open(self.out / "log.jsonl", "a") as f:
+            f.write(json.dumps(entry) + "\n")
+        print(json.dumps(entry), file=sys.stderr, flush=True)
+
+    # the loop --------------------------------------------------------------------------------
+    def fit(self):
+        phases = [("dense", self.cfg["epochs"]["dense"]), ("five_value", self.cfg["epochs"]["five_value"])]
+        last_save = time.time()
+        for phase, epochs in phases:
+            if phases.index((phase, epochs)) < [p for p, _ in phases].index(self.state["phase"]):
+                continue
+            if phase == "five_value" and not self.model.five_value:
+                self.save("dense.pt")
+                self.model.init_five_value_levels()
+                self.model.five_value = True
+                self.optimizer = self.new_optimizer(phase)
+                self.state.update(phase=phase, epoch=0, batch=0, step=0)
+            per_epoch = len(self.batches(0))
+            while self.state["epoch"] < epochs:
+                epoch = self.state["epoch"]
+                order = self.batches(epoch + (1000 if phase == "five_value" else 0))
+                rng = np.random.default_rng([self.cfg["seed"], epoch, 7])
+                self.model.train()
+                losses, started = [], time.time()
+                for bi in range(self.state["batch"], len(order)):
+                    lr = self.lr(phase, self.state["step"], per_epoch * epochs)
+                    for g in self.optimizer.param_groups:
+                        g["lr"] = lr
+                    loss = self.train_step(order[bi], rng)
+                    losses.append(loss)
+                    self.state["batch"], self.state["step"] = bi + 1, self.state["step"] + 1
+                    if self.state["step"] % 50 == 0:
+                        self.log(phase=phase, epoch=epoch, step=self.state["step"], batch=bi + 1, of=len(order),
+                                 loss=round(float(np.mean(losses[-50:])), 4), lr=round(lr, 6),
+                                 seconds_per_batch=round((time.time() - started) / len(losses), 3))
+                    if time.time() - last_save > 60 * self.cfg["checkpoint_minutes"]:
+                        self.save()
+                        last_save = time.time()
+                self.state.update(epoch=epoch + 1, batch=0)
+                scores = self.evaluate()
+                self.log(phase=phase, epoch=epoch, loss=round(float(np.mean(losses)) if losses else float("nan"), 4),
+                         epoch_minutes=round((time.time() - started) / 60, 1), **scores)
+                self.save()
+                last_save = time.time()
+        self.save("final.pt")
+
+    def train_step(self, idx: list, rng) -> float:
+        x, xl, y, yl = make_batch(self.train, self.labels, idx, self.cfg["specaugment"], rng)
+        enc, enc_len = self.model.encode(x, xl)
+        pred, _ = self.model.predict(y)
+        logits = self.model.joint(enc, pred)
+        V = self.dims.vocab_size
+        loss = tdt_loss(logits[..., :V + 1], logits[..., V + 1:], y, enc_len, yl,
+                        durations=tuple(range(self.dims.n_durations)), blank_id=V,
+                        sigma=self.cfg["optim"]["sigma"])
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg["optim"]["clip"])
+        self.optimizer.step()
+        return float(loss.detach())
+
+    @torch.no_grad()
+    def transcribe(self, store: FeatureStore, indices: list) -> list:
+        self.model.eval()
+        out = []
+        for i in indices:
+            f = torch.from_numpy(store.features(i).astype(np.float32))[None]
+            enc, enc_len = self.model.encode(f, torch.tensor([f.shape[2]]))
+            hyp = self.model.greedy_decode(enc[0], int(enc_len[0]))
+            out.append(detokenize([self.vocabulary[k] for k, _, _ in hyp]))
+        self.model.train()
+        return out
+
+    def evaluate(self) -> dict:
+        n = self.cfg["eval"]["utterances"]
+        scores = {}
+        for name, (store, rows) in self.tests.items():
+            idx = list(range(min(n, len(rows))))
+            hyps = self.transcribe(store, idx)
+            scores[f"wer_{name}"] = round(wer([rows[i]["text"] for i in idx], hyps), 4)
+        return scores
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m training.train")
+    parser.add_argument("--config", type=Path, default=Path(__file__).with_name("config.json"))
+    parser.add_argument("--data", type=Path, required=True, help="folder with the corpus folders of the config")
+    parser.add_argument("--out", type=Path, required=True, help="run folder (checkpoints, log, tokenizer)")
+    parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    cfg = json.loads(args.config.read_text())
+    run = Run(cfg, args.data, args.out)
+    if args.resume and (args.out / "checkpoint.pt").exists():
+        run.load()
+        run.log(event="resumed", **run.state)
+    else:
+        (args.out / "config.json").write_text(json.dumps(cfg, indent=1))
+        run.log(event="start", parameters=sum(p.numel() for p in run.model.parameters()),
+                train_utterances=len(run.train_rows))
+    run.fit()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
