@@ -1,0 +1,214 @@
+"""Ship a trained run: export -> model.fermion + config.json (the release's format) -> the
+project's GGUF (`python3 -m engine convert phonon2 --verify`) -> measured WER -> model card.
+
+    python3 -m training.release --run RUN --data DATA --out models [--utterances 600]
+
+WER (Open ASR leaderboard normalisation: lower case, no punctuation) on the held-out set
+(unseen voices and sentences), clean and at 10 dB SNR, for:
+  dense      the dense float model at the end of the dense phase (PyTorch, RUN/dense.pt);
+  fv5-torch  the five-value model in PyTorch (float activations);
+  engine     the shipped GGUF through the engine natively (int8 activations, auto tier):
+             what users get, in the browser bit for bit.
+Stream vs batch: long recordings of held-out utterances joined by pauses, through a
+StreamSession at defaults and through one batch transcription per utterance span.
+Results go to OUT/phonon-small.json, the card to OUT/MODEL_CARD.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.model_layout import Dims
+from training.data import Corpus, FeatureStore, load_manifest, load_tokenizer, vocabulary
+from training.export import export, to_gguf
+from training.model import ParakeetTDT
+from training.train import detokenize, wer
+
+MODEL_ID = "phonon-web/phonon-small"
+
+
+def load_model(run: Path, name: str, dims: Dims) -> ParakeetTDT:
+    ck = torch.load(run / name, weights_only=False)
+    model = ParakeetTDT(dims)
+    model.five_value = ck["five_value"]
+    model.load_state_dict(ck["model"])
+    return model.eval()
+
+
+@torch.no_grad()
+def torch_wer(model: ParakeetTDT, vocab: list, store: FeatureStore, rows: list, n: int) -> float:
+    hyps = []
+    for i in range(n):
+        f = torch.from_numpy(store.features(i).astype(np.float32))[None]
+        enc, enc_len = model.encode(f, torch.tensor([f.shape[2]]))
+        hyps.append(detokenize([vocab[k] for k, _, _ in model.greedy_decode(enc[0], int(enc_len[0]))]))
+    return wer([r["text"] for r in rows[:n]], hyps)
+
+
+def engine_wer(gguf: Path, corpus: Corpus, n: int) -> tuple:
+    from engine.transcribe import Engine
+    engine = Engine.open(gguf)
+    hyps, audio, compute = [], 0.0, 0.0
+    for i in range(n):
+        x = corpus.audio(i)
+        started = time.perf_counter()
+        hyps.append(engine.transcribe(x)["text"])
+        compute += time.perf_counter() - started
+        audio += x.size / 16000
+    return wer([r["text"] for r in corpus.rows[:n]], hyps), round(audio / compute, 1), engine.tier
+
+
+def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5) -> dict:
+    """Held-out utterances joined by 0.3-2 s pauses: WER of the stream's final transcript and
+    of batch transcription per utterance span, against the joined references."""
+    from engine.transcribe import Engine
+    from training.corpus import long_recording
+    engine = Engine.open(gguf)
+    refs, stream_hyps, batch_hyps, decodes, compute, audio_s = [], [], [], 0, 0.0, 0.0
+    for r in range(recordings):
+        pauses = [0.3, 1.5, 0.6, 2.0, 0.4, 1.0, 0.8][: 7]
+        x, spans = long_recording(seed + r, len(pauses) + 1, pauses)
+        refs.append(" ".join(t for t, _, _ in spans))
+        session = engine.stream(16000)
+        for i in range(0, x.size, 320):
+            session.feed(x[i:i + 320])
+            session.partial()
+        final = session.finish()
+        stream_hyps.append(final["text"])
+        decodes += final["stats"]["decodes"]
+        compute += final["stats"]["compute_seconds"]
+        audio_s += x.size / 16000
+        batch_hyps.append(" ".join(engine.transcribe(x[int(s * 16000):int(e * 16000)])["text"] for _, s, e in spans))
+    return {"recordings": recordings, "audio_seconds": round(audio_s, 1),
+            "stream_wer": round(wer(refs, stream_hyps), 4), "batch_wer": round(wer(refs, batch_hyps), 4),
+            "stream_decodes": decodes, "stream_compute_per_audio": round(compute / audio_s, 3)}
+
+
+def silence_checks(gguf: Path) -> dict:
+    from engine.transcribe import Engine
+    engine = Engine.open(gguf)
+    rng = np.random.default_rng(0)
+    silence = np.zeros(3 * 16000, np.float32)
+    noise = (1e-3 * rng.standard_normal(3 * 16000)).astype(np.float32)        # -60 dBFS
+    out = {}
+    for name, x in (("silence_3s", silence), ("noise_-60dB_3s", noise)):
+        session = engine.stream(16000)
+        session.feed(x)
+        out[name] = {"batch": engine.transcribe(x)["text"], "stream": session.finish()["text"]}
+    return out
+
+
+def card(results: dict, cfg: dict) -> str:
+    d, w = cfg["dims"], results["wer"]
+    rows = "\n".join(f"| {cond} | {w['dense'][cond]:.2%} | {w['fv5_torch'][cond]:.2%} | {w['engine'][cond]:.2%} |"
+                     for cond in ("clean", "noise10db"))
+    sb = results["stream_vs_batch"]
+    return f"""# phonon-small: a five-value FastConformer-TDT trained on generated speech
+
+The project's default model ({MODEL_ID}): the Phonon-2 architecture family (FastConformer
+encoder with dw_striding x8 subsampling, relative-position attention, TDT decoder with
+durations 0-4) at a small size, every encoder linear five-value per row ({{-hi, -lo, 0, +lo,
++hi}}), trained from scratch on this machine's CPU. It recognises English voice-assistant
+commands and short dictation as spoken by Debian's TTS engines; it is a test and demo model,
+not a general recogniser (it has never heard a human).
+
+- Size: {results['gguf_bytes']:,} bytes (GGUF); {results['parameters']:,} parameters, of which
+  {results['five_value_weights']:,} five-value encoder weights at {results['bits_per_weight']:.3f} bits per weight
+  (fv5-b5x3t7 + float32 lo/hi); int8 tables for the subsampling, prediction net and joint.
+- Dims: d_model {d['d_model']}, {d['n_layers']} layers, {d['n_heads']} heads, ff {d['ff_dim']}, conv kernel
+  {d['conv_kernel']}, subsampling channels {d['sub_channels']}, prediction net {d['pred_layers']} x LSTM {d['pred_hidden']},
+  joint {d['joint_hidden']}, SentencePiece unigram vocabulary of {d['vocab_size']} pieces.
+- Data: `training/corpus.py`, {results['train_utterances']:,} generated utterances (espeak-ng accents and
+  variants, flite kal/kal16/awb) with speed, reverb, noise (5-30 dB SNR), telephone band, gain
+  and silence padding. Held out for testing: whole voices (flite rms and slt, espeak-ng
+  en-gb-scotland and several variants on every accent) and 10% of distinct sentences.
+- Training: `python3 -m training.train --config training/config.json --data DATA --out RUN`
+  ({cfg['epochs']['dense']} dense epochs, then {cfg['epochs']['five_value']} five-value epochs with straight-through
+  gradients); {results['training_hours']:.1f} h on 2 CPU cores.
+- Licence: CC-BY-4.0, like Phonon-2's weights (see NOTICE).
+
+## Word error rate (held-out voices and sentences, {results['test_utterances']} utterances per condition)
+
+Normalised as the Open ASR leaderboard does (lower case, no punctuation).
+`dense`: the float model before five-value training (PyTorch); `five-value torch`: the
+shipped weights with float activations (PyTorch); `engine`: the shipped GGUF through the
+engine (int8 activations), which the browser reproduces bit for bit.
+
+| condition | dense | five-value torch | engine |
+|---|---|---|---|
+{rows}
+
+Streaming ({sb['recordings']} recordings of 8 held-out utterances joined by 0.3-2 s pauses,
+{sb['audio_seconds']} s in all): stream WER {sb['stream_wer']:.2%} vs batch {sb['batch_wer']:.2%} (one batch
+transcription per utterance), {sb['stream_decodes']} decodes, compute {sb['stream_compute_per_audio']} x real time natively.
+
+Silence: {json.dumps(results['silence'])}
+
+Measured by `python3 -m training.release --run RUN --data DATA --out models` ({results['date']}).
+"""
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m training.release")
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=Path("models"))
+    parser.add_argument("--checkpoint", default="final.pt")
+    parser.add_argument("--utterances", type=int, default=600)
+    parser.add_argument("--recordings", type=int, default=6)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(2)
+    cfg = json.loads((args.run / "config.json").read_text())
+    dims = Dims(**cfg["dims"])
+    vocab = vocabulary(load_tokenizer(args.run))
+    model = load_model(args.run, args.checkpoint, dims)
+    staging = args.run / "export"
+    export(model, vocab, staging, MODEL_ID)
+    args.out.mkdir(parents=True, exist_ok=True)
+    gguf = args.out / "phonon-small.gguf"
+    print(to_gguf(staging, gguf, verify=True)[-400:], file=sys.stderr)
+    tests = {cond: (Corpus(args.data / path), FeatureStore.build(args.data / path), load_manifest(args.data / path))
+             for cond, path in cfg["data"]["test"].items()}
+    n = min(args.utterances, *(len(c) for c, _, _ in tests.values()))
+    dense = load_model(args.run, "dense.pt", dims)
+    w = {"dense": {}, "fv5_torch": {}, "engine": {}}
+    speed = {}
+    for cond, (corpus, store, rows) in tests.items():
+        w["dense"][cond] = round(torch_wer(dense, vocab, store, rows, n), 4)
+        w["fv5_torch"][cond] = round(torch_wer(model, vocab, store, rows, n), 4)
+        w["engine"][cond], speed[cond], tier = engine_wer(gguf, corpus, n)
+        print(cond, w["dense"][cond], w["fv5_torch"][cond], w["engine"][cond], file=sys.stderr, flush=True)
+    log = [json.loads(line) for line in (args.run / "log.jsonl").read_text().splitlines()]
+    fv5 = sum(m.weight.numel() for m in model.five_value_modules().values())
+    from engine.model_file import load
+    f = load(gguf)
+    packed = sum(t.count for name, t in f.file.tensors.items() if name.endswith(".fv5t7"))
+    lohi = sum(4 * t.count for name, t in f.file.tensors.items() if name.endswith((".lo", ".hi")) and "encoder.layers" in name)
+    f.close()
+    results = {
+        "model_id": MODEL_ID, "gguf": str(gguf), "gguf_bytes": gguf.stat().st_size,
+        "gguf_sha256": hashlib.sha256(gguf.read_bytes()).hexdigest(),
+        "parameters": sum(p.numel() for n_, p in model.named_parameters() if not n_.endswith((".lo", ".hi"))),
+        "five_value_weights": fv5, "bits_per_weight": 8 * (packed + lohi) / fv5,
+        "train_utterances": next(e["train_utterances"] for e in log if e.get("event") == "start"),
+        "training_hours": (log[-1]["time"] - log[0]["time"]) / 3600,
+        "test_utterances": n, "wer": w, "engine_rtfx": speed, "engine_tier": tier,
+        "stream_vs_batch": stream_vs_batch(gguf, args.recordings),
+        "silence": silence_checks(gguf), "date": time.strftime("%Y-%m-%d"),
+    }
+    (args.out / "phonon-small.json").write_text(json.dumps(results, indent=1) + "\n")
+    (args.out / "MODEL_CARD.md").write_text(card(results, cfg))
+    print(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
