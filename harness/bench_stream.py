@@ -1,0 +1,160 @@
+"""Streaming benchmarks (issue 5).
+
+    python3 -m harness.bench_stream [--json FILE] [--runtimes native,chromium] [--hops 400,800]
+    python3 -m harness.bench_stream --soak [--soak-minutes 60] [--model models/phonon-small.gguf]
+
+Default: the full-size synthetic Phonon-2 (build/bench-models/, as bench_e2e) streams a
+generated recording - held-out TTS utterances joined by 0.3-2 s pauses, then 10 s of quiet -
+in 20 ms chunks through one StreamSession, natively (best tier) and in Chromium (wasm
+simd128), at each hop: compute / audio (1.0 = just keeps up with real time), decodes, the
+longest window, first-partial latency and commit lag. Random weights emit tokens everywhere,
+so this measures the cost of the schedule at its busiest, not accuracy.
+
+--soak: one long session (default 60 minutes of generated speech and pauses) through the
+trained model natively: memory (RSS) and compute per audio second per 5-minute slice must
+stay flat, and every utterance's words must reach the final transcript.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from engine.streaming import stream_samples
+from engine.transcribe import Engine
+
+from .bench_e2e import full_model
+from .runtimes import Chromium
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def recording(seed: int = 3, utterances: int = 8) -> np.ndarray:
+    from training.corpus import long_recording
+    pauses = [0.3, 1.5, 0.6, 2.0, 0.4, 1.0, 0.8, 0.5, 1.2, 0.7][: utterances - 1]
+    x, _ = long_recording(seed, utterances, pauses)
+    return np.concatenate([x, np.zeros(10 * 16000, np.float32)])
+
+
+def summary(runtime: str, tier: str, hop: int, out: dict) -> dict:
+    m = out["metrics"]
+    return {"runtime": runtime, "tier": tier, "hop_ms": hop, "audio_seconds": out["final"]["audio_seconds"],
+            **{k: m[k] for k in ("compute_per_audio", "compute_seconds", "decodes", "skipped_quiet",
+                                 "longest_window_seconds", "first_partial_latency_seconds",
+                                 "commit_lag_p50_seconds", "commit_lag_p95_seconds", "revisions")}}
+
+
+def native(gguf: Path, audio: np.ndarray, hops: list) -> list:
+    engine = Engine.open(gguf)
+    rows = []
+    for hop in hops:
+        out = stream_samples(engine.stream(16000, hop_ms=hop), audio, 320)
+        rows.append(summary("native", engine.tier, hop, out))
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+BROWSER = """
+import json
+from array import array
+from pyodide.http import pyfetch
+import js
+from engine.streaming import stream_samples
+from engine.transcribe import Engine
+response = await pyfetch("/models/{model}")
+data = js.Uint8Array.new(await response.js_response.arrayBuffer())
+model = bytearray(data.length)
+data.assign_to(model)
+del data
+audio = array("f")
+audio.frombytes(await (await pyfetch("/models/stream-audio.f32")).bytes())
+engine = Engine.from_buffer(model, "wasm_simd128")
+out = []
+for hop in {hops}:
+    run = stream_samples(engine.stream(16000, hop_ms=hop), audio, 320)
+    out.append({{"hop": hop, "run": run}})
+json.dumps(out)
+"""
+
+
+def chromium(gguf: Path, audio: np.ndarray, hops: list) -> list:
+    (Chromium.models_dir() / "stream-audio.f32").write_bytes(audio.tobytes())
+    with Chromium(timeout_ms=7_200_000) as browser:
+        rows = json.loads(browser.run_python(BROWSER.format(model=gguf.name, hops=list(hops))))
+    out = [summary("chromium", "wasm_simd128", r["hop"], r["run"]) for r in rows]
+    for row in out:
+        print(json.dumps(row), flush=True)
+    return out
+
+
+def soak(model: Path, minutes: int) -> dict:
+    """One session over `minutes` of speech: per 5-minute slice, RSS and compute/audio."""
+    from training.corpus import long_recording
+    from training.train import normalize
+    engine = Engine.open(model)
+    session = engine.stream(16000)
+    slices, refs, fed, slice_start = [], [], 0, time.perf_counter()
+    compute_before = 0.0
+    block = 0
+    while fed < minutes * 60 * 16000:
+        x, spans = long_recording(100 + block, 8, [0.4, 1.2, 0.6, 2.5, 0.3, 1.0, 0.8])
+        refs += [t for t, _, _ in spans]
+        block += 1
+        for i in range(0, x.size, 320):
+            session.feed(x[i:i + 320])
+            session.partial()
+        fed += x.size
+        if fed // (5 * 60 * 16000) > len(slices):
+            stats = session.stats
+            slices.append({"minutes": round(fed / 16000 / 60, 1),
+                           "rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                           "compute_per_audio": round((stats.compute_seconds - compute_before) / (5 * 60), 3),
+                           "wall_seconds": round(time.perf_counter() - slice_start, 1)})
+            compute_before, slice_start = stats.compute_seconds, time.perf_counter()
+            print(json.dumps(slices[-1]), flush=True)
+    final = session.finish()
+    hyp = normalize(final["text"])
+    missing = [r for r in refs if not _covered(normalize(r), hyp)]
+    return {"minutes": minutes, "utterances": len(refs), "slices": slices, "decodes": final["stats"]["decodes"],
+            "utterances_missing": len(missing), "missing_examples": missing[:5]}
+
+
+def _covered(ref: list, hyp: list) -> bool:
+    """At least half the utterance's words appear, in order, in the transcript."""
+    text = " " + " ".join(hyp) + " "
+    return sum(f" {w} " in text for w in ref) * 2 >= len(ref)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m harness.bench_stream")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--runtimes", default="native,chromium")
+    parser.add_argument("--hops", default="400,800")
+    parser.add_argument("--soak", action="store_true")
+    parser.add_argument("--soak-minutes", type=int, default=60)
+    parser.add_argument("--model", type=Path, default=ROOT / "models" / "phonon-small.gguf")
+    args = parser.parse_args(argv)
+    if args.soak:
+        result = soak(args.model, args.soak_minutes)
+    else:
+        gguf, audio = full_model(), recording()
+        hops = [int(h) for h in args.hops.split(",")]
+        result = []
+        if "native" in args.runtimes:
+            result += native(gguf, audio, hops)
+        if "chromium" in args.runtimes:
+            result += chromium(gguf, audio, hops)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
