@@ -6,9 +6,9 @@
                                                   Phonon-2 release -> GGUF (host: numpy, gguf)
     synth --size tiny|full [--seed N] [--archive] --out DIR
                                                   a synthetic model.fermion + config.json
-    transcribe FILE --model M.gguf [--json] [--tier T] [--raw-rate HZ] [--float-acts]
+    transcribe FILE [--model M.gguf] [--json] [--tier T] [--raw-rate HZ] [--float-acts]
                                                   WAV (any rate/channels) or raw float32 -> text
-    stream FILE --model M.gguf [--json] [--chunk-ms 20] [--realtime] [--tier T] [--raw-rate HZ]
+    stream FILE [--model M.gguf] [--json] [--chunk-ms 20] [--realtime] [--tier T] [--raw-rate HZ]
            [--right-context-ms N] [--hop-ms N] [--max-window-ms N]
                                                   feed FILE as a microphone would: partial and
                                                   committed text as they change, then the final
@@ -45,14 +45,14 @@ def main(argv=None) -> int:
     synth.add_argument("--out", required=True)
     tr = sub.add_parser("transcribe", help="transcribe a WAV file (or raw float32 samples)")
     tr.add_argument("file")
-    tr.add_argument("--model", required=True, help="a model GGUF (python3 -m engine convert ...)")
+    tr.add_argument("--model", default=None, help="a model GGUF (default: the bundled models/phonon-small.gguf)")
     tr.add_argument("--json", action="store_true", help="print text, words, tokens and timing as JSON")
     tr.add_argument("--tier", default="auto")
     tr.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
     tr.add_argument("--float-acts", action="store_true", help="float32 activations in the linears (debug)")
     st = sub.add_parser("stream", help="stream a WAV file through a live session")
     st.add_argument("file")
-    st.add_argument("--model", required=True, help="a model GGUF")
+    st.add_argument("--model", default=None, help="a model GGUF (default: the bundled models/phonon-small.gguf)")
     st.add_argument("--json", action="store_true", help="print events, final transcript and metrics as JSON")
     st.add_argument("--chunk-ms", type=float, default=20.0, help="feed size (default 20 ms)")
     st.add_argument("--realtime", action="store_true", help="feed no faster than the audio plays")
@@ -61,6 +61,8 @@ def main(argv=None) -> int:
     for name, default in (("right-context-ms", 800), ("hop-ms", 400), ("max-window-ms", 12000)):
         st.add_argument(f"--{name}", type=int, default=default, help=f"default {default}")
     args = parser.parse_args(argv)
+    if args.command in ("transcribe", "stream") and args.model is None:
+        args.model = str(default_model())
     if args.command == "transcribe":
         return transcribe_command(args)
     if args.command == "stream":
@@ -95,6 +97,16 @@ def main(argv=None) -> int:
         combined = sweep_digest(table)
         print(f"tier {table['tier']}: {len(table['cases'])} cases, combined sha256 {combined}")
     return 0
+
+
+def default_model():
+    """The bundled trained model (models/phonon-small.gguf beside engine/ in a checkout)."""
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "models" / "phonon-small.gguf"
+    if not path.exists():
+        print(f"no --model given and the bundled model {path} is missing", file=sys.stderr)
+        raise SystemExit(2)
+    return path
 
 
 def transcribe_command(args) -> int:
