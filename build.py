@@ -8,7 +8,10 @@
     python3 build.py test      all of the above as needed, then pytest (native, Node, Chromium)
     python3 build.py bench     GMAC/s of every tier in every runtime, then end-to-end RTFx on
                                the full-size synthetic model (--json FILE, --no-e2e, --e2e-only)
-    python3 build.py demo      set up, build, and run the kernel parity demo
+    python3 build.py site      the static web app in dist/site/ (wheel, Pyodide, model, manifest)
+    python3 build.py serve     serve dist/site on localhost (--port N, --coop-coep)
+    python3 build.py demo      set up, build everything, serve the web app and print its URL
+    python3 build.py parity    kernel sweep and tiny-model transcription, native vs Pyodide/Node
     python3 build.py clean     remove build outputs
 
 Standard library only: it must run on a fresh machine before anything is installed.
@@ -46,6 +49,18 @@ WASM_MODULES = {"scalar": LIB_DIR / "phonon_kernels_scalar.wasm",
 COMMON_SOURCES = ["fv5_grid.c"]
 CFLAGS = ["-O3", "-fPIC", "-std=c11", "-ffp-contract=off", "-fno-fast-math",
           "-Wall", "-Wextra", "-fvisibility=hidden"]
+WEB = ROOT / "web"
+SITE = ROOT / "dist" / "site"
+SITE_TINY = ROOT / "dist" / "site-tiny"
+TRAINED_MODEL = ROOT / "models" / "phonon-small.gguf"
+TINY_MODEL = BUILD / "tiny.gguf"
+TINY_SOURCE = ROOT / "tests" / "data" / "tiny"
+# the site's own files (web/), copied as they are; index.html and sw.js are rendered
+SITE_STATIC = ["app.mjs", "worker.mjs", "pyodide-boot.mjs", "capture-worklet.mjs", "formats.mjs",
+               "style.css", "icon.svg"]
+# what loadPyodide() fetches from its indexURL (pyodide.mjs imports pyodide.asm.mjs)
+PYODIDE_RUNTIME = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
+                   "pyodide-lock.json"]
 APT_PACKAGES = {"emcc": "emscripten", "chromium": "chromium", "chromedriver": "chromium-driver",
                 "espeak-ng": "espeak-ng", "flite": "flite", "node": "nodejs", "npm": "npm"}
 
@@ -317,24 +332,164 @@ def cmd_wheel(args=None):
 
 
 # --------------------------------------------------------------------------------------------
+# the web app
+
+def default_model() -> tuple:
+    """The model the site ships: (path, description). The trained small model when it is in
+    the repo (models/phonon-small.gguf), else the random tiny test model."""
+    if TRAINED_MODEL.exists():
+        return TRAINED_MODEL, {"name": "phonon-small", "test_model": False}
+    return tiny_model(), {"name": "tiny test model (random weights)", "test_model": True}
+
+
+def tiny_model() -> Path:
+    """build/tiny.gguf, converted from the committed container the README's way if missing."""
+    sources = [TINY_SOURCE / "model.fermion", TINY_SOURCE / "config.json"]
+    if newer(TINY_MODEL, sources):
+        setup_venv()
+        BUILD.mkdir(parents=True, exist_ok=True)
+        run([VENV_PY, "-m", "engine", "convert", "phonon2", "--container", sources[0],
+             "--config", sources[1], "--out", TINY_MODEL], cwd=ROOT)
+    return TINY_MODEL
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def render(template: Path, out: Path, context: dict):
+    """jinja2 (in the .venv: this script stays standard library only)."""
+    run([VENV_PY, WEB / "render.py", template, out], input=json.dumps(context), text=True)
+
+
+def site_model(path) -> tuple:
+    """--model for `build.py site`: (path, description)."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise BuildError(f"--model {path}: no such file")
+    tiny = TINY_MODEL.exists() and path == TINY_MODEL.resolve()
+    return path, ({"name": "tiny test model (random weights)", "test_model": True} if tiny
+                  else {"name": path.stem, "test_model": False})
+
+
+def cmd_site(args=None) -> Path:
+    """dist/site/ (or --out DIR): the app (web/), the Pyodide runtime files from the pinned npm
+    package, the engine wheel, the model (default_model(), or --model F), NOTICE and LICENSE,
+    and manifest.json with every file's sha256 and size. Relative URLs only, so it works from
+    any sub-path of any static host. Built in a staging folder and swapped in whole."""
+    setup_venv()
+    wheel = cmd_wheel()
+    pyodide = npm_package_dir("pyodide")
+    model, model_info = site_model(args.model) if getattr(args, "model", None) else default_model()
+    site = Path(args.out).resolve() if getattr(args, "out", None) else SITE
+    stage = site.with_name(site.name + ".partial")
+    if stage.exists():
+        shutil.rmtree(stage)
+    print(f"+ assemble {stage}")
+    copies = {name: WEB / name for name in SITE_STATIC}
+    copies.update({f"pyodide/{name}": pyodide / name for name in PYODIDE_RUNTIME})
+    copies.update({f"wheel/{wheel.name}": wheel, f"models/{model.name}": model,
+                   "NOTICE.txt": ROOT / "NOTICE", "LICENSE.txt": ROOT / "LICENSE"})
+    for rel, src in copies.items():
+        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, stage / rel)
+    files = {}
+
+    def add(rel):
+        files[rel] = {"sha256": sha256_of(stage / rel), "size": (stage / rel).stat().st_size}
+    for rel in copies:
+        add(rel)
+    model_rel = f"models/{model.name}"
+    model_entry = dict(path=model_rel, **files[model_rel], **model_info)
+    context = {"version": project_version(), "pyodide_version": PINS["pyodide"]["version"],
+               "model": model_entry, "wheel": f"wheel/{wheel.name}"}
+    render(WEB / "index.html.j2", stage / "index.html", context)
+    add("index.html")
+    # the build id names the service worker's cache: any change to any file makes a new one
+    listing = "".join(f"{rel} {files[rel]['sha256']}\n" for rel in sorted(files))
+    listing += f"sw.js.j2 {sha256_of(WEB / 'sw.js.j2')}\n"
+    build_id = hashlib.sha256(listing.encode()).hexdigest()[:16]
+    shell = sorted((rel for rel in files if rel != model_rel), key=lambda r: (-files[r]["size"], r))
+    shell_bytes = sum(files[r]["size"] for r in shell)
+    shell.append("manifest.json")                   # written last (it lists sw.js's digest)
+    render(WEB / "sw.js.j2", stage / "sw.js", dict(context, build=build_id, shell=shell, shell_bytes=shell_bytes))
+    add("sw.js")
+    manifest = {"name": "phonon-web", "version": project_version(), "build": build_id,
+                "pyodide": {"version": PINS["pyodide"]["version"], "path": "pyodide/"},
+                "wheel": f"wheel/{wheel.name}", "model": model_entry,
+                "files": {rel: files[rel] for rel in sorted(files)}}
+    (stage / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    if site.exists():
+        shutil.rmtree(site)
+    stage.rename(site)
+    total = sum(f["size"] for f in files.values())
+    print(f"site: {site} ({len(files) + 1} files, {total / 2**20:.1f} MiB; "
+          f"model {model.name} {model_entry['size']:,} bytes; build {build_id})")
+    return site
+
+
+def cmd_serve(args=None):
+    """Serve dist/site on 127.0.0.1 (correct MIME types; --coop-coep adds the headers that make
+    the page cross-origin isolated, so the capture uses a SharedArrayBuffer ring) until Ctrl-C."""
+    sys.path.insert(0, str(ROOT))
+    from harness.server import StaticServer
+    if not (SITE / "index.html").exists():
+        raise BuildError("dist/site is not built: run `python3 build.py site`")
+    port = getattr(args, "port", None) or 8000
+    isolate = bool(getattr(args, "coop_coep", False))
+    try:
+        server = StaticServer({"/": SITE}, port=port, isolate=isolate)
+    except OSError as e:
+        if getattr(args, "port", None):
+            raise BuildError(f"cannot listen on port {port}: {e.strerror}")
+        server = StaticServer({"/": SITE}, port=0, isolate=isolate)   # 8000 taken: any free port
+    print(f"\nphonon-web is served at {server.url}/  (open it in Chromium, Firefox or Safari; "
+          f"{'cross-origin isolated, ' if isolate else ''}Ctrl-C stops)", flush=True)
+    server.serve_forever()
+
+
+def cmd_parity(args):
+    """The kernels' seeded sweep in every native tier and in Pyodide under Node, and the tiny
+    model's transcript natively and in Pyodide (the interim demo before the web app)."""
+    build_all()
+    run([VENV_PY, "-m", "harness.parity_demo"], cwd=ROOT, env=test_env())
+
+
+# --------------------------------------------------------------------------------------------
 # test, bench, demo, clean
 
-def build_all():
+def build_all(site: bool = False):
     cmd_setup()
     cmd_native()
     cmd_wheel()
+    if site:
+        cmd_site()
+
+
+def build_test_sites():
+    """dist/site as shipped, and dist/site-tiny with the tiny test model (whose random weights
+    always emit tokens, so the browser tests can check live text whatever the default model)."""
+    build_all(site=True)
+    cmd_site(argparse.Namespace(model=str(tiny_model()), out=str(SITE_TINY)))
 
 
 def test_env() -> dict:
     return dict(os.environ,
                 PHONON_PYODIDE_DIR=str(npm_package_dir("pyodide")),
                 PHONON_ORT_DIR=str(npm_package_dir("onnxruntime_web")),
-                PHONON_WHEEL=str(wheel_path()))
+                PHONON_WHEEL=str(wheel_path()),
+                PHONON_SITE=str(SITE), PHONON_SITE_TINY=str(SITE_TINY))
 
 
 def cmd_test(args):
-    build_all()
+    build_test_sites()
     extra = list(args.pytest_args or [])
+    if extra[:1] == ["--"]:
+        extra = extra[1:]                   # `build.py test -- -k NAME`: argparse needs the --
     run([VENV_PY, "-m", "pytest", "tests", *extra], cwd=ROOT, env=test_env())
 
 
@@ -360,12 +515,13 @@ def cmd_bench(args):
 
 
 def cmd_demo(args):
-    build_all()
-    run([VENV_PY, "-m", "harness.demo"], cwd=ROOT, env=test_env())
+    """The README's first command: set up what is missing, build, and serve the web app."""
+    build_all(site=True)
+    cmd_serve(args)
 
 
 def cmd_clean(args=None):
-    for path in [BUILD, *LIB_DIR.glob("phonon_kernels*")]:
+    for path in [BUILD, SITE, SITE_TINY, *LIB_DIR.glob("phonon_kernels*")]:
         if path.exists():
             print(f"+ rm -r {path.relative_to(ROOT)}")
             shutil.rmtree(path) if path.is_dir() else path.unlink()
@@ -374,8 +530,16 @@ def cmd_clean(args=None):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="build.py", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("setup", "native", "wasm", "wheel", "demo", "clean"):
+    for name in ("setup", "native", "wasm", "wheel", "parity", "clean"):
         sub.add_parser(name)
+    site = sub.add_parser("site", help="the static web app (dist/site)")
+    site.add_argument("--model", help="the GGUF to ship (default: models/phonon-small.gguf, else the tiny test model)")
+    site.add_argument("--out", help="output folder (default: dist/site)")
+    for name in ("serve", "demo"):
+        serve = sub.add_parser(name, help="serve dist/site on 127.0.0.1" + (" after building it" if name == "demo" else ""))
+        serve.add_argument("--port", type=int, help="default 8000 (any free port if 8000 is taken)")
+        serve.add_argument("--coop-coep", action="store_true",
+                           help="send COOP/COEP headers (cross-origin isolated: SharedArrayBuffer capture ring)")
     test = sub.add_parser("test", help="run the whole test suite")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to pytest")
     bench = sub.add_parser("bench", help="kernel benchmarks in every runtime")

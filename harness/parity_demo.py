@@ -1,4 +1,4 @@
-"""`python3 build.py demo` until the web app lands (issue 6): show the kernels doing the same
+"""`python3 build.py parity` (the interim demo before the web app): show the kernels doing the same
 thing everywhere - the seeded kernel sweep natively (every tier) and in Pyodide under Node
 (both wasm tiers), with one combined digest per tier, and a quick fv5 GEMM speed per tier -
 then transcribe the bundled sample with the tiny model natively and in Pyodide."""
@@ -6,6 +6,7 @@ then transcribe the bundled sample with the tiny model natively and in Pyodide."
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 from engine import kernel_bench, parity
@@ -33,11 +34,13 @@ def transcribe_everywhere():
     from engine.convert import convert, read_config
     from engine.transcribe import Engine
     data = ROOT / "tests" / "data" / "tiny"
-    gguf = ROOT / "build" / "tiny.gguf"
-    convert(data / "model.fermion", read_config(data / "config.json"), gguf, "synthetic", "tiny")
-    engine = Engine.open(gguf)
+    with tempfile.TemporaryDirectory(prefix="phonon-parity-") as tmp:
+        gguf = Path(tmp) / "tiny.gguf"
+        convert(data / "model.fermion", read_config(data / "config.json"), gguf, "synthetic", "tiny")
+        model = gguf.read_bytes()
+        engine = Engine.open(gguf)
     native = engine.transcribe(load_audio(engine.k, SAMPLE.read_bytes()))
-    node = json.loads(run_in_node(NODE_TRANSCRIBE.format(model=base64.b64encode(gguf.read_bytes()).decode(),
+    node = json.loads(run_in_node(NODE_TRANSCRIBE.format(model=base64.b64encode(model).decode(),
                                                          wav=base64.b64encode(SAMPLE.read_bytes()).decode())))
     print(f"\n{SAMPLE.name} with the tiny synthetic model (random weights: the words are nonsense):")
     print(f"  native {engine.tier:13s} {native['text']!r}  RTFx {native['timing']['rtfx']}")
@@ -74,7 +77,7 @@ def main():
     same = len({r[2] for r in rows}) == 1
     print("\nall runtimes and tiers bit-identical" if same else "\nMISMATCH between runtimes")
     same = transcribe_everywhere() and same
-    print("\nThe live demo (microphone -> text in the browser) arrives with the web app.")
+    print("\nThe live demo (microphone -> text in the browser): python3 build.py demo")
     raise SystemExit(0 if same else 1)
 
 

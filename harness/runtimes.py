@@ -55,7 +55,7 @@ class Chromium:
         wheel = env_path("PHONON_WHEEL")
         (wheel.parent / "name.txt").write_text(wheel.name)
         self.server = StaticServer({"/": HERE / "page", "/pyodide/": env_path("PHONON_PYODIDE_DIR"),
-                                    "/wheel/": wheel.parent,
+                                    "/wheel/": wheel.parent, "/web/": HERE.parent / "web",
                                     "/ort/": env_path("PHONON_ORT_DIR") / "dist",
                                     "/models/": self.models_dir()})
         self.timeout_ms = timeout_ms

@@ -1,6 +1,7 @@
-"""A small static file server for the harness (and the site later): URL prefixes mapped to
-directories, correct MIME types for .wasm/.mjs/.whl, no caching, optional COOP/COEP headers.
-Loopback only."""
+"""A small static file server for the harness, the tests and `python3 build.py serve|demo`:
+URL prefixes mapped to directories, correct MIME types for .wasm/.mjs/.whl, no caching,
+optional COOP/COEP headers, a log of the paths requested. Loopback only. Standard library
+only (build.py imports it before anything is installed)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,18 @@ from urllib.parse import unquote, urlsplit
 
 MIME = {".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/javascript",
         ".whl": "application/zip", ".json": "application/json", ".onnx": "application/octet-stream",
-        ".zip": "application/zip"}
+        ".zip": "application/zip", ".gguf": "application/octet-stream", ".svg": "image/svg+xml",
+        ".css": "text/css", ".html": "text/html; charset=utf-8", ".txt": "text/plain; charset=utf-8"}
 
 
 class _Handler(SimpleHTTPRequestHandler):
-    def __init__(self, *args, routes, isolate, **kwargs):
-        self.routes, self.isolate = routes, isolate
+    def __init__(self, *args, routes, isolate, log, **kwargs):
+        self.routes, self.isolate, self.request_log = routes, isolate, log
         super().__init__(*args, **kwargs)
+
+    def send_head(self):
+        self.request_log.append(urlsplit(self.path).path)
+        return super().send_head()
 
     def translate_path(self, path):
         path = unquote(urlsplit(path).path)
@@ -51,7 +57,8 @@ class StaticServer:
 
     def __init__(self, routes: dict, port: int = 0, isolate: bool = False):
         ordered = sorted(((p, Path(d)) for p, d in routes.items()), key=lambda r: -len(r[0]))
-        handler = partial(_Handler, routes=ordered, isolate=isolate)
+        self.log: list[str] = []                 # every path requested (GET and HEAD), in order
+        handler = partial(_Handler, routes=ordered, isolate=isolate, log=self.log)
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -63,3 +70,12 @@ class StaticServer:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def serve_forever(self):
+        """In the foreground until Ctrl-C."""
+        try:
+            self.httpd.serve_forever()
+        except KeyboardInterrupt:
+            print("\nstopped")
+        finally:
+            self.httpd.server_close()

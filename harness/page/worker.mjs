@@ -1,14 +1,15 @@
 // Harness worker: Pyodide (pinned npm build, served under /pyodide/) with the phonon-web wheel
-// (under /wheel/), and ONNX Runtime Web (under /ort/) for the peer benchmark.
-import { loadPyodide } from "/pyodide/pyodide.mjs";
+// (under /wheel/), started by the site's own boot module (/web/), and ONNX Runtime Web (under
+// /ort/) for the peer benchmark.
+import { bootPyodide } from "/web/pyodide-boot.mjs";
 
 const params = new URL(self.location.href).searchParams;
 let pyodide;
 
 async function start() {
   const wheel = await (await fetch("/wheel/name.txt")).text();
-  pyodide = await loadPyodide({ indexURL: new URL("/pyodide/", self.location.href).href });
-  await pyodide.loadPackage(new URL("/wheel/" + wheel.trim(), self.location.href).href);
+  pyodide = await bootPyodide({ indexURL: new URL("/pyodide/", self.location.href).href,
+                                wheelURL: new URL("/wheel/" + wheel.trim(), self.location.href).href });
   postMessage({ kind: "ready" });
 }
 

@@ -1,0 +1,204 @@
+"""Drive the built web app (dist/site) in headless Chromium: shared by tests/test_site.py and
+harness/measure_site.py.
+
+    wav_seconds = speech_wav(path)                    # espeak-ng: sentence, 1 s, sentence, 2 s
+    with SiteBrowser(fake_mic=path) as browser:       # Debian Chromium, fake microphone
+        app = browser.open(url + "?debug=1")          # -> App (page + problems), state "ready"
+        run = app.listen(wav_seconds + 1)             # start, wait, stop -> timeline + result
+        samples, rate = app.captured()                # exactly what the engine was fed
+    native_stream(model, samples, rate)               # `python3 -m engine stream` on them
+
+The page's state is in window.phonon (web/app.mjs): state, timings (ms since navigation),
+result, metrics; with ?debug=1 also every worker message and the captured samples.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+import tempfile
+import wave
+from array import array
+from pathlib import Path
+
+from .runtimes import CHROMIUM, CHROMIUM_FLAGS
+
+ROOT = Path(__file__).resolve().parent.parent
+SENTENCES = ("Turn on the kitchen lights.", "Then play some quiet music in the living room.")
+IDLE = ("ready", "done")
+
+
+def speech_wav(path: Path, rate: int = 48000, float32: bool = False) -> float:
+    """espeak-ng speech as a microphone would hear it: a sentence, 1 s pause, another sentence,
+    2 s of silence; mono at `rate` (16-bit PCM, or 32-bit float). Returns its duration."""
+    from engine.audio import resample
+    from engine.kernels import Kernels
+    pieces, espeak_rate = array("f"), None
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, sentence in enumerate(SENTENCES):
+            out = Path(tmp) / f"{i}.wav"
+            subprocess.run(["espeak-ng", "-w", str(out), sentence], check=True)
+            with wave.open(str(out)) as w:
+                espeak_rate = w.getframerate()
+                pcm = array("h", w.readframes(w.getnframes()))
+            pieces.extend(v / 32768 for v in pcm)
+            pieces.extend([0.0] * (espeak_rate if i == 0 else 2 * espeak_rate))
+    x = resample(Kernels("scalar"), pieces, espeak_rate, rate)
+    with open(path, "wb") as f:
+        write_wav(f, x, rate, float32)
+    return len(x) / rate
+
+
+def write_wav(f, samples, rate: int, float32: bool):
+    import struct
+    if float32:
+        data, tag, bits = array("f", samples).tobytes(), 3, 32
+    else:
+        data = array("h", (max(-32768, min(32767, round(v * 32767))) for v in samples)).tobytes()
+        tag, bits = 1, 16
+    f.write(b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE")
+    f.write(b"fmt " + struct.pack("<IHHIIHH", 16, tag, 1, rate, rate * bits // 8, bits // 8, bits))
+    f.write(b"data" + struct.pack("<I", len(data)) + data)
+
+
+def native(*args) -> dict:
+    """`python3 -m engine ARGS --json` in this Python, parsed."""
+    proc = subprocess.run([sys.executable, "-m", "engine", *map(str, args), "--json"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"python3 -m engine {' '.join(map(str, args))} failed:\n{proc.stderr}")
+    return json.loads(proc.stdout)
+
+
+def native_stream(model: Path, samples: bytes, rate: int) -> dict:
+    """The native streaming session over exactly these float32 samples at `rate`."""
+    with tempfile.NamedTemporaryFile(suffix=".f32") as f:
+        f.write(samples)
+        f.flush()
+        return native("stream", f.name, "--raw-rate", rate, "--model", model)
+
+
+def native_transcribe(model: Path, wav: Path) -> dict:
+    return native("transcribe", wav, "--model", model)
+
+
+class App:
+    """One page of the app, with what went wrong on it (console errors, page errors, failed
+    requests) and every request URL it made."""
+
+    def __init__(self, page):
+        self.page = page
+        self.problems: list[str] = []
+        self.requests: list[str] = []
+        page.on("console", lambda m: m.type == "error" and self.problems.append(f"console: {m.text}"))
+        page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        page.on("requestfailed", lambda r: self.problems.append(
+            f"request failed: {r.url} {r.failure} (page state {self._state_now()})"))
+        page.on("request", lambda r: self.requests.append(r.url))
+
+    def _state_now(self) -> str:
+        try:
+            return self.page.evaluate("window.phonon && window.phonon.state")
+        except Exception as e:                  # noqa: BLE001 - only for the message
+            return f"unknown ({type(e).__name__})"
+
+    def goto(self, url: str, states=IDLE + ("error",), timeout_ms: int = 180_000):
+        self.page.goto(url)
+        return self.wait(states, timeout_ms)
+
+    def reload(self, states=IDLE + ("error",), timeout_ms: int = 180_000):
+        self.page.reload()
+        return self.wait(states, timeout_ms)
+
+    def wait(self, states, timeout_ms: int = 180_000) -> str:
+        self.page.wait_for_function("(states) => states.includes(window.phonon && window.phonon.state)",
+                                    arg=list(states), timeout=timeout_ms)
+        return self.state
+
+    @property
+    def state(self) -> str:
+        return self.page.evaluate("window.phonon.state")
+
+    def phonon(self, expr: str = "window.phonon"):
+        return self.page.evaluate(f"JSON.parse(JSON.stringify({expr}))")
+
+    def alert(self) -> str:
+        return self.page.evaluate("document.getElementById('alert').hidden ? '' : "
+                                  "document.getElementById('alert-text').textContent")
+
+    def listen(self, seconds: float, screenshot=None) -> dict:
+        """Start the microphone, let `seconds` of audio reach the engine (by the page's own
+        clock), stop, wait for the final transcript. screenshot(name) is called at the
+        listening midpoint and after the end."""
+        page = self.page
+        page.click("#mic")
+        self.wait(("listening",) + IDLE, 30_000)
+        assert self.state == "listening", self.alert() or "the microphone did not start"
+        started = page.evaluate("window.phonon.timings.captureStart")
+        if screenshot:
+            page.wait_for_function("(t) => performance.now() > t", arg=started + seconds * 500)
+            screenshot("listening")
+        page.wait_for_function("(t) => performance.now() > t", arg=started + seconds * 1000,
+                               timeout=int(seconds * 1000) + 60_000)
+        page.click("#mic")
+        self.wait(IDLE + ("error",), 120_000)
+        assert self.state == "done", self.alert()
+        if screenshot:
+            page.wait_for_timeout(900)          # the newest words' settle animation
+            screenshot("finished")
+        return self.phonon("({timings: phonon.timings, result: phonon.result, metrics: phonon.metrics, "
+                           "transport: phonon.transport, rate: phonon.sampleRate, heap: phonon.heapBytes, "
+                           "partials: phonon.log.filter(e => e.kind === 'partial')"
+                           ".map(e => ({t: e.t, audio: e.view.audio_seconds, committed: e.view.committed, "
+                           "tentative: e.view.tentative}))})")
+
+    def captured(self) -> tuple:
+        """(float32 bytes, rate): the samples the worker fed to the stream (?debug=1)."""
+        out = self.page.evaluate("window.phonon.debug.captured()")
+        return base64.b64decode(out["base64"]), out["rate"]
+
+    def transcribe_file(self, path: Path, timeout_ms: int = 180_000) -> dict:
+        self.page.evaluate("window.phonon.result = null")
+        self.page.set_input_files("#file", str(path))
+        self.page.wait_for_function("window.phonon.result || window.phonon.state === 'error' || "
+                                    "!document.getElementById('alert').hidden", timeout=timeout_ms)
+        assert self.state == "done", self.alert()
+        return self.phonon("window.phonon.result")
+
+
+class SiteBrowser:
+    """Headless Debian Chromium; with fake_mic, its microphone plays that WAV once."""
+
+    def __init__(self, fake_mic: Path | None = None):
+        self.flags = list(CHROMIUM_FLAGS)
+        if fake_mic:
+            self.flags += ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+                           f"--use-file-for-fake-audio-capture={Path(fake_mic).resolve()}%noloop"]
+
+    def __enter__(self):
+        from playwright.sync_api import sync_playwright
+        self._pw = sync_playwright().start()
+        self.browser = self._pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=self.flags)
+        return self
+
+    def __exit__(self, *exc):
+        self.browser.close()
+        self._pw.stop()
+
+    def context(self, **kwargs):
+        kwargs.setdefault("viewport", {"width": 1200, "height": 820})
+        kwargs.setdefault("accept_downloads", True)
+        return self.browser.new_context(**kwargs)
+
+    def open(self, url: str, context=None, init_script: str | None = None) -> App:
+        context = context or self.context()
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        if init_script:
+            page.add_init_script(init_script)
+        app = App(page)
+        app.goto(url)
+        return app
+

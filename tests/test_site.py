@@ -1,0 +1,293 @@
+"""The web app (dist/site, built by `python3 build.py site`) in headless Chromium.
+
+- served by a plain static server from a sub-path, it reaches "ready" with no console errors
+  and no failed requests, and requests nothing outside its folder;
+- the microphone (Chromium's fake device playing espeak-ng speech) gives partial text while
+  the audio plays, committed text after it, and a final transcript equal to the native
+  `python3 -m engine stream` over exactly the samples the page captured: once as shipped
+  (transferable blocks), once cross-origin isolated (SharedArrayBuffer ring) with the tiny
+  test model, whose random weights always emit tokens;
+- a file gives the native `python3 -m engine transcribe` result in both kernel tiers, and
+  through WebAudio's decodeAudioData too;
+- a second visit takes the model from Cache Storage and works with the network cut;
+- a tampered model is refused with the sha256 message and not cached;
+- a refused microphone, a dead worker and a browser without WebAssembly get clear messages;
+- screenshots of the idle, listening and finished states go to build/artifacts/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import pytest
+
+from conftest import build_artifact
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "build" / "artifacts"
+SUB = "/sub/path/"
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    return build_artifact("PHONON_SITE")
+
+
+@pytest.fixture(scope="module")
+def manifest(site) -> dict:
+    return json.loads((site / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def speech(tmp_path_factory) -> tuple:
+    """(wav path, seconds): 48 kHz 16-bit espeak-ng speech, also the fake microphone."""
+    from harness.site_check import speech_wav
+    path = tmp_path_factory.mktemp("speech") / "speech.wav"
+    return path, speech_wav(path)
+
+
+@pytest.fixture(scope="module")
+def browser(speech):
+    from harness.site_check import SiteBrowser
+    with SiteBrowser(fake_mic=speech[0]) as b:
+        yield b
+
+
+def serve(directory: Path, isolate: bool = False):
+    from harness.server import StaticServer
+    return StaticServer({SUB: directory}, isolate=isolate)
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    with serve(site) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def first_visit(browser, server):
+    """A first visit in a fresh profile: the service worker caches the shell, the engine
+    worker downloads the model. Kept open for the second-visit test."""
+    context = browser.context()
+    app = browser.open(server.url + SUB + "?debug=1", context)
+    yield context, app
+    context.close()
+
+
+def shoot(app, name: str):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    app.page.screenshot(path=str(ARTIFACTS / f"site-{name}.png"))
+
+
+def test_manifest_lists_every_file_with_its_digest(site, manifest):
+    on_disk = {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
+    assert on_disk - {"manifest.json"} == set(manifest["files"])
+    for rel, entry in manifest["files"].items():
+        data = (site / rel).read_bytes()
+        assert (hashlib.sha256(data).hexdigest(), len(data)) == (entry["sha256"], entry["size"]), rel
+    model = manifest["model"]
+    assert manifest["files"][model["path"]]["sha256"] == model["sha256"]
+    html = (site / "index.html").read_text()
+    for absolute in ('src="/', 'href="/', "http://", "https://"):
+        assert absolute not in html, f"index.html has an absolute URL ({absolute})"
+
+
+def test_transcript_formats():
+    """SRT and WebVTT cues (sentence ends, pauses, no overlap), text and JSON (node)."""
+    code = """
+import { toText, toJSON, toSRT, toVTT, timestamp } from "./web/formats.mjs";
+const t = { text: "Hello there. How are you?", audio_seconds: 4.5, words: [
+  { word: "Hello", start: 0.24, end: 0.56 }, { word: "there.", start: 0.56, end: 0.96 },
+  { word: "How", start: 2.4, end: 2.56 }, { word: "are", start: 2.56, end: 2.64 },
+  { word: "you?", start: 2.64, end: 2.64 } ] };
+console.log(JSON.stringify({ text: toText(t), json: JSON.parse(toJSON(t, { tier: "scalar" })),
+  srt: toSRT(t), vtt: toVTT(t), long: timestamp(3723.4567, ",") }));
+"""
+    out = json.loads(subprocess.run(["node", "--input-type=module", "-e", code], cwd=ROOT,
+                                    capture_output=True, text=True, check=True).stdout)
+    assert out["text"] == "Hello there. How are you?\n"
+    assert out["json"]["words"][2] == {"word": "How", "start": 2.4, "end": 2.56}
+    assert out["json"]["tier"] == "scalar" and out["json"]["audio_seconds"] == 4.5
+    assert out["srt"] == ("1\n00:00:00,240 --> 00:00:00,960\nHello there.\n\n"
+                          "2\n00:00:02,400 --> 00:00:02,640\nHow are you?\n")
+    assert out["vtt"] == ("WEBVTT\n\n00:00:00.240 --> 00:00:00.960\nHello there.\n\n"
+                          "00:00:02.400 --> 00:00:02.640\nHow are you?\n")
+    assert out["long"] == "01:02:03,457"
+
+
+def test_loads_from_a_subpath_without_errors(first_visit, server, manifest):
+    _, app = first_visit
+    assert app.state == "ready", app.alert()
+    assert not app.problems, app.problems
+    outside = [u for u in app.requests if not u.startswith(server.url + SUB)]
+    assert not outside, f"requests outside the site's folder: {outside}"
+    info = app.phonon()
+    assert info["serviceWorker"] == "controlled"
+    assert info["ready"]["tier"] == "wasm_relaxed_simd"           # Chromium 156 validates relaxed SIMD
+    assert info["ready"]["modelSource"] == "network"
+    assert server.log.count(SUB + manifest["model"]["path"]) == 1
+    assert app.page.evaluate("document.getElementById('m-tier').textContent") == "wasm_relaxed_simd"
+    shoot(app, "idle")
+
+
+def check_stream(app, run: dict, seconds: float, model: Path, require_text: bool):
+    """The page's live run against the native stream over the samples it captured."""
+    samples, rate = app.captured()
+    assert rate == run["rate"] and len(samples) / 4 / rate >= seconds - 0.5
+    native = native_stream_of(model, samples, rate)
+    final = run["result"]
+    assert run["metrics"]["skipped_lag"] == 0 and run["metrics"]["dropped_samples"] == 0, \
+        "the page fell behind the audio, so its decodes differ from an unhurried native run"
+    assert final["text"] == native["final"]["text"]
+    assert final["tokens"] == native["final"]["tokens"]
+    assert final["words"] == native["final"]["words"]
+    if not native["final"]["text"]:
+        assert not require_text, "the model gave no text for the speech"
+        warnings.warn(f"{model.name} says nothing on this speech: the finals are equal (empty), "
+                      "live text timing was not checked (the tiny-model run checks it)")
+        return
+    start = run["timings"]["captureStart"]
+    first_partial = next(p for p in run["partials"] if p["committed"] or p["tentative"])
+    first_commit = next(p for p in run["partials"] if p["committed"])
+    assert first_partial["t"] - start < seconds * 1000, "no partial text while the audio played"
+    assert first_commit["t"] > first_partial["t"] and first_commit["t"] - start < seconds * 1000 + 1500
+
+
+def native_stream_of(model, samples, rate):
+    from harness.site_check import native_stream
+    return native_stream(model, samples, rate)
+
+
+def test_microphone_matches_native_stream(browser, server, site, manifest, speech):
+    """As shipped (transferable blocks): partial, then committed text, final = native."""
+    app = browser.open(server.url + SUB + "?debug=1")
+    assert app.state == "ready", app.alert()
+    run = app.listen(speech[1] + 1.0, screenshot=lambda name: shoot(app, name))
+    assert run["transport"] == "transfer"
+    page = app.page
+    page.set_viewport_size({"width": 390, "height": 844})
+    shoot(app, "finished-phone")
+    assert not app.problems, app.problems
+    # word times on hover: every word carries a title with its start and end
+    titles = page.evaluate("[...document.querySelectorAll('#committed .w')].map(w => w.title)")
+    assert len(titles) == len(run["result"]["words"])
+    assert all(t.endswith(" s") and "–" in t for t in titles)
+    check_stream(app, run, speech[1], site / manifest["model"]["path"], require_text=False)
+
+
+def test_microphone_shared_ring_matches_native_stream(browser, speech):
+    """Cross-origin isolated (COOP/COEP): the SharedArrayBuffer ring; the tiny test model."""
+    tiny_site = build_artifact("PHONON_SITE_TINY")
+    model = tiny_site / json.loads((tiny_site / "manifest.json").read_text())["model"]["path"]
+    with serve(tiny_site, isolate=True) as isolated:
+        app = browser.open(isolated.url + SUB + "?debug=1")
+        assert app.state == "ready", app.alert()
+        assert app.page.evaluate("crossOriginIsolated")
+        run = app.listen(speech[1] + 1.0)
+        assert run["transport"] == "shared-ring"
+        assert not app.problems, app.problems
+        check_stream(app, run, speech[1], model, require_text=True)
+
+
+@pytest.mark.parametrize("tier", [None, "scalar"])
+def test_file_matches_native_transcribe(browser, server, site, manifest, speech, tier, tmp_path):
+    from harness.site_check import native_transcribe, speech_wav
+    app = browser.open(server.url + SUB + (f"?tier={tier}&debug=1" if tier else "?debug=1"))
+    assert app.state == "ready", app.alert()
+    expected_tier = tier or "wasm_relaxed_simd"
+    assert app.phonon("window.phonon.ready.tier") == expected_tier
+    model = site / manifest["model"]["path"]
+    result = app.transcribe_file(speech[0])
+    native = native_transcribe(model, speech[0])
+    assert result["timing"]["tier"] == expected_tier
+    assert (result["text"], result["tokens"], result["words"]) == (native["text"], native["tokens"], native["words"])
+    if tier is None:
+        # the same audio through WebAudio's decodeAudioData (float WAV at 48 kHz: exact samples)
+        f32 = tmp_path / "speech-f32.wav"
+        speech_wav(f32, float32=True)
+        app.page.evaluate("window.phonon.decodeAllFiles = true")
+        decoded = app.transcribe_file(f32)
+        native = native_transcribe(model, f32)
+        assert (decoded["text"], decoded["tokens"]) == (native["text"], native["tokens"])
+        # exports: the JSON download carries the words with times
+        with app.page.expect_download() as info:
+            app.page.click("[data-format=json]")
+        saved = json.loads(Path(info.value.path()).read_text())
+        assert saved["words"] == native["words"] and saved["tier"] == expected_tier
+        # not audio: a clear message, and the app stays usable
+        junk = tmp_path / "notes.mp3"
+        junk.write_text("not audio")
+        app.page.set_input_files("#file", str(junk))
+        app.page.wait_for_function("!document.getElementById('alert').hidden")
+        assert "not in an audio format this browser can decode" in app.alert()
+        assert app.state == "ready"
+    assert not app.problems, app.problems
+
+
+def test_second_visit_uses_the_cache_and_works_offline(first_visit, server, manifest, speech, site):
+    from harness.site_check import native_transcribe
+    context, app = first_visit
+    model_url = SUB + manifest["model"]["path"]
+    server.log.clear()
+    app.requests.clear()
+    assert app.reload() == "ready", app.alert()
+    assert app.phonon("window.phonon.ready.modelSource") == "cache"
+    assert model_url not in server.log, "the model was downloaded again"
+    assert not [u for u in app.requests if u.endswith(model_url)]
+    assert not [p for p in server.log if not p.endswith("sw.js")], \
+        f"a warm start fetched from the network: {server.log}"
+    context.set_offline(True)
+    try:
+        assert app.reload() == "ready", app.alert()
+        result = app.transcribe_file(speech[0])
+    finally:
+        context.set_offline(False)
+    native = native_transcribe(site / manifest["model"]["path"], speech[0])
+    assert (result["text"], result["tokens"]) == (native["text"], native["tokens"])
+    assert not [p for p in app.problems if "sw.js" not in p], app.problems
+
+
+def test_tampered_model_is_refused(browser, site, manifest, tmp_path):
+    copy = tmp_path / "site"
+    shutil.copytree(site, copy)
+    model = copy / manifest["model"]["path"]
+    data = bytearray(model.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 16] = bytes(b ^ 0x5A for b in data[middle:middle + 16])
+    model.write_bytes(data)                                       # same size, other bytes
+    with serve(copy) as tampered:
+        app = browser.open(tampered.url + SUB)
+        assert app.state == "error"
+        message = app.alert()
+        assert "integrity check (sha256)" in message and manifest["model"]["sha256"] in message, message
+        assert app.phonon("window.phonon.fatal.code") == "model-digest"
+        cached = app.page.evaluate("caches.open('phonon-web-model').then(c => c.keys()).then(k => k.length)")
+        assert cached == 0, "a model that failed its check was left in Cache Storage"
+        assert app.page.evaluate("document.getElementById('mic').disabled")
+
+
+def test_refused_microphone_and_dead_worker(browser, server):
+    refuse = """navigator.mediaDevices.getUserMedia = () =>
+        Promise.reject(new DOMException("Permission denied", "NotAllowedError"));"""
+    app = browser.open(server.url + SUB + "?debug=1&silence_ms=2500", init_script=refuse)
+    assert app.state == "ready", app.alert()
+    app.page.click("#mic")
+    app.page.wait_for_function("!document.getElementById('alert').hidden")
+    assert "Microphone access was refused" in app.alert()
+    assert app.state == "ready"
+    app.page.evaluate("window.phonon.debug.killWorker()")
+    app.wait(("error",), 20_000)
+    assert "The speech engine stopped (it stopped responding)" in app.alert()
+
+
+def test_browser_without_webassembly_is_told(browser, server):
+    app = browser.open(server.url + SUB, init_script="delete window.WebAssembly;")
+    assert app.state == "error"
+    assert "needs WebAssembly" in app.alert()

@@ -1,0 +1,607 @@
+// phonon-web, the page: UI, microphone capture set-up, files, exports, the service worker.
+// The engine runs in a module worker (worker.mjs); microphone audio goes from an AudioWorklet
+// (capture-worklet.mjs) straight to that worker. Nothing here waits on a decode.
+//
+// URL parameters: ?tier=scalar|wasm_simd128|wasm_relaxed_simd forces the kernel tier;
+// ?debug=1 keeps an event log and the captured samples for tests (window.phonon.debug).
+import { toJSON, toSRT, toText, toVTT } from "./formats.mjs";
+
+const params = new URLSearchParams(location.search);
+const DEBUG = params.get("debug") === "1";
+const FORCED_TIER = params.get("tier");
+const BLOCK = 2048;                         // samples per posted block (transferable transport)
+const RING_SECONDS = 30;                    // SharedArrayBuffer ring: audio the worker may lag by
+const HEARTBEAT_MS = 2000;
+// no word from an idle worker for this long: it died (?debug=1&silence_ms=N shortens it for tests)
+const SILENCE_MS = (DEBUG && Number(params.get("silence_ms"))) || 15000;
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  status: $("status-text"), alert: $("alert"), alertText: $("alert-text"), alertAction: $("alert-action"),
+  loader: $("loader"), stage: $("load-stage"), bytes: $("load-bytes"), progress: $("load-progress"),
+  card: $("drop-zone"), transcript: $("transcript"), committed: $("committed"), tentative: $("tentative"),
+  live: $("live"), mic: $("mic"), micLabel: $("mic-label"), open: $("open-file"), file: $("file"),
+  copy: $("copy"), clear: $("clear"), downloads: [...document.querySelectorAll("[data-format]")],
+  audio: $("m-audio"), rtf: $("m-rtf"), lag: $("m-lag"), tier: $("m-tier"),
+};
+
+// What tests and the measuring script read: state, timings (ms since navigation), the last
+// result; with ?debug=1 also every worker message and the captured samples.
+const phonon = window.phonon = { state: "loading", timings: {}, log: [], result: null, metrics: null };
+
+let worker = null, manifest = null, tier = null;
+let mic = null;                             // {stream, context, node, source}
+let transcript = null;                      // {text, words, audio_seconds, source}
+let shownCommitted = 0;                     // committed words already in the DOM
+let lastHeard = 0, quietUntil = 0, heartbeat = 0;
+let onCaptured = null;
+
+// ------------------------------------------------------------------------------------------
+// state and messages
+
+const STATUS = { loading: "Loading the speech engine…", ready: "Ready", starting: "Opening the microphone…",
+                 listening: "Listening", finishing: "Finishing…", transcribing: "Transcribing…", done: "Done",
+                 error: "Stopped" };
+
+function setState(state, text) {
+  phonon.state = state;
+  document.body.dataset.state = state;
+  ui.status.textContent = text || STATUS[state];
+  const idle = state === "ready" || state === "done";
+  ui.mic.disabled = !(idle || state === "listening") || !captureSupport().ok;
+  ui.open.disabled = !idle;
+  const hasText = !!(transcript && transcript.words.length);
+  for (const b of [ui.copy, ...ui.downloads]) b.disabled = !hasText || state === "transcribing";
+  ui.clear.disabled = !hasText || !idle;
+}
+
+function showAlert(text, { info = false, action = null } = {}) {
+  ui.alertText.textContent = text;
+  ui.alert.classList.toggle("info", info);
+  ui.alert.setAttribute("role", info ? "status" : "alert");
+  ui.alert.hidden = false;
+  ui.alertAction.hidden = !action;
+  if (action) {
+    ui.alertAction.textContent = action.label;
+    ui.alertAction.onclick = action.run;
+  }
+}
+
+function hideAlert() { ui.alert.hidden = true; }
+
+function fatal(text) {
+  stopHeartbeat();
+  teardownMic();
+  ui.loader.hidden = true;
+  setState("error");
+  showAlert(text, { action: { label: "Reload", run: () => location.reload() } });
+  for (const b of [ui.mic, ui.open]) b.disabled = true;
+}
+
+const mb = (bytes) => (bytes / 1048576).toFixed(1);
+
+function stage(text, loaded, total) {
+  ui.stage.textContent = text;
+  if (total) {
+    ui.progress.max = total;
+    ui.progress.value = loaded;
+    ui.bytes.textContent = `${mb(loaded)} / ${mb(total)} MB`;
+  } else {
+    ui.progress.removeAttribute("value");      // indeterminate
+    ui.bytes.textContent = "";
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// what this browser can do
+
+function captureSupport() {
+  if (!window.isSecureContext) return { ok: false, why: "The microphone needs a secure page (https:// or localhost). Files can still be transcribed." };
+  if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) return { ok: false, why: "This browser gives no access to a microphone. Files can still be transcribed." };
+  if (!window.AudioContext || !window.AudioWorkletNode) return { ok: false, why: "This browser has no AudioWorklet, which live transcription needs. Files can still be transcribed." };
+  return { ok: true };
+}
+
+// The smallest modules using a SIMD128 instruction and a relaxed-SIMD one (i8x16.popcnt and
+// i8x16.relaxed_swizzle): WebAssembly.validate tells whether the engine's SIMD kernels can run.
+const SIMD128 = Uint8Array.of(0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0,
+                              65, 0, 253, 15, 253, 98, 11);
+const RELAXED = Uint8Array.of(0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 15, 1, 13, 0,
+                              65, 1, 253, 15, 65, 2, 253, 15, 253, 128, 2, 11);
+
+function chooseTier() {
+  if (FORCED_TIER) return FORCED_TIER;
+  if (WebAssembly.validate(RELAXED)) return "wasm_relaxed_simd";
+  if (WebAssembly.validate(SIMD128)) return "wasm_simd128";
+  return "scalar";
+}
+
+// ------------------------------------------------------------------------------------------
+// start-up: service worker (offline shell), then the engine worker
+
+async function main() {
+  if (typeof WebAssembly !== "object" || typeof WebAssembly.validate !== "function" || typeof Worker !== "function") {
+    fatal("This browser cannot run phonon-web: it needs WebAssembly and Web Workers (any current Chrome, Edge, Firefox or Safari).");
+    return;
+  }
+  setState("loading");
+  stage("Starting…");
+  const sw = await serviceWorker();
+  phonon.timings.serviceWorker = performance.now();
+  phonon.serviceWorker = sw;
+  try {
+    const response = await fetch("manifest.json");
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    manifest = await response.json();
+  } catch (e) {
+    fatal(`The app's manifest could not be loaded (${e.message}). Check the connection and reload.`);
+    return;
+  }
+  tier = chooseTier();
+  ui.tier.textContent = tier;
+  try {
+    worker = new Worker(new URL("worker.mjs", import.meta.url), { type: "module" });
+  } catch (e) {
+    fatal(`This browser cannot start module workers, which phonon-web needs (${e.message}). Use a current Chrome, Edge, Firefox or Safari.`);
+    return;
+  }
+  worker.onmessage = onWorkerMessage;
+  worker.onerror = (e) => { e.preventDefault(); died(e.message || "it failed to load"); };
+  worker.onmessageerror = () => died("a message could not be read");
+  worker.postMessage({ kind: "init", manifest, tier, debug: DEBUG });
+  lastHeard = performance.now();
+  quietUntil = lastHeard + 120000;              // start-up has long synchronous steps
+  heartbeat = setInterval(checkHeartbeat, HEARTBEAT_MS);
+}
+
+async function serviceWorker() {
+  if (!("serviceWorker" in navigator) || !window.isSecureContext) return "unsupported";
+  let registration;
+  try {
+    registration = await navigator.serviceWorker.register("sw.js");
+  } catch (e) {
+    console.warn("phonon-web: no offline cache:", e);
+    return "failed";
+  }
+  navigator.serviceWorker.addEventListener("message", ({ data }) => {
+    if (data && data.kind === "sw-progress" && phonon.state === "loading" && !phonon.engineStarted) {
+      stage("Saving the app for offline use", data.loaded, data.total);
+    }
+  });
+  offerUpdates(registration);
+  if (navigator.serviceWorker.controller) return "controlled";
+  const installing = registration.installing || registration.waiting;
+  if (!installing) return "uncontrolled";       // e.g. a hard reload: run from the network
+  // First visit: the shell is fetched once, by the service worker; the engine then loads from
+  // its cache (starting both at once would download the runtime twice).
+  stage("Saving the app for offline use", 0, 1);
+  return new Promise((resolve) => {
+    navigator.serviceWorker.addEventListener("controllerchange", () => resolve("controlled"), { once: true });
+    installing.addEventListener("statechange", () => {
+      if (installing.state === "redundant") resolve("failed");
+    });
+  });
+}
+
+function offerUpdates(registration) {
+  let asked = false;
+  const offer = () => {
+    if (!registration.waiting || !navigator.serviceWorker.controller) return;
+    showAlert("A new version of phonon-web is ready.", { info: true, action: { label: "Reload", run: () => {
+      asked = true;
+      registration.waiting.postMessage({ kind: "skip-waiting" });
+    } } });
+  };
+  navigator.serviceWorker.addEventListener("controllerchange", () => { if (asked) location.reload(); });
+  registration.addEventListener("updatefound", () => {
+    const next = registration.installing;
+    if (next) next.addEventListener("statechange", () => { if (next.state === "installed") offer(); });
+  });
+  offer();
+}
+
+// ------------------------------------------------------------------------------------------
+// the worker
+
+const STAGES = { runtime: "Starting the Python runtime", engine: "Installing the engine",
+                 model: "Loading the model", compile: "Preparing the model" };
+
+function onWorkerMessage({ data }) {
+  lastHeard = performance.now();
+  if (DEBUG && data.kind !== "pong" && data.kind !== "captured") phonon.log.push({ t: lastHeard, ...data });
+  switch (data.kind) {
+    case "stage":
+      phonon.engineStarted = true;
+      phonon.timings[data.stage] = lastHeard;
+      if (data.stage === "compile") quietUntil = lastHeard + 120000;
+      stage(STAGES[data.stage]);
+      break;
+    case "progress":
+      stage(data.source === "cache" ? "Loading the model from this device" : "Downloading the model",
+            data.loaded, data.total);
+      break;
+    case "ready": return onReady(data);
+    case "started": break;
+    case "partial": return showPartial(data.view, data.metrics);
+    case "final": return showFinal(data);
+    case "file-busy":
+      quietUntil = lastHeard + 30000 + 20000 * data.seconds;
+      setState("transcribing", `Transcribing ${data.name} (${data.seconds.toFixed(1)} s of audio)…`);
+      break;
+    case "file-result": return showFileResult(data);
+    case "error":
+      showAlert(data.message);
+      setState(transcript && transcript.words.length ? "done" : "ready");
+      break;
+    case "fatal":
+      phonon.fatal = data;
+      if (data.detail) console.warn(data.detail);
+      return fatal(data.message);
+    case "pong":
+      phonon.heapBytes = data.heapBytes;
+      break;
+    case "captured":
+      if (onCaptured) onCaptured(data.samples);
+      break;
+  }
+}
+
+function onReady(data) {
+  phonon.timings.ready = performance.now();
+  quietUntil = 0;
+  phonon.ready = data;
+  phonon.heapBytes = data.heapBytes;
+  ui.loader.hidden = true;
+  ui.tier.textContent = data.tier + (FORCED_TIER ? " (forced)" : "");
+  setState("ready");
+  const support = captureSupport();
+  if (!support.ok) showAlert(support.why, { info: true });
+  else if (data.cacheNote) showAlert(`Ready, but ${data.cacheNote}.`, { info: true });
+}
+
+function checkHeartbeat() {
+  if (!worker) return;
+  const now = performance.now();
+  if (now - lastHeard > SILENCE_MS && now > quietUntil) return died("it stopped responding");
+  worker.postMessage({ kind: "ping" });
+}
+
+function stopHeartbeat() { clearInterval(heartbeat); }
+
+function died(reason) {
+  if (phonon.state === "error") return;
+  phonon.died = reason;
+  if (worker) worker.terminate();
+  worker = null;
+  fatal(`The speech engine stopped (${reason}). Reload the page to start it again; a transcript on screen is kept until then.`);
+}
+
+// ------------------------------------------------------------------------------------------
+// the transcript
+
+function clearTranscript() {
+  transcript = null;
+  shownCommitted = 0;
+  ui.committed.replaceChildren();
+  ui.tentative.replaceChildren();
+  ui.live.textContent = "";
+  ui.transcript.classList.remove("has-text");
+  for (const el of [ui.audio, ui.rtf, ui.lag]) el.textContent = "–";
+}
+
+function wordSpan(w, fresh) {
+  const span = document.createElement("span");
+  span.className = fresh ? "w fresh" : "w";
+  span.textContent = w.word;
+  span.title = `${w.word}  ${w.start.toFixed(2)}–${w.end.toFixed(2)} s`;
+  return span;
+}
+
+function appendWords(container, words, fresh) {
+  const fragment = document.createDocumentFragment();
+  for (const w of words) {
+    if (container.childNodes.length || fragment.childNodes.length) fragment.append(" ");
+    fragment.append(wordSpan(w, fresh));
+  }
+  container.append(fragment);
+}
+
+// Committed words never change: only new ones are added (and announced); the tentative tail
+// is redrawn each time.
+function renderWords(words, { announce = true } = {}) {
+  const committed = words.filter((w) => w.committed !== false);
+  const tentative = words.filter((w) => w.committed === false);
+  if (committed.length < shownCommitted) { ui.committed.replaceChildren(); shownCommitted = 0; }
+  const fresh = committed.slice(shownCommitted);
+  if (fresh.length) {
+    appendWords(ui.committed, fresh, announce);
+    shownCommitted = committed.length;
+    if (announce) ui.live.textContent = fresh.map((w) => w.word).join(" ");
+  }
+  ui.tentative.replaceChildren();
+  if (tentative.length) {
+    if (committed.length) ui.tentative.append(" ");
+    appendWords(ui.tentative, tentative, false);
+  }
+  ui.transcript.classList.toggle("has-text", words.length > 0);
+  const box = ui.transcript;
+  if (box.scrollHeight - box.scrollTop - box.clientHeight < 80) box.scrollTop = box.scrollHeight;
+}
+
+const seconds = (s) => (s == null ? "–" : `${s.toFixed(1)} s`);
+
+function showPartial(view, metrics) {
+  if (!phonon.timings.firstPartial && view.words.length) phonon.timings.firstPartial = performance.now();
+  if (!phonon.timings.firstCommit && view.committed) phonon.timings.firstCommit = performance.now();
+  transcript = { text: [view.committed, view.tentative].filter(Boolean).join(" "), words: view.words,
+                 audio_seconds: view.audio_seconds, source: "microphone" };
+  renderWords(view.words);
+  phonon.metrics = metrics;
+  ui.audio.textContent = seconds(metrics.audio_seconds);
+  ui.rtf.textContent = metrics.rtf == null ? "–" : metrics.rtf.toFixed(2);
+  ui.lag.textContent = seconds(metrics.commit_lag_p50);
+  if (metrics.dropped_samples) showAlert("Some audio was dropped: this device is not keeping up with live transcription.", { info: true });
+  if (phonon.state === "listening") setState("listening");   // refresh the export buttons
+}
+
+function showFinal({ result, metrics, heapBytes }) {
+  phonon.result = result;
+  phonon.metrics = metrics;
+  phonon.heapBytes = heapBytes;
+  phonon.timings.final = performance.now();
+  transcript = { text: result.text, words: result.words.map((w) => ({ ...w, committed: true })),
+                 audio_seconds: result.audio_seconds, source: "microphone" };
+  renderWords(transcript.words);
+  ui.audio.textContent = seconds(result.audio_seconds);
+  ui.rtf.textContent = metrics.compute_per_audio == null ? "–" : metrics.compute_per_audio.toFixed(2);
+  ui.lag.textContent = seconds(metrics.commit_lag_p50_seconds);
+  setState("done", `Done · ${result.audio_seconds.toFixed(1)} s`);
+}
+
+function showFileResult({ name, result, heapBytes }) {
+  phonon.result = result;
+  phonon.heapBytes = heapBytes;
+  quietUntil = 0;
+  transcript = { text: result.text, words: result.words.map((w) => ({ ...w, committed: true })),
+                 audio_seconds: result.timing.audio_seconds, source: name };
+  clearDom();
+  renderWords(transcript.words, { announce: false });
+  ui.live.textContent = result.text ? `Transcript of ${name}: ${result.text}` : `${name}: no speech found.`;
+  const t = result.timing;
+  ui.audio.textContent = seconds(t.audio_seconds);
+  ui.rtf.textContent = t.audio_seconds ? (t.compute_seconds / t.audio_seconds).toFixed(2) : "–";
+  ui.lag.textContent = "–";
+  setState("done", `Done · ${name}` + (result.text ? "" : " (no speech found)"));
+}
+
+function clearDom() {
+  shownCommitted = 0;
+  ui.committed.replaceChildren();
+  ui.tentative.replaceChildren();
+}
+
+// ------------------------------------------------------------------------------------------
+// the microphone
+
+async function startListening() {
+  const support = captureSupport();
+  if (!support.ok) return showAlert(support.why);
+  hideAlert();
+  setState("starting");
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({
+      audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false, autoGainControl: false },
+    });
+  } catch (e) {
+    setState(transcript && transcript.words.length ? "done" : "ready");
+    return showAlert(micError(e));
+  }
+  try {
+    const context = new AudioContext({ latencyHint: "interactive" });
+    await context.audioWorklet.addModule(new URL("capture-worklet.mjs", import.meta.url));
+    const rate = context.sampleRate;
+    const ring = window.crossOriginIsolated && typeof SharedArrayBuffer === "function"
+      ? new SharedArrayBuffer(16 + 4 * 2 ** Math.ceil(Math.log2(rate * RING_SECONDS))) : null;
+    const node = new AudioWorkletNode(context, "phonon-capture", {
+      numberOfInputs: 1, numberOfOutputs: 1, outputChannelCount: [1],
+      channelCount: 1, channelCountMode: "explicit", channelInterpretation: "speakers",
+      processorOptions: { blockSize: BLOCK, ring },
+    });
+    const channel = new MessageChannel();
+    worker.postMessage({ kind: "start", rate, port: channel.port2, ring }, [channel.port2]);
+    node.port.postMessage({ kind: "connect", port: channel.port1 }, [channel.port1]);
+    const source = context.createMediaStreamSource(stream);
+    source.connect(node).connect(context.destination);    // silent output: keeps the node pulled
+    if (context.state !== "running") await context.resume();
+    mic = { stream, context, node, source };
+    for (const track of stream.getAudioTracks()) track.onended = () => stopListening();
+    clearTranscript();
+    phonon.transport = ring ? "shared-ring" : "transfer";
+    phonon.sampleRate = rate;
+    phonon.timings.captureStart = performance.now();
+    phonon.timings.firstPartial = phonon.timings.firstCommit = undefined;
+    ui.mic.setAttribute("aria-pressed", "true");
+    ui.micLabel.textContent = "Stop";
+    setState("listening");
+  } catch (e) {
+    for (const track of stream.getTracks()) track.stop();
+    setState(transcript && transcript.words.length ? "done" : "ready");
+    showAlert(`Live transcription could not start: ${e.message}`);
+  }
+}
+
+function micError(e) {
+  switch (e.name) {
+    case "NotAllowedError":
+    case "PermissionDeniedError":
+    case "SecurityError":
+      return "Microphone access was refused. Allow the microphone for this site (the icon in the address bar), then press Start listening again. Files can still be transcribed.";
+    case "NotFoundError":
+    case "OverconstrainedError":
+      return "No microphone was found. Connect one and try again, or transcribe a file.";
+    case "NotReadableError":
+    case "AbortError":
+      return "The microphone could not be opened: another application may be using it.";
+    default:
+      return `The microphone could not be started (${e.name}: ${e.message}).`;
+  }
+}
+
+function stopListening() {
+  if (!mic || phonon.state !== "listening") return;
+  setState("finishing");
+  ui.mic.setAttribute("aria-pressed", "false");
+  ui.micLabel.textContent = "Start listening";
+  const { node } = mic;
+  node.port.onmessage = ({ data }) => { if (data.kind === "stopped") teardownMic(); };
+  node.port.postMessage({ kind: "stop" });      // the worklet sends its last block, then "end"
+}
+
+function teardownMic() {
+  if (!mic) return;
+  const { stream, context, node, source } = mic;
+  mic = null;
+  source.disconnect();
+  node.disconnect();
+  for (const track of stream.getTracks()) { track.onended = null; track.stop(); }
+  context.close();
+  ui.mic.setAttribute("aria-pressed", "false");
+  ui.micLabel.textContent = "Start listening";
+}
+
+// ------------------------------------------------------------------------------------------
+// files
+
+const isWav = (bytes) => {
+  const head = new Uint8Array(bytes, 0, Math.min(12, bytes.byteLength));
+  const text = String.fromCharCode(...head);
+  return text.startsWith("RIFF") && text.slice(8, 12) === "WAVE";
+};
+
+async function transcribeFile(file) {
+  if (!worker || !(phonon.state === "ready" || phonon.state === "done")) return;
+  hideAlert();
+  clearTranscript();
+  setState("transcribing", `Reading ${file.name}…`);
+  const bytes = await file.arrayBuffer();
+  if (isWav(bytes) && !phonon.decodeAllFiles) {
+    // WAV goes to the engine as it is: its own parser and resampler, as natively (tests set
+    // phonon.decodeAllFiles to send WAV through decodeAudioData too)
+    worker.postMessage({ kind: "file", name: file.name, wav: bytes }, [bytes]);
+    return;
+  }
+  // other formats: WebAudio decodes them (at 48 kHz, the rate of most compressed audio)
+  let audio;
+  try {
+    audio = await new OfflineAudioContext(1, 1, 48000).decodeAudioData(bytes);
+  } catch {
+    setState("ready");
+    return showAlert(`${file.name} is not in an audio format this browser can decode. WAV, MP3, M4A/AAC, Ogg, Opus, FLAC and WebM usually work.`);
+  }
+  // interleaved channels at the decoded rate: the engine down-mixes and resamples
+  const channels = audio.numberOfChannels, n = audio.length;
+  const pcm = new Float32Array(n * channels);
+  for (let c = 0; c < channels; c++) {
+    const x = audio.getChannelData(c);
+    for (let i = 0; i < n; i++) pcm[i * channels + c] = x[i];
+  }
+  worker.postMessage({ kind: "file", name: file.name, pcm, rate: audio.sampleRate, channels }, [pcm.buffer]);
+}
+
+// ------------------------------------------------------------------------------------------
+// exports
+
+const FORMATS = {
+  txt: [toText, "text/plain"],
+  json: [(t) => toJSON(t, { model: manifest.model.name, model_sha256: manifest.model.sha256,
+                            tier: phonon.ready && phonon.ready.tier, source: t.source }), "application/json"],
+  srt: [toSRT, "application/x-subrip"],
+  vtt: [toVTT, "text/vtt"],
+};
+
+function finalWords() {
+  return { ...transcript, words: transcript.words.map(({ word, start, end }) => ({ word, start, end })) };
+}
+
+function download(format) {
+  if (!transcript) return;
+  const [render, type] = FORMATS[format];
+  const base = transcript.source === "microphone"
+    ? `transcript-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-")}`
+    : transcript.source.replace(/\.[^.]+$/, "");
+  const url = URL.createObjectURL(new Blob([render(finalWords())], { type: `${type};charset=utf-8` }));
+  const a = Object.assign(document.createElement("a"), { href: url, download: `${base}.${format}` });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+async function copy() {
+  if (!transcript) return;
+  try {
+    await navigator.clipboard.writeText(transcript.text);
+    flash(ui.copy, "Copied");
+  } catch {
+    showAlert("The browser did not allow copying: select the text and copy it instead.", { info: true });
+  }
+}
+
+function flash(button, text) {
+  const old = button.textContent;
+  button.textContent = text;
+  setTimeout(() => { button.textContent = old; }, 1500);
+}
+
+// ------------------------------------------------------------------------------------------
+// wiring
+
+ui.mic.addEventListener("click", () => (phonon.state === "listening" ? stopListening() : startListening()));
+ui.open.addEventListener("click", () => ui.file.click());
+ui.file.addEventListener("change", () => {
+  const [file] = ui.file.files;
+  ui.file.value = "";
+  if (file) transcribeFile(file);
+});
+ui.copy.addEventListener("click", copy);
+ui.clear.addEventListener("click", () => { clearTranscript(); hideAlert(); setState("ready"); });
+for (const b of ui.downloads) b.addEventListener("click", () => download(b.dataset.format));
+
+let dragDepth = 0;
+const hasFiles = (e) => e.dataTransfer && [...e.dataTransfer.types].includes("Files");
+window.addEventListener("dragenter", (e) => {
+  if (!hasFiles(e)) return;
+  e.preventDefault();
+  if (++dragDepth === 1 && !ui.open.disabled) ui.card.classList.add("dragging");
+});
+window.addEventListener("dragleave", () => { if (--dragDepth <= 0) { dragDepth = 0; ui.card.classList.remove("dragging"); } });
+window.addEventListener("dragover", (e) => { if (hasFiles(e)) e.preventDefault(); });
+window.addEventListener("drop", (e) => {
+  if (!hasFiles(e)) return;
+  e.preventDefault();
+  dragDepth = 0;
+  ui.card.classList.remove("dragging");
+  const [file] = e.dataTransfer.files;
+  if (file && !ui.open.disabled) transcribeFile(file);
+});
+
+if (DEBUG) {
+  phonon.debug = {
+    // the samples the worker fed to the stream, as base64 float32 at phonon.sampleRate
+    captured: () => new Promise((resolve) => {
+      onCaptured = (samples) => {
+        const bytes = new Uint8Array(samples.buffer);
+        let text = "";
+        for (let i = 0; i < bytes.length; i += 32768) text += String.fromCharCode(...bytes.subarray(i, i + 32768));
+        resolve({ rate: phonon.sampleRate, base64: btoa(text) });
+      };
+      worker.postMessage({ kind: "captured" });
+    }),
+    killWorker: () => { worker.terminate(); worker.onmessage = null; },
+  };
+}
+
+const unsupported = captureSupport();
+if (!unsupported.ok) ui.mic.title = unsupported.why;
+main();

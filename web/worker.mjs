@@ -1,0 +1,355 @@
+// The engine worker: Pyodide + the phonon-web engine, the model, live streams and files.
+// Everything slow happens here; the page only posts messages and never waits on a decode.
+//
+// page -> worker   {kind: "init", manifest, tier, debug}    boot, fetch/verify/cache the model
+//                  {kind: "start", rate, port, ring}         open a stream; audio arrives on port
+//                  {kind: "file", name, wav} | {kind: "file", name, pcm, rate, channels}
+//                  {kind: "ping"}                            heartbeat
+//                  {kind: "captured"}                        (debug) the samples fed so far
+// port (worklet)   {kind: "audio", samples} ... {kind: "end"}   (with a ring: only "end")
+// worker -> page   stage, progress, ready, started, partial, final, file-busy, file-result,
+//                  pong, error (recoverable), fatal (the worker cannot go on)
+import { bootPyodide } from "./pyodide-boot.mjs";
+
+const MODEL_CACHE = "phonon-web-model";
+const TICK_MS = 150;                        // partial() cadence while listening (wall time)
+
+// The Python side: thin glue over engine.transcribe.Engine and engine.streaming.
+const GLUE = `
+import json, time
+from array import array
+from engine.audio import AudioError, load_audio, resample
+from engine.streaming import StreamError, stream_metrics
+from engine.transcribe import Engine
+
+
+class WebApp:
+    def __init__(self):
+        self.engine = self.model = self.session = None
+
+    def load(self, model, tier):
+        self.model = model                  # the engine reads its tensors from these bytes
+        self.engine = Engine.from_buffer(model, tier)
+        return self.engine.tier
+
+    def start(self, rate):
+        self.session = self.engine.stream(int(rate))
+        self.events, self.last = [], ("", "")
+
+    def feed(self, samples):
+        self.session.feed(samples.to_memoryview())
+
+    def partial(self):
+        view = self.session.partial()
+        if (view["committed"], view["tentative"]) != self.last:
+            self.last = (view["committed"], view["tentative"])
+            self.events.append({"audio_seconds": view["audio_seconds"], "committed": self.last[0],
+                                "tentative": self.last[1]})
+        return json.dumps({"view": view, "metrics": self.live_metrics()})
+
+    def live_metrics(self):
+        stats, audio = self.session.stats, self.session.audio_seconds
+        lags = sorted(stats.commit_lags)
+        return {"audio_seconds": round(audio, 3), "compute_seconds": round(stats.compute_seconds, 3),
+                "rtf": round(stats.compute_seconds / audio, 3) if audio else None,
+                "decodes": stats.decodes, "skipped_lag": stats.skipped_lag,
+                "commit_lag_last": round(stats.commit_lags[-1] / 16000, 2) if lags else None,
+                "commit_lag_p50": round(lags[len(lags) // 2] / 16000, 2) if lags else None}
+
+    def finish(self):
+        final = self.session.finish()
+        metrics = stream_metrics(self.events, final, self.session.stats)
+        self.session = None
+        return json.dumps({"result": final, "metrics": metrics})
+
+    def prepare_wav(self, data):
+        self.pending = load_audio(self.engine.k, data.to_bytes())
+        return len(self.pending) / 16000
+
+    def prepare_pcm(self, data, rate, channels):
+        mono = self.engine.k.pcm_to_mono(data.to_bytes(), "f32", int(channels))
+        self.pending = resample(self.engine.k, mono, int(rate))
+        return len(self.pending) / 16000
+
+    def transcribe_pending(self):
+        samples, self.pending = self.pending, None
+        return json.dumps(self.engine.transcribe(samples))
+
+
+app = WebApp()
+`;
+
+let pyodide, app, debug = false;
+let stream = null;                          // the open live stream
+let captured = [];                          // (debug) every block fed, in order
+
+const post = (message, transfer = []) => self.postMessage(message, transfer);
+
+class Fatal extends Error {
+  constructor(code, message) { super(message); this.code = code; }
+}
+
+// ------------------------------------------------------------------------------------------
+// boot: runtime, engine wheel, model
+
+async function init({ manifest, tier, debug: debugMode }) {
+  debug = !!debugMode;
+  const base = new URL("./", self.location.href);
+  const t = { start: performance.now() };
+  try {
+    pyodide = await bootPyodide({
+      indexURL: new URL(manifest.pyodide.path, base).href,
+      wheelURL: new URL(manifest.wheel, base).href,
+      onStage: (stage) => { t[stage] = performance.now(); post({ kind: "stage", stage }); },
+    });
+  } catch (e) {
+    throw new Fatal("boot", `The speech engine could not start: ${lastLine(e)}`);
+  }
+  pyodide.runPython(GLUE);
+  app = pyodide.globals.get("app");
+  t.model = performance.now();
+  post({ kind: "stage", stage: "model" });
+  const model = await loadModel(manifest.model, base);
+  t.compile = performance.now();
+  post({ kind: "stage", stage: "compile" });
+  let usedTier;
+  try {
+    usedTier = app.load(model.buffer, tier);
+  } catch (e) {
+    throw new Fatal("engine", `The engine could not open the model with the ${tier} kernels: ${lastLine(e)}`);
+  } finally {
+    model.buffer.destroy();                 // the Python object lives on in app.model
+  }
+  t.ready = performance.now();
+  post({
+    kind: "ready", tier: usedTier, modelSource: model.source, cacheNote: model.cacheNote,
+    heapBytes: heapBytes(),
+    timings: { runtime: t.engine - t.start, engine: t.model - t.engine, model: t.compile - t.model,
+               compile: t.ready - t.compile, total: t.ready - t.start },
+  });
+}
+
+// The model: from Cache Storage, else downloaded once (XMLHttpRequest with a Blob response:
+// byte progress, and the bytes stay in the browser's blob store, which pages large blobs to
+// disk, instead of a second full copy in this worker's heap), checked against the manifest's
+// size and sha256 in the Pyodide heap, and only then cached for the next visit. Into the
+// heap it goes in 8 MiB slices, into a bytearray allocated once at the manifest's size: the
+// one full copy the engine reads its tensors from.
+//
+// (A streamed fetch() body would do the same, but Chromium then intermittently reports the
+// finished request as cancelled, net::ERR_ABORTED, in about 1 load of 7 here.)
+const SLICE = 8 << 20;
+
+async function loadModel(entry, base) {
+  const url = new URL(entry.path, base).href;
+  const key = `${url}?sha256=${entry.sha256}`;
+  let cache = null;
+  try {
+    cache = await caches.open(MODEL_CACHE);
+  } catch { /* no Cache Storage (insecure context, some private modes): download every time */ }
+  const cached = cache ? await cache.match(key) : undefined;
+  const source = cached ? "cache" : "network";
+  const progress = (loaded) => post({ kind: "progress", loaded, total: entry.size, source });
+  const blob = cached ? await cached.blob() : await download(url, entry, progress);
+  if (blob.size !== entry.size) {
+    if (cached) await cache.delete(key);
+    throw integrity(`it has ${blob.size.toLocaleString("en")} bytes, the manifest lists ${entry.size.toLocaleString("en")}`);
+  }
+  pyodide.runPython(`model_buffer = bytearray(${entry.size})`);
+  const buffer = pyodide.globals.get("model_buffer");
+  pyodide.runPython("del model_buffer");
+  let view = buffer.getBuffer("u8");
+  try {
+    for (let at = 0; at < entry.size; at += SLICE) {
+      const part = new Uint8Array(await blob.slice(at, at + SLICE).arrayBuffer());
+      if (view.data.byteLength === 0) { view.release(); view = buffer.getBuffer("u8"); }   // heap grew
+      view.data.set(part, at);
+      if (cached) progress(at + part.length);
+    }
+    if (view.data.byteLength === 0) { view.release(); view = buffer.getBuffer("u8"); }
+    const digest = await sha256(view.data, buffer);
+    if (digest !== entry.sha256) throw integrity(`its sha256 is ${digest}, the manifest lists ${entry.sha256}`);
+  } catch (e) {
+    view.release();
+    buffer.destroy();
+    if (cached) await cache.delete(key);
+    throw e;
+  }
+  view.release();
+  let cacheNote = null;
+  if (cache && !cached) {
+    try {
+      await cache.put(key, new Response(blob, { headers: { "content-type": "application/octet-stream" } }));
+      // older models (other digests) are not needed any more
+      for (const request of await cache.keys()) if (request.url !== key) await cache.delete(request);
+    } catch (e) {
+      cacheNote = `the model could not be saved for the next visit (${e.name}: ${e.message})`;
+    }
+  }
+  return { buffer, source, cacheNote };
+}
+
+function download(url, entry, progress) {
+  return new Promise((resolve, reject) => {
+    const failed = (why) => reject(new Fatal("model-fetch",
+      `The model could not be downloaded (${entry.path}: ${why}). Check the connection and reload.`));
+    const xhr = new XMLHttpRequest();
+    xhr.open("GET", url);
+    xhr.responseType = "blob";
+    let last = 0;
+    xhr.onprogress = (e) => {
+      const now = performance.now();
+      if (now - last > 50) { last = now; progress(e.loaded); }
+    };
+    xhr.onload = () => {
+      if (xhr.status !== 200) return failed(`HTTP ${xhr.status}`);
+      progress(xhr.response.size);
+      resolve(xhr.response);
+    };
+    xhr.onerror = () => failed("network error");
+    xhr.onabort = () => failed("aborted");
+    progress(0);
+    xhr.send();
+  });
+}
+
+function integrity(detail) {
+  return new Fatal("model-digest", `The model file failed its integrity check (sha256): ${detail}. It was not used. Reload to download it again; if this persists, the site's files are damaged or were changed.`);
+}
+
+async function sha256(bytes, pyBuffer) {
+  if (self.crypto && crypto.subtle) {
+    return hex(await crypto.subtle.digest("SHA-256", bytes));
+  }
+  // No SubtleCrypto outside a secure context: hashlib, on the bytes in place.
+  const hashlib = pyodide.pyimport("hashlib");
+  return hashlib.sha256(pyBuffer).hexdigest();
+}
+
+const hex = (digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+
+function heapBytes() {
+  try { return pyodide._module.HEAPU8.length; } catch { return null; }
+}
+
+function lastLine(e) {
+  const text = String(e && e.message || e).trim().split("\n");
+  return text[text.length - 1];
+}
+
+// ------------------------------------------------------------------------------------------
+// live stream
+
+function startStream({ rate, port, ring }) {
+  if (stream) throw new Fatal("state", "a stream is already open");
+  app.start(rate);
+  captured = [];
+  stream = { rate, port, ring: ring ? openRing(ring) : null, timer: null, started: performance.now() };
+  port.onmessage = ({ data }) => guard(() => {
+    if (!stream) return;
+    if (data.kind === "audio") feed(data.samples);
+    else if (data.kind === "end") endStream();
+  });
+  stream.timer = setTimeout(tick, TICK_MS);
+  post({ kind: "started", rate });
+}
+
+function feed(samples) {
+  if (debug) captured.push(samples);
+  app.feed(samples);
+}
+
+function openRing(sab) {
+  return { header: new Int32Array(sab, 0, 4), data: new Float32Array(sab, 16) };
+}
+
+// Single producer (the worklet) and single consumer (here); positions are sample counts
+// modulo 2^32 in header[0] (written) and header[1] (read); header[2] counts dropped samples.
+function drainRing() {
+  const { header, data } = stream.ring;
+  const cap = data.length;
+  const w = Atomics.load(header, 0) >>> 0;
+  let r = Atomics.load(header, 1) >>> 0;
+  let n = (w - r) >>> 0;
+  while (n > 0) {
+    const at = r % cap;
+    const len = Math.min(n, cap - at);
+    feed(data.slice(at, at + len));         // a copy: the worklet reuses the ring
+    r = (r + len) >>> 0;
+    n -= len;
+  }
+  Atomics.store(header, 1, r | 0);
+}
+
+function tick() {
+  if (!stream) return;
+  guard(() => {
+    if (stream.ring) drainRing();
+    const { view, metrics } = JSON.parse(app.partial());
+    if (stream.ring) metrics.dropped_samples = Atomics.load(stream.ring.header, 2);
+    post({ kind: "partial", view, metrics });
+  });
+  if (stream) stream.timer = setTimeout(tick, TICK_MS);   // after the decode: never overlapping
+}
+
+function endStream() {
+  clearTimeout(stream.timer);
+  if (stream.ring) drainRing();
+  const dropped = stream.ring ? Atomics.load(stream.ring.header, 2) : 0;
+  stream.port.close();
+  stream = null;
+  const { result, metrics } = JSON.parse(app.finish());
+  metrics.dropped_samples = dropped;
+  post({ kind: "final", result, metrics, heapBytes: heapBytes() });
+}
+
+// ------------------------------------------------------------------------------------------
+// files
+
+async function transcribeFile(data) {
+  let seconds;
+  try {
+    seconds = data.wav ? app.prepare_wav(new Uint8Array(data.wav))
+                       : app.prepare_pcm(data.pcm, data.rate, data.channels);
+  } catch (e) {
+    post({ kind: "error", code: "file", message: `${data.name} could not be read: ${lastLine(e)}` });
+    return;
+  }
+  post({ kind: "file-busy", name: data.name, seconds });
+  await new Promise((resolve) => setTimeout(resolve, 0));    // let that message go first
+  const result = JSON.parse(app.transcribe_pending());
+  post({ kind: "file-result", name: data.name, result, heapBytes: heapBytes() });
+}
+
+// ------------------------------------------------------------------------------------------
+
+function guard(fn) {
+  try {
+    const out = fn();
+    if (out && out.catch) out.catch(fail);
+  } catch (e) {
+    fail(e);
+  }
+}
+
+function fail(e) {
+  if (e instanceof Fatal) post({ kind: "fatal", code: e.code, message: e.message });
+  else post({ kind: "fatal", code: "engine", message: `The engine failed: ${lastLine(e)}`, detail: String(e && e.stack || e) });
+}
+
+self.onmessage = ({ data }) => guard(async () => {
+  switch (data.kind) {
+    case "init": return init(data);
+    case "ping": return post({ kind: "pong", heapBytes: pyodide ? heapBytes() : null });
+    case "start": return startStream(data);
+    case "file": return transcribeFile(data);
+    case "captured": {
+      const n = captured.reduce((s, c) => s + c.length, 0);
+      const all = new Float32Array(n);
+      let at = 0;
+      for (const c of captured) { all.set(c, at); at += c.length; }
+      return post({ kind: "captured", samples: all }, [all.buffer]);
+    }
+    default: throw new Error(`unknown request ${data.kind}`);
+  }
+});
