@@ -176,7 +176,7 @@ class StreamStats:
     compute_seconds: float = 0.0
     revisions: int = 0              # decodes whose text did not extend the previous text
     longest_window: int = 0         # samples
-    commit_lags: list = field(default_factory=list)   # samples from a word's end to its commit
+    commit_lags: list = field(default_factory=list)   # samples from a word's end to its live commit
 
     def as_dict(self) -> dict:
         return {"decodes": self.decodes, "skipped_quiet": self.skipped_quiet, "skipped_lag": self.skipped_lag,
@@ -245,7 +245,7 @@ class StreamSession:
                 if p > self._last_decode:
                     self._fit_window(p)
                 words = self._decode(p) if p > self._last_decode else self._tentative
-                self._commit_words(words, p)
+                self._commit_words(words, p, measure=False)   # closing the stream, not a live commit
                 self._tentative = []
             self._state = "finished"
             self._final = self._result()
@@ -391,10 +391,11 @@ class StreamSession:
             self.stats.revisions += 1
         self._shown = shown
 
-    def _commit_words(self, words: list, p: int):
+    def _commit_words(self, words: list, p: int, measure: bool = True):
         for w in words:
             self._committed.append(w)
-            self.stats.commit_lags.append(p - w.end)
+            if measure:
+                self.stats.commit_lags.append(p - w.end)
 
     def _quiet(self, a: int, b: int) -> bool:
         """Every 20 ms block of [a, b) has mean square below the threshold (float64 sums in

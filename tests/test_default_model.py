@@ -124,3 +124,21 @@ def test_heldout_transcripts_identical_in_chromium(engine, heldout):
     for tier, tokens in got.items():
         assert tokens == native, tier
     assert not problems, problems
+
+
+def test_quiet_tail_skips_decodes(engine, heldout):
+    """Seed 001's case: speech then a long quiet tail (-60 dB noise): rule 5 skips the decodes
+    over it (the seed: 32 decodes -> 22) and the text does not change."""
+    speech = np.concatenate([x for _, x in heldout[:3]])
+    rng = np.random.default_rng(1)
+    x = np.concatenate([speech, np.zeros(40 * 16000, np.float32)])
+    x = x + (1e-3 * rng.standard_normal(x.size)).astype(np.float32)
+    runs = {}
+    for name, cfg in (("skip", {}), ("always", {"quiet_dbfs": -120})):
+        stream = engine.stream(16000, **cfg)
+        for i in range(0, x.size, 1600):
+            stream.feed(x[i:i + 1600])
+            stream.partial()
+        runs[name] = stream.finish()
+    assert runs["skip"]["text"] == runs["always"]["text"] != ""
+    assert runs["skip"]["stats"]["decodes"] * 2 < runs["always"]["stats"]["decodes"]
