@@ -100,37 +100,37 @@ def check(results: dict, native: dict, expected_tiers: set, where: str):
         assert got == native, f"{where}/{tier} differs from native scalar"
 
 
-@pytest.mark.node
-def test_engine_in_pyodide_node_matches_native(case):
+def in_node(case, where: str):
     build_artifact("PHONON_WHEEL")
     from harness.runtimes import run_in_node
     code, native = case
-    check(json.loads(run_in_node(code)), native, {"wasm_simd128", "scalar"}, "node")
+    check(json.loads(run_in_node(code)), native, {"wasm_simd128", "scalar"}, where)
+
+
+def in_chromium(case, where: str):
+    build_artifact("PHONON_WHEEL")
+    from harness.runtimes import run_in_chromium
+    code, native = case
+    result, problems = run_in_chromium(code)
+    check(json.loads(result), native, {"wasm_relaxed_simd", "wasm_simd128", "scalar"}, where)
+    assert not problems, problems
+
+
+@pytest.mark.node
+def test_engine_in_pyodide_node_matches_native(case):
+    in_node(case, "node")
 
 
 @pytest.mark.browser
 def test_engine_in_chromium_matches_native(case):
-    build_artifact("PHONON_WHEEL")
-    from harness.runtimes import run_in_chromium
-    code, native = case
-    result, problems = run_in_chromium(code)
-    check(json.loads(result), native, {"wasm_relaxed_simd", "wasm_simd128", "scalar"}, "chromium")
-    assert not problems, problems
+    in_chromium(case, "chromium")
 
 
 @pytest.mark.node
 def test_stream_in_pyodide_node_matches_native(stream_case):
-    build_artifact("PHONON_WHEEL")
-    from harness.runtimes import run_in_node
-    code, native = stream_case
-    check(json.loads(run_in_node(code)), native, {"wasm_simd128", "scalar"}, "node stream")
+    in_node(stream_case, "node stream")
 
 
 @pytest.mark.browser
 def test_stream_in_chromium_matches_native(stream_case):
-    build_artifact("PHONON_WHEEL")
-    from harness.runtimes import run_in_chromium
-    code, native = stream_case
-    result, problems = run_in_chromium(code)
-    check(json.loads(result), native, {"wasm_relaxed_simd", "wasm_simd128", "scalar"}, "chromium stream")
-    assert not problems, problems
+    in_chromium(stream_case, "chromium stream")
