@@ -198,6 +198,7 @@ class Run:
                         self.save()
                         last_save = time.time()
                 self.state.update(epoch=epoch + 1, batch=0)
+                self.recalibrate_batchnorm(epoch)
                 scores = self.evaluate()
                 self.log(phase=phase, epoch=epoch, loss=round(float(np.mean(losses)) if losses else float("nan"), 4),
                          epoch_minutes=round((time.time() - started) / 60, 1), **scores)
@@ -219,6 +220,27 @@ class Run:
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg["optim"]["clip"])
         self.optimizer.step()
         return float(loss.detach())
+
+    @torch.no_grad()
+    def recalibrate_batchnorm(self, epoch: int):
+        """Replace the conv modules' running statistics by their plain average over
+        `bn_recalibration_batches` training batches (no SpecAugment) with the weights as they
+        are now. The momentum-0.1 running stats trail weights that still move quickly, and
+        eval-mode decoding with them collapsed early in training (every utterance "good
+        night"); the exported model folds these stats into its depthwise convs."""
+        norms = [layer.conv.norm for layer in self.model.encoder.layers]
+        batches = self.batches(10_000 + epoch)[: self.cfg.get("bn_recalibration_batches", 30)]
+        for bn in norms:
+            bn.running_mean.zero_()
+            bn.running_var.zero_()
+        self.model.train()
+        for k, idx in enumerate(batches):
+            for bn in norms:
+                bn.momentum = 1.0 / (k + 1)                 # cumulative average
+            x, xl, _, _ = make_batch(self.train, self.labels, idx, None, None)
+            self.model.encode(x, xl)
+        for bn in norms:
+            bn.momentum = 0.1
 
     @torch.no_grad()
     def transcribe(self, store: FeatureStore, indices: list) -> list:
