@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from contextlib import contextmanager
 from array import array
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -264,21 +265,20 @@ class StreamSession:
 
     # -- schedule -------------------------------------------------------------------------------
 
+    @contextmanager
     def _decoding(self):
-        session = self
-
-        class _Guard:
-            def __enter__(self):
-                if session._state == "cancelled":
-                    raise StreamError("the stream was cancelled: open a new stream")
-                if not session._decode_lock.acquire(blocking=False):
-                    raise StreamError("partial()/finish() called while another decode of this stream runs")
-
-            def __exit__(self, kind, exc, tb):
-                session._decode_lock.release()
-                if kind is Cancelled:
-                    session._state = "cancelled"
-        return _Guard()
+        """One decode at a time per stream; a Cancelled decode leaves the stream cancelled."""
+        if self._state == "cancelled":
+            raise StreamError("the stream was cancelled: open a new stream")
+        if not self._decode_lock.acquire(blocking=False):
+            raise StreamError("partial()/finish() called while another decode of this stream runs")
+        try:
+            yield
+        except Cancelled:
+            self._state = "cancelled"
+            raise
+        finally:
+            self._decode_lock.release()
 
     def _drain(self, flush: bool = False):
         with self._feed_lock:
@@ -288,8 +288,9 @@ class StreamSession:
         self._audio.extend(new)
         self._total += len(new)
 
-    def _interval(self) -> int:
-        return max(self.config.samples("hop_ms"), (self._total - self._win_start) // 10)
+    def _interval(self, p: int) -> int:
+        """Rule 3: the decode interval grows with the window (a tenth of it, at least hop)."""
+        return max(self.config.samples("hop_ms"), (p - self._win_start) // 10)
 
     def _run_schedule(self):
         lag = self.config.samples("max_lag_ms")
@@ -299,7 +300,7 @@ class StreamSession:
                 self.stats.skipped_lag += (self._total - p) // self.config.samples("hop_ms")
                 p = self._total
             self._step(p)
-            self._next_decode = p + max(self.config.samples("hop_ms"), (p - self._win_start) // 10)
+            self._next_decode = p + self._interval(p)
 
     def _step(self, p: int):
         """One scheduled decode at absolute position p (rules 1-6)."""

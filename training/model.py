@@ -437,38 +437,15 @@ class ParakeetTDT(nn.Module):
     @torch.no_grad()
     def greedy_decode(self, enc: torch.Tensor, length: int | None = None, durations=None,
                       max_symbols: int = 10) -> list:
-        """TDT greedy decoding of one utterance, enc [T', D], with NeMo's label-looping rules
-        as engine/decoder.py tdt_greedy: [(token id, frame, duration)]."""
-        V = self.dims.vocab_size
+        """TDT greedy decoding of one utterance, enc [T', D], with the engine's rules
+        (training/tdt.py tdt_greedy): [(token id, frame, duration)]."""
+        from .tdt import tdt_greedy
         durations = list(range(self.dims.n_durations)) if durations is None else durations
         T = enc.shape[0] if length is None else int(length)
-        f = self.project_encoder(enc[:T])
-        blank = torch.tensor([V], device=enc.device)
 
         def step(token, state):
-            g, state = self.predict_step(token, state)
+            g, state = self.predict_step(torch.tensor([token], device=enc.device), state)
             return self.project_prediction(g)[0], state
-
-        def best(t, g):
-            z = self.joint_net(f[t], g)
-            return int(torch.argmax(z[:V + 1])), durations[int(torch.argmax(z[V + 1:]))]
-
-        g, state = step(blank, None)                                     # SOS = blank, zero state
-        hyp, t, last, count = [], 0, -1, 0
-        while t < T:
-            k, d = best(t, g)
-            d = 1 if k == V and d == 0 else d                            # blank never stays
-            frame, t = t, t + d
-            while k == V and t < T:                                      # decoder state fixed
-                frame = t
-                k, d = best(t, g)
-                d = 1 if k == V and d == 0 else d
-                t += d
-            if k != V:
-                hyp.append((k, frame, d))
-                count = count + 1 if last == frame else 1
-                last = frame
-                g, state = step(torch.tensor([k], device=enc.device), state)
-                if count >= max_symbols and last == t and t < T:
-                    t += 1                                               # max symbols per frame
-        return hyp
+        hyp = tdt_greedy(self.project_encoder(enc[:T]), step, self.joint_net, self.dims.vocab_size,
+                         durations, max_symbols)
+        return [tuple(e) for e in hyp]

@@ -30,7 +30,8 @@ from engine.model_layout import Dims
 from training.data import Corpus, FeatureStore, load_manifest, load_tokenizer, vocabulary
 from training.export import export, to_gguf
 from training.model import ParakeetTDT
-from training.train import detokenize, wer
+from engine.decoder import detokenize, punctuation_marks
+from training.train import wer
 
 MODEL_ID = "phonon-web/phonon-small"
 
@@ -49,7 +50,8 @@ def torch_wer(model: ParakeetTDT, vocab: list, store: FeatureStore, rows: list, 
     for i in range(n):
         f = torch.from_numpy(store.features(i).astype(np.float32))[None]
         enc, enc_len = model.encode(f, torch.tensor([f.shape[2]]))
-        hyps.append(detokenize([vocab[k] for k, _, _ in model.greedy_decode(enc[0], int(enc_len[0]))]))
+        pieces = [vocab[k] for k, _, _ in model.greedy_decode(enc[0], int(enc_len[0]))]
+        hyps.append(detokenize(pieces, punctuation_marks(vocab)))
     return wer([r["text"] for r in rows[:n]], hyps)
 
 
@@ -74,7 +76,7 @@ def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5) -> dict:
     engine = Engine.open(gguf)
     refs, stream_hyps, batch_hyps, decodes, compute, audio_s = [], [], [], 0, 0.0, 0.0
     for r in range(recordings):
-        pauses = [0.3, 1.5, 0.6, 2.0, 0.4, 1.0, 0.8][: 7]
+        pauses = [0.3, 1.5, 0.6, 2.0, 0.4, 1.0, 0.8]
         x, spans = long_recording(seed + r, len(pauses) + 1, pauses)
         refs.append(" ".join(t for t, _, _ in spans))
         session = engine.stream(16000)

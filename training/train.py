@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from engine.decoder import detokenize, punctuation_marks
 from engine.model_layout import Dims
 from training.data import FeatureStore, length_batches, load_manifest, load_tokenizer, train_tokenizer, vocabulary
 from training.model import ParakeetTDT
@@ -57,10 +58,6 @@ def wer(refs: list, hyps: list) -> float:
     errors = sum(edit_distance(normalize(r), normalize(h)) for r, h in zip(refs, hyps))
     words = sum(len(normalize(r)) for r in refs)
     return errors / max(1, words)
-
-
-def detokenize(pieces: list) -> str:
-    return "".join(p for p in pieces if not (p.startswith("<") and p.endswith(">"))).replace("\u2581", " ").strip()
 
 
 # -- batches -------------------------------------------------------------------------------------
@@ -112,6 +109,7 @@ class Run:
         else:
             self.sp = train_tokenizer([r["text"] for r in self.train_rows], out, cfg["dims"]["vocab_size"])
         self.vocabulary = vocabulary(self.sp)
+        self.marks = punctuation_marks(self.vocabulary)      # the engine's detokenisation
         self.labels = [self.sp.encode(r["text"]) for r in self.train_rows]
         self.dims = Dims(**cfg["dims"])
         self.model = ParakeetTDT(self.dims)
@@ -278,7 +276,7 @@ class Run:
             f = torch.from_numpy(store.features(i).astype(np.float32))[None]
             enc, enc_len = self.model.encode(f, torch.tensor([f.shape[2]]))
             hyp = self.model.greedy_decode(enc[0], int(enc_len[0]))
-            out.append(detokenize([self.vocabulary[k] for k, _, _ in hyp]))
+            out.append(detokenize([self.vocabulary[k] for k, _, _ in hyp], self.marks))
         self.model.train()
         return out
 
