@@ -7,7 +7,6 @@ events, event by event."""
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from pathlib import Path
 
@@ -20,56 +19,57 @@ from test_frontend_math import speechlike
 
 DATA = Path(__file__).resolve().parent / "data" / "tiny"
 
-RUN = """
-import base64, hashlib, json
-from array import array
-from engine.kernels import available_tiers
-from engine.transcribe import Engine
-model = bytearray(base64.b64decode("{model}"))
-audio = array("f")
-audio.frombytes(base64.b64decode("{audio}"))
-out = {{}}
-for tier in available_tiers():
-    engine = Engine.from_buffer(model, tier)
+# What each runtime reports: the same functions run natively (exec'd below) and in Pyodide.
+SUMMARIES = """
+import hashlib
+
+
+def batch_summary(engine, audio):
     enc, frames = engine.encode(audio)
     result = engine.transcribe(audio)
-    out[tier] = {{"encoder_sha256": hashlib.sha256(enc.tobytes()).hexdigest(), "frames": frames,
-                 "tokens": result["tokens"], "text": result["text"], "words": result["words"]}}
-json.dumps(out)
+    return {"encoder_sha256": hashlib.sha256(enc.tobytes()).hexdigest(), "frames": frames,
+            "tokens": result["tokens"], "text": result["text"], "words": result["words"]}
+
+
+def stream_summary(engine, audio):
+    from engine.streaming import stream_samples
+    run = stream_samples(engine.stream(48000, max_window_ms=4000), audio, 960)
+    return {"events": run["events"], "text": run["final"]["text"], "words": run["final"]["words"],
+            "tokens": run["final"]["tokens"], "decodes": run["metrics"]["decodes"]}
 """
 
-STREAM = """
+RUN = """
 import base64, json
 from array import array
 from engine.kernels import available_tiers
-from engine.streaming import stream_samples
 from engine.transcribe import Engine
 model = bytearray(base64.b64decode("{model}"))
 audio = array("f")
 audio.frombytes(base64.b64decode("{audio}"))
-out = {{}}
-for tier in available_tiers():
-    engine = Engine.from_buffer(model, tier)
-    run = stream_samples(engine.stream(48000, max_window_ms=4000), audio, 960)
-    out[tier] = {{"events": run["events"], "text": run["final"]["text"], "words": run["final"]["words"],
-                 "tokens": run["final"]["tokens"], "decodes": run["metrics"]["decodes"]}}
-json.dumps(out)
+json.dumps({{tier: {summary}(Engine.from_buffer(model, tier), audio) for tier in available_tiers()}})
 """
+
+
+def summary(name: str):
+    namespace = {}
+    exec(SUMMARIES, namespace)
+    return namespace[name]
+
+
+def make_case(model: Path, audio, name: str) -> tuple:
+    """(code for Pyodide, native scalar summary) of one model and audio."""
+    native = summary(name)(Engine.open(model, "scalar"), audio)
+    code = SUMMARIES + RUN.format(model=base64.b64encode(model.read_bytes()).decode(),
+                                  audio=base64.b64encode(audio.tobytes()).decode(), summary=name)
+    return code, native
 
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
     out = tmp_path_factory.mktemp("rt") / "tiny.gguf"
     convert(DATA / "model.fermion", read_config(DATA / "config.json"), out, "notice", "tiny")
-    audio = speechlike(3.0, seed=11)
-    engine = Engine.open(out, "scalar")
-    enc, frames = engine.encode(audio)
-    result = engine.transcribe(audio)
-    native = {"encoder_sha256": hashlib.sha256(enc.tobytes()).hexdigest(), "frames": frames,
-              "tokens": result["tokens"], "text": result["text"], "words": result["words"]}
+    code, native = make_case(out, speechlike(3.0, seed=11), "batch_summary")
     assert native["tokens"], "the case must decode some tokens to compare"
-    code = RUN.format(model=base64.b64encode(out.read_bytes()).decode(),
-                      audio=base64.b64encode(audio.tobytes()).decode())
     return code, native
 
 
@@ -79,18 +79,12 @@ def stream_case(tmp_path_factory):
     windows move, commit and cap; every event must match native scalar."""
     import numpy as np
     from engine.audio import resample
-    from engine.streaming import stream_samples
+    from engine.kernels import Kernels
     out = tmp_path_factory.mktemp("st") / "tiny.gguf"
     convert(DATA / "model.fermion", read_config(DATA / "config.json"), out, "notice", "tiny")
-    engine = Engine.open(out, "scalar")
     x16 = np.concatenate([speechlike(3.0, seed=12), np.zeros(24000, np.float32), speechlike(4.0, seed=13)])
-    audio = resample(engine.k, x16, 16000, 48000)
-    run = stream_samples(engine.stream(48000, max_window_ms=4000), audio, 960)
-    native = {"events": run["events"], "text": run["final"]["text"], "words": run["final"]["words"],
-              "tokens": run["final"]["tokens"], "decodes": run["metrics"]["decodes"]}
+    code, native = make_case(out, resample(Kernels("scalar"), x16, 16000, 48000), "stream_summary")
     assert len(native["events"]) > 3 and native["tokens"]
-    code = STREAM.format(model=base64.b64encode(out.read_bytes()).decode(),
-                         audio=base64.b64encode(audio.tobytes()).decode())
     return code, native
 
 
