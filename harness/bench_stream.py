@@ -96,7 +96,7 @@ def chromium(gguf: Path, audio: np.ndarray, hops: list) -> list:
 def soak(model: Path, minutes: int) -> dict:
     """One session over `minutes` of speech: per 5-minute slice, RSS and compute/audio."""
     from training.corpus import long_recording
-    from training.train import normalize
+    from training.metrics import normalize
     engine = Engine.open(model)
     session = engine.stream(16000)
     slices, refs, fed, slice_start = [], [], 0, time.perf_counter()

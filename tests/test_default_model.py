@@ -40,7 +40,7 @@ def heldout():
 
 
 def test_recognises_heldout_speech(engine, heldout):
-    from training.train import wer
+    from training.metrics import wer
     hyps = [engine.transcribe(x)["text"] for _, x in heldout]
     score = wer([t for t, _ in heldout], hyps)
     assert score <= 0.15, list(zip([t for t, _ in heldout], hyps))

@@ -31,7 +31,7 @@ from training.data import Corpus, FeatureStore, load_manifest, load_tokenizer, v
 from training.export import export, to_gguf
 from training.model import ParakeetTDT
 from engine.decoder import detokenize, punctuation_marks
-from training.train import wer
+from training.metrics import wer
 
 MODEL_ID = "phonon-web/phonon-small"
 

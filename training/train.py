@@ -29,35 +29,9 @@ import torch
 from engine.decoder import detokenize, punctuation_marks
 from engine.model_layout import Dims
 from training.data import FeatureStore, length_batches, load_manifest, load_tokenizer, train_tokenizer, vocabulary
+from training.metrics import wer
 from training.model import ParakeetTDT
 from training.tdt import tdt_loss
-
-
-# -- text ---------------------------------------------------------------------------------------
-
-def normalize(text: str) -> list:
-    """Open ASR leaderboard style for our transcripts: lower case, letters/apostrophes only."""
-    out = []
-    for word in text.lower().replace("-", " ").split():
-        w = "".join(ch for ch in word if ch.isalnum() or ch == "'").strip("'")
-        if w:
-            out.append(w)
-    return out
-
-
-def edit_distance(a: list, b: list) -> int:
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
-    return row[-1]
-
-
-def wer(refs: list, hyps: list) -> float:
-    errors = sum(edit_distance(normalize(r), normalize(h)) for r, h in zip(refs, hyps))
-    words = sum(len(normalize(r)) for r in refs)
-    return errors / max(1, words)
 
 
 # -- batches -------------------------------------------------------------------------------------
@@ -146,8 +120,15 @@ class Run:
 
     def batches(self, epoch: int) -> list:
         b = self.cfg["batch"]
-        return length_batches(self.train.frames, b["max_frames"], b["max_batch"],
-                              np.random.default_rng([self.cfg["seed"], epoch]))
+        order = length_batches(self.train.frames, b["max_frames"], b["max_batch"],
+                               np.random.default_rng([self.cfg["seed"], epoch]))
+        if epoch < self.cfg.get("sortagrad_epochs", 0):
+            # SortaGrad (Deep Speech 2): shortest utterances first. Short utterances have few
+            # alignments, so the encoder finds the audio-to-token mapping before long ones;
+            # with random order the CTC loss sat on its blank plateau (~4.4 nats/token) for
+            # 550+ steps in a measured run (docs/training.md).
+            order.sort(key=lambda batch: int(self.train.frames[batch[0]]))
+        return order
 
     # checkpoints ------------------------------------------------------------------------------
     def save(self, name: str = "checkpoint.pt"):
