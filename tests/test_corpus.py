@@ -279,3 +279,25 @@ def test_long_recording_spans_match_energy(noise_db):
         assert inside.max() > C.REF_DBFS
         if noise_db is None:                 # speech within 60 ms of each span's ends
             assert inside[:6].max() > -60.0 and inside[-6:].max() > -60.0
+
+
+@pytest.mark.parametrize("voice, tts", [("flite:awb", {"stretch": 1.0, "f0": 130}),
+                                        ("espeak-ng:en-us+m3", {"rate": 175, "pitch": 50})])
+def test_speech_by_words_spans_hold_the_words(voice, tts):
+    """The alignment warm start's input: every span holds speech that starts and ends at its
+    edges, and between spans there is digital silence."""
+    text = "set a timer for twenty minutes"
+    audio, spans = C.speech_by_words(text, voice, tts, np.random.default_rng(3))
+    assert [w for w, _, _ in spans] == text.split()
+    assert spans[0][1] == pytest.approx(0.2) and len(audio) / SR == pytest.approx(spans[-1][2] + 0.2, abs=1e-4)
+    gaps = [spans[i + 1][1] - spans[i][2] for i in range(len(spans) - 1)]
+    assert all(0.03 - 1e-4 <= g <= 0.12 + 1e-4 for g in gaps)
+    assert abs(db(power(audio)) - C.REF_DBFS) < 0.5 or np.abs(audio).max() >= C.PEAK - 1e-6
+    e = frame_rms_db(audio)
+    bounds = [0.0] + [b for _, s, t in spans for b in (s, t)] + [len(audio) / SR]
+    for lo, hi in zip(bounds[0::2], bounds[1::2]):
+        assert not audio[int(np.ceil(lo * SR)):int(hi * SR)].any()
+    for _, s, t in spans:
+        inside = e[int(s * 100):int(t * 100)]
+        # speech within 40 ms of both edges (5 ms trim margin, 10 ms trim and meter frames)
+        assert inside.max() > C.REF_DBFS - 10 and inside[:4].max() > -70 and inside[-4:].max() > -70

@@ -634,6 +634,24 @@ def speech(text: str, voice: str, tts: dict) -> np.ndarray:
     return normalize(trim_silence(x))
 
 
+def speech_by_words(text: str, voice: str, tts: dict, rng: np.random.Generator,
+                    gap_s: tuple = (0.03, 0.12), edge_s: float = 0.2) -> tuple[np.ndarray, list]:
+    """The sentence spoken one word at a time, so the generator knows where every word is:
+    (float32 [L] at 16 kHz at REF_DBFS, [(word, start_s, end_s)]). Each word is its own TTS
+    call, trimmed tight (5 ms margin); words are joined by silences drawn from `gap_s`, with
+    `edge_s` of silence at both ends. The alignment warm start (docs/training.md) trains the
+    encoder on these spans before CTC and TDT have to discover the alignment themselves."""
+    parts, spans, t = [np.zeros(int(edge_s * SR), np.float32)], [], edge_s
+    for word in text.split():
+        x = trim_silence(render(word, voice, tts), margin_s=0.005)
+        spans.append((word, round(t, 6), round(t + len(x) / SR, 6)))
+        gap = np.zeros(int(rng.uniform(*gap_s) * SR), np.float32)
+        parts += [x, gap]
+        t += (len(x) + len(gap)) / SR
+    parts[-1] = np.zeros(int(edge_s * SR), np.float32)        # the last gap becomes the edge
+    return normalize(np.concatenate(parts)), spans
+
+
 def _rms(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if len(x) else 0.0
 

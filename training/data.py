@@ -116,6 +116,27 @@ def vocabulary(sp) -> list:
     return [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
 
 
+# -- frame targets ---------------------------------------------------------------------------------
+
+FRAME_S = 0.08                  # one encoder frame: 8 feature frames of 10 ms
+
+
+def frame_targets(spans: list, frames: int, encode, blank: int) -> list:
+    """Per encoder frame, the piece being spoken: frame j (centre (8j + 4) x 10 ms) inside a
+    word's span [start, end) takes one of the word's pieces, the word's frames shared among
+    its pieces in order (as evenly as integer division allows); frames outside every span are
+    `blank`. spans: [(word, start_s, end_s)] (corpus.speech_by_words); encode(word) -> piece
+    ids (SentencePiece splits at spaces, so a word's pieces are the same alone as in its
+    sentence). A word too short to own a frame centre gets no frame."""
+    targets = [blank] * frames
+    for word, start, end in spans:
+        ids = encode(word)
+        owned = [j for j in range(frames) if start <= (j + 0.5) * FRAME_S < end]
+        for n, j in enumerate(owned):
+            targets[j] = ids[n * len(ids) // len(owned)]
+    return targets
+
+
 # -- batches -----------------------------------------------------------------------------------------
 
 def length_batches(frames: np.ndarray, max_frames: int, max_batch: int, rng: np.random.Generator) -> list:
