@@ -301,3 +301,14 @@ def test_speech_by_words_spans_hold_the_words(voice, tts):
         inside = e[int(s * 100):int(t * 100)]
         # speech within 40 ms of both edges (5 ms trim margin, 10 ms trim and meter frames)
         assert inside.max() > C.REF_DBFS - 10 and inside[:4].max() > -70 and inside[-4:].max() > -70
+
+
+def test_by_words_corpus_records_spans_that_fit_its_audio(tmp_path):
+    info = C.write_corpus(tmp_path, "train", 3, seed=4, condition="by_words", progress=False)
+    assert info["condition"] == "by_words"
+    rows = [json.loads(line) for line in (tmp_path / "manifest.jsonl").read_text().splitlines()]
+    for row in rows:
+        assert [w for w, _, _ in row["spans"]] == row["text"].split() and row["augmentations"] == []
+        assert row["spans"][-1][2] + 0.2 == pytest.approx(row["samples"] / SR, abs=1e-3)
+    with pytest.raises(ValueError, match="by_words"):
+        C.write_corpus(tmp_path / "x", "train", 1, seed=4, condition="noise10db", progress=False)

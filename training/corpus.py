@@ -862,6 +862,10 @@ def make_utterance(split: str, seed: int, index: int, text: str,
     r, rng, noise_rng = utterance_rngs(split, seed, index)
     voice = draw_voice(r, split)
     tts = draw_tts(r, voice)
+    if condition == "by_words":             # the alignment warm start's clean, word-timed speech
+        x, spans = speech_by_words(text, voice, tts, rng)
+        return x, {"id": f"{split}-{seed}-{index:06d}-w", "text": text, "voice": voice, "tts": tts,
+                   "augmentations": [], "spans": spans, "seconds": round(len(x) / SR, 4)}
     x = speech(text, voice, tts)
     pool = babble_pool(split, seed)
     if split == "train":
@@ -969,8 +973,8 @@ def write_corpus(out: Path, split: str, count: int, seed: int, workers: int = 1,
         condition = condition or "clean"
         if condition not in TEST_CONDITIONS:
             raise ValueError(f"condition must be one of {TEST_CONDITIONS}")
-    elif condition is not None:
-        raise ValueError("--condition is for the test split (train draws its own augmentations)")
+    elif condition not in (None, "by_words"):
+        raise ValueError("train takes no --condition (it draws its own augmentations) except by_words")
     missing = missing_voices()
     if missing:
         raise RuntimeError("this machine's TTS lacks: " + ", ".join(missing))
@@ -1005,7 +1009,9 @@ def main(argv=None) -> int:
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--condition", choices=TEST_CONDITIONS, help="test split only (default clean)")
+    p.add_argument("--condition", choices=TEST_CONDITIONS + ("by_words",),
+                   help="test: clean (default) or noise10db; train: by_words renders word by word, "
+                        "with each word's span in the manifest (the alignment warm start)")
     p.add_argument("--shard-size", type=int, default=500, help="utterances per shard")
     a = p.parse_args(argv)
     info = write_corpus(a.out, a.split, a.count, a.seed, a.workers, a.condition, a.shard_size)
