@@ -862,18 +862,16 @@ def make_utterance(split: str, seed: int, index: int, text: str,
     r, rng, noise_rng = utterance_rngs(split, seed, index)
     voice = draw_voice(r, split)
     tts = draw_tts(r, voice)
+    extra = {}
     if condition == "by_words":             # the alignment warm start's clean, word-timed speech
-        x, spans = speech_by_words(text, voice, tts, rng)
-        return x, {"id": f"{split}-{seed}-{index:06d}-w", "text": text, "voice": voice, "tts": tts,
-                   "augmentations": [], "spans": spans, "seconds": round(len(x) / SR, 4)}
-    x = speech(text, voice, tts)
-    pool = babble_pool(split, seed)
-    if split == "train":
-        x, augs = train_chain(x, rng, pool)
+        x, extra["spans"] = speech_by_words(text, voice, tts, rng)
+        augs = []
+    elif split == "train":
+        x, augs = train_chain(speech(text, voice, tts), rng, babble_pool(split, seed))
     else:
-        x, augs = heldout_chain(x, rng, noise_rng, condition, pool)
-    meta = {"id": f"{split}-{seed}-{index:06d}", "text": text, "voice": voice, "tts": tts,
-            "augmentations": augs, "seconds": round(len(x) / SR, 4)}
+        x, augs = heldout_chain(speech(text, voice, tts), rng, noise_rng, condition, babble_pool(split, seed))
+    meta = {"id": f"{split}-{seed}-{index:06d}" + ("-w" if extra else ""), "text": text, "voice": voice,
+            "tts": tts, "augmentations": augs, "seconds": round(len(x) / SR, 4), **extra}
     return x, meta
 
 

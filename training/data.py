@@ -121,13 +121,6 @@ def vocabulary(sp) -> list:
 FRAME_S = 0.08                  # one encoder frame: 8 feature frames of 10 ms
 
 
-def encoder_frames(feature_frames: int) -> int:
-    """Encoder frames of an utterance: three stride-2 convolutions with padding 1."""
-    for _ in range(3):
-        feature_frames = (feature_frames - 1) // 2 + 1
-    return feature_frames
-
-
 def frame_targets(spans: list, frames: int, encode, blank: int) -> list:
     """Per encoder frame, the piece being spoken: frame j (centre (8j + 4) x 10 ms) inside a
     word's span [start, end) takes one of the word's pieces, the word's frames shared among

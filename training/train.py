@@ -28,8 +28,9 @@ import torch
 
 from engine.decoder import detokenize, punctuation_marks
 from engine.model_layout import Dims
-from training.data import (FeatureStore, encoder_frames, frame_targets, length_batches, load_manifest,
-                           load_tokenizer, train_tokenizer, vocabulary)
+from engine.encoder import subsampled_length
+from training.data import (FeatureStore, frame_targets, length_batches, load_manifest, load_tokenizer,
+                           train_tokenizer, vocabulary)
 from training.metrics import wer
 from training.model import ParakeetTDT
 from training.tdt import tdt_loss
@@ -210,6 +211,14 @@ class Run:
                 last_save = time.time()
         self.save("final.pt")
 
+    def optimizer_step(self, loss: torch.Tensor):
+        """Backward, clip the model's and the CTC head's gradients together, step."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([*self.model.parameters(), *self.ctc_head.parameters()],
+                                       self.cfg["optim"]["clip"])
+        self.optimizer.step()
+
     def align_warm_start(self):
         """Teach the encoder where words are before CTC and TDT must find out themselves:
         cross-entropy of the CTC head, frame by frame, against frame_targets on speech
@@ -220,7 +229,7 @@ class Run:
         store = FeatureStore.build(self.data / a["data"])
         rows = load_manifest(self.data / a["data"])
         V = self.dims.vocab_size
-        targets = [frame_targets(r["spans"], encoder_frames(int(store.frames[i])), self.sp.encode, V)
+        targets = [frame_targets(r["spans"], subsampled_length(int(store.frames[i])), self.sp.encode, V)
                    for i, r in enumerate(rows)]
         rng = np.random.default_rng([self.cfg["seed"], 77])
         self.model.train()
@@ -236,11 +245,7 @@ class Run:
             valid = torch.arange(y.shape[1])[None, :] < yl[:, None]
             logits = self.ctc_head(enc)
             loss = torch.nn.functional.cross_entropy(logits[valid], y[valid])
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_([*self.model.parameters(), *self.ctc_head.parameters()],
-                                           self.cfg["optim"]["clip"])
-            self.optimizer.step()
+            self.optimizer_step(loss)
             losses.append(float(loss.detach()))
             if (step + 1) % 25 == 0:
                 self.log(phase="align", step=step + 1, of=a["steps"], ce=round(float(np.mean(losses[-25:])), 4),
@@ -261,12 +266,7 @@ class Run:
             log_probs = torch.log_softmax(self.ctc_head(enc), -1).transpose(0, 1)     # [T', B, V+1]
             ctc = torch.nn.functional.ctc_loss(log_probs, y, enc_len, yl, blank=V, reduction="mean",
                                                zero_infinity=True)
-        total = loss + weight * ctc
-        self.optimizer.zero_grad(set_to_none=True)
-        total.backward()
-        torch.nn.utils.clip_grad_norm_([*self.model.parameters(), *self.ctc_head.parameters()],
-                                       self.cfg["optim"]["clip"])
-        self.optimizer.step()
+        self.optimizer_step(loss + weight * ctc)
         return float(loss.detach()), float(ctc.detach())      # TDT loss (logged as "loss"), CTC
 
     @torch.no_grad()
