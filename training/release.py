@@ -108,6 +108,13 @@ def silence_checks(gguf: Path) -> dict:
     return out
 
 
+def training_hours(log: list) -> float:
+    """Wall time the run spent training: the log has an entry about every minute, so gaps over
+    ten minutes are time between sessions (the run stopped and was --resume'd), not training."""
+    times = [e["time"] for e in log]
+    return sum(b - a for a, b in zip(times, times[1:]) if b - a < 600) / 3600
+
+
 def card(results: dict, cfg: dict) -> str:
     d, w = cfg["dims"], results["wer"]
     rows = "\n".join(f"| {cond} | {w['dense'][cond]:.2%} | {w['fv5_torch'][cond]:.2%} | {w['engine'][cond]:.2%} |"
@@ -201,7 +208,7 @@ def main(argv=None) -> int:
         "parameters": sum(p.numel() for n_, p in model.named_parameters() if not n_.endswith((".lo", ".hi"))),
         "five_value_weights": fv5, "bits_per_weight": 8 * (packed + lohi) / fv5,
         "train_utterances": next(e["train_utterances"] for e in log if e.get("event") == "start"),
-        "training_hours": (log[-1]["time"] - log[0]["time"]) / 3600,
+        "training_hours": training_hours(log),
         "test_utterances": n, "wer": w, "engine_rtfx": speed, "engine_tier": tier,
         "stream_vs_batch": stream_vs_batch(gguf, args.recordings),
         "silence": silence_checks(gguf), "date": time.strftime("%Y-%m-%d"),
