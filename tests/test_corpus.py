@@ -312,3 +312,37 @@ def test_by_words_corpus_records_spans_that_fit_its_audio(tmp_path):
         assert row["spans"][-1][2] + 0.2 == pytest.approx(row["samples"] / SR, abs=1e-3)
     with pytest.raises(ValueError, match="by_words"):
         C.write_corpus(tmp_path / "x", "train", 1, seed=4, condition="noise10db", progress=False)
+
+
+def test_pause_groups_mix_no_speech_and_several_sentences():
+    groups = C.pause_groups(seed=3, count=400)
+    assert groups == C.pause_groups(seed=3, count=400)
+    sizes = [len(g) for g in groups]
+    assert set(sizes) == {0, 2, 3, 4}
+    assert 0.10 <= sizes.count(0) / len(sizes) <= 0.20          # NO_SPEECH_SHARE = 0.15
+    assert all(C.sentence_split(t) == "train" for g in groups for t in g)
+
+
+def test_speech_with_pauses_puts_silence_between_sentences():
+    sentences = ["turn on the kitchen lights", "what time is it"]
+    audio, spans = C.speech_with_pauses(sentences, "flite:awb", {"stretch": 1.0, "f0": 130},
+                                        np.random.default_rng(5))
+    assert [t for t, _, _ in spans] == sentences and spans[0][1] == 0.0
+    assert spans[-1][2] == pytest.approx(len(audio) / SR, abs=1e-4)
+    pause = audio[int(np.ceil(spans[0][2] * SR)):int(spans[1][1] * SR)]
+    assert C.PAUSE_S[0] - 1e-3 <= len(pause) / SR <= C.PAUSE_S[1] + 1e-3 and not pause.any()
+
+
+def test_pauses_corpus_has_joined_transcripts_and_quiet_empty_ones(tmp_path):
+    count = 12
+    groups = C.pause_groups(seed=3, count=count)
+    assert any(not g for g in groups) and any(g for g in groups)   # seed 3 has both kinds
+    C.write_corpus(tmp_path, "train", count, seed=3, condition="pauses", progress=False)
+    rows = [json.loads(line) for line in (tmp_path / "manifest.jsonl").read_text().splitlines()]
+    for row, group in zip(rows, groups):
+        assert row["text"] == " ".join(group) and row["id"].endswith("-p")
+        x = np.load(tmp_path / row["shard"], mmap_mode="r")[row["offset"]:row["offset"] + row["samples"]] / 32768
+        if group:
+            assert db(power(x)) > -50
+        else:
+            assert 1.0 <= row["seconds"] <= 6.0 and db(power(x)) <= -29.0

@@ -3,6 +3,7 @@ rendered on this machine by espeak-ng and flite, augmentation, and a shard write
 
     python3 -m training.corpus --out DIR --split train --count 5000 --seed 1 --workers 2
     python3 -m training.corpus --out DIR --split test --count 500 --seed 1 --condition noise10db
+    python3 -m training.corpus --out DIR --split train --count 3000 --seed 3 --condition pauses
 
 What the model learns from and what it is judged on are kept apart twice:
   sentences  a stable hash of the text puts TEST_SHARE of all distinct sentences in the test
@@ -50,6 +51,7 @@ REF_DBFS = -23.0                # RMS level every rendering is normalised to bef
 PEAK = 0.99                     # no output sample exceeds this (int16 conversion never clips)
 SPLITS = ("train", "test")
 TEST_CONDITIONS = ("clean", "noise10db")
+TRAIN_CONDITIONS = (None, "by_words", "pauses")     # None: one sentence per utterance
 NOISE_KINDS = ("white", "pink", "brown", "babble")
 
 # ---------------------------------------------------------------------------------------------
@@ -652,6 +654,57 @@ def speech_by_words(text: str, voice: str, tts: dict, rng: np.random.Generator,
     return normalize(np.concatenate(parts)), spans
 
 
+PAUSE_S = (0.3, 2.5)            # silences between the sentences of a `pauses` utterance
+NO_SPEECH_SHARE = 0.15          # share of `pauses` utterances that are only silence or noise
+
+
+def pause_groups(seed: int, count: int) -> list[list[str]]:
+    """The sentences of each `pauses` utterance: NO_SPEECH_SHARE of them none (silence or noise
+    only, empty transcript), the others 2-4 train sentences, taken in order from the train
+    sentences of the same seed. Depends only on (seed, count)."""
+    r = random.Random(f"pauses/{seed}")
+    plan = [0 if r.random() < NO_SPEECH_SHARE else r.randint(2, 4) for _ in range(count)]
+    pool = iter(corpus_sentences("train", seed, sum(plan)))
+    return [[next(pool) for _ in range(k)] for k in plan]
+
+
+def speech_with_pauses(sentences: list, voice: str, tts: dict,
+                       rng: np.random.Generator) -> tuple[np.ndarray, list]:
+    """Sentences in one voice joined by silences drawn from PAUSE_S: (float32 [L] at REF_DBFS
+    per sentence, [(text, start_s, end_s)]). The model must keep its place across pauses and
+    say nothing inside them; one-sentence training utterances taught it neither (docs/training.md,
+    the first full run)."""
+    parts, spans, pos = [], [], 0
+    for i, text in enumerate(sentences):
+        if i:
+            gap = np.zeros(round(float(rng.uniform(*PAUSE_S)) * SR), np.float32)
+            parts.append(gap)
+            pos += len(gap)
+        x = speech(text, voice, tts)
+        spans.append((text, round(pos / SR, 6), round((pos + len(x)) / SR, 6)))
+        parts.append(x)
+        pos += len(x)
+    return np.concatenate(parts), spans
+
+
+def no_speech_chain(rng: np.random.Generator, pool: np.ndarray) -> tuple[np.ndarray, list]:
+    """1-6 s without speech: digital silence, a microphone's noise floor (p .7, -80..-50 dBFS)
+    and/or room noise (p .5, -65..-30 dBFS, any kind). Levels are absolute: there is no speech
+    to set an SNR against."""
+    seconds = round(float(rng.uniform(1.0, 6.0)), 3)
+    x = np.zeros(round(seconds * SR), np.float32)
+    augs = [{"name": "pad", "lead_s": seconds, "trail_s": 0.0}]
+    if rng.random() < 0.7:
+        floor = round(float(rng.uniform(-80.0, -50.0)), 1)
+        x = noise_floor(x, floor, rng)
+        augs.append({"name": "floor", "dbfs": floor})
+    if rng.random() < 0.5:
+        kind, level = NOISE_KINDS[int(rng.integers(len(NOISE_KINDS)))], round(float(rng.uniform(-65.0, -30.0)), 1)
+        x = (x + make_noise(kind, len(x), rng, pool) * 10 ** (level / 20)).astype(np.float32)
+        augs.append({"name": "room_noise", "kind": kind, "dbfs": level})
+    return x, augs
+
+
 def _rms(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if len(x) else 0.0
 
@@ -866,11 +919,18 @@ def make_utterance(split: str, seed: int, index: int, text: str,
     if condition == "by_words":             # the alignment warm start's clean, word-timed speech
         x, extra["spans"] = speech_by_words(text, voice, tts, rng)
         augs = []
+    elif condition == "pauses":             # text: a list of 0-4 sentences (pause_groups)
+        if text:        # (the spans are not recorded: speed and padding move them)
+            x, augs = train_chain(speech_with_pauses(text, voice, tts, rng)[0], rng, babble_pool(split, seed))
+        else:
+            x, augs = no_speech_chain(rng, babble_pool(split, seed))
+        text = " ".join(text)
     elif split == "train":
         x, augs = train_chain(speech(text, voice, tts), rng, babble_pool(split, seed))
     else:
         x, augs = heldout_chain(speech(text, voice, tts), rng, noise_rng, condition, babble_pool(split, seed))
-    meta = {"id": f"{split}-{seed}-{index:06d}" + ("-w" if extra else ""), "text": text, "voice": voice,
+    suffix = {"by_words": "-w", "pauses": "-p"}.get(condition, "")
+    meta = {"id": f"{split}-{seed}-{index:06d}{suffix}", "text": text, "voice": voice,
             "tts": tts, "augmentations": augs, "seconds": round(len(x) / SR, 4), **extra}
     return x, meta
 
@@ -971,14 +1031,16 @@ def write_corpus(out: Path, split: str, count: int, seed: int, workers: int = 1,
         condition = condition or "clean"
         if condition not in TEST_CONDITIONS:
             raise ValueError(f"condition must be one of {TEST_CONDITIONS}")
-    elif condition not in (None, "by_words"):
-        raise ValueError("train takes no --condition (it draws its own augmentations) except by_words")
+    elif condition not in TRAIN_CONDITIONS:
+        raise ValueError("train takes no --condition (it draws its own augmentations) except "
+                         + " or ".join(c for c in TRAIN_CONDITIONS if c))
     missing = missing_voices()
     if missing:
         raise RuntimeError("this machine's TTS lacks: " + ", ".join(missing))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    jobs = [(split, seed, i, t, condition) for i, t in enumerate(corpus_sentences(split, seed, count))]
+    texts = pause_groups(seed, count) if condition == "pauses" else corpus_sentences(split, seed, count)
+    jobs = [(split, seed, i, t, condition) for i, t in enumerate(texts)]
     bar = Progress(count, progress)
     shard, offset, chunks = 0, 0, []
     tmp = out / "manifest.jsonl.partial"
@@ -1007,9 +1069,11 @@ def main(argv=None) -> int:
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--condition", choices=TEST_CONDITIONS + ("by_words",),
+    p.add_argument("--condition", choices=TEST_CONDITIONS + ("by_words", "pauses"),
                    help="test: clean (default) or noise10db; train: by_words renders word by word, "
-                        "with each word's span in the manifest (the alignment warm start)")
+                        "with each word's span in the manifest (the alignment warm start); pauses "
+                        "joins 2-4 sentences by 0.3-2.5 s pauses, or gives none (15%%: silence or "
+                        "noise, empty transcript)")
     p.add_argument("--shard-size", type=int, default=500, help="utterances per shard")
     a = p.parse_args(argv)
     info = write_corpus(a.out, a.split, a.count, a.seed, a.workers, a.condition, a.shard_size)
