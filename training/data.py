@@ -72,6 +72,28 @@ class FeatureStore:
         return np.asarray(self.data[o:o + t]).T
 
 
+class JoinedStores:
+    """Several FeatureStores as one: utterance i of the first, then of the second, ... (the
+    train set can be several corpus folders, e.g. single sentences plus `pauses`)."""
+
+    def __init__(self, stores: list):
+        self.stores = list(stores)
+        self.frames = np.concatenate([s.frames for s in self.stores])
+        self.starts = np.cumsum([0] + [len(s) for s in self.stores])
+
+    def __len__(self):
+        return int(self.starts[-1])
+
+    def features(self, i: int) -> np.ndarray:
+        k = int(np.searchsorted(self.starts, i, side="right")) - 1
+        return self.stores[k].features(i - int(self.starts[k]))
+
+
+def train_folders(entry) -> list:
+    """The config's data.train: one folder name or a list of them."""
+    return [entry] if isinstance(entry, str) else list(entry)
+
+
 def compute_features(corpus: Corpus, out: Path, progress: bool = True):
     k = Kernels("scalar")
     window, fb = hann_window(400), slaney_mel_filterbank(n_mels=N_MELS)
@@ -103,7 +125,7 @@ def train_tokenizer(texts: list, out_dir: Path, vocab_size: int):
     spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_prefix=str(prefix), vocab_size=vocab_size,
                                    model_type="unigram", character_coverage=1.0, bos_id=-1, eos_id=-1,
                                    unk_id=0, pad_id=-1, num_threads=1, minloglevel=2,
-                                   input_sentence_size=len(texts), shuffle_input_sentence=False)
+                                   input_sentence_size=0, shuffle_input_sentence=False)   # 0: all of them
     return load_tokenizer(out_dir)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -29,8 +30,8 @@ import torch
 from engine.decoder import detokenize, punctuation_marks
 from engine.model_layout import Dims
 from engine.encoder import subsampled_length
-from training.data import (FeatureStore, frame_targets, length_batches, load_manifest, load_tokenizer,
-                           train_tokenizer, vocabulary)
+from training.data import (FeatureStore, JoinedStores, frame_targets, length_batches, load_manifest,
+                           load_tokenizer, train_folders, train_tokenizer, vocabulary)
 from training.metrics import wer
 from training.model import ParakeetTDT
 from training.tdt import tdt_loss
@@ -76,8 +77,10 @@ class Run:
         self.cfg, self.out, self.data = cfg, out, data
         out.mkdir(parents=True, exist_ok=True)
         torch.manual_seed(cfg["seed"])
-        self.train = FeatureStore.build(data / cfg["data"]["train"])
-        self.train_rows = load_manifest(data / cfg["data"]["train"])
+        folders = train_folders(cfg["data"]["train"])
+        stores = [FeatureStore.build(data / f) for f in folders]
+        self.train = stores[0] if len(stores) == 1 else JoinedStores(stores)
+        self.train_rows = [row for f in folders for row in load_manifest(data / f)]
         self.tests = {name: (FeatureStore.build(data / path), load_manifest(data / path))
                       for name, path in cfg["data"]["test"].items()}
         if (out / "tokenizer.model").exists():
@@ -155,6 +158,18 @@ class Run:
             self.with_ctc_group(self.optimizer)
             self.log(event="added the CTC head to a checkpoint without one")
         torch.set_rng_state(ck["torch_rng"])
+
+    def start_from(self, checkpoint: Path):
+        """Fine-tuning: the weights (and CTC head) of another run's checkpoint, a fresh
+        optimiser and schedule, no alignment warm start; a five-value checkpoint goes straight
+        to the five_value phase (its levels are kept, not re-initialised)."""
+        ck = torch.load(checkpoint, weights_only=False)
+        self.model.five_value = ck["five_value"]
+        self.model.load_state_dict(ck["model"])
+        self.ctc_head.load_state_dict(ck["ctc_head"])
+        phase = "five_value" if ck["five_value"] else "dense"
+        self.state = {"phase": phase, "epoch": 0, "batch": 0, "step": 0, "aligned": True}
+        self.optimizer = self.with_ctc_group(self.new_optimizer(phase))
 
     def log(self, **entry):
         entry["time"] = round(time.time(), 1)
@@ -318,18 +333,27 @@ def main(argv=None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="folder with the corpus folders of the config")
     parser.add_argument("--out", type=Path, required=True, help="run folder (checkpoints, log, tokenizer)")
     parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
+    parser.add_argument("--init", type=Path, help="fine-tune: start from this checkpoint (e.g. RUN/final.pt); "
+                        "its run's tokenizer is copied into OUT")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     cfg = json.loads(args.config.read_text())
+    resuming = args.resume and (args.out / "checkpoint.pt").exists()
+    if args.init and not resuming:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name in ("tokenizer.model", "tokenizer.vocab"):     # the pieces the weights were trained on
+            shutil.copyfile(args.init.parent / name, args.out / name)
     run = Run(cfg, args.data, args.out)
-    if args.resume and (args.out / "checkpoint.pt").exists():
+    if resuming:
         run.load()
         run.log(event="resumed", **run.state)
     else:
+        if args.init:
+            run.start_from(args.init)
         (args.out / "config.json").write_text(json.dumps(cfg, indent=1))
         run.log(event="start", parameters=sum(p.numel() for p in run.model.parameters()),
-                train_utterances=len(run.train_rows))
+                train_utterances=len(run.train_rows), init=str(args.init) if args.init else None)
     run.fit()
     return 0
 

@@ -1,0 +1,75 @@
+"""train.py end to end on a toy corpus (seconds, not hours): a run from scratch writes
+final.pt; a fine-tune (--init) from it on two joined train folders, one of them `pauses` with
+empty transcripts, starts in the five-value phase with the first run's tokenizer and weights,
+and its losses are finite."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+corpus = pytest.importorskip("training.corpus")
+
+from training import train  # noqa: E402
+from training.data import FeatureStore, JoinedStores  # noqa: E402
+
+TOY_DIMS = {"d_model": 32, "n_layers": 1, "n_heads": 2, "ff_dim": 64, "conv_kernel": 9, "sub_channels": 8,
+            "n_mels": 128, "pred_hidden": 32, "pred_layers": 1, "joint_hidden": 32, "vocab_size": 60,
+            "n_durations": 5}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    corpus.write_corpus(root / "train", "train", 40, seed=4, progress=False)
+    corpus.write_corpus(root / "pauses", "train", 6, seed=3, progress=False, condition="pauses")
+    corpus.write_corpus(root / "test", "test", 3, seed=4, progress=False)
+    return root
+
+
+def toy_config(train_folders, dense: int, five_value: int) -> dict:
+    cfg = json.loads((train.Path(train.__file__).with_name("config.json")).read_text())
+    cfg.pop("align")
+    cfg.update(dims=TOY_DIMS, sortagrad_epochs=0, bn_recalibration_batches=2)
+    cfg["data"] = {"train": train_folders, "test": {"clean": "test"}}
+    cfg["epochs"] = {"dense": dense, "five_value": five_value}
+    cfg["eval"]["utterances"] = 2
+    for phase in ("dense", "five_value"):
+        cfg["optim"][phase]["warmup_steps"] = 2
+    return cfg
+
+
+def log(run):
+    return [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+
+
+def test_joined_stores_index_across_folders(data):
+    a, b = FeatureStore.build(data / "train", progress=False), FeatureStore.build(data / "pauses", progress=False)
+    joined = JoinedStores([a, b])
+    assert len(joined) == 46 and list(joined.frames) == list(a.frames) + list(b.frames)
+    assert np.array_equal(joined.features(39), a.features(39)) and np.array_equal(joined.features(40), b.features(0))
+
+
+def test_fine_tune_from_a_run_on_joined_folders(data, tmp_path):
+    base, tuned = tmp_path / "base", tmp_path / "tuned"
+    (tmp_path / "base.json").write_text(json.dumps(toy_config("train", 1, 1)))
+    assert train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(base)]) == 0
+    assert (base / "final.pt").exists()
+
+    (tmp_path / "tuned.json").write_text(json.dumps(toy_config(["train", "pauses"], 0, 1)))
+    assert train.main(["--config", str(tmp_path / "tuned.json"), "--data", str(data), "--out", str(tuned),
+                       "--init", str(base / "final.pt")]) == 0
+    assert (tuned / "tokenizer.model").read_bytes() == (base / "tokenizer.model").read_bytes()
+    entries = log(tuned)
+    assert entries[0]["event"] == "start" and entries[0]["train_utterances"] == 46
+    epochs = [e for e in entries if "wer_clean" in e]
+    assert [e["phase"] for e in epochs] == ["five_value"] and np.isfinite(epochs[0]["loss"])
+    # the fine-tune started from the base weights, not from scratch
+    start = torch.load(base / "final.pt", weights_only=False)["model"]
+    end = torch.load(tuned / "final.pt", weights_only=False)["model"]
+    matrices = [k for k in start if k.endswith(".weight") and start[k].ndim >= 2]
+    drift = max(float((start[k] - end[k]).abs().max()) / float(start[k].abs().max()) for k in matrices)
+    assert 0 < drift < 0.5, drift            # (BatchNorm statistics are recalibrated, not compared)
