@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from engine.model_layout import Dims
-from training.data import Corpus, FeatureStore, load_manifest, load_tokenizer, vocabulary
+from training.data import Corpus, FeatureStore, load_manifest, load_tokenizer, train_folders, vocabulary
 from training.export import export, to_gguf
 from training.model import ParakeetTDT
 from engine.decoder import detokenize, punctuation_marks
@@ -108,6 +108,10 @@ def silence_checks(gguf: Path) -> dict:
     return out
 
 
+def load_log(run: Path) -> list:
+    return [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+
+
 def training_hours(log: list) -> float:
     """Wall time the run spent training: the log has an entry about every minute, so gaps over
     ten minutes are time between sessions (the run stopped and was --resume'd), not training."""
@@ -115,11 +119,15 @@ def training_hours(log: list) -> float:
     return sum(b - a for a, b in zip(times, times[1:]) if b - a < 600) / 3600
 
 
-def card(results: dict, cfg: dict) -> str:
+def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
+    """cfg: the (base) run's config; tune_cfg: the fine-tune's, if the shipped run is one."""
     d, w = cfg["dims"], results["wer"]
     rows = "\n".join(f"| {cond} | {w['dense'][cond]:.2%} | {w['fv5_torch'][cond]:.2%} | {w['engine'][cond]:.2%} |"
                      for cond in ("clean", "noise10db"))
     sb = results["stream_vs_batch"]
+    tuned = ("" if not tune_cfg else
+             f", then fine-tuned (`--init`, `training/finetune.json`: {tune_cfg['epochs']['five_value']} "
+             f"five-value epoch(s) on `{', '.join(train_folders(tune_cfg['data']['train']))}`)")
     return f"""# phonon-small: a five-value FastConformer-TDT trained on generated speech
 
 The project's default model ({MODEL_ID}): the Phonon-2 architecture family (FastConformer
@@ -141,7 +149,7 @@ not a general recogniser (it has never heard a human).
   en-gb-scotland and several variants on every accent) and 10% of distinct sentences.
 - Training: `python3 -m training.train --config training/config.json --data DATA --out RUN`
   ({cfg['epochs']['dense']} dense epochs, then {cfg['epochs']['five_value']} five-value epochs with straight-through
-  gradients); {results['training_hours']:.1f} h on 2 CPU cores.
+  gradients){tuned}; {results['training_hours']:.1f} h on 2 CPU cores in all.
 - Licence: CC-BY-4.0, like Phonon-2's weights (see NOTICE).
 
 ## Word error rate (held-out voices and sentences, {results['test_utterances']} utterances per condition)
@@ -187,7 +195,11 @@ def main(argv=None) -> int:
     tests = {cond: (Corpus(args.data / path), FeatureStore.build(args.data / path), load_manifest(args.data / path))
              for cond, path in cfg["data"]["test"].items()}
     n = min(args.utterances, *(len(c) for c, _, _ in tests.values()))
-    dense = load_model(args.run, "dense.pt", dims)
+    log = load_log(args.run)
+    init = next((e.get("init") for e in log if e.get("event") == "start"), None)
+    # a fine-tuned run (train.py --init) has no dense phase of its own: its base run's is the dense model
+    dense_run = args.run if (args.run / "dense.pt").exists() or not init else Path(init).parent
+    dense = load_model(dense_run, "dense.pt", dims)
     w = {"dense": {}, "fv5_torch": {}, "engine": {}}
     speed = {}
     for cond, (corpus, store, rows) in tests.items():
@@ -195,7 +207,6 @@ def main(argv=None) -> int:
         w["fv5_torch"][cond] = round(torch_wer(model, vocab, store, rows, n), 4)
         w["engine"][cond], speed[cond], tier = engine_wer(gguf, corpus, n)
         print(cond, w["dense"][cond], w["fv5_torch"][cond], w["engine"][cond], file=sys.stderr, flush=True)
-    log = [json.loads(line) for line in (args.run / "log.jsonl").read_text().splitlines()]
     fv5 = sum(m.weight.numel() for m in model.five_value_modules().values())
     from engine.model_file import load
     f = load(gguf)
@@ -208,13 +219,15 @@ def main(argv=None) -> int:
         "parameters": sum(p.numel() for n_, p in model.named_parameters() if not n_.endswith((".lo", ".hi"))),
         "five_value_weights": fv5, "bits_per_weight": 8 * (packed + lohi) / fv5,
         "train_utterances": next(e["train_utterances"] for e in log if e.get("event") == "start"),
-        "training_hours": training_hours(log),
+        "training_hours": training_hours(log) + (training_hours(load_log(dense_run)) if dense_run != args.run else 0.0),
+        "fine_tuned_from": init,
         "test_utterances": n, "wer": w, "engine_rtfx": speed, "engine_tier": tier,
         "stream_vs_batch": stream_vs_batch(gguf, args.recordings),
         "silence": silence_checks(gguf), "date": time.strftime("%Y-%m-%d"),
     }
     (args.out / "phonon-small.json").write_text(json.dumps(results, indent=1) + "\n")
-    (args.out / "MODEL_CARD.md").write_text(card(results, cfg))
+    base_cfg = json.loads((dense_run / "config.json").read_text())
+    (args.out / "MODEL_CARD.md").write_text(card(results, base_cfg, cfg if dense_run != args.run else None))
     print(json.dumps(results, indent=1))
     return 0
 
