@@ -674,16 +674,21 @@ def speech_with_pauses(sentences: list, voice: str, tts: dict,
     per sentence, [(text, start_s, end_s)]). The model must keep its place across pauses and
     say nothing inside them; one-sentence training utterances taught it neither (docs/training.md,
     the first full run)."""
-    parts, spans, pos = [], [], 0
-    for i, text in enumerate(sentences):
-        if i:
-            gap = np.zeros(round(float(rng.uniform(*PAUSE_S)) * SR), np.float32)
-            parts.append(gap)
-            pos += len(gap)
-        x = speech(text, voice, tts)
-        spans.append((text, round(pos / SR, 6), round((pos + len(x)) / SR, 6)))
-        parts.append(x)
-        pos += len(x)
+    gaps = [float(rng.uniform(*PAUSE_S)) for _ in sentences[1:]] + [0.0]
+    audio, spans = join_with_pauses([(text, speech(text, voice, tts)) for text in sentences], gaps, 0.0)
+    return audio, [(t, round(a, 6), round(b, 6)) for t, a, b in spans]
+
+
+def join_with_pauses(clips: list, gaps_s: list, lead_s: float) -> tuple[np.ndarray, list]:
+    """[(text, float32 audio)] joined by silences: lead_s before the first clip, gaps_s[i]
+    after clip i (the last one is the trailing silence). Returns (float32 [L],
+    [(text, start_s, end_s)] per clip)."""
+    parts, spans, pos = [np.zeros(round(lead_s * SR), np.float32)], [], round(lead_s * SR)
+    for (text, x), gap_s in zip(clips, gaps_s):
+        spans.append((text, pos / SR, (pos + len(x)) / SR))
+        gap = np.zeros(round(gap_s * SR), np.float32)
+        parts += [x, gap]
+        pos += len(x) + len(gap)
     return np.concatenate(parts), spans
 
 
@@ -957,15 +962,11 @@ def long_recording(seed: int, n_utterances: int, pauses_s, noise_db: float | Non
         raise ValueError(f"{n_utterances} utterances need {n_utterances - 1} pauses, got {len(gaps)}")
     choices = list(voices) if voices is not None else _split_voices(split)
     r = random.Random(f"long/{split}/{seed}")
-    parts, spans, pos = [np.zeros(round(edge_s * SR), np.float32)], [], round(edge_s * SR)
-    for i, text in enumerate(corpus_sentences(split, seed, n_utterances)):
+    clips = []
+    for text in corpus_sentences(split, seed, n_utterances):
         voice = r.choice(choices)
-        x = speech(text, voice, draw_tts(r, voice))
-        spans.append((text, pos / SR, (pos + len(x)) / SR))
-        gap = np.zeros(round((gaps[i] if i < len(gaps) else edge_s) * SR), np.float32)
-        parts += [x, gap]
-        pos += len(x) + len(gap)
-    audio = np.concatenate(parts)
+        clips.append((text, speech(text, voice, draw_tts(r, voice))))
+    audio, spans = join_with_pauses(clips, gaps + [edge_s], edge_s)
     if noise_db is not None:
         voiced = np.concatenate([audio[round(s * SR):round(e * SR)] for _, s, e in spans])
         rng = np.random.default_rng([seed, 3])

@@ -126,7 +126,7 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
                      for cond in ("clean", "noise10db"))
     sb = results["stream_vs_batch"]
     tuned = ("" if not tune_cfg else
-             f", then fine-tuned (`--init`, `training/finetune.json`: {tune_cfg['epochs']['five_value']} "
+             f", then fine-tuned (`--init`, the run's config.json: {tune_cfg['epochs']['five_value']} "
              f"five-value epoch(s) on `{', '.join(train_folders(tune_cfg['data']['train']))}`)")
     return f"""# phonon-small: a five-value FastConformer-TDT trained on generated speech
 
