@@ -73,3 +73,37 @@ def test_fine_tune_from_a_run_on_joined_folders(data, tmp_path):
     matrices = [k for k in start if k.endswith(".weight") and start[k].ndim >= 2]
     drift = max(float((start[k] - end[k]).abs().max()) / float(start[k].abs().max()) for k in matrices)
     assert 0 < drift < 0.5, drift            # (BatchNorm statistics are recalibrated, not compared)
+
+
+def test_fine_tune_from_a_shipped_gguf(data, tmp_path):
+    """The next session's start (no run folder survives): release's GGUF + training sidecar ->
+    train.py --init model.gguf continues in the five-value phase from the shipped weights."""
+    from training.export import export, to_gguf
+    from training.release import load_model
+    from training.sidecar import sidecar_path, write_sidecar
+    from training.data import load_tokenizer, vocabulary
+    base, tuned = tmp_path / "base", tmp_path / "tuned"
+    cfg = toy_config("train", 0, 1)
+    (tmp_path / "base.json").write_text(json.dumps(cfg))
+    assert train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(base)]) == 0
+    model = load_model(base, "final.pt", train.Dims(**TOY_DIMS))
+    export(model, vocabulary(load_tokenizer(base)), tmp_path / "export", "test/toy")
+    gguf = tmp_path / "shipped" / "toy.gguf"
+    gguf.parent.mkdir()
+    to_gguf(tmp_path / "export", gguf)
+    write_sidecar(sidecar_path(gguf), model, torch.load(base / "final.pt", weights_only=False)["ctc_head"],
+                  base / "tokenizer.model")
+
+    assert train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(tuned),
+                       "--init", str(gguf)]) == 0
+    assert (tuned / "tokenizer.model").read_bytes() == (base / "tokenizer.model").read_bytes()
+    entries = log(tuned)
+    assert entries[0]["init"] == str(gguf)
+    epochs = [e for e in entries if "wer_clean" in e]
+    assert [e["phase"] for e in epochs] == ["five_value"] and np.isfinite(epochs[0]["loss"])
+    # it started from the shipped weights: the five-value levels moved a little, not from scratch
+    start = model.state_dict()
+    end = torch.load(tuned / "final.pt", weights_only=False)["model"]
+    levels = [k for k in start if k.endswith((".lo", ".hi"))]
+    drift = max(float((start[k] - end[k]).abs().max() / start[k].abs().max()) for k in levels)
+    assert 0 < drift < 0.5, drift

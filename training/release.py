@@ -30,6 +30,7 @@ from engine.model_layout import Dims
 from training.data import Corpus, FeatureStore, load_manifest, load_tokenizer, train_folders, vocabulary
 from training.export import export, to_gguf
 from training.model import ParakeetTDT
+from training.sidecar import sidecar_path, write_sidecar
 from engine.decoder import detokenize, punctuation_marks
 from training.metrics import wer
 
@@ -143,13 +144,18 @@ not a general recogniser (it has never heard a human).
 - Dims: d_model {d['d_model']}, {d['n_layers']} layers, {d['n_heads']} heads, ff {d['ff_dim']}, conv kernel
   {d['conv_kernel']}, subsampling channels {d['sub_channels']}, prediction net {d['pred_layers']} x LSTM {d['pred_hidden']},
   joint {d['joint_hidden']}, SentencePiece unigram vocabulary of {d['vocab_size']} pieces.
-- Data: `training/corpus.py`, {results['train_utterances']:,} generated utterances (espeak-ng accents and
-  variants, flite kal/kal16/awb) with speed, reverb, noise (5-30 dB SNR), telephone band, gain
-  and silence padding. Held out for testing: whole voices (flite rms and slt, espeak-ng
+- Data: `training/corpus.py`, {results['train_utterances']:,} generated utterances in
+  `{', '.join(train_folders(cfg['data']['train']))}` (espeak-ng accents and variants, flite
+  kal/kal16/awb; single sentences, and with `pauses` 2-4 sentences joined by 0.3-2.5 s pauses
+  plus no-speech clips) with speed, reverb, noise (5-30 dB SNR), telephone band, gain and
+  silence padding. Held out for testing: whole voices (flite rms and slt, espeak-ng
   en-gb-scotland and several variants on every accent) and 10% of distinct sentences.
 - Training: `python3 -m training.train --config training/config.json --data DATA --out RUN`
   ({cfg['epochs']['dense']} dense epochs, then {cfg['epochs']['five_value']} five-value epochs with straight-through
   gradients){tuned}; {results['training_hours']:.1f} h on 2 CPU cores in all.
+- To train it further: `python3 -m training.train --init models/phonon-small.gguf ...` (the
+  GGUF plus `phonon-small.train.npz`, {results.get('sidecar_bytes', 0):,} bytes: BatchNorm before folding, the
+  training-only CTC head and the tokenizer; training/sidecar.py).
 - Licence: CC-BY-4.0, like Phonon-2's weights (see NOTICE).
 
 ## Word error rate (held-out voices and sentences, {results['test_utterances']} utterances per condition)
@@ -192,6 +198,10 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     gguf = args.out / "phonon-small.gguf"
     print(to_gguf(staging, gguf, verify=True)[-400:], file=sys.stderr)
+    # what the GGUF lacks to go on training next session (train.py --init OUT/phonon-small.gguf)
+    sidecar = write_sidecar(sidecar_path(gguf), model,
+                            torch.load(args.run / args.checkpoint, weights_only=False)["ctc_head"],
+                            args.run / "tokenizer.model")
     tests = {cond: (Corpus(args.data / path), FeatureStore.build(args.data / path), load_manifest(args.data / path))
              for cond, path in cfg["data"]["test"].items()}
     n = min(args.utterances, *(len(c) for c, _, _ in tests.values()))
@@ -215,6 +225,7 @@ def main(argv=None) -> int:
     f.close()
     results = {
         "model_id": MODEL_ID, "gguf": str(gguf), "gguf_bytes": gguf.stat().st_size,
+        "sidecar_bytes": sidecar.stat().st_size,
         "gguf_sha256": hashlib.sha256(gguf.read_bytes()).hexdigest(),
         "parameters": sum(p.numel() for n_, p in model.named_parameters() if not n_.endswith((".lo", ".hi"))),
         "five_value_weights": fv5, "bits_per_weight": 8 * (packed + lohi) / fv5,

@@ -34,6 +34,7 @@ from training.data import (FeatureStore, JoinedStores, frame_targets, length_bat
                            load_tokenizer, train_folders, train_tokenizer, vocabulary)
 from training.metrics import wer
 from training.model import ParakeetTDT
+from training.sidecar import load_shipped, read_sidecar, sidecar_path
 from training.tdt import tdt_loss
 
 
@@ -160,10 +161,15 @@ class Run:
         torch.set_rng_state(ck["torch_rng"])
 
     def start_from(self, checkpoint: Path):
-        """Fine-tuning: the weights (and CTC head) of another run's checkpoint, a fresh
-        optimiser and schedule, no alignment warm start; a five-value checkpoint goes straight
-        to the five_value phase (its levels are kept, not re-initialised)."""
-        ck = torch.load(checkpoint, weights_only=False)
+        """Fine-tuning: the weights (and CTC head) of another run's checkpoint, or of a shipped
+        GGUF with its training sidecar (training/sidecar.py), a fresh optimiser and schedule, no
+        alignment warm start; a five-value model goes straight to the five_value phase (its
+        levels are kept, not re-initialised)."""
+        if Path(checkpoint).suffix == ".gguf":
+            shipped, ctc_state, _ = load_shipped(checkpoint)
+            ck = {"five_value": True, "model": shipped.state_dict(), "ctc_head": ctc_state}
+        else:
+            ck = torch.load(checkpoint, weights_only=False)
         self.model.five_value = ck["five_value"]
         self.model.load_state_dict(ck["model"])
         self.ctc_head.load_state_dict(ck["ctc_head"])
@@ -333,8 +339,9 @@ def main(argv=None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="folder with the corpus folders of the config")
     parser.add_argument("--out", type=Path, required=True, help="run folder (checkpoints, log, tokenizer)")
     parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
-    parser.add_argument("--init", type=Path, help="fine-tune: start from this checkpoint (e.g. RUN/final.pt); "
-                        "its run's tokenizer is copied into OUT")
+    parser.add_argument("--init", type=Path, help="fine-tune: start from this checkpoint (e.g. RUN/final.pt; "
+                        "its run's tokenizer is copied into OUT) or a shipped GGUF with its training sidecar "
+                        "(models/phonon-small.gguf + .train.npz)")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -346,8 +353,11 @@ def main(argv=None) -> int:
     resuming = args.resume and (args.out / "checkpoint.pt").exists()
     if args.init and not resuming:
         args.out.mkdir(parents=True, exist_ok=True)
-        for name in ("tokenizer.model", "tokenizer.vocab"):     # the pieces the weights were trained on
-            shutil.copyfile(args.init.parent / name, args.out / name)
+        if args.init.suffix == ".gguf":                         # a shipped model: its sidecar's tokenizer
+            (args.out / "tokenizer.model").write_bytes(read_sidecar(sidecar_path(args.init))[2])
+        else:
+            for name in ("tokenizer.model", "tokenizer.vocab"):     # the pieces the weights were trained on
+                shutil.copyfile(args.init.parent / name, args.out / name)
     run = Run(cfg, args.data, args.out)
     if resuming:
         run.load()
