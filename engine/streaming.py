@@ -12,7 +12,8 @@ The rules, numbered as in the spec:
  1. words commit on two-decode agreement, whole words only, once they end at least
     `right_context` behind the decode position;
  2. the window start moves into a pause of >= `min_pause` between the last committed word
-    and the next word;
+    and the next word: a pause in the tokens that is quiet in the audio too (token times
+    of a small model lag the sound; a start placed by them alone cut words in two);
  3. windows are capped at `max_window` (the oldest words are committed to make room) and the
     decode interval grows with the window (interval = max(hop, window / 10));
  4. the newest word commits once `right_context` passed with no further token (rule 1 on the
@@ -48,6 +49,8 @@ from .encoder import Cancelled
 
 FRAME = 1280                    # samples per encoder frame: 80 ms at 16 kHz
 QUIET_BLOCK = 320               # 20 ms blocks for the quiet-audio test of rule 5
+PAUSE_LEVEL = 0.1               # rule 2: a pause frame has at most 1/10 (-10 dB) of the window's
+                                # loud level (its 75th-percentile frame mean square)
 COMMON_RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000)
 
 
@@ -199,6 +202,7 @@ class StreamSession:
         self._feed_lock, self._decode_lock = threading.Lock(), threading.Lock()
         self._pending = array("f")          # resampled, not yet drained
         self._audio = array("f")            # 16 kHz samples [win_start, total)
+        self._frame_power = array("d")      # mean square of each whole 80 ms frame from win_start
         self._win_start = self._total = 0
         self._last_decode = 0
         self._next_decode = self.config.samples("hop_ms")
@@ -287,6 +291,15 @@ class StreamSession:
                 new.extend(self._resampler.flush())
         self._audio.extend(new)
         self._total += len(new)
+        self._measure_frames()
+
+    def _measure_frames(self):
+        """Mean square of every newly completed 80 ms frame (float64 sums in sample order:
+        the same bits natively and in Pyodide); each sample is read once."""
+        x = self._audio
+        for f in range(len(self._frame_power), len(x) // FRAME):
+            block = x[f * FRAME:(f + 1) * FRAME]
+            self._frame_power.append(sum(v * v for v in block) / FRAME)
 
     def _interval(self, p: int) -> int:
         """Rule 3: the decode interval grows with the window (a tenth of it, at least hop)."""
@@ -345,19 +358,45 @@ class StreamSession:
         if self._tentative:
             gap_end = self._tentative[0].start
             if gap_end - end >= self.config.samples("min_pause_ms"):
-                self._move_start(self._align(end + (gap_end - end) // 2))
+                start = self._pause_in_audio(end, gap_end, p)
+                if start is not None:
+                    self._move_start(start)
         else:
             keep = max(self.config.samples("idle_keep_ms"), self.config.samples("right_context_ms"))
             start = self._align(min(end + (p - end) // 2, p - keep))
             if start >= end:
                 self._move_start(start)
 
+    def _pause_in_audio(self, a: int, b: int, p: int):
+        """Rule 2's start inside the token gap [a, b): the second frame of the first run of at
+        least two quiet frames (>= 160 ms, so >= min_pause), where quiet is PAUSE_LEVEL of the
+        window's loud level. The first quiet frame is left to the previous word's tail, the
+        rest of the pause leads into the next word (the model was trained on utterances with
+        leading silence). None when the gap is not quiet in the audio: the tokens' timing
+        lagged a word that has no token yet, and a start there would cut it."""
+        first = max(-(-a // FRAME), self._win_start // FRAME)      # whole frames inside [a, b)
+        last = min(b, p) // FRAME
+        base = self._win_start // FRAME
+        window = sorted(self._frame_power[:(p - self._win_start) // FRAME])
+        if last - first < 2 or not window:
+            return None
+        limit = window[(3 * (len(window) - 1)) // 4] * PAUSE_LEVEL
+        run = 0
+        for f in range(first, last):
+            run = run + 1 if self._frame_power[f - base] <= limit else 0
+            if run == 2:
+                return f * FRAME
+        return None
+
     def _move_start(self, start: int):
         """Move the window start forward (never back). Only rules 3 and 6 may cut into a
-        committed word; its re-decoded remains are dropped by the midpoint test in _decode."""
+        committed word; its re-decoded remains are dropped by the midpoint test in _decode.
+        Starts are on the 80 ms frame grid, so the frame powers drop whole frames."""
         if start <= self._win_start:
             return
+        assert start % FRAME == 0, start
         del self._audio[:start - self._win_start]
+        del self._frame_power[:(start - self._win_start) // FRAME]
         self._win_start = start
 
     @staticmethod

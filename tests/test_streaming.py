@@ -136,6 +136,35 @@ def test_window_starts_in_pauses_and_covers_uncommitted_words(fake):
     assert len(session.finish()["words"]) == 4
 
 
+class HardOfHearingEngine(LoudRunEngine):
+    """Hears only loud words (mean square > 0.02): a quieter word makes no token, as a small
+    model's late or missing token for a word it has not placed yet."""
+
+    def tokens(self, samples, cancelled=None):
+        x = np.frombuffer(samples, np.float32)
+        return super().tokens(np.where(x * x > 0.02, x, 0).astype(np.float32).tobytes(), cancelled)
+
+
+def test_window_start_needs_a_pause_in_the_audio_not_only_in_the_tokens(scalar):
+    """Rule 2 with a word the recogniser has no token for: the token gap around it is wide,
+    but the start must go into the audio's pause before it, never into the word itself."""
+    deaf = HardOfHearingEngine(scalar)
+    murmur = tone(0.6, level=0.1)                        # mean square 0.005: sound, but no token
+    x = np.concatenate([tone(0.5), np.zeros(SR * 2 // 5, np.float32), murmur,
+                        np.zeros(SR // 5, np.float32), tone(0.5), np.zeros(SR, np.float32)])
+    session = StreamSession(deaf, SR)
+    murmur_span = (int(0.9 * SR), int(1.5 * SR))
+    starts = set()
+    for i in range(0, len(x), 640):
+        session.feed(x[i:i + 640])
+        session.partial()
+        starts.add(session._win_start)
+    inside = [s / SR for s in starts if murmur_span[0] <= s < murmur_span[1]]
+    assert not inside, inside
+    assert any(0.5 * SR < s <= 0.9 * SR for s in starts)            # it did move into the pause
+    assert len(session.finish()["words"]) == 2
+
+
 def test_windows_are_capped_and_interval_grows(scalar):
     """Decodes that never agree commit nothing by rule 1: the window grows to max_window, the
     decode interval with it, and rule 3 commits the oldest words to stay within the cap."""

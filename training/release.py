@@ -89,10 +89,26 @@ def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5) -> dict:
         decodes += final["stats"]["decodes"]
         compute += final["stats"]["compute_seconds"]
         audio_s += x.size / 16000
-        batch_hyps.append(" ".join(engine.transcribe(x[int(s * 16000):int(e * 16000)])["text"] for _, s, e in spans))
+        batch_hyps.append(" ".join(engine.transcribe(x[int(s * 16000):int(e * 16000)])["text"]
+                                   for s, e in padded_spans(spans, x.size / 16000)))
     return {"recordings": recordings, "audio_seconds": round(audio_s, 1),
             "stream_wer": round(wer(refs, stream_hyps), 4), "batch_wer": round(wer(refs, batch_hyps), 4),
             "stream_decodes": decodes, "stream_compute_per_audio": round(compute / audio_s, 3)}
+
+
+def padded_spans(spans: list, total_s: float, pad_s: float = 0.3) -> list:
+    """Each utterance span [(text, start, end)] widened by up to pad_s of the silence on each
+    side, never past the middle of a pause: the batch side of stream-vs-batch. Spans tight to
+    the speech (20 ms margins) are an input the model never saw in training; with 0.3 s of the
+    pause it reads them as one utterance of the test set (WER 0.166 against 0.507 tight, on 4
+    recordings with a mid-training model)."""
+    out = []
+    for i, (_, s, e) in enumerate(spans):
+        before = s - spans[i - 1][2] if i else s
+        after = spans[i + 1][1] - e if i + 1 < len(spans) else total_s - e
+        out.append((max(0.0, s - min(pad_s, before / 2 if i else before)),
+                    min(total_s, e + min(pad_s, after / 2 if i + 1 < len(spans) else after))))
+    return out
 
 
 def silence_checks(gguf: Path) -> dict:
@@ -171,7 +187,7 @@ engine (int8 activations), which the browser reproduces bit for bit.
 
 Streaming ({sb['recordings']} recordings of 8 held-out utterances joined by 0.3-2 s pauses,
 {sb['audio_seconds']} s in all): stream WER {sb['stream_wer']:.2%} vs batch {sb['batch_wer']:.2%} (one batch
-transcription per utterance), {sb['stream_decodes']} decodes, compute {sb['stream_compute_per_audio']} x real time natively.
+transcription per utterance, with up to 0.3 s of the pauses around it), {sb['stream_decodes']} decodes, compute {sb['stream_compute_per_audio']} x real time natively.
 
 Silence: {json.dumps(results['silence'])}
 
