@@ -78,21 +78,13 @@ def test_fine_tune_from_a_run_on_joined_folders(data, tmp_path):
 def test_fine_tune_from_a_shipped_gguf(data, tmp_path):
     """The next session's start (no run folder survives): release's GGUF + training sidecar ->
     train.py --init model.gguf continues in the five-value phase from the shipped weights."""
-    from training.export import export, to_gguf
-    from training.release import load_model
-    from training.sidecar import sidecar_path, write_sidecar
-    from training.data import load_tokenizer, vocabulary
+    from training.release import ship
     base, tuned = tmp_path / "base", tmp_path / "tuned"
     cfg = toy_config("train", 0, 1)
     (tmp_path / "base.json").write_text(json.dumps(cfg))
     assert train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(base)]) == 0
-    model = load_model(base, "final.pt", train.Dims(**TOY_DIMS))
-    export(model, vocabulary(load_tokenizer(base)), tmp_path / "export", "test/toy")
     gguf = tmp_path / "shipped" / "toy.gguf"
-    gguf.parent.mkdir()
-    to_gguf(tmp_path / "export", gguf)
-    write_sidecar(sidecar_path(gguf), model, torch.load(base / "final.pt", weights_only=False)["ctc_head"],
-                  base / "tokenizer.model")
+    model, _ = ship(base, "final.pt", gguf, train.Dims(**TOY_DIMS))
 
     assert train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(tuned),
                        "--init", str(gguf)]) == 0

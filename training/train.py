@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ from training.data import (FeatureStore, JoinedStores, frame_targets, length_bat
                            load_tokenizer, train_folders, train_tokenizer, vocabulary)
 from training.metrics import wer
 from training.model import ParakeetTDT
-from training.sidecar import load_shipped, read_sidecar, sidecar_path
+from training.sidecar import load_shipped
 from training.tdt import tdt_loss
 
 
@@ -160,16 +159,10 @@ class Run:
             self.log(event="added the CTC head to a checkpoint without one")
         torch.set_rng_state(ck["torch_rng"])
 
-    def start_from(self, checkpoint: Path):
-        """Fine-tuning: the weights (and CTC head) of another run's checkpoint, or of a shipped
-        GGUF with its training sidecar (training/sidecar.py), a fresh optimiser and schedule, no
-        alignment warm start; a five-value model goes straight to the five_value phase (its
-        levels are kept, not re-initialised)."""
-        if Path(checkpoint).suffix == ".gguf":
-            shipped, ctc_state, _ = load_shipped(checkpoint)
-            ck = {"five_value": True, "model": shipped.state_dict(), "ctc_head": ctc_state}
-        else:
-            ck = torch.load(checkpoint, weights_only=False)
+    def start_from(self, ck: dict):
+        """Fine-tuning from `load_init`'s weights (and CTC head): a fresh optimiser and
+        schedule, no alignment warm start; a five-value model goes straight to the five_value
+        phase (its levels are kept, not re-initialised)."""
         self.model.five_value = ck["five_value"]
         self.model.load_state_dict(ck["model"])
         self.ctc_head.load_state_dict(ck["ctc_head"])
@@ -333,6 +326,18 @@ class Run:
         return scores
 
 
+def load_init(path: Path) -> tuple:
+    """--init: another run's checkpoint (RUN/final.pt) or a shipped GGUF with its training
+    sidecar (training/sidecar.py) -> ({"five_value", "model", "ctc_head"}, {tokenizer file
+    name: bytes}): the weights and the pieces they were trained on."""
+    if path.suffix == ".gguf":
+        shipped, ctc_state, tokenizer = load_shipped(path)
+        return ({"five_value": True, "model": shipped.state_dict(), "ctc_head": ctc_state},
+                {"tokenizer.model": tokenizer})
+    files = {name: (path.parent / name).read_bytes() for name in ("tokenizer.model", "tokenizer.vocab")}
+    return torch.load(path, weights_only=False), files
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m training.train")
     parser.add_argument("--config", type=Path, default=Path(__file__).with_name("config.json"))
@@ -351,20 +356,18 @@ def main(argv=None) -> int:
     torch.set_flush_denormal(True)
     cfg = json.loads(args.config.read_text())
     resuming = args.resume and (args.out / "checkpoint.pt").exists()
-    if args.init and not resuming:
+    init = load_init(args.init) if args.init and not resuming else None
+    if init:
         args.out.mkdir(parents=True, exist_ok=True)
-        if args.init.suffix == ".gguf":                         # a shipped model: its sidecar's tokenizer
-            (args.out / "tokenizer.model").write_bytes(read_sidecar(sidecar_path(args.init))[2])
-        else:
-            for name in ("tokenizer.model", "tokenizer.vocab"):     # the pieces the weights were trained on
-                shutil.copyfile(args.init.parent / name, args.out / name)
+        for name, data in init[1].items():                      # Run trains no tokenizer of its own then
+            (args.out / name).write_bytes(data)
     run = Run(cfg, args.data, args.out)
     if resuming:
         run.load()
         run.log(event="resumed", **run.state)
     else:
-        if args.init:
-            run.start_from(args.init)
+        if init:
+            run.start_from(init[0])
         (args.out / "config.json").write_text(json.dumps(cfg, indent=1))
         run.log(event="start", parameters=sum(p.numel() for p in run.model.parameters()),
                 train_utterances=len(run.train_rows), init=str(args.init) if args.init else None)
