@@ -63,7 +63,7 @@ class StreamConfig:
     right_context_ms: int = 800
     hop_ms: int = 400
     max_window_ms: int = 12000
-    min_pause_ms: int = 150
+    min_pause_ms: int = 300          # rule 2 (spec: >= 150 ms); see docs/streaming.md
     idle_keep_ms: int = 1500
     quiet_dbfs: int = -45           # rule 5: a 20 ms block is quiet below this RMS level
     max_lag_ms: int = 4000
@@ -368,9 +368,9 @@ class StreamSession:
                 self._move_start(start)
 
     def _pause_in_audio(self, a: int, b: int, p: int):
-        """Rule 2's start inside the token gap [a, b): the second frame of the first run of at
-        least two quiet frames (>= 160 ms, so >= min_pause), where quiet is PAUSE_LEVEL of the
-        window's loud level. The first quiet frame is left to the previous word's tail, the
+        """Rule 2's start inside the token gap [a, b): the second frame of the first run of
+        quiet frames at least min_pause long (and at least two), where quiet is PAUSE_LEVEL of
+        the window's loud level. The first quiet frame is left to the previous word's tail, the
         rest of the pause leads into the next word (the model was trained on utterances with
         leading silence). None when the gap is not quiet in the audio: the tokens' timing
         lagged a word that has no token yet, and a start there would cut it."""
@@ -381,11 +381,12 @@ class StreamSession:
         if last - first < 2 or not window:
             return None
         limit = window[(3 * (len(window) - 1)) // 4] * PAUSE_LEVEL
+        need = max(2, -(-self.config.samples("min_pause_ms") // FRAME))
         run = 0
         for f in range(first, last):
             run = run + 1 if self._frame_power[f - base] <= limit else 0
-            if run == 2:
-                return f * FRAME
+            if run == need:
+                return (f - need + 2) * FRAME
         return None
 
     def _move_start(self, start: int):
@@ -452,8 +453,15 @@ class StreamSession:
     # -- views ----------------------------------------------------------------------------------
 
     def _text(self, words: list) -> str:
+        """Words -> text. Each Word is a whole word, so its first piece begins one even where
+        the model gave no word marker: the first token of a window (word_spans makes it a word)
+        would otherwise glue onto the previous window's last word ("to" + "glasgow")."""
         vocab = self.engine.model.vocabulary
-        return detokenize([vocab[t[0]] for w in words for t in w.tokens], self.engine.marks)
+        pieces = []
+        for w in words:
+            first, *rest = [vocab[t[0]] for t in w.tokens]
+            pieces += [first if first.startswith("\u2581") else "\u2581" + first, *rest]
+        return detokenize(pieces, self.engine.marks)
 
     def _view(self) -> dict:
         committed, tentative = self._committed, self._tentative

@@ -16,7 +16,7 @@ import pytest
 from engine.audio import resample
 from engine.decoder import Token
 from engine.encoder import Cancelled
-from engine.streaming import (FRAME, StreamConfig, StreamError, StreamResampler, StreamSession,
+from engine.streaming import (FRAME, StreamConfig, StreamError, StreamResampler, StreamSession, Word,
                               stream_samples)
 
 SR = 16000
@@ -25,7 +25,7 @@ SR = 16000
 # -- a scripted recogniser ----------------------------------------------------------------------
 
 class _Model:
-    vocabulary = ["<unk>"] + [f"\u2581w{n}" for n in range(1, 40)] + ["."]
+    vocabulary = ["<unk>"] + [f"\u2581w{n}" for n in range(1, 40)] + [".", "ing"]
 
 
 class LoudRunEngine:
@@ -163,6 +163,34 @@ def test_window_start_needs_a_pause_in_the_audio_not_only_in_the_tokens(scalar):
     assert not inside, inside
     assert any(0.5 * SR < s <= 0.9 * SR for s in starts)            # it did move into the pause
     assert len(session.finish()["words"]) == 2
+
+
+@pytest.mark.parametrize("min_pause_ms", [150, 300])
+def test_a_short_gap_between_words_is_not_a_pause(fake, min_pause_ms):
+    """Rule 2 needs min_pause of quiet audio (default 300 ms). A TTS voice dips for about
+    160-240 ms between words: at 150 ms the start moved into such a dip and the trained model,
+    starting mid-sentence, invented words ("the rent is it costs six dollars")."""
+    x = np.concatenate([utterances([0.5, 0.5, 0.5, 0.5], [0.24, 0.6, 0.24]), np.zeros(2 * SR, np.float32)])
+    session = StreamSession(fake, SR, StreamConfig(min_pause_ms=min_pause_ms))
+    starts = set()
+    for i in range(0, len(x), 640):
+        session.feed(x[i:i + 640])
+        session.partial()
+        starts.add(session._win_start / SR)
+    in_gaps = [s for s in starts if 0.5 < s < 0.74 or 2.34 < s < 2.58]
+    assert bool(in_gaps) == (min_pause_ms < 240), sorted(starts)
+    assert any(1.24 < s < 1.84 for s in starts), sorted(starts)          # the 600 ms pause is one
+    assert len(session.finish()["words"]) == 4
+
+
+def test_a_window_starting_without_a_word_marker_still_starts_a_word(fake):
+    """A window's first token is a word (decoder.word_spans) even when its piece has no word
+    marker: the text keeps it apart from the previous window's last word, and punctuation
+    still attaches."""
+    session = StreamSession(fake, SR)
+    words = [Word("w2", 0, FRAME, ((2, 0, 1),)), Word("ing", FRAME, 2 * FRAME, ((41, 1, 1),)),
+             Word(".", 2 * FRAME, 2 * FRAME, ((40, 2, 0),))]
+    assert session._text(words) == "w2 ing."
 
 
 def test_windows_are_capped_and_interval_grows(scalar):

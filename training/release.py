@@ -218,20 +218,25 @@ def main(argv=None) -> int:
     parser.add_argument("--checkpoint", default="final.pt")
     parser.add_argument("--utterances", type=int, default=600)
     parser.add_argument("--recordings", type=int, default=6)
+    parser.add_argument("--base-run", type=Path, help="for a run fine-tuned from a GGUF (train.py --init "
+                        "X.gguf): the run that trained that GGUF (its dense.pt, config.json and log)")
     args = parser.parse_args(argv)
     torch.set_num_threads(2)
     cfg = json.loads((args.run / "config.json").read_text())
     dims = Dims(**cfg["dims"])
     vocab = vocabulary(load_tokenizer(args.run))
+    log = load_log(args.run)
+    init = next((e.get("init") for e in log if e.get("event") == "start"), None)
+    # a fine-tuned run (train.py --init) has no dense phase of its own: its base run's is the dense model
+    dense_run = args.base_run or (args.run if (args.run / "dense.pt").exists() or not init else Path(init).parent)
+    if not (dense_run / "dense.pt").exists():
+        parser.error(f"no dense model: {dense_run / 'dense.pt'} does not exist (a run fine-tuned from a "
+                     "GGUF needs --base-run, the run that trained the GGUF)")
     gguf = args.out / "phonon-small.gguf"
     model, sidecar = ship(args.run, args.checkpoint, gguf, dims)
     tests = {cond: (Corpus(args.data / path), FeatureStore.build(args.data / path), load_manifest(args.data / path))
              for cond, path in cfg["data"]["test"].items()}
     n = min(args.utterances, *(len(c) for c, _, _ in tests.values()))
-    log = load_log(args.run)
-    init = next((e.get("init") for e in log if e.get("event") == "start"), None)
-    # a fine-tuned run (train.py --init) has no dense phase of its own: its base run's is the dense model
-    dense_run = args.run if (args.run / "dense.pt").exists() or not init else Path(init).parent
     dense = load_model(dense_run, "dense.pt", dims)
     w = {"dense": {}, "fv5_torch": {}, "engine": {}}
     speed = {}

@@ -222,6 +222,7 @@ class Run:
                 self.log(phase=phase, epoch=epoch, loss=round(float(np.mean(losses)) if losses else float("nan"), 4),
                          epoch_minutes=round((time.time() - started) / 60, 1), **scores)
                 self.save()
+                self.save(f"{phase}-epoch{epoch + 1}.pt")     # kept: a later epoch may not finish in time
                 last_save = time.time()
         self.save("final.pt")
 
