@@ -151,27 +151,31 @@ def detokenize(pieces: list, marks: set) -> str:
 
 def word_spans(tokens: list, vocabulary: list, marks: set) -> list:
     """Group TDT tokens into words: [(text, start frame, end frame, [tokens])]. A word starts at
-    a word-marker piece; punctuation tokens take the previous token's end and attach to the
-    previous word; special pieces and bare markers make no word."""
+    a word-marker piece, or at the piece after a bare marker ("\u2581" alone: SentencePiece
+    writes a word it has no "\u2581word" piece for as "\u2581" + "word"; the bare marker's
+    token joins that word's tokens); punctuation tokens take the previous token's end and
+    attach to the previous word; special pieces make no word."""
     spans = []
     prev_end = 0
+    markers = []                    # bare marker tokens waiting for their word's first piece
     for tok in tokens:
         piece = vocabulary[tok.id]
         if is_special(piece):
             continue
         start, end = tok.frame, tok.frame + tok.duration
-        if piece and all(ch in marks for ch in piece):
+        if piece == "\u2581":                 # no sound of its own: times come from the word
+            markers.append(tok)
+            continue
+        punctuation = all(ch in marks for ch in piece)
+        if punctuation:
             start = end = prev_end
-        if piece.startswith("\u2581") or not spans:
-            text = piece.lstrip("\u2581")
-            if not text and piece.startswith("\u2581"):
-                prev_end = end
-                continue
-            spans.append([text, start, end, [tok]])
+        if piece.startswith("\u2581") or not spans or (markers and not punctuation):
+            spans.append([piece.lstrip("\u2581"), start, end, markers + [tok]])
         else:
             spans[-1][0] += piece
             spans[-1][2] = max(spans[-1][2], end)
-            spans[-1][3].append(tok)
+            spans[-1][3] += markers + [tok]
+        markers = []
         prev_end = end
     return [tuple(s) for s in spans if s[0]]
 

@@ -416,13 +416,17 @@ class StreamSession:
         self.stats.longest_window = max(self.stats.longest_window, p - base)
         self._last_decode = p
         f0 = base // FRAME
-        floor = self._committed[-1].end if self._committed else 0
+        last = self._committed[-1] if self._committed else None
+        floor = last.end if last else 0
         words = []
         for text, start, end, toks in word_spans(tokens, engine.model.vocabulary, engine.marks):
             word = Word(text, base + start * FRAME, base + end * FRAME,
                         tuple((t.id, f0 + t.frame, t.duration) for t in toks))
-            if word.start + word.end >= 2 * floor:          # midpoint after the committed text
-                words.append(word)
+            if word.start + word.end < 2 * floor:           # midpoint inside the committed text
+                continue
+            if not words and word.start < floor and word.text == last.text:
+                continue        # the last committed word again, its tokens a frame or two later
+            words.append(word)
         self._count_revision(words)
         return words
 

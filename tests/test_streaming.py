@@ -193,6 +193,26 @@ def test_a_window_starting_without_a_word_marker_still_starts_a_word(fake):
     assert session._text(words) == "w2 ing."
 
 
+class JitteryEngine(LoudRunEngine):
+    """Every other decode puts each token one frame later: a small model's timing moves by a
+    frame or two between decodes of the same words."""
+
+    def tokens(self, samples, cancelled=None):
+        out = super().tokens(samples, cancelled)
+        shift = len(self.windows) % 2
+        return [Token(t.id, t.frame + shift, t.duration) for t in out]
+
+
+def test_a_committed_word_decoded_again_a_frame_later_is_not_repeated(scalar):
+    """Short words (160 ms) whose re-decoded copy, one frame late, has its midpoint exactly at
+    the committed text's end: the midpoint test alone kept it and committed it twice ("fifty
+    six six dollars")."""
+    x = np.concatenate([utterances([0.16, 0.16, 0.16, 0.16, 0.16], [0.08, 0.08, 0.08, 0.08]),
+                        np.zeros(2 * SR, np.float32)])
+    session, _, final = run(JitteryEngine(scalar), x)
+    assert [w["word"] for w in final["words"]] == ["w2"] * 5, final["words"]
+
+
 def test_windows_are_capped_and_interval_grows(scalar):
     """Decodes that never agree commit nothing by rule 1: the window grows to max_window, the
     decode interval with it, and rule 3 commits the oldest words to stay within the cap."""

@@ -103,3 +103,16 @@ def test_detokenize_and_word_times():
     words = words_with_times(tokens, vocab, marks)
     assert words == [{"word": "hello,", "start": 0.0, "end": 0.24},
                      {"word": "world.", "start": 0.4, "end": 0.64}]
+
+
+def test_a_bare_word_marker_starts_the_next_word():
+    """SentencePiece spells a word without a "\u2581word" piece as "\u2581" + "word": the
+    text has a space there, so the words must too ("david love", not "davidlove")."""
+    from engine.decoder import word_spans
+    vocab = ["<unk>", "\u2581david", "\u2581", "love", "\u2581you", "."]
+    marks = punctuation_marks(vocab)
+    tokens = [Token(1, 0, 2), Token(2, 3, 0), Token(3, 3, 2), Token(2, 6, 0), Token(5, 6, 0), Token(4, 7, 2)]
+    assert detokenize([vocab[t.id] for t in tokens], marks) == "david love. you"
+    spans = word_spans(tokens, vocab, marks)
+    assert [(text, start, end) for text, start, end, _ in spans] == [("david", 0, 2), ("love.", 3, 5), ("you", 7, 9)]
+    assert [len(toks) for *_, toks in spans] == [1, 4, 1]        # every token belongs to a word

@@ -84,9 +84,10 @@ def engine_wer(gguf: Path, corpus: Corpus, n: int) -> tuple:
     return wer([r["text"] for r in corpus.rows[:n]], hyps), round(audio / compute, 1), engine.tier
 
 
-def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5) -> dict:
+def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5, **config) -> dict:
     """Held-out utterances joined by 0.3-2 s pauses: WER of the stream's final transcript and
-    of batch transcription per utterance span, against the joined references."""
+    of batch transcription per utterance span, against the joined references. config:
+    StreamConfig fields (defaults if none)."""
     from engine.transcribe import Engine
     from training.corpus import long_recording
     engine = Engine.open(gguf)
@@ -95,7 +96,7 @@ def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5) -> dict:
         pauses = [0.3, 1.5, 0.6, 2.0, 0.4, 1.0, 0.8]
         x, spans = long_recording(seed + r, len(pauses) + 1, pauses)
         refs.append(" ".join(t for t, _, _ in spans))
-        session = engine.stream(16000)
+        session = engine.stream(16000, **config)
         for i in range(0, x.size, 320):
             session.feed(x[i:i + 320])
             session.partial()
@@ -134,7 +135,7 @@ def silence_checks(gguf: Path) -> dict:
     noise = (1e-3 * rng.standard_normal(3 * 16000)).astype(np.float32)        # -60 dBFS
     out = {}
     for name, x in (("silence_3s", silence), ("noise_-60dB_3s", noise)):
-        session = engine.stream(16000)
+        session = engine.stream(16000, **config)
         session.feed(x)
         out[name] = {"batch": engine.transcribe(x)["text"], "stream": session.finish()["text"]}
     return out
