@@ -135,7 +135,7 @@ def silence_checks(gguf: Path) -> dict:
     noise = (1e-3 * rng.standard_normal(3 * 16000)).astype(np.float32)        # -60 dBFS
     out = {}
     for name, x in (("silence_3s", silence), ("noise_-60dB_3s", noise)):
-        session = engine.stream(16000, **config)
+        session = engine.stream(16000)
         session.feed(x)
         out[name] = {"batch": engine.transcribe(x)["text"], "stream": session.finish()["text"]}
     return out
