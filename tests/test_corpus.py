@@ -346,3 +346,29 @@ def test_pauses_corpus_has_joined_transcripts_and_quiet_empty_ones(tmp_path):
             assert db(power(x)) > -50
         else:
             assert 1.0 <= row["seconds"] <= 6.0 and db(power(x)) <= -29.0
+
+
+def spectral_centroid(x: np.ndarray) -> float:
+    spec = np.abs(np.fft.rfft(x.astype(np.float64))) ** 2
+    f = np.fft.rfftfreq(len(x), 1 / SR)
+    return float((spec * f).sum() / spec.sum())
+
+
+def test_formant_condition_raises_a_male_flite_voice():
+    """Formant utterances: a flite training voice (never a held-out one), sped up by the
+    recorded factor after flite spoke that much slower: about the tempo of the plain
+    rendering, with a higher spectrum."""
+    text = C.corpus_sentences("train", 4, 1)[0]
+    x, meta = C.make_utterance("train", 4, 0, text, "formant")
+    again, _ = C.make_utterance("train", 4, 0, text, "formant")
+    assert np.array_equal(x, again) and meta["id"].endswith("-f")
+    assert meta["voice"] in {f"flite:{v}" for v in C.FLITE_TRAIN}
+    first = meta["augmentations"][0]
+    assert first["name"] == "formant_speed" and 1.12 <= first["factor"] <= 1.3
+    assert "speed" not in [a["name"] for a in meta["augmentations"]]
+    factor, tts = first["factor"], meta["tts"]
+    assert 150 <= tts["f0"] * factor <= 230 + factor
+    plain = C.speech(text, meta["voice"], {"stretch": round(tts["stretch"] / factor, 2), "f0": tts["f0"]})
+    raised = C.speed_perturb(C.speech(text, meta["voice"], tts), factor)
+    assert abs(len(raised) / len(plain) - 1) < 0.1
+    assert spectral_centroid(raised) > 1.08 * spectral_centroid(plain)
