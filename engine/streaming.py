@@ -416,19 +416,29 @@ class StreamSession:
         self.stats.longest_window = max(self.stats.longest_window, p - base)
         self._last_decode = p
         f0 = base // FRAME
-        last = self._committed[-1] if self._committed else None
-        floor = last.end if last else 0
-        words = []
-        for text, start, end, toks in word_spans(tokens, engine.model.vocabulary, engine.marks):
-            word = Word(text, base + start * FRAME, base + end * FRAME,
+        decoded = [Word(text, base + start * FRAME, base + end * FRAME,
                         tuple((t.id, f0 + t.frame, t.duration) for t in toks))
-            if word.start + word.end < 2 * floor:           # midpoint inside the committed text
-                continue
-            if not words and word.start < floor and word.text == last.text:
-                continue        # the last committed word again, its tokens a frame or two later
-            words.append(word)
+                   for text, start, end, toks in word_spans(tokens, engine.model.vocabulary, engine.marks)]
+        words = self._new_words(decoded)
         self._count_revision(words)
         return words
+
+    def _new_words(self, decoded: list) -> list:
+        """The decoded words that are not committed yet. A word whose midpoint is inside the
+        committed text is a re-decoded committed word. The model's timing also moves between
+        decodes, so a committed word can come back a frame or two later, after the committed
+        end: if the window holds more committed words than the decode put before that end,
+        the first words after it that spell those missing committed words are them again
+        (a real repeat, "is is", has both copies in the decode and is kept)."""
+        floor = self._committed[-1].end if self._committed else 0
+        before = [w for w in decoded if w.start + w.end < 2 * floor]
+        after = [w for w in decoded if w.start + w.end >= 2 * floor]
+        in_window = [w for w in self._committed if w.end > self._win_start]
+        missing = in_window[len(before):]
+        skip = 0
+        while skip < min(len(missing), len(after)) and after[skip].text == missing[skip].text:
+            skip += 1
+        return after[skip:]
 
     def _count_revision(self, words: list):
         shown = [w.text for w in self._committed] + [w.text for w in words]
