@@ -396,7 +396,7 @@ class StreamSession:
 
     def _move_start(self, start: int):
         """Move the window start forward (never back). Only rules 3 and 6 may cut into a
-        committed word; its re-decoded remains are dropped by the midpoint test in _decode.
+        committed word; its re-decoded remains are dropped by the midpoint test in _new_words.
         Starts are on the 80 ms frame grid, so the frame powers drop whole frames."""
         if start <= self._win_start:
             return
@@ -438,12 +438,10 @@ class StreamSession:
         floor = self._committed[-1].end if self._committed else 0
         before = [w for w in decoded if w.start + w.end < 2 * floor]
         after = [w for w in decoded if w.start + w.end >= 2 * floor]
-        in_window = []                      # committed words inside the window (the newest few)
-        for w in reversed(self._committed):
-            if w.end <= self._win_start:
-                break
-            in_window.insert(0, w)
-        missing = in_window[len(before):]
+        first = len(self._committed)        # the committed words inside the window: the newest few
+        while first and self._committed[first - 1].end > self._win_start:
+            first -= 1
+        missing = self._committed[first + len(before):]
         skip = 0
         while skip < min(len(missing), len(after)) and after[skip].text == missing[skip].text:
             skip += 1
