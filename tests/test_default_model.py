@@ -19,7 +19,11 @@ corpus = pytest.importorskip("training.corpus")
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "phonon-small.gguf"
 SEED = 9                      # the release's WER used seed 1; these utterances are new to it
-N = 8
+N = 40                        # ~320 words: a model at issue 7's 5% target has a standard error
+                              # near 2% here, so WER_BAR is the target plus about 2.5 of those
+WER_BAR = 0.10                # (decided before the model it first gated was measured; with 8
+                              # utterances one misheard name moved WER by 5 points)
+STREAMED = 5                  # short utterances that must stream to exactly the batch text
 
 if not MODEL.exists():
     pytest.skip("models/phonon-small.gguf is not trained yet (issue 7: python3 -m training.train, "
@@ -43,7 +47,7 @@ def test_recognises_heldout_speech(engine, heldout):
     from training.metrics import wer
     hyps = [engine.transcribe(x)["text"] for _, x in heldout]
     score = wer([t for t, _ in heldout], hyps)
-    assert score <= 0.15, list(zip([t for t, _ in heldout], hyps))
+    assert score <= WER_BAR, (score, [(t, h) for (t, _), h in zip(heldout, hyps) if t != h])
 
 
 @pytest.mark.parametrize("kind", ["silence", "noise-60db"])
@@ -59,7 +63,7 @@ def test_silence_gives_empty_text(engine, kind):
 
 def test_stream_equals_batch_on_short_utterances(engine, heldout):
     from engine.audio import resample
-    for text, x in heldout[:5]:
+    for text, x in heldout[:STREAMED]:
         batch = engine.transcribe(x)["text"]
         x48 = resample(engine.k, x, 16000, 48000)
         stream = engine.stream(48000)
