@@ -10,7 +10,9 @@ Each decode runs the batch engine over one window of audio that starts in a paus
 the model needs a pause-delimited input (it drops or invents words when it starts mid-word).
 The rules, numbered as in the spec:
  1. words commit on two-decode agreement, whole words only, once they end at least
-    `right_context` behind the decode position;
+    `right_context` behind the position of both decodes (a word that agrees only because
+    the earlier decode guessed it from too little audio is not yet agreed: a small model's
+    token times lead the sound, so "ends right_context ago" by its times can be less);
  2. the window start moves into a pause of >= `min_pause` between the last committed word
     and the next word: a pause in the tokens that is quiet in the audio too (token times
     of a small model lag the sound; a start placed by them alone cut words in two);
@@ -214,6 +216,8 @@ class StreamSession:
         self._committed_text = (0, "")      # (words rendered, their text)
         self._tentative: list = []
         self._previous: list | None = None  # the last decode's uncommitted words (rule 1)
+        self._previous_limit = -1           # its position - right_context: agreed words ending
+                                            # by then had right_context in both decodes
         self._shown: list = []              # words shown after the last decode (revisions)
         self._state = "open"
         self._final = None
@@ -330,12 +334,13 @@ class StreamSession:
         self._fit_window(p)
         words = self._decode(p)
         agreed = _common_prefix(words, self._previous) if self._previous is not None else 0
-        limit = p - self.config.samples("right_context_ms")
+        limit = self._previous_limit        # rules 1 and 4: right_context behind both decodes
         n = 0
-        while n < agreed and words[n].end <= limit:         # rules 1 and 4
+        while n < agreed and words[n].end <= limit:
             n += 1
         self._commit_words(words[:n], p)
         self._tentative, self._previous = words[n:], words[n:]
+        self._previous_limit = p - self.config.samples("right_context_ms")
         self._move_into_pause(p)
 
     def _fit_window(self, p: int):

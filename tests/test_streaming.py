@@ -120,6 +120,37 @@ def test_commits_wait_for_right_context_and_agreement(fake):
     assert seen_committed == 3                           # rule 4: the last word commits before finish
 
 
+class EarlyGuessEngine(LoudRunEngine):
+    """A small model's two habits at once: its token times lead the sound by `lead` frames
+    (the trained model put "make" at 0.00-0.32 s of a window whose speech began at 0.48 s),
+    and a word with less than `needs` frames of audio after it is a guess, the same wrong
+    word (id 39) in every such decode ("make it" for the start of "my flight")."""
+
+    def __init__(self, kernels, lead: int = 5, needs: int = 10):
+        super().__init__(kernels)
+        self.lead, self.needs = lead, needs
+
+    def tokens(self, samples, cancelled=None):
+        frames = np.frombuffer(samples, np.float32).size // FRAME
+        out = []
+        for t in super().tokens(samples, cancelled):
+            heard = frames - (t.frame + t.duration) >= self.needs
+            out.append(Token(t.id if heard else 39, max(0, t.frame - self.lead), t.duration))
+        return out
+
+
+def test_a_word_agreed_only_with_a_guess_does_not_commit(scalar):
+    """Rule 1 counts right_context behind both agreeing decodes. With token times 400 ms early,
+    a word "ended right_context ago" by its times while the sound ended only 400 ms ago: the
+    decode before had the same guess, and the old rule committed it ("make my flight lands")."""
+    x = np.concatenate([np.zeros(SR // 2, np.float32), utterances([0.5, 0.5], [0.4]),
+                        np.zeros(2 * SR, np.float32)])
+    session, views, final = run(EarlyGuessEngine(scalar), x)
+    committed = {w["word"] for v in views for w in v["words"] if w["committed"]}
+    assert committed == {"w7"}, [w for v in views for w in v["words"] if w["committed"]]
+    assert [w["word"] for w in final["words"]] == ["w7", "w7"]
+
+
 def test_window_starts_in_pauses_and_covers_uncommitted_words(fake):
     x = utterances([0.5, 0.5, 0.5, 0.5, 0.1], [0.2, 0.6, 0.16, 1.0], seed=3)
     session = StreamSession(fake, SR)
