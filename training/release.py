@@ -158,9 +158,13 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
     rows = "\n".join(f"| {cond} | {w['dense'][cond]:.2%} | {w['fv5_torch'][cond]:.2%} | {w['engine'][cond]:.2%} |"
                      for cond in ("clean", "noise10db"))
     sb = results["stream_vs_batch"]
+    folders = train_folders(cfg["data"]["train"]) + (train_folders(tune_cfg["data"]["train"]) if tune_cfg else [])
+    formant = (", and with `formant` the male flite voices raised to a female range (the held-out"
+               " slt is female)" if any("formant" in f for f in folders) else "")
+    chain = "".join(f", after the fine-tune `{c}`" for c in results.get("chain", []))
     tuned = ("" if not tune_cfg else
              f", then fine-tuned (`--init`, the run's config.json: {tune_cfg['epochs']['five_value']} "
-             f"five-value epoch(s) on `{', '.join(train_folders(tune_cfg['data']['train']))}`)")
+             f"five-value epoch(s) on `{', '.join(train_folders(tune_cfg['data']['train']))}`{chain})")
     return f"""# phonon-small: a five-value FastConformer-TDT trained on generated speech
 
 The project's default model ({MODEL_ID}): the Phonon-2 architecture family (FastConformer
@@ -179,8 +183,8 @@ not a general recogniser (it has never heard a human).
 - Data: `training/corpus.py`, {results['train_utterances']:,} generated utterances in
   `{', '.join(train_folders(cfg['data']['train']))}` (espeak-ng accents and variants, flite
   kal/kal16/awb; single sentences, and with `pauses` 2-4 sentences joined by 0.3-2.5 s pauses
-  plus no-speech clips) with speed, reverb, noise (5-30 dB SNR), telephone band, gain and
-  silence padding. Held out for testing: whole voices (flite rms and slt, espeak-ng
+  plus no-speech clips){formant} with speed, reverb, noise (5-30 dB SNR), telephone band,
+  gain and silence padding. Held out for testing: whole voices (flite rms and slt, espeak-ng
   en-gb-scotland and several variants on every accent) and 10% of distinct sentences.
 - Training: `python3 -m training.train --config training/config.json --data DATA --out RUN`
   ({cfg['epochs']['dense']} dense epochs, then {cfg['epochs']['five_value']} five-value epochs with straight-through
@@ -221,6 +225,9 @@ def main(argv=None) -> int:
     parser.add_argument("--recordings", type=int, default=6)
     parser.add_argument("--base-run", type=Path, help="for a run fine-tuned from a GGUF (train.py --init "
                         "X.gguf): the run that trained that GGUF (its dense.pt, config.json and log)")
+    parser.add_argument("--chain-run", type=Path, action="append", default=[],
+                        help="a fine-tune between --base-run and --run (a folder with its log.jsonl, e.g. "
+                        "docs/runs/small-v5): its hours count in the card's training time; repeat in order")
     args = parser.parse_args(argv)
     torch.set_num_threads(2)
     cfg = json.loads((args.run / "config.json").read_text())
@@ -230,6 +237,9 @@ def main(argv=None) -> int:
     init = next((e.get("init") for e in log if e.get("event") == "start"), None)
     # a fine-tuned run (train.py --init) has no dense phase of its own: its base run's is the dense model
     dense_run = args.base_run or (args.run if (args.run / "dense.pt").exists() or not init else Path(init).parent)
+    for chain in args.chain_run:
+        if not (chain / "log.jsonl").exists():
+            parser.error(f"--chain-run {chain}: no log.jsonl there")
     if not (dense_run / "dense.pt").exists():
         parser.error(f"no dense model: {dense_run / 'dense.pt'} does not exist (a run fine-tuned from a "
                      "GGUF needs --base-run, the run that trained the GGUF)")
@@ -259,8 +269,9 @@ def main(argv=None) -> int:
         "parameters": sum(p.numel() for n_, p in model.named_parameters() if not n_.endswith((".lo", ".hi"))),
         "five_value_weights": fv5, "bits_per_weight": 8 * (packed + lohi) / fv5,
         "train_utterances": next(e["train_utterances"] for e in log if e.get("event") == "start"),
-        "training_hours": training_hours(log) + (training_hours(load_log(dense_run)) if dense_run != args.run else 0.0),
-        "fine_tuned_from": init,
+        "training_hours": training_hours(log) + (training_hours(load_log(dense_run)) if dense_run != args.run else 0.0)
+        + sum(training_hours(load_log(chain)) for chain in args.chain_run),
+        "fine_tuned_from": init, "chain": [str(c) for c in args.chain_run],
         "test_utterances": n, "wer": w, "engine_rtfx": speed, "engine_tier": tier,
         "stream_vs_batch": stream_vs_batch(gguf, args.recordings),
         "silence": silence_checks(gguf), "date": time.strftime("%Y-%m-%d"),
