@@ -365,6 +365,8 @@ class StreamSession:
         enough; with no word after it, keep idle_keep of the pause (and never cut into the
         last right_context, where a word may have begun without a token yet)."""
         end = self._committed[-1].end if self._committed else 0
+        if self._committed and not self._heard(self._committed[-1], p):
+            return                      # its time is not where its sound is: no pause to trust
         if self._tentative:
             gap_end = self._tentative[0].start
             if gap_end - end >= self.config.samples("min_pause_ms"):
@@ -387,10 +389,9 @@ class StreamSession:
         first = max(-(-a // FRAME), self._win_start // FRAME)      # whole frames inside [a, b)
         last = min(b, p) // FRAME
         base = self._win_start // FRAME
-        window = sorted(self._frame_power[:(p - self._win_start) // FRAME])
-        if last - first < 2 or not window:
+        limit = self._pause_level(p)
+        if last - first < 2 or limit is None:
             return None
-        limit = window[(3 * (len(window) - 1)) // 4] * PAUSE_LEVEL
         need = max(2, -(-self.config.samples("min_pause_ms") // FRAME))
         run = 0
         for f in range(first, last):
@@ -398,6 +399,24 @@ class StreamSession:
             if run == need:
                 return (f - need + 2) * FRAME
         return None
+
+    def _pause_level(self, p: int):
+        """The mean square at or below which an 80 ms frame is quiet: PAUSE_LEVEL of the
+        window's loud level (its 75th-percentile frame before p); None for an empty window."""
+        window = sorted(self._frame_power[:(p - self._win_start) // FRAME])
+        return window[(3 * (len(window) - 1)) // 4] * PAUSE_LEVEL if window else None
+
+    def _heard(self, word, p: int) -> bool:
+        """Whether any frame of the word's span inside the window is above the pause level.
+        The trained model puts a window's first token at the window's first frame wherever
+        the sound begins ("play" at 1.28-1.60 s of a window from 1.28 s, spoken at 2.64 s):
+        moving the start into the "pause" after such a word put the start before its sound,
+        and the next decode gave the word again ("lights play play some jazz")."""
+        limit = self._pause_level(p)
+        base = self._win_start // FRAME
+        first, last = max(word.start // FRAME, base), min(-(-word.end // FRAME), p // FRAME)
+        return limit is None or first >= last or any(
+            self._frame_power[f - base] > limit for f in range(first, last))
 
     def _move_start(self, start: int):
         """Move the window start forward (never back). Only rules 3 and 6 may cut into a

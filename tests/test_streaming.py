@@ -151,6 +151,24 @@ def test_a_word_agreed_only_with_a_guess_does_not_commit(scalar):
     assert [w["word"] for w in final["words"]] == ["w7", "w7"]
 
 
+class FirstFrameEngine(LoudRunEngine):
+    """Puts a window's first token at the window's first frame, wherever its sound begins:
+    the trained model does ("play" at 1.28-1.60 s of a window from 1.28 s, spoken at 2.64 s)."""
+
+    def tokens(self, samples, cancelled=None):
+        out = super().tokens(samples, cancelled)
+        return [Token(out[0].id, 0, out[0].duration)] + out[1:] if out else out
+
+
+def test_a_word_placed_in_silence_does_not_move_the_window_past_its_sound(scalar):
+    """Rule 2 after committing a word whose time is in the pause before its sound: the start
+    stays put (the "pause" after it is the one before its sound); moving it there made the
+    next decode give the word again ("turn on the kitchen lights play play some jazz")."""
+    x = np.concatenate([utterances([0.5, 0.5, 0.5, 0.5], [0.3, 1.2, 0.3]), np.zeros(2 * SR, np.float32)])
+    session, _, final = run(FirstFrameEngine(scalar), x)
+    assert len(final["words"]) == 4, final["words"]
+
+
 def test_window_starts_in_pauses_and_covers_uncommitted_words(fake):
     x = utterances([0.5, 0.5, 0.5, 0.5, 0.1], [0.2, 0.6, 0.16, 1.0], seed=3)
     session = StreamSession(fake, SR)

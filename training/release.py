@@ -158,9 +158,10 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
     rows = "\n".join(f"| {cond} | {w['dense'][cond]:.2%} | {w['fv5_torch'][cond]:.2%} | {w['engine'][cond]:.2%} |"
                      for cond in ("clean", "noise10db"))
     sb = results["stream_vs_batch"]
-    folders = train_folders(cfg["data"]["train"]) + (train_folders(tune_cfg["data"]["train"]) if tune_cfg else [])
-    formant = (", and with `formant` the male flite voices raised to a female range (the held-out"
-               " slt is female)" if any("formant" in f for f in folders) else "")
+    folders = list(dict.fromkeys(train_folders(cfg["data"]["train"]) +
+                                 (train_folders(tune_cfg["data"]["train"]) if tune_cfg else [])))
+    formant = ("; with `formant` the male flite voices raised to a female range, as the held-out"
+               " slt is female" if any("formant" in f for f in folders) else "")
     chain = "".join(f", after the fine-tune `{c}`" for c in results.get("chain", []))
     tuned = ("" if not tune_cfg else
              f", then fine-tuned (`--init`, the run's config.json: {tune_cfg['epochs']['five_value']} "
@@ -181,10 +182,10 @@ not a general recogniser (it has never heard a human).
   {d['conv_kernel']}, subsampling channels {d['sub_channels']}, prediction net {d['pred_layers']} x LSTM {d['pred_hidden']},
   joint {d['joint_hidden']}, SentencePiece unigram vocabulary of {d['vocab_size']} pieces.
 - Data: `training/corpus.py`, {results['train_utterances']:,} generated utterances in
-  `{', '.join(train_folders(cfg['data']['train']))}` (espeak-ng accents and variants, flite
+  `{', '.join(folders)}` (espeak-ng accents and variants, flite
   kal/kal16/awb; single sentences, and with `pauses` 2-4 sentences joined by 0.3-2.5 s pauses
-  plus no-speech clips){formant} with speed, reverb, noise (5-30 dB SNR), telephone band,
-  gain and silence padding. Held out for testing: whole voices (flite rms and slt, espeak-ng
+  plus no-speech clips{formant}), augmented with speed, reverb, noise (5-30 dB SNR),
+  telephone band, gain and silence padding. Held out for testing: whole voices (flite rms and slt, espeak-ng
   en-gb-scotland and several variants on every accent) and 10% of distinct sentences.
 - Training: `python3 -m training.train --config training/config.json --data DATA --out RUN`
   ({cfg['epochs']['dense']} dense epochs, then {cfg['epochs']['five_value']} five-value epochs with straight-through
