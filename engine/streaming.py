@@ -458,13 +458,20 @@ class StreamSession:
         decodes, so a committed word can come back a frame or two later, after the committed
         end: if the window holds more committed words than the decode put before that end,
         the first words after it that spell those missing committed words are them again
-        (a real repeat, "is is", has both copies in the decode and is kept)."""
+        (a real repeat, "is is", has both copies in the decode and is kept). Timing can also
+        move earlier: if the words before that end spell the window's committed words and
+        then more, the more are new ("in the afternoon on", with "in the" committed, came
+        back two frames early and "afternoon" was dropped as committed)."""
         floor = self._committed[-1].end if self._committed else 0
         before = [w for w in decoded if w.start + w.end < 2 * floor]
         after = [w for w in decoded if w.start + w.end >= 2 * floor]
         first = len(self._committed)        # the committed words inside the window: the newest few
         while first and self._committed[first - 1].end > self._win_start:
             first -= 1
+        held = self._committed[first:]
+        if len(before) > len(held) and [w.text for w in before[:len(held)]] == [w.text for w in held]:
+            after = before[len(held):] + after      # timing moved earlier: the surplus is new
+            before = before[:len(held)]
         missing = self._committed[first + len(before):]
         skip = 0
         while skip < min(len(missing), len(after)) and after[skip].text == missing[skip].text:
