@@ -365,12 +365,13 @@ class StreamSession:
         enough; with no word after it, keep idle_keep of the pause (and never cut into the
         last right_context, where a word may have begun without a token yet)."""
         end = self._committed[-1].end if self._committed else 0
-        if self._committed and not self._heard(self._committed[-1], p):
+        level = self._pause_level(p)        # one sort of the window's frame powers per decode
+        if self._committed and not self._heard(self._committed[-1], p, level):
             return                      # its time is not where its sound is: no pause to trust
         if self._tentative:
             gap_end = self._tentative[0].start
             if gap_end - end >= self.config.samples("min_pause_ms"):
-                start = self._pause_in_audio(end, gap_end, p)
+                start = self._pause_in_audio(end, gap_end, p, level)
                 if start is not None:
                     self._move_start(start)
         else:
@@ -379,17 +380,16 @@ class StreamSession:
             if start >= end:
                 self._move_start(start)
 
-    def _pause_in_audio(self, a: int, b: int, p: int):
+    def _pause_in_audio(self, a: int, b: int, p: int, limit):
         """Rule 2's start inside the token gap [a, b): the second frame of the first run of
-        quiet frames at least min_pause long (and at least two), where quiet is PAUSE_LEVEL of
-        the window's loud level. The first quiet frame is left to the previous word's tail, the
+        quiet frames at least min_pause long (and at least two), where quiet is at most `limit`
+        (_pause_level: PAUSE_LEVEL of the window's loud level). The first quiet frame is left to the previous word's tail, the
         rest of the pause leads into the next word (the model was trained on utterances with
         leading silence). None when the gap is not quiet in the audio: the tokens' timing
         lagged a word that has no token yet, and a start there would cut it."""
         first = max(-(-a // FRAME), self._win_start // FRAME)      # whole frames inside [a, b)
         last = min(b, p) // FRAME
         base = self._win_start // FRAME
-        limit = self._pause_level(p)
         if last - first < 2 or limit is None:
             return None
         need = max(2, -(-self.config.samples("min_pause_ms") // FRAME))
@@ -406,13 +406,12 @@ class StreamSession:
         window = sorted(self._frame_power[:(p - self._win_start) // FRAME])
         return window[(3 * (len(window) - 1)) // 4] * PAUSE_LEVEL if window else None
 
-    def _heard(self, word, p: int) -> bool:
+    def _heard(self, word, p: int, limit) -> bool:
         """Whether any frame of the word's span inside the window is above the pause level.
         The trained model puts a window's first token at the window's first frame wherever
         the sound begins ("play" at 1.28-1.60 s of a window from 1.28 s, spoken at 2.64 s):
         moving the start into the "pause" after such a word put the start before its sound,
         and the next decode gave the word again ("lights play play some jazz")."""
-        limit = self._pause_level(p)
         base = self._win_start // FRAME
         first, last = max(word.start // FRAME, base), min(-(-word.end // FRAME), p // FRAME)
         return limit is None or first >= last or any(
@@ -472,7 +471,7 @@ class StreamSession:
         if len(before) > len(held) and [w.text for w in before[:len(held)]] == [w.text for w in held]:
             after = before[len(held):] + after      # timing moved earlier: the surplus is new
             before = before[:len(held)]
-        missing = self._committed[first + len(before):]
+        missing = held[len(before):]
         skip = 0
         while skip < min(len(missing), len(after)) and after[skip].text == missing[skip].text:
             skip += 1

@@ -851,7 +851,8 @@ def train_chain(x: np.ndarray, rng: np.random.Generator, pool: np.ndarray,
     """A random chain for a training utterance x (clean speech at REF_DBFS):
     speed (p .5; not with speed=False: the formant condition has its own) -> reverb (p .3) ->
     silence padding (always) -> noise floor (p .5) -> noise (p .5, 5..30 dB SNR against the
-    unpadded speech) -> telephone (p .1) -> gain (always, -20..+6 dB, clip-safe). Parameters are rounded before use, so the record is exact."""
+    unpadded speech) -> telephone (p .1) -> gain (always, -20..+6 dB, clip-safe). Parameters
+    are rounded before use, so the record is exact."""
     augs = []
     if speed and rng.random() < 0.5:
         factor = round(float(rng.uniform(0.9, 1.1)), 2)
