@@ -142,7 +142,8 @@ class EarlyGuessEngine(LoudRunEngine):
 def test_a_word_agreed_only_with_a_guess_does_not_commit(scalar):
     """Rule 1 counts right_context behind both agreeing decodes. With token times 400 ms early,
     a word "ended right_context ago" by its times while the sound ended only 400 ms ago: the
-    decode before had the same guess, and the old rule committed it ("make my flight lands")."""
+    decode before had the same guess, and the old rule committed it (with the trained model:
+    "the there are twenty one", "skip the oven")."""
     x = np.concatenate([np.zeros(SR // 2, np.float32), utterances([0.5, 0.5], [0.4]),
                         np.zeros(2 * SR, np.float32)])
     session, views, final = run(EarlyGuessEngine(scalar), x)
