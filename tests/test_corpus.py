@@ -206,6 +206,30 @@ def test_train_chain_output_and_records(voice_speech):
     assert {"speed", "reverb", "noise", "floor"} <= names
 
 
+def test_noisy_chain_always_adds_noise_and_draws_like_the_default_up_to_it(voice_speech):
+    """The "noisy" condition's chain (noise_p 1, 5-15 dB) puts noise on every utterance; up to
+    the noise it draws what the default chain draws for the same seed (after it, the noise's
+    own draws shift the stream)."""
+    pool = C.babble_pool("train", 0)
+    for seed in range(12):
+        plain = C.train_chain(voice_speech, np.random.default_rng(seed), pool)[1]
+        _, noisy = C.train_chain(voice_speech, np.random.default_rng(seed), pool,
+                                 noise_p=1.0, snr_db=C.NOISY_SNR_DB)
+        noise = [a for a in noisy if a["name"] == "noise"]
+        assert len(noise) == 1 and 5.0 <= noise[0]["snr_db"] <= 15.0
+        before = [a["name"] for a in noisy].index("noise")
+        assert noisy[:before] == plain[:before], seed
+
+
+def test_noisy_condition_is_reproducible_and_named():
+    text = C.corpus_sentences("train", 5, 1)[0]
+    x, meta = C.make_utterance("train", 5, 0, text, "noisy")
+    again, _ = C.make_utterance("train", 5, 0, text, "noisy")
+    assert np.array_equal(x, again) and meta["id"].endswith("-n")
+    assert meta["voice"] in C.voices("train")
+    assert [a["name"] for a in meta["augmentations"]].count("noise") == 1
+
+
 # --- writer ----------------------------------------------------------------------------------
 
 def read_corpus(d):

@@ -5,6 +5,7 @@ rendered on this machine by espeak-ng and flite, augmentation, and a shard write
     python3 -m training.corpus --out DIR --split test --count 500 --seed 1 --condition noise10db
     python3 -m training.corpus --out DIR --split train --count 3000 --seed 3 --condition pauses
     python3 -m training.corpus --out DIR --split train --count 4000 --seed 4 --condition formant
+    python3 -m training.corpus --out DIR --split train --count 4000 --seed 5 --condition noisy
 
 What the model learns from and what it is judged on are kept apart twice:
   sentences  a stable hash of the text puts TEST_SHARE of all distinct sentences in the test
@@ -52,7 +53,8 @@ REF_DBFS = -23.0                # RMS level every rendering is normalised to bef
 PEAK = 0.99                     # no output sample exceeds this (int16 conversion never clips)
 SPLITS = ("train", "test")
 TEST_CONDITIONS = ("clean", "noise10db")
-TRAIN_CONDITIONS = (None, "by_words", "pauses", "formant")     # None: one sentence per utterance
+TRAIN_CONDITIONS = (None, "by_words", "pauses", "formant", "noisy")  # None: one sentence per utterance
+NOISY_SNR_DB = (5.0, 15.0)      # the "noisy" condition: noise always, around the 10 dB test SNR
 NOISE_KINDS = ("white", "pink", "brown", "babble")
 
 # ---------------------------------------------------------------------------------------------
@@ -847,12 +849,14 @@ def noise_floor(x: np.ndarray, dbfs: float, rng: np.random.Generator) -> np.ndar
 # Recipes: which augmentations an utterance gets (recorded in its metadata, in order)
 
 def train_chain(x: np.ndarray, rng: np.random.Generator, pool: np.ndarray,
-                speed: bool = True) -> tuple[np.ndarray, list]:
+                speed: bool = True, noise_p: float = 0.5,
+                snr_db: tuple[float, float] = (5.0, 30.0)) -> tuple[np.ndarray, list]:
     """A random chain for a training utterance x (clean speech at REF_DBFS):
     speed (p .5; not with speed=False: the formant condition has its own) -> reverb (p .3) ->
-    silence padding (always) -> noise floor (p .5) -> noise (p .5, 5..30 dB SNR against the
+    silence padding (always) -> noise floor (p .5) -> noise (p noise_p, snr_db SNR against the
     unpadded speech) -> telephone (p .1) -> gain (always, -20..+6 dB, clip-safe). Parameters
-    are rounded before use, so the record is exact."""
+    are rounded before use, so the record is exact. The defaults draw exactly as the chain did
+    before noise_p and snr_db existed, so they reproduce the corpora made then."""
     augs = []
     if speed and rng.random() < 0.5:
         factor = round(float(rng.uniform(0.9, 1.1)), 2)
@@ -871,8 +875,8 @@ def train_chain(x: np.ndarray, rng: np.random.Generator, pool: np.ndarray,
         floor = round(float(rng.uniform(-80.0, -60.0)), 1)
         x = noise_floor(x, floor, rng)
         augs.append({"name": "floor", "dbfs": floor})
-    if rng.random() < 0.5:
-        kind, snr = NOISE_KINDS[int(rng.integers(len(NOISE_KINDS)))], round(float(rng.uniform(5.0, 30.0)), 1)
+    if rng.random() < noise_p:
+        kind, snr = NOISE_KINDS[int(rng.integers(len(NOISE_KINDS)))], round(float(rng.uniform(*snr_db)), 1)
         x = add_noise(x, make_noise(kind, len(x), rng, pool), snr, power)
         augs.append({"name": "noise", "kind": kind, "snr_db": snr})
     if rng.random() < 0.1:
@@ -954,11 +958,14 @@ def make_utterance(split: str, seed: int, index: int, text: str,
         x, augs = train_chain(speed_perturb(speech(text, voice, tts), factor), rng,
                               babble_pool(split, seed), speed=False)
         augs.insert(0, {"name": "formant_speed", "factor": factor})
+    elif condition == "noisy":              # noise on every utterance, 5-15 dB SNR
+        x, augs = train_chain(speech(text, voice, tts), rng, babble_pool(split, seed),
+                              noise_p=1.0, snr_db=NOISY_SNR_DB)
     elif split == "train":
         x, augs = train_chain(speech(text, voice, tts), rng, babble_pool(split, seed))
     else:
         x, augs = heldout_chain(speech(text, voice, tts), rng, noise_rng, condition, babble_pool(split, seed))
-    suffix = {"by_words": "-w", "pauses": "-p", "formant": "-f"}.get(condition, "")
+    suffix = {"by_words": "-w", "pauses": "-p", "formant": "-f", "noisy": "-n"}.get(condition, "")
     meta = {"id": f"{split}-{seed}-{index:06d}{suffix}", "text": text, "voice": voice,
             "tts": tts, "augmentations": augs, "seconds": round(len(x) / SR, 4), **extra}
     return x, meta
