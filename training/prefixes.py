@@ -21,9 +21,10 @@ decode must not.
 
 How good the cuts are, measured where the true word times are known (`--measure-on` a
 `by_words` corpus, whose spans come from the generator; every 50th of train-words, 254 cuts,
-default model of 2026-12-01): half the cuts fall inside the silence between the two words,
-75% within 15 ms of it, 8.7% more than 80 ms before word k ends and 7.9% more than 80 ms
-into word k+1. CTC paths are peaky: a word's frames start a median 0.11 s after its sound
+default model of 2026-12-01): 35% of the cuts fall inside the silence between the two
+words, half within 15 ms of it, 90% within about 0.1 s (5th / 95th percentiles -0.099 /
++0.103 s); 8.7% are more than 80 ms before word k ends, 7.9% more than 80 ms into word k+1.
+CTC paths are peaky: a word's frames start a median 0.11 s after its sound
 and end 0.14 s before, so the halfway point is a better cut than either end.
 
 Each cut utterance depends only on (source corpus, model, seed, index). Output is a corpus

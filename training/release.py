@@ -162,6 +162,7 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
                                  (train_folders(tune_cfg["data"]["train"]) if tune_cfg else [])))
     formant = ("; with `formant` the male flite voices raised to a female range, as the held-out"
                " slt is female" if any("formant" in f for f in folders) else "")
+    noisy = ("; with `noisy` noise on every utterance at 5-15 dB" if any("noisy" in f for f in folders) else "")
     chain = "".join(f", after the fine-tune `{c}`" for c in results.get("chain", []))
     tuned = ("" if not tune_cfg else
              f", then fine-tuned (`--init`, the run's config.json: {tune_cfg['epochs']['five_value']} "
@@ -184,11 +185,11 @@ not a general recogniser (it has never heard a human).
 - Data: `training/corpus.py`, {results['train_utterances']:,} generated utterances in
   `{', '.join(folders)}` (espeak-ng accents and variants, flite
   kal/kal16/awb; single sentences, and with `pauses` 2-4 sentences joined by 0.3-2.5 s pauses
-  plus no-speech clips{formant}), augmented with speed, reverb, noise (5-30 dB SNR),
+  plus no-speech clips{formant}), augmented with speed, reverb, noise (5-30 dB SNR{noisy}),
   telephone band, gain and silence padding. Held out for testing: whole voices (flite rms and slt, espeak-ng
   en-gb-scotland and several variants on every accent) and 10% of distinct sentences.
 - Training: `python3 -m training.train --config training/config.json --data DATA --out RUN`
-  ({cfg['epochs']['dense']} dense epochs, then {cfg['epochs']['five_value']} five-value epochs with straight-through
+  ({cfg['epochs']['dense']} dense epochs, then {cfg['epochs']['five_value']} five-value epoch(s) with straight-through
   gradients){tuned}; {results['training_hours']:.1f} h on 2 CPU cores in all.
 - To train it further: `python3 -m training.train --init models/phonon-small.gguf ...` (the
   GGUF plus `phonon-small.train.npz`, {results.get('sidecar_bytes', 0):,} bytes: BatchNorm before folding, the
