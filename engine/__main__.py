@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -168,5 +169,15 @@ def sweep_digest(table: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def run_cli() -> int:
+    """main(), quiet when the reader of stdout goes away (`... --json | head`): a closed pipe
+    is the reader's choice, not an error worth a traceback."""
+    try:
+        return main()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
+        return 141                                                        # 128 + SIGPIPE, as a shell reports it
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli())

@@ -93,6 +93,22 @@ def test_cli_json_and_errors(model_path, tmp_path, capsys):
     assert "transcribe: error:" in capsys.readouterr().err
 
 
+def test_cli_is_quiet_when_its_reader_closes_the_pipe(model_path, tmp_path):
+    """`transcribe --json | head -c 50`: the closed pipe ends the command with status 141
+    (128 + SIGPIPE), no traceback (it printed one before)."""
+    import subprocess
+    import sys
+    from test_audio import wav_bytes
+    wav = tmp_path / "a.wav"
+    wav.write_bytes(wav_bytes(speechlike(1.0).astype(np.float64), 16000, 1))
+    reader = subprocess.Popen([sys.executable, "-m", "engine", "transcribe", str(wav), "--model",
+                               str(model_path), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              cwd=Path(__file__).resolve().parents[1])
+    reader.stdout.close()                    # the reader is gone before the first byte
+    err = reader.stderr.read().decode()
+    assert reader.wait(timeout=120) == 141 and "Traceback" not in err, err
+
+
 def test_detokenize_and_word_times():
     vocab = ["<unk>", "\u2581hel", "lo", "\u2581world", ",", "\u2581again", "."]
     marks = punctuation_marks(vocab)
