@@ -383,9 +383,9 @@ class StreamSession:
     def _pause_in_audio(self, a: int, b: int, p: int, limit):
         """Rule 2's start inside the token gap [a, b): the second frame of the first run of
         quiet frames at least min_pause long (and at least two), where quiet is at most `limit`
-        (_pause_level: PAUSE_LEVEL of the window's loud level). The first quiet frame is left to the previous word's tail, the
-        rest of the pause leads into the next word (the model was trained on utterances with
-        leading silence). None when the gap is not quiet in the audio: the tokens' timing
+        (_pause_level: PAUSE_LEVEL of the window's loud level). The first quiet frame is left
+        to the previous word's tail, the rest of the pause leads into the next word (the model
+        was trained on utterances with leading silence). None when the gap is not quiet in the audio: the tokens' timing
         lagged a word that has no token yet, and a start there would cut it."""
         first = max(-(-a // FRAME), self._win_start // FRAME)      # whole frames inside [a, b)
         last = min(b, p) // FRAME

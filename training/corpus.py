@@ -1054,6 +1054,27 @@ class Progress:
             self.last = now
 
 
+def write_shards(out: Path, utterances, count: int, shard_size: int = 500, progress: bool = True) -> int:
+    """The writer's layout (module docstring) from `count` (int16 pcm [L], metadata) pairs, in
+    order: each metadata gets its shard, offset and samples; the manifest appears only when
+    complete. Returns the number of shards."""
+    bar = Progress(count, progress)
+    shard, offset, chunks = 0, 0, []
+    tmp = out / "manifest.jsonl.partial"
+    with open(tmp, "w") as manifest:
+        for n, (pcm, meta) in enumerate(utterances, 1):
+            meta.update(shard=f"shard-{shard:05d}.npy", offset=offset, samples=len(pcm))
+            manifest.write(json.dumps(meta) + "\n")
+            chunks.append(pcm)
+            offset += len(pcm)
+            if len(chunks) == shard_size or n == count:
+                np.save(out / f"shard-{shard:05d}.npy", np.concatenate(chunks))
+                shard, offset, chunks = shard + 1, 0, []
+            bar.update(n)
+    tmp.replace(out / "manifest.jsonl")
+    return shard
+
+
 def write_corpus(out: Path, split: str, count: int, seed: int, workers: int = 1,
                  condition: str | None = None, shard_size: int = 500, progress: bool = True) -> dict:
     """Write `count` utterances of `split` to `out` (see the module docstring); returns info."""
@@ -1073,21 +1094,8 @@ def write_corpus(out: Path, split: str, count: int, seed: int, workers: int = 1,
     out.mkdir(parents=True, exist_ok=True)
     texts = pause_groups(seed, count) if condition == "pauses" else corpus_sentences(split, seed, count)
     jobs = [(split, seed, i, t, condition) for i, t in enumerate(texts)]
-    bar = Progress(count, progress)
-    shard, offset, chunks = 0, 0, []
-    tmp = out / "manifest.jsonl.partial"
-    with open(tmp, "w") as manifest:
-        for n, (pcm, meta) in enumerate(_results(jobs, workers), 1):
-            meta.update(shard=f"shard-{shard:05d}.npy", offset=offset, samples=len(pcm))
-            manifest.write(json.dumps(meta) + "\n")
-            chunks.append(pcm)
-            offset += len(pcm)
-            if len(chunks) == shard_size or n == count:
-                np.save(out / f"shard-{shard:05d}.npy", np.concatenate(chunks))
-                shard, offset, chunks = shard + 1, 0, []
-            bar.update(n)
-    tmp.replace(out / "manifest.jsonl")
-    info = {"split": split, "condition": condition, "count": count, "seed": seed, "shards": shard,
+    shards = write_shards(out, _results(jobs, workers), count, shard_size, progress)
+    info = {"split": split, "condition": condition, "count": count, "seed": seed, "shards": shards,
             "shard_size": shard_size, "sample_rate": SR, "dtype": "int16", "test_share": TEST_SHARE,
             "voices": voices(split), "tools": tool_versions()}
     (out / "info.json").write_text(json.dumps(info, indent=1) + "\n")

@@ -21,11 +21,11 @@ decode must not.
 
 How good the cuts are, measured where the true word times are known (`--measure-on` a
 `by_words` corpus, whose spans come from the generator; every 50th of train-words, 254 cuts,
-default model of 2026-12-01): 35% of the cuts fall inside the silence between the two
-words, half within 15 ms of it, 90% within about 0.1 s (5th / 95th percentiles -0.099 /
-+0.103 s); 8.7% are more than 80 ms before word k ends, 7.9% more than 80 ms into word k+1.
-CTC paths are peaky: a word's frames start a median 0.11 s after its sound
-and end 0.14 s before, so the halfway point is a better cut than either end.
+small-v7): 33% of the cuts fall inside the silence between the two words, 48% within 15 ms
+of it, 90% within about 0.1 s (5th / 95th percentiles -0.098 / +0.093 s); 8.7% are more
+than 80 ms before word k ends, 7.1% more than 80 ms into word k+1. CTC paths are peaky: a
+word's frames start a median 0.11 s after its sound and end 0.14 s before it, so the
+halfway point is a better cut than either end.
 
 Each cut utterance depends only on (source corpus, model, seed, index). Output is a corpus
 folder (training/corpus.py's layout): the source row's fields, its id + "-c<k>", the text of
@@ -39,7 +39,6 @@ import argparse
 import hashlib
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -114,7 +113,6 @@ class Aligner:
     """A shipped model's encoder + CTC head (training/sidecar.py) and its tokenizer."""
 
     def __init__(self, gguf: Path):
-        import tempfile
         import torch
         import sentencepiece as spm
         from training.sidecar import load_shipped
@@ -123,23 +121,18 @@ class Aligner:
         self.model = model.eval()
         self.ctc_head = torch.nn.Linear(model.dims.d_model, model.dims.vocab_size + 1)
         self.ctc_head.load_state_dict(ctc_state)
-        with tempfile.NamedTemporaryFile(suffix=".model") as f:
-            f.write(tokenizer)
-            f.flush()
-            self.sp = spm.SentencePieceProcessor(model_file=f.name)
+        self.sp = spm.SentencePieceProcessor(model_proto=tokenizer)
         self.blank = model.dims.vocab_size
 
-    def words(self, features: list, texts: list) -> list:
-        """features: float16 [n_mels, T] per utterance (FeatureStore), texts: their transcripts
-        -> per utterance, per word of its text, (first, last) encoder frame. One padded
-        encoder batch for all of them (the encoder masks frames past each length)."""
+    def words(self, store, idx: list, texts: list) -> list:
+        """Utterances idx of a FeatureStore and their transcripts -> per utterance, per word of
+        its text, (first, last) encoder frame. One padded encoder batch (train.make_batch; the
+        encoder masks frames past each length)."""
+        from training.train import make_batch
         torch = self.torch
-        T = max(f.shape[1] for f in features)
-        x = np.zeros((len(features), features[0].shape[0], T), np.float32)
-        for b, f in enumerate(features):
-            x[b, :, :f.shape[1]] = f
+        x, lengths, _, _ = make_batch(store, {i: [] for i in idx}, idx, None, None)
         with torch.no_grad():
-            enc, lengths = self.model.encode(torch.from_numpy(x), torch.tensor([f.shape[1] for f in features]))
+            enc, lengths = self.model.encode(x, lengths)
             log_probs = torch.log_softmax(self.ctc_head(enc), -1).numpy()
         out = []
         for b, text in enumerate(texts):
@@ -163,42 +156,32 @@ def choose(rows: list, count: int, seed: int) -> list:
     return [(i, int(rng.integers(1, len(rows[i]["text"].split())))) for i in picked]
 
 
+def _cut_utterances(corpus, store, aligner: Aligner, plan: list):
+    """(int16 pcm, metadata) per planned cut, aligning ALIGN_BATCH source rows at a time."""
+    for b in range(0, len(plan), ALIGN_BATCH):
+        batch = plan[b:b + ALIGN_BATCH]
+        idx = [i for i, _ in batch]
+        for (i, k), words in zip(batch, aligner.words(store, idx, [corpus.rows[i]["text"] for i in idx])):
+            row, cut = corpus.rows[i], cut_sample(words, k)
+            meta = {key: v for key, v in row.items() if key not in ("shard", "offset", "samples")}
+            meta.update(id=f"{row['id']}-c{k}", text=" ".join(row["text"].split()[:k]),
+                        augmentations=row["augmentations"] + [{"name": "cut", "words": k, "sample": cut,
+                                                               "source": row["id"]}],
+                        seconds=round(cut / 16000, 4))
+            yield np.round(corpus.audio(i)[:cut] * 32768).astype(np.int16), meta
+
+
 def write_cut_corpus(source: Path, gguf: Path, out: Path, count: int, seed: int,
                      shard_size: int = 500, progress: bool = True) -> dict:
+    from training.corpus import write_shards
     from training.data import Corpus, FeatureStore
     corpus, store = Corpus(source), FeatureStore.build(source, progress)
     aligner = Aligner(gguf)
     plan = choose(corpus.rows, count, seed)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    shard, offset, chunks, started = 0, 0, [], time.time()
-    tmp = out / "manifest.jsonl.partial"
-    aligned = {}
-    with open(tmp, "w") as manifest:
-        for n, (i, k) in enumerate(plan, 1):
-            if i not in aligned:                    # the next ALIGN_BATCH planned rows at once
-                rows = [r for r, _ in plan[n - 1:n - 1 + ALIGN_BATCH]]
-                aligned = dict(zip(rows, aligner.words([store.features(r) for r in rows],
-                                                       [corpus.rows[r]["text"] for r in rows])))
-            row = corpus.rows[i]
-            cut = cut_sample(aligned[i], k)
-            pcm = np.round(corpus.audio(i)[:cut] * 32768).astype(np.int16)
-            meta = {key: v for key, v in row.items() if key not in ("shard", "offset", "samples")}
-            meta.update(id=f"{row['id']}-c{k}", text=" ".join(row["text"].split()[:k]),
-                        augmentations=row["augmentations"] + [{"name": "cut", "words": k, "sample": cut,
-                                                               "source": row["id"]}],
-                        seconds=round(cut / 16000, 4), shard=f"shard-{shard:05d}.npy",
-                        offset=offset, samples=cut)
-            manifest.write(json.dumps(meta) + "\n")
-            chunks.append(pcm)
-            offset += cut
-            if len(chunks) == shard_size or n == len(plan):
-                np.save(out / f"shard-{shard:05d}.npy", np.concatenate(chunks))
-                shard, offset, chunks = shard + 1, 0, []
-            if progress and n % 500 == 0:
-                print(f"cut {n}/{len(plan)} ({n / (time.time() - started):.0f} utt/s)", file=sys.stderr, flush=True)
-    tmp.replace(out / "manifest.jsonl")
-    info = {"split": "train", "condition": "cut", "count": count, "seed": seed, "shards": shard,
+    shards = write_shards(out, _cut_utterances(corpus, store, aligner, plan), len(plan), shard_size, progress)
+    info = {"split": "train", "condition": "cut", "count": count, "seed": seed, "shards": shards,
             "shard_size": shard_size, "sample_rate": 16000, "dtype": "int16",
             "source": str(source), "source_count": len(corpus.rows),
             "model": str(gguf), "model_sha256": hashlib.sha256(Path(gguf).read_bytes()).hexdigest()}
@@ -209,13 +192,18 @@ def write_cut_corpus(source: Path, gguf: Path, out: Path, count: int, seed: int,
 def measure_cuts(gguf: Path, words_corpus: Path, every: int = 50) -> dict:
     """Cut points against the true word spans of a `by_words` corpus (training/corpus.py),
     every `every`-th utterance: how far each cut is outside the silence between its two words
-    (negative: inside word k, positive: inside word k+1), in seconds."""
+    (negative: inside word k, positive: inside word k+1), in seconds; and the median of how
+    late a word's aligned frames start and how early they end against its sound."""
     from training.data import Corpus, FeatureStore
     corpus, store = Corpus(words_corpus), FeatureStore.build(words_corpus)
     aligner = Aligner(gguf)
-    errors = []
+    errors, late_start, early_end = [], [], []
+    frame_s = ENCODER_FRAME / 16000
     for i in range(0, len(corpus), every):
-        spans, words = corpus.rows[i]["spans"], aligner.words([store.features(i)], [corpus.rows[i]["text"]])[0]
+        spans, words = corpus.rows[i]["spans"], aligner.words(store, [i], [corpus.rows[i]["text"]])[0]
+        for (_, start, end), (first, last) in zip(spans, words):
+            late_start.append(first * frame_s - start)
+            early_end.append(end - (last + 1) * frame_s)
         for k in range(1, len(words)):
             cut, end_k, start_next = cut_sample(words, k) / 16000, spans[k - 1][2], spans[k][1]
             errors.append(cut - end_k if cut < end_k else max(0.0, cut - start_next))
@@ -224,7 +212,9 @@ def measure_cuts(gguf: Path, words_corpus: Path, every: int = 50) -> dict:
             "within_15ms": round(float(np.mean(np.abs(e) <= 0.015)), 3),
             "over_80ms_into_word_k": round(float(np.mean(e < -0.08)), 3),
             "over_80ms_into_word_k_plus_1": round(float(np.mean(e > 0.08)), 3),
-            "percentiles_5_50_95_s": [round(float(v), 3) for v in np.percentile(e, [5, 50, 95])]}
+            "percentiles_5_50_95_s": [round(float(v), 3) for v in np.percentile(e, [5, 50, 95])],
+            "word_frames_start_late_median_s": round(float(np.median(late_start)), 3),
+            "word_frames_end_early_median_s": round(float(np.median(early_end)), 3)}
 
 
 def main(argv=None) -> int:
