@@ -460,7 +460,10 @@ class StreamSession:
         (a real repeat, "is is", has both copies in the decode and is kept). Timing can also
         move earlier: if the words before that end spell the window's committed words and
         then more, the more are new ("in the afternoon on", with "in the" committed, came
-        back two frames early and "afternoon" was dropped as committed)."""
+        back two frames early and "afternoon" was dropped as committed). And a word that
+        overlaps a committed word of the same text in time is that word again, whatever the
+        decode put before it: a later decode inserted "are" before the committed "twenty" and
+        stretched it past the committed end ("there twenty twenty one")."""
         floor = self._committed[-1].end if self._committed else 0
         before = [w for w in decoded if w.start + w.end < 2 * floor]
         after = [w for w in decoded if w.start + w.end >= 2 * floor]
@@ -474,6 +477,8 @@ class StreamSession:
         missing = held[len(before):]
         skip = 0
         while skip < min(len(missing), len(after)) and after[skip].text == missing[skip].text:
+            skip += 1
+        while skip < len(after) and any(_same_word(after[skip], c) for c in held):
             skip += 1
         return after[skip:]
 
@@ -570,6 +575,13 @@ def stream_metrics(events: list, final: dict, stats: StreamStats) -> dict:
             "commit_lag_p50_seconds": pct(0.5), "commit_lag_p95_seconds": pct(0.95),
             **stats.as_dict(),
             "compute_per_audio": round(stats.compute_seconds / audio, 3) if audio else None}
+
+
+def _same_word(new, committed) -> bool:
+    """A word of the same text whose span holds all of the committed word's is that word
+    decoded again, stretched. (Mere overlap is not enough: a real repeat, "is is", decoded a
+    frame or two early overlaps the first copy.)"""
+    return new.text == committed.text and new.start <= committed.start and committed.end <= new.end
 
 
 def _common_prefix(a: list, b: list) -> int:

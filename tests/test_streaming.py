@@ -297,6 +297,40 @@ def test_a_committed_word_decoded_again_later_is_not_repeated(scalar, shift):
     assert [w["word"] for w in final["words"]] == ["w2"] * 5, final["words"]
 
 
+class RevisingEngine(LoudRunEngine):
+    """Once `settle` frames of audio follow the second word, decodes revise the first two: a
+    word ("w30") is inserted after the first and the second is stretched two frames longer (the
+    trained model came back with "there are twenty(0.88-1.20 s)" after "there twenty(0.88-0.96
+    s)" was committed)."""
+
+    def __init__(self, kernels, settle: int):
+        super().__init__(kernels)
+        self.settle = settle
+
+    def tokens(self, samples, cancelled=None):
+        out = super().tokens(samples, cancelled)
+        frames = np.frombuffer(samples, np.float32).size // FRAME
+        if len(out) >= 2 and (out[0].id, out[1].id) == (3, 2) and frames - (out[1].frame + out[1].duration) >= self.settle:
+            first, second = out[:2]
+            return [first, Token(30, first.frame + first.duration, 1),
+                    Token(second.id, second.frame, second.duration + 2)] + out[2:]
+        return out
+
+
+@pytest.mark.parametrize("settle", [16, 20, 22, 26])
+def test_a_committed_word_stretched_by_a_revision_is_not_repeated(scalar, settle):
+    """After the revision, the re-decoded second word overlaps its committed copy but its
+    midpoint is after the committed end and no committed word is missing before it (the
+    inserted word takes that place): it was committed again ("there twenty twenty one"). With
+    settle 16 the revision comes before the commit and its words are the ones committed."""
+    x = np.concatenate([np.zeros(6 * FRAME, np.float32),
+                        utterances([0.24, 0.16] + [0.4, 0.24] * 5, [0.08] * 11),
+                        np.zeros(2 * SR, np.float32)])
+    session, _, final = run(RevisingEngine(scalar, settle), x)
+    head = ["w3", "w30", "w2"] if settle == 16 else ["w3", "w2"]
+    assert [w["word"] for w in final["words"]] == head + ["w5", "w3"] * 5, final["words"]
+
+
 def test_windows_are_capped_and_interval_grows(scalar):
     """Decodes that never agree commit nothing by rule 1: the window grows to max_window, the
     decode interval with it, and rule 3 commits the oldest words to stay within the cap."""
