@@ -21,11 +21,13 @@ import json
 import math
 import sys
 import time
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from engine.convert import slaney_mel_filterbank
 from engine.decoder import detokenize, punctuation_marks
 from engine.model_layout import Dims
 from engine.encoder import subsampled_length
@@ -57,9 +59,13 @@ def make_batch(store: FeatureStore, labels: list, idx: list, specaugment: dict |
 
 
 def spec_augment(x: np.ndarray, cfg: dict, rng):
-    """In place on one utterance's normalised features [n_mels, T]: zero (= the mean) a few
-    mel bands and time stretches."""
+    """In place on one utterance's normalised features [n_mels, T]: with probability
+    cfg["warp_p"] (absent: never) warp the frequency axis by a factor drawn from
+    cfg["warp_range"] (warp_vocal_tract), then zero (= the mean) a few mel bands and time
+    stretches."""
     n_mels, T = x.shape
+    if cfg.get("warp_p", 0) and rng.random() < cfg["warp_p"]:
+        x[:] = warp_vocal_tract(x, float(rng.uniform(*cfg["warp_range"])))
     for _ in range(cfg["freq_masks"]):
         w = int(rng.integers(0, cfg["freq_width"] + 1))
         f0 = int(rng.integers(0, n_mels - w + 1))
@@ -68,6 +74,27 @@ def spec_augment(x: np.ndarray, cfg: dict, rng):
         w = int(rng.integers(0, max(1, int(cfg["time_width_frac"] * T)) + 1))
         t0 = int(rng.integers(0, T - w + 1))
         x[:, t0:t0 + w] = 0
+
+
+def warp_vocal_tract(x: np.ndarray, alpha: float) -> np.ndarray:
+    """Vocal tract length perturbation on mel features [n_mels, T]: band m takes the value
+    of frequency centre_m / alpha, interpolated linearly between the two nearest bands (and
+    the edge band beyond the ends). alpha > 1 moves formants up, as a shorter vocal tract
+    does: the held-out female flite voice slt is the clean test set's worst (17% WER with
+    small-v7 against 3% for espeak-ng), and every flite training voice is male."""
+    centres = _mel_centres(x.shape[0])
+    source = np.interp(centres / alpha, centres, np.arange(x.shape[0], dtype=np.float64))
+    lower = np.minimum(source.astype(np.int64), x.shape[0] - 2)
+    frac = (source - lower).astype(np.float32)[:, None]
+    return x[lower] * (1 - frac) + x[lower + 1] * frac
+
+
+@cache
+def _mel_centres(n_mels: int) -> np.ndarray:
+    """Each band's centre frequency in Hz (the centroid of its filterbank triangle) [n_mels]."""
+    fb = slaney_mel_filterbank(n_mels=n_mels).astype(np.float64)         # [n_mels, 257]
+    freqs = np.linspace(0, 8000, fb.shape[1])
+    return (fb @ freqs) / fb.sum(axis=1)
 
 
 # -- training --------------------------------------------------------------------------------------
