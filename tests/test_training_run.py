@@ -99,3 +99,18 @@ def test_fine_tune_from_a_shipped_gguf(data, tmp_path):
     levels = [k for k in start if k.endswith((".lo", ".hi"))]
     drift = max(float((start[k] - end[k]).abs().max() / start[k].abs().max()) for k in levels)
     assert 0 < drift < 0.5, drift
+
+
+def test_release_breaks_wer_down_by_voice_family():
+    """The card's per-voice table: flite voices apart, espeak-ng accents and variants pooled."""
+    from training.release import by_voice_table, wer_by_voice_family
+    rows = [{"voice": "flite:slt", "text": "turn on the lights"}, {"voice": "espeak-ng:en-us+f3", "text": "stop"},
+            {"voice": "espeak-ng:en-gb-scotland", "text": "play jazz"}, {"voice": "flite:rms", "text": "hello there"}]
+    hyps = ["turn off the lights", "stop", "play", "hello there"]
+    by = wer_by_voice_family(rows, hyps)
+    assert by == {"espeak-ng": {"utterances": 2, "wer": round(1 / 3, 4)},
+                  "flite:rms": {"utterances": 1, "wer": 0.0}, "flite:slt": {"utterances": 1, "wer": 0.25}}
+    table = by_voice_table({"clean": by, "noise10db": {"flite:slt": {"utterances": 1, "wer": 0.5}}})
+    assert "| flite:slt (1 utterances) | 25.00% | 50.00% |" in table
+    assert "| espeak-ng (2 utterances) | 33.33% | - |" in table
+    assert by_voice_table(None) == ""

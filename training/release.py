@@ -72,6 +72,7 @@ def torch_wer(model: ParakeetTDT, vocab: list, store: FeatureStore, rows: list, 
 
 
 def engine_wer(gguf: Path, corpus: Corpus, n: int) -> tuple:
+    """-> (WER, {voice family: WER}, audio seconds / compute seconds, kernel tier)."""
     from engine.transcribe import Engine
     engine = Engine.open(gguf)
     hyps, audio, compute = [], 0.0, 0.0
@@ -81,7 +82,26 @@ def engine_wer(gguf: Path, corpus: Corpus, n: int) -> tuple:
         hyps.append(engine.transcribe(x)["text"])
         compute += time.perf_counter() - started
         audio += x.size / 16000
-    return wer([r["text"] for r in corpus.rows[:n]], hyps), round(audio / compute, 1), engine.tier
+    rows = corpus.rows[:n]
+    return (wer([r["text"] for r in rows], hyps), wer_by_voice_family(rows, hyps),
+            round(audio / compute, 1), engine.tier)
+
+
+def voice_family(voice: str) -> str:
+    """"flite:slt" and "flite:rms" stay apart (one voice each, the held-out flite voices);
+    every espeak-ng accent and variant is "espeak-ng"."""
+    return voice if voice.startswith("flite:") else voice.split(":", 1)[0]
+
+
+def wer_by_voice_family(rows: list, hyps: list) -> dict:
+    """{family: {"utterances": n, "wer": w}} over the rows' voices, families sorted."""
+    groups = {}
+    for row, hyp in zip(rows, hyps):
+        refs_hyps = groups.setdefault(voice_family(row["voice"]), ([], []))
+        refs_hyps[0].append(row["text"])
+        refs_hyps[1].append(hyp)
+    return {family: {"utterances": len(refs), "wer": round(wer(refs, hs), 4)}
+            for family, (refs, hs) in sorted(groups.items())}
 
 
 def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5, **config) -> dict:
@@ -152,12 +172,28 @@ def training_hours(log: list) -> float:
     return sum(b - a for a, b in zip(times, times[1:]) if b - a < 600) / 3600
 
 
+def by_voice_table(by_voice: dict | None) -> str:
+    """The card's engine WER per held-out voice family and condition ("" for results from
+    before the breakdown existed)."""
+    if not by_voice:
+        return ""
+    conds = list(by_voice)
+    families = list(dict.fromkeys(f for cond in conds for f in by_voice[cond]))
+    head = "| engine WER by voice | " + " | ".join(conds) + " |\n|---|" + "---|" * len(conds) + "\n"
+    body = "\n".join(
+        f"| {family} ({by_voice[conds[0]].get(family, {}).get('utterances', 0)} utterances) | "
+        + " | ".join(f"{by_voice[c][family]['wer']:.2%}" if family in by_voice[c] else "-" for c in conds) + " |"
+        for family in families)
+    return "\n" + head + body + "\n"
+
+
 def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
     """cfg: the (base) run's config; tune_cfg: the fine-tune's, if the shipped run is one."""
     d, w = cfg["dims"], results["wer"]
     rows = "\n".join(f"| {cond} | {w['dense'][cond]:.2%} | {w['fv5_torch'][cond]:.2%} | {w['engine'][cond]:.2%} |"
                      for cond in ("clean", "noise10db"))
     sb = results["stream_vs_batch"]
+    by_voice = by_voice_table(results.get("engine_wer_by_voice"))
     folders = list(dict.fromkeys(train_folders(cfg["data"]["train"]) +
                                  (train_folders(tune_cfg["data"]["train"]) if tune_cfg else [])))
     formant = ("; with `formant` the male flite voices raised to a female range, as the held-out"
@@ -206,7 +242,7 @@ engine (int8 activations), which the browser reproduces bit for bit.
 | condition | dense | five-value torch | engine |
 |---|---|---|---|
 {rows}
-
+{by_voice}
 Streaming ({sb['recordings']} recordings of 8 held-out utterances joined by 0.3-2 s pauses,
 {sb['audio_seconds']} s in all): stream WER {sb['stream_wer']:.2%} vs batch {sb['batch_wer']:.2%} (one batch
 transcription per utterance, with up to 0.3 s of the pauses around it), {sb['stream_decodes']} decodes, compute {sb['stream_compute_per_audio']} x real time natively.
@@ -252,11 +288,11 @@ def main(argv=None) -> int:
     n = min(args.utterances, *(len(c) for c, _, _ in tests.values()))
     dense = load_model(dense_run, "dense.pt", dims)
     w = {"dense": {}, "fv5_torch": {}, "engine": {}}
-    speed = {}
+    speed, by_voice = {}, {}
     for cond, (corpus, store, rows) in tests.items():
         w["dense"][cond] = round(torch_wer(dense, vocab, store, rows, n), 4)
         w["fv5_torch"][cond] = round(torch_wer(model, vocab, store, rows, n), 4)
-        w["engine"][cond], speed[cond], tier = engine_wer(gguf, corpus, n)
+        w["engine"][cond], by_voice[cond], speed[cond], tier = engine_wer(gguf, corpus, n)
         print(cond, w["dense"][cond], w["fv5_torch"][cond], w["engine"][cond], file=sys.stderr, flush=True)
     fv5 = sum(m.weight.numel() for m in model.five_value_modules().values())
     from engine.model_file import load
@@ -274,7 +310,7 @@ def main(argv=None) -> int:
         "training_hours": training_hours(log) + (training_hours(load_log(dense_run)) if dense_run != args.run else 0.0)
         + sum(training_hours(load_log(chain)) for chain in args.chain_run),
         "fine_tuned_from": init, "chain": [str(c) for c in args.chain_run],
-        "test_utterances": n, "wer": w, "engine_rtfx": speed, "engine_tier": tier,
+        "test_utterances": n, "wer": w, "engine_wer_by_voice": by_voice, "engine_rtfx": speed, "engine_tier": tier,
         "stream_vs_batch": stream_vs_batch(gguf, args.recordings),
         "silence": silence_checks(gguf), "date": time.strftime("%Y-%m-%d"),
     }
