@@ -114,3 +114,14 @@ def test_release_breaks_wer_down_by_voice_family():
     assert "| flite:slt (1 utterances) | 25.00% | 50.00% |" in table
     assert "| espeak-ng (2 utterances) | 33.33% | - |" in table
     assert by_voice_table(None) == ""
+
+
+def test_epoch_fraction_keeps_the_first_share_of_the_shuffled_batches(data, tmp_path):
+    full_cfg = toy_config(["train", "pauses"], 0, 1)
+    full_cfg["batch"]["max_frames"] = 2000                   # several batches from 46 toy utterances
+    part_cfg = json.loads(json.dumps(full_cfg))
+    part_cfg["batch"]["epoch_fraction"] = 0.5
+    full = train.Run(full_cfg, data, tmp_path / "full").batches(1000)
+    part = train.Run(part_cfg, data, tmp_path / "part").batches(1000)
+    assert len(full) >= 4 and len(part) == -(-len(full) // 2)
+    assert part == full[:len(part)]

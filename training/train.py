@@ -151,9 +151,14 @@ class Run:
         return o["lr"] * (o["final_lr_fraction"] + (1 - o["final_lr_fraction"]) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
     def batches(self, epoch: int) -> list:
+        """The epoch's batches (lists of train utterance indices). batch.epoch_fraction < 1
+        keeps that share of them, the first of the shuffled order: a shorter epoch whose
+        LR schedule still runs to its end (the schedule counts these batches)."""
         b = self.cfg["batch"]
         order = length_batches(self.train.frames, b["max_frames"], b["max_batch"],
                                np.random.default_rng([self.cfg["seed"], epoch]))
+        if b.get("epoch_fraction", 1.0) < 1.0:
+            order = order[:max(1, math.ceil(b["epoch_fraction"] * len(order)))]
         if epoch < self.cfg.get("sortagrad_epochs", 0):
             # SortaGrad (Deep Speech 2): shortest utterances first. Short utterances have few
             # alignments, so the encoder finds the audio-to-token mapping before long ones;
