@@ -99,6 +99,13 @@ def test_fine_tune_from_a_shipped_gguf(data, tmp_path):
     levels = [k for k in start if k.endswith((".lo", ".hi"))]
     drift = max(float((start[k] - end[k]).abs().max() / start[k].abs().max()) for k in levels)
     assert 0 < drift < 0.5, drift
+    # and that run's checkpoint starts the next fine-tune (its folder has no tokenizer.vocab:
+    # --init RUN/epoch.pt of such a run failed with FileNotFoundError)
+    assert not (tuned / "tokenizer.vocab").exists()
+    again = tmp_path / "again"
+    assert train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(again),
+                       "--init", str(tuned / "final.pt")]) == 0
+    assert (again / "tokenizer.model").read_bytes() == (base / "tokenizer.model").read_bytes()
 
 
 def test_release_breaks_wer_down_by_voice_family():
