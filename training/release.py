@@ -199,10 +199,17 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
     formant = ("; with `formant` the male flite voices raised to a female range, as the held-out"
                " slt is female" if any("formant" in f for f in folders) else "")
     noisy = ("; with `noisy` noise on every utterance at 5-15 dB" if any("noisy" in f for f in folders) else "")
+    cut = ("; with `train-cut` utterances cut between two words (training/prefixes.py), transcribed up to"
+           " the cut, so that audio may stop mid-sentence" if "train-cut" in folders else "")
     chain = "".join(f", after the fine-tune `{c}`" for c in results.get("chain", []))
+    share = tune_cfg["batch"].get("epoch_fraction", 1.0) if tune_cfg else 1.0
     tuned = ("" if not tune_cfg else
              f", then fine-tuned (`--init`, the run's config.json: {tune_cfg['epochs']['five_value']} "
-             f"five-value epoch(s) on `{', '.join(train_folders(tune_cfg['data']['train']))}`{chain})")
+             f"five-value epoch(s){f' of {share:.0%} of the batches' if share < 1 else ''} on "
+             f"`{', '.join(train_folders(tune_cfg['data']['train']))}`{chain})")
+    warp = next((c["specaugment"] for c in (tune_cfg, cfg) if c and c["specaugment"].get("warp_p")), None)
+    warped = ("" if not warp else f"; in the last fine-tune the features' frequency axis was also warped"
+              f" (vocal tract length, factor {warp['warp_range'][0]}-{warp['warp_range'][1]}, p {warp['warp_p']})")
     return f"""# phonon-small: a five-value FastConformer-TDT trained on generated speech
 
 The project's default model ({MODEL_ID}): the Phonon-2 architecture family (FastConformer
@@ -221,8 +228,8 @@ not a general recogniser (it has never heard a human).
 - Data: `training/corpus.py`, {results['train_utterances']:,} generated utterances in
   `{', '.join(folders)}` (espeak-ng accents and variants, flite
   kal/kal16/awb; single sentences, and with `pauses` 2-4 sentences joined by 0.3-2.5 s pauses
-  plus no-speech clips{formant}), augmented with speed, reverb, noise (5-30 dB SNR{noisy}),
-  telephone band, gain and silence padding. Held out for testing: whole voices (flite rms and slt, espeak-ng
+  plus no-speech clips{formant}{cut}), augmented with speed, reverb, noise (5-30 dB SNR{noisy}),
+  telephone band, gain and silence padding{warped}. Held out for testing: whole voices (flite rms and slt, espeak-ng
   en-gb-scotland and several variants on every accent) and 10% of distinct sentences.
 - Training: `python3 -m training.train --config training/config.json --data DATA --out RUN`
   ({cfg['epochs']['dense']} dense epochs, then {cfg['epochs']['five_value']} five-value epoch(s) with straight-through
