@@ -460,10 +460,11 @@ class StreamSession:
         (a real repeat, "is is", has both copies in the decode and is kept). Timing can also
         move earlier: if the words before that end spell the window's committed words and
         then more, the more are new ("in the afternoon on", with "in the" committed, came
-        back two frames early and "afternoon" was dropped as committed). And a word that
-        overlaps a committed word of the same text in time is that word again, whatever the
-        decode put before it: a later decode inserted "are" before the committed "twenty" and
-        stretched it past the committed end ("there twenty twenty one")."""
+        back two frames early and "afternoon" was dropped as committed). And a word whose
+        span holds a committed word's whole span, with the same text, is that word again,
+        whatever the decode put before it (_same_word): a later decode inserted "are" before
+        the committed "twenty" and stretched it past the committed end ("there twenty twenty
+        one")."""
         floor = self._committed[-1].end if self._committed else 0
         before = [w for w in decoded if w.start + w.end < 2 * floor]
         after = [w for w in decoded if w.start + w.end >= 2 * floor]
