@@ -207,7 +207,7 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
              f", then fine-tuned (`--init`, the run's config.json: {tune_cfg['epochs']['five_value']} "
              f"five-value epoch(s){f' of {share:.0%} of the batches' if share < 1 else ''} on "
              f"`{', '.join(train_folders(tune_cfg['data']['train']))}`{chain})")
-    warp = next((c["specaugment"] for c in (tune_cfg, cfg) if c and c["specaugment"].get("warp_p")), None)
+    warp = tune_cfg["specaugment"] if tune_cfg and tune_cfg["specaugment"].get("warp_p") else None
     warped = ("" if not warp else f"; in the last fine-tune the features' frequency axis was also warped"
               f" (vocal tract length, factor {warp['warp_range'][0]}-{warp['warp_range'][1]}, p {warp['warp_p']})")
     return f"""# phonon-small: a five-value FastConformer-TDT trained on generated speech

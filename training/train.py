@@ -367,10 +367,10 @@ def load_init(path: Path) -> tuple:
         shipped, ctc_state, tokenizer = load_shipped(path)
         return ({"five_value": True, "model": shipped.state_dict(), "ctc_head": ctc_state},
                 {"tokenizer.model": tokenizer})
-    # tokenizer.vocab is SentencePiece's listing, written only by a run that trained its own
-    # tokenizer: a run fine-tuned from a GGUF has just the model
-    files = {name: (path.parent / name).read_bytes() for name in ("tokenizer.model", "tokenizer.vocab")
-             if name == "tokenizer.model" or (path.parent / name).exists()}
+    files = {"tokenizer.model": (path.parent / "tokenizer.model").read_bytes()}
+    listing = path.parent / "tokenizer.vocab"       # written only by a run that trained its own
+    if listing.exists():                            # tokenizer, not by one fine-tuned from a GGUF
+        files["tokenizer.vocab"] = listing.read_bytes()
     return torch.load(path, weights_only=False), files
 
 
