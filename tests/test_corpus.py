@@ -396,3 +396,36 @@ def test_formant_condition_raises_a_male_flite_voice():
     raised = C.speed_perturb(C.speech(text, meta["voice"], tts), factor)
     assert abs(len(raised) / len(plain) - 1) < 0.1
     assert spectral_centroid(raised) > 1.08 * spectral_centroid(plain)
+
+
+def test_formant_fast_condition_is_the_formant_voice_spoken_faster():
+    """formant_fast: the formant condition's raised voice, with its own factor range, and a
+    duration stretch after the speed-up in FORMANT_FAST_TEMPO (faster than plain flite)."""
+    text = C.corpus_sentences("train", 7, 1)[0]
+    x, meta = C.make_utterance("train", 7, 0, text, "formant_fast")
+    assert meta["id"].endswith("-ff") and meta["voice"] in {f"flite:{v}" for v in C.FLITE_TRAIN}
+    first = meta["augmentations"][0]
+    assert first["name"] == "formant_speed"
+    assert C.FORMANT_FAST_SPEED[0] <= first["factor"] <= C.FORMANT_FAST_SPEED[1]
+    tempo = meta["tts"]["stretch"] / first["factor"]
+    assert C.FORMANT_FAST_TEMPO[0] - 0.01 <= tempo <= C.FORMANT_FAST_TEMPO[1] + 0.01
+    assert "speed" not in [a["name"] for a in meta["augmentations"]]
+
+    def mean_tempo(*ranges):
+        tempos = []
+        for i in range(300):
+            _, tts, factor = C.draw_formant_voice(C.utterance_rngs("train", 7, i)[0], *ranges)
+            tempos.append(tts["stretch"] / factor)
+        return sum(tempos) / len(tempos)
+    assert mean_tempo(C.FORMANT_FAST_SPEED, C.FORMANT_FAST_TEMPO) < mean_tempo() - 0.15
+
+
+def test_formant_condition_draws_what_it_drew_before_formant_fast():
+    """The formant corpus made before formant_fast existed (/work/data/train-formant, seed 4)
+    recorded utterance 0 as flite kal, stretch 1.28, f0 137, factor 1.24; sharing
+    draw_formant_voice must not change that, or that corpus could not be remade."""
+    text = C.corpus_sentences("train", 4, 1)[0]
+    assert text == "how many days until november twentieth"
+    _, meta = C.make_utterance("train", 4, 0, text, "formant")
+    assert meta["voice"] == "flite:kal" and meta["tts"] == {"stretch": 1.28, "f0": 137}
+    assert meta["augmentations"][0] == {"name": "formant_speed", "factor": 1.24}

@@ -146,3 +146,19 @@ def test_quiet_tail_skips_decodes(engine, heldout):
         runs[name] = stream.finish()
     assert runs["skip"]["text"] == runs["always"]["text"] != ""
     assert runs["skip"]["stats"]["decodes"] * 2 < runs["always"]["stats"]["decodes"]
+
+
+def test_release_short_streams_measure_what_these_tests_do(engine, heldout):
+    """The release's short-utterance measurement (80 utterances for the card) on this file's
+    first STREAMED: same utterances, the batch WER of engine.transcribe, and every stream
+    ending on the batch text, as test_stream_equals_batch_on_short_utterances requires."""
+    pytest.importorskip("torch")                    # training.release trains/exports with it
+    from training.metrics import wer
+    from training.release import short_streams, short_streams_line
+    short = short_streams(MODEL, seeds=(SEED,), per_seed=STREAMED)
+    first = heldout[:STREAMED]
+    assert short["utterances"] == STREAMED
+    assert short["batch_wer"] == round(wer([t for t, _ in first], [engine.transcribe(x)["text"] for _, x in first]), 4)
+    assert short["stream_equals_batch"] == STREAMED and short["differ"] == []
+    assert f"equals the batch transcript on {STREAMED} of {STREAMED}" in short_streams_line(short)
+    assert short_streams_line(None) == ""

@@ -132,6 +132,31 @@ def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5, **config) -> dic
             "stream_decodes": decodes, "stream_compute_per_audio": round(compute / audio_s, 3)}
 
 
+def short_streams(gguf: Path, seeds=(9, 11), per_seed: int = 40) -> dict:
+    """Short held-out utterances (corpus_sentences("test", seed, per_seed), clean), each
+    streamed as tests/test_default_model.py does (resampled to 48 kHz, 20 ms chunks, a
+    partial after each) and transcribed in one batch: how many streams end on exactly the
+    batch text, both WERs, and the utterances where they differ."""
+    from engine.audio import resample
+    from engine.streaming import stream_samples
+    from engine.transcribe import Engine
+    from training.corpus import corpus_sentences, make_utterance
+    engine = Engine.open(gguf)
+    refs, batch_hyps, stream_hyps, differ = [], [], [], []
+    for seed in seeds:
+        for i, text in enumerate(corpus_sentences("test", seed, per_seed)):
+            x = make_utterance("test", seed, i, text, "clean")[0]
+            batch = engine.transcribe(x)["text"]
+            streamed = stream_samples(engine.stream(48000), resample(engine.k, x, 16000, 48000), 960)
+            stream = streamed["final"]["text"]
+            refs.append(text), batch_hyps.append(batch), stream_hyps.append(stream)
+            if stream != batch:
+                differ.append({"seed": seed, "index": i, "reference": text, "batch": batch, "stream": stream})
+    return {"seeds": list(seeds), "utterances": len(refs), "stream_equals_batch": len(refs) - len(differ),
+            "batch_wer": round(wer(refs, batch_hyps), 4), "stream_wer": round(wer(refs, stream_hyps), 4),
+            "differ": differ}
+
+
 def padded_spans(spans: list, total_s: float, pad_s: float = 0.3) -> list:
     """Each utterance span [(text, start, end)] widened by up to pad_s of the silence on each
     side, never past the middle of a pause: the batch side of stream-vs-batch. Spans tight to
@@ -185,6 +210,15 @@ def by_voice_table(by_voice: dict | None) -> str:
         + " | ".join(f"{by_voice[c][family]['wer']:.2%}" if family in by_voice[c] else "-" for c in conds) + " |"
         for family in families)
     return "\n" + head + body + "\n"
+
+
+def short_streams_line(short: dict | None) -> str:
+    if not short:
+        return ""
+    return (f"\nShort utterances ({short['utterances']} clean held-out sentences, test seeds "
+            f"{'/'.join(map(str, short['seeds']))}, each streamed as a 48 kHz microphone in 20 ms chunks): the stream's final\n"
+            f"text equals the batch transcript on {short['stream_equals_batch']} of {short['utterances']}; WER stream "
+            f"{short['stream_wer']:.2%}, batch {short['batch_wer']:.2%}.\n")
 
 
 def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
@@ -253,6 +287,7 @@ engine (int8 activations), which the browser reproduces bit for bit.
 Streaming ({sb['recordings']} recordings of 8 held-out utterances joined by 0.3-2 s pauses,
 {sb['audio_seconds']} s in all): stream WER {sb['stream_wer']:.2%} vs batch {sb['batch_wer']:.2%} (one batch
 transcription per utterance, with up to 0.3 s of the pauses around it), {sb['stream_decodes']} decodes, compute {sb['stream_compute_per_audio']} x real time natively.
+{short_streams_line(results.get("short_streams"))}
 
 Silence: {json.dumps(results['silence'])}
 
@@ -319,6 +354,7 @@ def main(argv=None) -> int:
         "fine_tuned_from": init, "chain": [str(c) for c in args.chain_run],
         "test_utterances": n, "wer": w, "engine_wer_by_voice": by_voice, "engine_rtfx": speed, "engine_tier": tier,
         "stream_vs_batch": stream_vs_batch(gguf, args.recordings),
+        "short_streams": short_streams(gguf),
         "silence": silence_checks(gguf), "date": time.strftime("%Y-%m-%d"),
     }
     (args.out / "phonon-small.json").write_text(json.dumps(results, indent=1) + "\n")
