@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training.prefixes import ENCODER_FRAME, choose, cut_sample, forced_alignment, word_frames
+from training.prefixes import ENCODER_FRAME, choose, cut_inside, cut_sample, forced_alignment, word_frames
 
 BLANK = 3           # classes 0, 1, 2 are tokens, 3 is the blank
 
@@ -81,6 +81,16 @@ def test_word_frames_and_the_cut_between_words():
     assert cut_sample(words, 2) == (6 * ENCODER_FRAME + 9 * ENCODER_FRAME) // 2
 
 
+def test_a_cut_inside_a_word_keeps_part_of_it_and_is_seeded():
+    words = [(1, 2), (4, 5), (9, 10)]
+    for k in range(3):
+        first, last = words[k]
+        cuts = {cut_inside(words, k, np.random.default_rng([s])) for s in range(200)}
+        assert min(cuts) > first * ENCODER_FRAME and max(cuts) < (last + 1) * ENCODER_FRAME
+        assert len(cuts) > 100                                   # spread over the word, not one point
+    assert cut_inside(words, 1, np.random.default_rng([7])) == cut_inside(words, 1, np.random.default_rng([7]))
+
+
 def test_choose_is_seeded_and_keeps_a_proper_prefix():
     rows = [{"text": t} for t in ["one", "two words", "three words here", "a b c d e"] * 5]
     plan = choose(rows, 10, seed=3)
@@ -96,27 +106,35 @@ DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "models" / "phonon-small.g
 
 
 @pytest.mark.skipif(not DEFAULT_MODEL.exists(), reason="the default model is not in this checkout")
-def test_cut_corpus_from_word_timed_speech(tmp_path):
+@pytest.mark.parametrize("inside_words", [False, True])
+def test_cut_corpus_from_word_timed_speech(tmp_path, inside_words):
     """End to end on a by_words corpus, whose true word spans the generator knows: each cut
     utterance is the source's first `samples` samples, its text the source's first k words,
-    and the cut is within two encoder frames (0.16 s) of the silence between word k and k+1."""
+    and the cut is within two encoder frames (0.16 s) of the silence between word k and k+1,
+    or with inside_words, within word k+1's span widened by as much."""
     from training import corpus as C
     from training.data import Corpus
     from training.prefixes import write_cut_corpus
     source = tmp_path / "words"
     C.write_corpus(source, "train", 6, seed=2, condition="by_words", progress=False)
-    info = write_cut_corpus(source, DEFAULT_MODEL, tmp_path / "cut", 4, seed=1, progress=False)
+    info = write_cut_corpus(source, DEFAULT_MODEL, tmp_path / "cut", 4, seed=1, progress=False,
+                            inside_words=inside_words)
     assert info["count"] == 4 and len(info["model_sha256"]) == 64
     src, cut = Corpus(source), Corpus(tmp_path / "cut")
     by_id = {r["id"]: i for i, r in enumerate(src.rows)}
     for j, row in enumerate(cut.rows):
         record = row["augmentations"][-1]
         i, k = by_id[record["source"]], record["words"]
-        assert row["id"] == f"{record['source']}-c{k}"
+        assert row["id"] == f"{record['source']}-c{k}{'i' if inside_words else ''}"
         words = src.rows[i]["text"].split()
         assert 1 <= k < len(words) and row["text"] == " ".join(words[:k])
         assert row["samples"] == record["sample"]
         assert np.array_equal(cut.audio(j), src.audio(i)[:row["samples"]])
         spans = src.rows[i]["spans"]
         at = row["samples"] / 16000
-        assert spans[k - 1][2] - 0.16 <= at <= spans[k][1] + 0.16, (row["text"], at, spans)
+        if inside_words:
+            assert record["inside_word"] == k + 1
+            assert spans[k][1] - 0.16 <= at <= spans[k][2] + 0.16, (row["text"], at, spans)
+        else:
+            assert "inside_word" not in record
+            assert spans[k - 1][2] - 0.16 <= at <= spans[k][1] + 0.16, (row["text"], at, spans)

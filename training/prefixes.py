@@ -4,6 +4,8 @@ as its transcript.
     python3 -m training.prefixes --source /work/data/train --model models/phonon-small.gguf \
         --out /work/data/train-cut --count 6000 --seed 6
     python3 -m training.prefixes --model models/phonon-small.gguf --measure-on /work/data/train-words
+    python3 -m training.prefixes --source /work/data/train --model models/phonon-small.gguf \
+        --out /work/data/train-cut-inside --count 6000 --seed 8 --inside-words
 
 Why: a streaming decode sees audio that stops mid-sentence (the window ends at the newest
 sample), but every corpus utterance ends in silence after a whole sentence. On a window that
@@ -26,6 +28,14 @@ of it, 90% within about 0.1 s (5th / 95th percentiles -0.098 / +0.093 s); 8.7% a
 than 80 ms before word k ends, 7.1% more than 80 ms into word k+1. CTC paths are peaky: a
 word's frames start a median 0.11 s after its sound and end 0.14 s before it, so the
 halfway point is a better cut than either end.
+
+Cut inside a word (`--inside-words`): a streaming window ends at the newest sample, which is
+usually inside a word, not between two; with small-v8w, whose training had between-word cuts,
+the decodes of "can you pick up some carrots" at 1.6 and 2.0 s (both ending inside "some")
+still read "tell me a joke on", and two of them agreeing committed "tell me". So these cuts
+fall anywhere in word k+1's aligned frames (uniform, seeded per utterance), and the
+transcript is still the first k words: a word the audio stops inside is not transcribed,
+just as the stream does not commit a word the window ends in.
 
 Each cut utterance depends only on (source corpus, model, seed, index). Output is a corpus
 folder (training/corpus.py's layout): the source row's fields, its id + "-c<k>", the text of
@@ -102,6 +112,14 @@ def word_frames(pieces: list, spans: list) -> list:
     return [tuple(w) for w in words]
 
 
+def cut_inside(words: list, k: int, rng: np.random.Generator) -> int:
+    """A sample inside word k+1 (0 <= k < len(words)): uniform over its aligned frames
+    [first * ENCODER_FRAME, (last + 1) * ENCODER_FRAME), never at their very start, so at
+    least one sample of the word stays."""
+    first, last = words[k]
+    return int(rng.integers(first * ENCODER_FRAME + 1, (last + 1) * ENCODER_FRAME))
+
+
 def cut_sample(words: list, k: int) -> int:
     """The sample to cut at after the first k words (1 <= k < len(words)): halfway between the
     end of word k's last frame and the start of word k+1's first frame."""
@@ -156,23 +174,25 @@ def choose(rows: list, count: int, seed: int) -> list:
     return [(i, int(rng.integers(1, len(rows[i]["text"].split())))) for i in picked]
 
 
-def _cut_utterances(corpus, store, aligner: Aligner, plan: list):
+def _cut_utterances(corpus, store, aligner: Aligner, plan: list, seed: int, inside_words: bool):
     """(int16 pcm, metadata) per planned cut, aligning ALIGN_BATCH source rows at a time."""
     for b in range(0, len(plan), ALIGN_BATCH):
         batch = plan[b:b + ALIGN_BATCH]
         idx = [i for i, _ in batch]
         for (i, k), words in zip(batch, aligner.words(store, idx, [corpus.rows[i]["text"] for i in idx])):
-            row, cut = corpus.rows[i], cut_sample(words, k)
+            row = corpus.rows[i]
+            cut = cut_inside(words, k, np.random.default_rng([seed, 8, i])) if inside_words else cut_sample(words, k)
+            record = {"name": "cut", "words": k, "sample": cut, "source": row["id"]}
+            if inside_words:
+                record["inside_word"] = k + 1
             meta = {key: v for key, v in row.items() if key not in ("shard", "offset", "samples")}
-            meta.update(id=f"{row['id']}-c{k}", text=" ".join(row["text"].split()[:k]),
-                        augmentations=row["augmentations"] + [{"name": "cut", "words": k, "sample": cut,
-                                                               "source": row["id"]}],
-                        seconds=round(cut / 16000, 4))
+            meta.update(id=f"{row['id']}-c{k}{'i' if inside_words else ''}", text=" ".join(row["text"].split()[:k]),
+                        augmentations=row["augmentations"] + [record], seconds=round(cut / 16000, 4))
             yield np.round(corpus.audio(i)[:cut] * 32768).astype(np.int16), meta
 
 
 def write_cut_corpus(source: Path, gguf: Path, out: Path, count: int, seed: int,
-                     shard_size: int = 500, progress: bool = True) -> dict:
+                     shard_size: int = 500, progress: bool = True, inside_words: bool = False) -> dict:
     from training.corpus import write_shards
     from training.data import Corpus, FeatureStore
     corpus, store = Corpus(source), FeatureStore.build(source, progress)
@@ -180,8 +200,9 @@ def write_cut_corpus(source: Path, gguf: Path, out: Path, count: int, seed: int,
     plan = choose(corpus.rows, count, seed)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    shards = write_shards(out, _cut_utterances(corpus, store, aligner, plan), len(plan), shard_size, progress)
-    info = {"split": "train", "condition": "cut", "count": count, "seed": seed, "shards": shards,
+    shards = write_shards(out, _cut_utterances(corpus, store, aligner, plan, seed, inside_words),
+                          len(plan), shard_size, progress)
+    info = {"split": "train", "condition": "cut-inside-words" if inside_words else "cut", "count": count, "seed": seed, "shards": shards,
             "shard_size": shard_size, "sample_rate": 16000, "dtype": "int16",
             "source": str(source), "source_count": len(corpus.rows),
             "model": str(gguf), "model_sha256": hashlib.sha256(Path(gguf).read_bytes()).hexdigest()}
@@ -226,13 +247,15 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--measure-on", type=Path, metavar="WORDS_CORPUS",
                    help="instead: measure the cuts against a by_words corpus's true word spans")
+    p.add_argument("--inside-words", action="store_true",
+                   help="cut inside word k+1 (anywhere in its aligned frames), not between k and k+1")
     a = p.parse_args(argv)
     if a.measure_on:
         print(json.dumps(measure_cuts(a.model, a.measure_on)))
         return 0
     if a.source is None or a.out is None or a.count is None:
         p.error("--source, --out and --count are required (or --measure-on)")
-    info = write_cut_corpus(a.source, a.model, a.out, a.count, a.seed)
+    info = write_cut_corpus(a.source, a.model, a.out, a.count, a.seed, inside_words=a.inside_words)
     print(json.dumps({k: info[k] for k in ("count", "seed", "shards", "model_sha256")}))
     return 0
 
