@@ -82,12 +82,16 @@ def test_word_frames_and_the_cut_between_words():
 
 
 def test_a_cut_inside_a_word_keeps_part_of_it_and_is_seeded():
+    """Inside word k+1's frames; the word is transcribed when the cut passed its middle."""
     words = [(1, 2), (4, 5), (9, 10)]
     for k in range(3):
-        first, last = words[k]
-        cuts = {cut_inside(words, k, np.random.default_rng([s])) for s in range(200)}
-        assert min(cuts) > first * ENCODER_FRAME and max(cuts) < (last + 1) * ENCODER_FRAME
-        assert len(cuts) > 100                                   # spread over the word, not one point
+        start, end = words[k][0] * ENCODER_FRAME, (words[k][1] + 1) * ENCODER_FRAME
+        cuts = [cut_inside(words, k, np.random.default_rng([s])) for s in range(200)]
+        assert min(c for c, _ in cuts) > start and max(c for c, _ in cuts) < end
+        assert len({c for c, _ in cuts}) > 100                   # spread over the word, not one point
+        for cut, keep in cuts:
+            assert keep == (k + 1 if cut - start >= end - cut else k), (cut, keep)
+        assert {keep for _, keep in cuts} == {k, k + 1}
     assert cut_inside(words, 1, np.random.default_rng([7])) == cut_inside(words, 1, np.random.default_rng([7]))
 
 
@@ -124,16 +128,16 @@ def test_cut_corpus_from_word_timed_speech(tmp_path, inside_words):
     by_id = {r["id"]: i for i, r in enumerate(src.rows)}
     for j, row in enumerate(cut.rows):
         record = row["augmentations"][-1]
-        i, k = by_id[record["source"]], record["words"]
+        i, k = by_id[record["source"]], record.get("inside_word", record["words"] + 1) - 1
         assert row["id"] == f"{record['source']}-c{k}{'i' if inside_words else ''}"
         words = src.rows[i]["text"].split()
-        assert 1 <= k < len(words) and row["text"] == " ".join(words[:k])
+        assert 1 <= k < len(words) and row["text"] == " ".join(words[:record["words"]])
+        assert record["words"] in ((k, k + 1) if inside_words else (k,))
         assert row["samples"] == record["sample"]
         assert np.array_equal(cut.audio(j), src.audio(i)[:row["samples"]])
         spans = src.rows[i]["spans"]
         at = row["samples"] / 16000
         if inside_words:
-            assert record["inside_word"] == k + 1
             assert spans[k][1] - 0.16 <= at <= spans[k][2] + 0.16, (row["text"], at, spans)
         else:
             assert "inside_word" not in record
