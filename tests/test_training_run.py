@@ -132,3 +132,42 @@ def test_epoch_fraction_keeps_the_first_share_of_the_shuffled_batches(data, tmp_
     part = train.Run(part_cfg, data, tmp_path / "part").batches(1000)
     assert len(full) >= 4 and len(part) == -(-len(full) // 2)
     assert part == full[:len(part)]
+
+
+def test_average_two_fine_tunes_of_one_run(data, tmp_path):
+    """--average: a base run and its fine-tune -> every float weight the mean of the two,
+    BatchNorm re-estimated (not averaged), held-out WER logged, final.pt that release can ship;
+    a checkpoint of another tokenizer is refused."""
+    from training.release import ship
+    base, tuned, avg = tmp_path / "base", tmp_path / "tuned", tmp_path / "avg"
+    (tmp_path / "base.json").write_text(json.dumps(toy_config("train", 0, 1)))
+    assert train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(base)]) == 0
+    assert train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(tuned),
+                       "--init", str(base / "final.pt")]) == 0
+    assert train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(avg),
+                       "--average", str(base / "final.pt"), str(tuned / "final.pt")]) == 0
+    a, b, m = (torch.load(r / "final.pt", weights_only=False) for r in (base, tuned, avg))
+    assert m["five_value"] is True
+    for key in ("model", "ctc_head"):
+        for name, t in m[key].items():
+            if "running_" in name:
+                continue
+            if t.is_floating_point():
+                assert torch.allclose(t, (a[key][name] + b[key][name]) / 2, atol=1e-6), name
+    norm = "encoder.layers.0.conv.norm.running_mean"
+    assert not torch.allclose(m["model"][norm], (a["model"][norm] + b["model"][norm]) / 2)
+    entries = log(avg)
+    assert entries[0]["event"] == "start" and entries[0]["average_of"] == [str(base / "final.pt"), str(tuned / "final.pt")]
+    assert entries[-1]["event"] == "averaged" and 0 <= entries[-1]["wer_clean"]
+    ship(avg, "final.pt", tmp_path / "shipped" / "avg.gguf", train.Dims(**TOY_DIMS))
+
+    other = tmp_path / "other"                          # a run that trained its own tokenizer
+    cfg = toy_config("pauses", 0, 1)
+    (tmp_path / "other.json").write_text(json.dumps(cfg))
+    assert train.main(["--config", str(tmp_path / "other.json"), "--data", str(data), "--out", str(other)]) == 0
+    with pytest.raises(ValueError, match="different tokenizers"):
+        train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(tmp_path / "x"),
+                    "--average", str(base / "final.pt"), str(other / "final.pt")])
+    with pytest.raises(SystemExit):
+        train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(tmp_path / "y"),
+                    "--average", str(base / "final.pt"), str(tuned / "final.pt"), "--init", str(base / "final.pt")])

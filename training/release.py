@@ -235,12 +235,20 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
     noisy = ("; with `noisy` noise on every utterance at 5-15 dB" if any("noisy" in f for f in folders) else "")
     cut = ("; with `train-cut` utterances cut between two words (training/prefixes.py), transcribed up to"
            " the cut, so that audio may stop mid-sentence" if "train-cut" in folders else "")
+    cut += ("; with `train-cut-inside` cut inside a word, as a streaming window ends"
+            if "train-cut-inside" in folders else "")
+    fast = ("; with `train-formant-fast` those raised voices also spoken faster"
+            if "train-formant-fast" in folders else "")
+    average = results.get("average_of")
     chain = "".join(f", after the fine-tune `{c}`" for c in results.get("chain", []))
     share = tune_cfg["batch"].get("epoch_fraction", 1.0) if tune_cfg else 1.0
     tuned = ("" if not tune_cfg else
-             f", then fine-tuned (`--init`, the run's config.json: {tune_cfg['epochs']['five_value']} "
-             f"five-value epoch(s){f' of {share:.0%} of the batches' if share < 1 else ''} on "
+             f", then fine-tuned (`--init`, {'the last fine-tune' if average else 'the run'}'s config.json: "
+             f"{tune_cfg['epochs']['five_value']} five-value epoch(s){f' of {share:.0%} of the batches' if share < 1 else ''} on "
              f"`{', '.join(train_folders(tune_cfg['data']['train']))}`{chain})")
+    if average:
+        tuned += (f"; the shipped weights are the mean of {' and '.join(f'`{a}`' for a in average)} (checkpoint "
+                  "averaging, `train.py --average`, BatchNorm recalibrated on that data)")
     warp = tune_cfg["specaugment"] if tune_cfg and tune_cfg["specaugment"].get("warp_p") else None
     warped = ("" if not warp else f"; in the last fine-tune the features' frequency axis was also warped"
               f" (vocal tract length, factor {warp['warp_range'][0]}-{warp['warp_range'][1]}, p {warp['warp_p']})")
@@ -262,7 +270,7 @@ not a general recogniser (it has never heard a human).
 - Data: `training/corpus.py`, {results['train_utterances']:,} generated utterances in
   `{', '.join(folders)}` (espeak-ng accents and variants, flite
   kal/kal16/awb; single sentences, and with `pauses` 2-4 sentences joined by 0.3-2.5 s pauses
-  plus no-speech clips{formant}{cut}), augmented with speed, reverb, noise (5-30 dB SNR{noisy}),
+  plus no-speech clips{formant}{fast}{cut}), augmented with speed, reverb, noise (5-30 dB SNR{noisy}),
   telephone band, gain and silence padding{warped}. Held out for testing: whole voices (flite rms and slt, espeak-ng
   en-gb-scotland and several variants on every accent) and 10% of distinct sentences.
 - Training: `python3 -m training.train --config training/config.json --data DATA --out RUN`
@@ -352,6 +360,7 @@ def main(argv=None) -> int:
         "training_hours": training_hours(log) + (training_hours(load_log(dense_run)) if dense_run != args.run else 0.0)
         + sum(training_hours(load_log(chain)) for chain in args.chain_run),
         "fine_tuned_from": init, "chain": [str(c) for c in args.chain_run],
+        "average_of": next((e.get("average_of") for e in log if e.get("event") == "start"), None),
         "test_utterances": n, "wer": w, "engine_wer_by_voice": by_voice, "engine_rtfx": speed, "engine_tier": tier,
         "stream_vs_batch": stream_vs_batch(gguf, args.recordings),
         "short_streams": short_streams(gguf),
