@@ -218,7 +218,7 @@ def short_streams_line(short: dict | None) -> str:
     return (f"\nShort utterances ({short['utterances']} clean held-out sentences, test seeds "
             f"{'/'.join(map(str, short['seeds']))}, each streamed as a 48 kHz microphone in 20 ms chunks): the stream's final\n"
             f"text equals the batch transcript on {short['stream_equals_batch']} of {short['utterances']}; WER stream "
-            f"{short['stream_wer']:.2%}, batch {short['batch_wer']:.2%}.\n")
+            f"{short['stream_wer']:.2%}, batch {short['batch_wer']:.2%}.")
 
 
 def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
