@@ -149,7 +149,9 @@ def short_streams(gguf: Path, seeds=(9, 11), per_seed: int = 40) -> dict:
             batch = engine.transcribe(x)["text"]
             streamed = stream_samples(engine.stream(48000), resample(engine.k, x, 16000, 48000), 960)
             stream = streamed["final"]["text"]
-            refs.append(text), batch_hyps.append(batch), stream_hyps.append(stream)
+            refs.append(text)
+            batch_hyps.append(batch)
+            stream_hyps.append(stream)
             if stream != batch:
                 differ.append({"seed": seed, "index": i, "reference": text, "batch": batch, "stream": stream})
     return {"seeds": list(seeds), "utterances": len(refs), "stream_equals_batch": len(refs) - len(differ),

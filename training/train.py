@@ -378,8 +378,9 @@ def average_checkpoints(inits: list) -> dict:
     """load_init results of runs that share one lineage (the same tokenizer, all five-value or
     all dense) -> {"five_value", "model", "ctc_head"} with every float tensor the plain mean of
     theirs; integer tensors (BatchNorm's batch counter) are the last one's. Checkpoint
-    averaging: fine-tunes from one model stay in one basin, and their mean generalises better
-    than either (small-v8w and small-v10: clean 5.41% / 5.20%, their mean 5.01%; docs/training.md)."""
+    averaging: fine-tunes from one model stay in one basin, so their mean is a model too. On
+    small-v8w + small-v10 it measured within the noise of either (clean 5.31% / 5.06% on two
+    test seeds, against 5.41 / 5.38 and 5.20 / 5.58; docs/training.md), so none shipped."""
     if len(inits) < 2:
         raise ValueError("--average needs at least two checkpoints")
     (first, files), rest = inits[0], inits[1:]
