@@ -63,14 +63,11 @@ def test_silence_gives_empty_text(engine, kind):
 
 def test_stream_equals_batch_on_short_utterances(engine, heldout):
     from engine.audio import resample
+    from engine.streaming import stream_samples
     for text, x in heldout[:STREAMED]:
         batch = engine.transcribe(x)["text"]
-        x48 = resample(engine.k, x, 16000, 48000)
-        stream = engine.stream(48000)
-        for i in range(0, len(x48), 960):
-            stream.feed(x48[i:i + 960])
-            stream.partial()
-        assert stream.finish()["text"] == batch, text
+        streamed = stream_samples(engine.stream(48000), resample(engine.k, x, 16000, 48000), 960)
+        assert streamed["final"]["text"] == batch, text
 
 
 def test_int8_tokens_follow_the_float_reference(engine, heldout):

@@ -42,8 +42,9 @@ cuts read 19.75% WER against k-word transcripts, mostly the cut word added, and 
 100 between-word cuts.)
 
 Each cut utterance depends only on (source corpus, model, seed, index). Output is a corpus
-folder (training/corpus.py's layout): the source row's fields, its id + "-c<k>", the text of
-its first k words, and a last augmentation {"name": "cut", "words": k, "sample": s,
+folder (training/corpus.py's layout): the source row's fields, its id + "-c<k>" ("-c<k>i" for
+a cut inside word k+1, whose record also has "inside_word": k+1 and whose "words" is k or
+k+1), the text of its first "words" words, and a last augmentation {"name": "cut", "words": k, "sample": s,
 "source": source id}; info.json names the source and the model's sha256.
 """
 
@@ -194,7 +195,8 @@ def _cut_utterances(corpus, store, aligner: Aligner, plan: list, seed: int, insi
             if inside_words:
                 record["inside_word"] = k + 1
             meta = {key: v for key, v in row.items() if key not in ("shard", "offset", "samples")}
-            meta.update(id=f"{row['id']}-c{k}{'i' if inside_words else ''}", text=" ".join(row["text"].split()[:keep]),
+            meta.update(id=f"{row['id']}-c{k}{'i' if inside_words else ''}",
+                        text=" ".join(row["text"].split()[:keep]),
                         augmentations=row["augmentations"] + [record], seconds=round(cut / 16000, 4))
             yield np.round(corpus.audio(i)[:cut] * 32768).astype(np.int16), meta
 
@@ -210,7 +212,8 @@ def write_cut_corpus(source: Path, gguf: Path, out: Path, count: int, seed: int,
     out.mkdir(parents=True, exist_ok=True)
     shards = write_shards(out, _cut_utterances(corpus, store, aligner, plan, seed, inside_words),
                           len(plan), shard_size, progress)
-    info = {"split": "train", "condition": "cut-inside-words" if inside_words else "cut", "count": count, "seed": seed, "shards": shards,
+    info = {"split": "train", "condition": "cut-inside-words" if inside_words else "cut",
+            "count": count, "seed": seed, "shards": shards,
             "shard_size": shard_size, "sample_rate": 16000, "dtype": "int16",
             "source": str(source), "source_count": len(corpus.rows),
             "model": str(gguf), "model_sha256": hashlib.sha256(Path(gguf).read_bytes()).hexdigest()}

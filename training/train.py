@@ -401,12 +401,13 @@ def average_checkpoints(inits: list) -> dict:
     return {"five_value": first["five_value"], "model": mean("model"), "ctc_head": mean("ctc_head")}
 
 
-def average_run(run: "Run", sources: list) -> None:
-    """--average: the mean of `sources`' weights, BatchNorm recalibrated on this config's
-    training data (averaged running statistics do not belong to the averaged weights), the
-    held-out WER logged, saved as final.pt. No training step is taken."""
+def average_run(run: "Run") -> None:
+    """--average, after start_from(the averaged weights): BatchNorm recalibrated on this
+    config's training data (averaged running statistics do not belong to the averaged
+    weights), the held-out WER logged, saved as final.pt. No training step is taken; the
+    sources are named in the log's start event."""
     run.recalibrate_batchnorm(0)
-    run.log(event="averaged", average_of=[str(s) for s in sources], **run.evaluate())
+    run.log(event="averaged", **run.evaluate())
     run.save("final.pt")
 
 
@@ -453,7 +454,7 @@ def main(argv=None) -> int:
                 train_utterances=len(run.train_rows), init=str(args.init) if args.init else None,
                 **({"average_of": [str(a) for a in args.average]} if args.average else {}))
     if args.average:
-        average_run(run, args.average)
+        average_run(run)
         return 0
     run.fit()
     return 0
