@@ -429,3 +429,35 @@ def test_formant_condition_draws_what_it_drew_before_formant_fast():
     _, meta = C.make_utterance("train", 4, 0, text, "formant")
     assert meta["voice"] == "flite:kal" and meta["tts"] == {"stretch": 1.28, "f0": 137}
     assert meta["augmentations"][0] == {"name": "formant_speed", "factor": 1.24}
+
+
+def test_clustergen_condition_is_awb_half_raised():
+    """clustergen: only flite awb; a raised utterance is the formant_fast draw (its factor and
+    tempo ranges), an unraised one has no formant_speed step and awb's own pitch range; over
+    200 draws about CLUSTERGEN_RAISED of them are raised."""
+    raised = 0
+    for i in range(200):
+        voice, tts, factor = C.draw_clustergen_voice(C.utterance_rngs("train", 9, i)[0])
+        assert voice == "flite:awb"
+        if factor != 1.0:
+            raised += 1
+            assert C.FORMANT_FAST_SPEED[0] <= factor <= C.FORMANT_FAST_SPEED[1]
+            assert C.FORMANT_FAST_TEMPO[0] - 0.01 <= tts["stretch"] / factor <= C.FORMANT_FAST_TEMPO[1] + 0.01
+            assert C.FEMALE_F0[0] - 1 <= tts["f0"] * factor <= C.FEMALE_F0[1] + factor
+        else:
+            assert C.CLUSTERGEN_TEMPO[0] <= tts["stretch"] <= C.CLUSTERGEN_TEMPO[1]
+            low, high = (C.FLITE_F0["awb"] * f for f in C.CLUSTERGEN_F0)
+            assert low - 1 <= tts["f0"] <= high + 1
+    assert 80 <= raised <= 120
+    text = C.corpus_sentences("train", 9, 2)
+    for i in range(2):
+        x, meta = C.make_utterance("train", 9, i, text[i], "clustergen")
+        names = [a["name"] for a in meta["augmentations"]]
+        assert meta["id"].endswith("-cg") and meta["voice"] == "flite:awb"
+        assert "speed" not in names
+        r = C.utterance_rngs("train", 9, i)[0]      # make_utterance's draws, in its order
+        C.draw_tts(r, C.draw_voice(r, "train"))
+        voice, tts, factor = C.draw_clustergen_voice(r)
+        assert meta["tts"] == tts and (names[0] == "formant_speed") == (factor != 1.0)
+        again, _ = C.make_utterance("train", 9, i, text[i], "clustergen")
+        assert np.array_equal(x, again)

@@ -7,6 +7,7 @@ rendered on this machine by espeak-ng and flite, augmentation, and a shard write
     python3 -m training.corpus --out DIR --split train --count 4000 --seed 4 --condition formant
     python3 -m training.corpus --out DIR --split train --count 4000 --seed 5 --condition noisy
     python3 -m training.corpus --out DIR --split train --count 6000 --seed 7 --condition formant_fast
+    python3 -m training.corpus --out DIR --split train --count 6000 --seed 9 --condition clustergen
 
 What the model learns from and what it is judged on are kept apart twice:
   sentences  a stable hash of the text puts TEST_SHARE of all distinct sentences in the test
@@ -54,7 +55,8 @@ REF_DBFS = -23.0                # RMS level every rendering is normalised to bef
 PEAK = 0.99                     # no output sample exceeds this (int16 conversion never clips)
 SPLITS = ("train", "test")
 TEST_CONDITIONS = ("clean", "noise10db")
-TRAIN_CONDITIONS = (None, "by_words", "pauses", "formant", "noisy", "formant_fast")  # None: one sentence per utterance
+TRAIN_CONDITIONS = (None, "by_words", "pauses", "formant", "noisy", "formant_fast",
+                    "clustergen")  # None: one sentence per utterance
 NOISY_SNR_DB = (5.0, 15.0)      # the "noisy" condition: noise always, around the 10 dB test SNR
 NOISE_KINDS = ("white", "pink", "brown", "babble")
 
@@ -514,6 +516,17 @@ FORMANT_TEMPO = (0.85, 1.2)     # duration_stretch after the speed-up (the plain
 # range of formant shifts.
 FORMANT_FAST_SPEED = (1.10, 1.35)
 FORMANT_FAST_TEMPO = (0.65, 1.0)
+# "clustergen": only awb, the one statistical-parametric (clustergen) training voice. The
+# held-out rms and slt are clustergen voices too, but awb is only a third of the flite share
+# of each corpus (about 12% of the utterances), kal and kal16 being diphone voices. After
+# formant_fast, small-v11 read slt better (14.6 -> 10.8%, test-clean) and rms worse (5.9 ->
+# 6.4%; 7.2 -> 8.7% on the confirmation set). Half of this condition is awb raised to the
+# female range and spoken fast (as formant_fast), half is awb as a man at a wide tempo and
+# pitch range (CLUSTERGEN_TEMPO, CLUSTERGEN_F0 times its median F0).
+CLUSTERGEN_VOICE = "awb"
+CLUSTERGEN_RAISED = 0.5
+CLUSTERGEN_TEMPO = (0.65, 1.15)
+CLUSTERGEN_F0 = (0.8, 1.25)
 
 
 def _espeak(accent: str, variant: str) -> str:
@@ -578,6 +591,20 @@ def draw_formant_voice(r: random.Random, speed: tuple = FORMANT_SPEED,
     factor = round(r.uniform(*speed), 2)
     tts = {"stretch": round(r.uniform(*tempo) * factor, 2), "f0": round(r.uniform(*FEMALE_F0) / factor)}
     return voice, tts, factor
+
+
+def draw_clustergen_voice(r: random.Random) -> tuple[str, dict, float]:
+    """The "clustergen" condition's voice: (flite awb, its tts params, speed factor). With
+    CLUSTERGEN_RAISED the formant_fast draw on awb, else awb unraised (factor 1.0)."""
+    voice = "flite:" + CLUSTERGEN_VOICE
+    if r.random() < CLUSTERGEN_RAISED:
+        factor = round(r.uniform(*FORMANT_FAST_SPEED), 2)
+        tts = {"stretch": round(r.uniform(*FORMANT_FAST_TEMPO) * factor, 2),
+               "f0": round(r.uniform(*FEMALE_F0) / factor)}
+        return voice, tts, factor
+    tts = {"stretch": round(r.uniform(*CLUSTERGEN_TEMPO), 2),
+           "f0": round(FLITE_F0[CLUSTERGEN_VOICE] * r.uniform(*CLUSTERGEN_F0))}
+    return voice, tts, 1.0
 
 
 def missing_voices() -> list[str]:
@@ -965,12 +992,18 @@ def make_utterance(split: str, seed: int, index: int, text: str,
         else:
             x, augs = no_speech_chain(rng, babble_pool(split, seed))
         text = " ".join(text)
-    elif condition in ("formant", "formant_fast"):   # a male flite voice raised to a female range
-        voice, tts, factor = (draw_formant_voice(r) if condition == "formant" else
-                              draw_formant_voice(r, FORMANT_FAST_SPEED, FORMANT_FAST_TEMPO))
-        x, augs = train_chain(speed_perturb(speech(text, voice, tts), factor), rng,
-                              babble_pool(split, seed), speed=False)
-        augs.insert(0, {"name": "formant_speed", "factor": factor})
+    elif condition in ("formant", "formant_fast", "clustergen"):   # flite voices, re-voiced
+        if condition == "clustergen":       # awb, half of it raised to a female range
+            voice, tts, factor = draw_clustergen_voice(r)
+        elif condition == "formant":        # a male flite voice raised to a female range
+            voice, tts, factor = draw_formant_voice(r)
+        else:
+            voice, tts, factor = draw_formant_voice(r, FORMANT_FAST_SPEED, FORMANT_FAST_TEMPO)
+        rendered = speech(text, voice, tts)
+        x, augs = train_chain(speed_perturb(rendered, factor) if factor != 1.0 else rendered,
+                              rng, babble_pool(split, seed), speed=False)
+        if factor != 1.0:
+            augs.insert(0, {"name": "formant_speed", "factor": factor})
     elif condition == "noisy":              # noise on every utterance, 5-15 dB SNR
         x, augs = train_chain(speech(text, voice, tts), rng, babble_pool(split, seed),
                               noise_p=1.0, snr_db=NOISY_SNR_DB)
@@ -979,7 +1012,7 @@ def make_utterance(split: str, seed: int, index: int, text: str,
     else:
         x, augs = heldout_chain(speech(text, voice, tts), rng, noise_rng, condition, babble_pool(split, seed))
     suffix = {"by_words": "-w", "pauses": "-p", "formant": "-f", "noisy": "-n",
-              "formant_fast": "-ff"}.get(condition, "")
+              "formant_fast": "-ff", "clustergen": "-cg"}.get(condition, "")
     meta = {"id": f"{split}-{seed}-{index:06d}{suffix}", "text": text, "voice": voice,
             "tts": tts, "augmentations": augs, "seconds": round(len(x) / SR, 4), **extra}
     return x, meta
@@ -1129,7 +1162,8 @@ def main(argv=None) -> int:
                         "joins 2-4 sentences by 0.3-2.5 s pauses, or gives none (15%%: silence or "
                         "noise, empty transcript); formant raises the male flite training voices "
                         "to a female range (speed 1.12-1.3 after speaking that much slower); formant_fast "
-                        "does so at 0.65-1.0 of the voice's tempo, speed 1.1-1.35")
+                        "does so at 0.65-1.0 of the voice's tempo, speed 1.1-1.35; clustergen is flite awb "
+                        "only, half as formant_fast, half unraised at 0.65-1.15 tempo")
     p.add_argument("--shard-size", type=int, default=500, help="utterances per shard")
     a = p.parse_args(argv)
     info = write_corpus(a.out, a.split, a.count, a.seed, a.workers, a.condition, a.shard_size)
