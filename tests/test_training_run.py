@@ -171,3 +171,23 @@ def test_average_two_fine_tunes_of_one_run(data, tmp_path):
     with pytest.raises(SystemExit):
         train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(tmp_path / "y"),
                     "--average", str(base / "final.pt"), str(tuned / "final.pt"), "--init", str(base / "final.pt")])
+
+
+def test_release_measures_further_clean_test_seeds(data, tmp_path):
+    """--confirm: the engine WER of each further clean test set is the engine_wer of that
+    corpus, the mean includes the config's clean set, and anything but a clean test corpus
+    is refused (a train corpus would measure seen voices)."""
+    from pathlib import Path
+    from training.data import Corpus
+    from training.release import confirm_line, confirm_sets, engine_wer
+    gguf = Path(__file__).resolve().parents[1] / "models" / "phonon-small.gguf"
+    corpus.write_corpus(tmp_path / "seed2", "test", 3, seed=2, progress=False)
+    cfg = {"data": {"test": {"clean": "test"}}}
+    got = confirm_sets(gguf, tmp_path, ["seed2"], 600, 0.5, cfg)
+    w, by_voice, _, _ = engine_wer(gguf, Corpus(tmp_path / "seed2"), 3)
+    assert got["sets"]["seed2"] == {"seed": 2, "utterances": 3, "wer": round(w, 4), "by_voice": by_voice}
+    assert got["mean_clean"] == round((round(w, 4) + 0.5) / 2, 4) and got["clean_set"] == "test"
+    assert f"{round(w, 4):.2%} (`seed2`, seed 2, 3 utterances)" in confirm_line(got, 0.5)
+    assert confirm_sets(gguf, tmp_path, [], 600, 0.5, cfg) is None and confirm_line(None, 0.5) == ""
+    with pytest.raises(ValueError, match="not a clean test corpus"):
+        confirm_sets(gguf, data, ["train"], 600, 0.5, cfg)
