@@ -138,11 +138,12 @@ def sigmoid(x):
 
 
 def decode(w: DenseWeights, dims, enc: np.ndarray, durations: list, max_symbols: int = 10,
-           top2_margins: list | None = None) -> list:
+           top2_margins: list | None = None, duration_margins: list | None = None) -> list:
     """TDT greedy decoding (spec sections 6-7) in float64: [(id, frame, duration)]. With
     `top2_margins`, appends (gap between the two largest token logits, their spread = largest
     minus median) at every joint call: a gap that is small against the spread is a near-tie,
-    where float noise may pick either."""
+    where float noise may pick either. `duration_margins` gets the gap between the two
+    largest duration logits at every joint call (a duration near-tie moves every later frame)."""
     V, P = dims.vocab_size, dims.pred_hidden
     emb = w["decoder.embedding.weight"]
     f = enc @ w["encoder_projector.weight"].T + w["encoder_projector.bias"]
@@ -166,6 +167,9 @@ def decode(w: DenseWeights, dims, enc: np.ndarray, durations: list, max_symbols:
         if top2_margins is not None:
             ordered = np.sort(z[:V + 1])
             top2_margins.append((float(ordered[-1] - ordered[-2]), float(ordered[-1] - np.median(ordered))))
+        if duration_margins is not None:
+            ordered = np.sort(z[V + 1:])
+            duration_margins.append(float(ordered[-1] - ordered[-2]))
         return int(np.argmax(z[:V + 1])), durations[int(np.argmax(z[V + 1:]))]
 
     T = enc.shape[0]

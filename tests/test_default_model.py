@@ -75,7 +75,9 @@ def test_stream_equals_batch_on_short_utterances(engine, heldout):
 
 def test_int8_tokens_follow_the_float_reference(engine, heldout):
     """Issue 4: the engine's int8 path against the float64 reference: the same tokens wherever
-    the reference's best and second joint logits are not a near-tie."""
+    the reference's best and second joint logits, of the tokens and of the durations, are not
+    a near-tie (a duration tie moves every later frame: small-v13 has one, gap 0.04, in the
+    third of these utterances)."""
     from engine import reference
     from engine.model_file import load
     model = load(MODEL)
@@ -84,10 +86,11 @@ def test_int8_tokens_follow_the_float_reference(engine, heldout):
     for text, x in heldout[:4]:
         feats, T = engine.features(x)
         enc = reference.encoder(weights, model.dims, np.frombuffer(feats, np.float32).reshape(-1, T).astype(np.float64))
-        margins = []
-        ref_tokens = reference.decode(weights, model.dims, enc, model.durations, top2_margins=margins)
+        margins, duration_margins = [], []
+        ref_tokens = reference.decode(weights, model.dims, enc, model.durations, top2_margins=margins,
+                                      duration_margins=duration_margins)
         got = [(t["id"], t["frame"], t["duration"]) for t in engine.transcribe(x)["tokens"]]
-        if min(gap for gap, _ in margins) >= 0.5:
+        if min(gap for gap, _ in margins) >= 0.5 and min(duration_margins) >= 0.5:
             assert got == ref_tokens, text
             checked += 1
     model.close()

@@ -254,7 +254,7 @@ def confirm_line(confirm: dict | None, clean_wer: float) -> str:
                       for name, s in confirm["sets"].items())
     return (f"\nThe clean condition drawn again with other test seeds (the same held-out voices and 10% of\n"
             f"sentences, rendered afresh with new tts parameters and padding): engine {parts};\n"
-            f"mean of these and the table's {clean_wer:.2%}: **{confirm['mean_clean']:.2%}**.\n")
+            f"mean of these and the table's {clean_wer:.2%}: **{confirm['mean_clean']:.2%}**.")
 
 
 def short_streams_line(short: dict | None) -> str:
