@@ -225,25 +225,30 @@ def by_voice_table(by_voice: dict | None) -> str:
     return "\n" + head + body + "\n"
 
 
-def confirm_sets(gguf: Path, data: Path, folders: list, n: int, clean_wer: float | None,
-                 cfg: dict) -> dict | None:
+def confirm_sets(gguf: Path, data: Path, folders: list, n: int, clean_wer: float, cfg: dict) -> dict | None:
     """Engine WER on further clean test sets (other test seeds: the same held-out voices and
     sentences, drawn afresh), so that a choice made on the config's clean set can be checked:
-    {"sets": {folder: {"seed", "utterances", "wer", "by_voice"}}, "mean_clean": the mean over
-    these and the config's clean set}. None without folders."""
+    {"sets": {folder: {"seed", "utterances", "wer", "by_voice"}}, "clean_set": the config's,
+    "mean_clean": the mean of these WERs and clean_wer (the config's clean set)}. None without
+    folders. A folder that is not a clean test corpus, or that repeats the config's clean set
+    or its seed (it would count twice in the mean), is refused."""
     if not folders:
         return None
+    clean_folder = cfg["data"]["test"].get("clean")
+    clean_info = data / str(clean_folder) / "info.json"
+    clean_seed = json.loads(clean_info.read_text())["seed"] if clean_folder and clean_info.exists() else None
     sets = {}
     for folder in folders:
-        corpus = Corpus(data / folder)
         info = json.loads((data / folder / "info.json").read_text())
         if info["split"] != "test" or info["condition"] not in (None, "clean"):
             raise ValueError(f"{folder}: not a clean test corpus ({info['split']}, {info['condition']})")
+        if folder == clean_folder or info["seed"] == clean_seed or folder in sets:
+            raise ValueError(f"{folder}: repeats a set already measured (seed {info['seed']})")
+        corpus = Corpus(data / folder)
         m = min(n, len(corpus))
         w, by_voice, _, _ = engine_wer(gguf, corpus, m)
         sets[folder] = {"seed": info["seed"], "utterances": m, "wer": round(w, 4), "by_voice": by_voice}
-    wers = [s["wer"] for s in sets.values()] + ([clean_wer] if clean_wer is not None else [])
-    clean_folder = cfg["data"]["test"].get("clean")
+    wers = [s["wer"] for s in sets.values()] + [clean_wer]
     return {"sets": sets, "clean_set": clean_folder, "mean_clean": round(sum(wers) / len(wers), 4)}
 
 
@@ -425,7 +430,7 @@ def main(argv=None) -> int:
         "test_utterances": n, "wer": w, "engine_wer_by_voice": by_voice, "engine_rtfx": speed, "engine_tier": tier,
         "stream_vs_batch": stream_vs_batch(gguf, args.recordings),
         "short_streams": short_streams(gguf),
-        "confirm": confirm_sets(gguf, args.data, args.confirm, n, w["engine"].get("clean"), cfg),
+        "confirm": confirm_sets(gguf, args.data, args.confirm, n, w["engine"]["clean"], cfg),
         "silence": silence_checks(gguf), "date": time.strftime("%Y-%m-%d"),
     }
     (args.out / "phonon-small.json").write_text(json.dumps(results, indent=1) + "\n")
