@@ -461,3 +461,8 @@ def test_clustergen_condition_is_awb_half_raised():
         assert meta["tts"] == tts and (names[0] == "formant_speed") == (factor != 1.0)
         again, _ = C.make_utterance("train", 9, i, text[i], "clustergen")
         assert np.array_equal(x, again)
+    # /work/data/train-clustergen (seed 9) recorded utterance 0 as awb unraised, stretch 1.11,
+    # f0 146: the draw must stay, or that corpus could not be remade
+    r = C.utterance_rngs("train", 9, 0)[0]
+    C.draw_tts(r, C.draw_voice(r, "train"))
+    assert C.draw_clustergen_voice(r) == ("flite:awb", {"stretch": 1.11, "f0": 146}, 1.0)

@@ -191,8 +191,9 @@ def test_release_measures_further_clean_test_seeds(data, tmp_path):
     assert confirm_sets(gguf, tmp_path, [], 600, 0.5, cfg) is None and confirm_line(None, 0.5) == ""
     with pytest.raises(ValueError, match="not a clean test corpus"):
         confirm_sets(gguf, data, ["train"], 600, 0.5, cfg)
+    corpus.write_corpus(tmp_path / "test", "test", 2, seed=4, progress=False)   # cfg's clean set
+    corpus.write_corpus(tmp_path / "seed4-again", "test", 2, seed=4, progress=False)
     with pytest.raises(ValueError, match="repeats a set"):              # the config's clean set
-        confirm_sets(gguf, data, ["test"], 600, 0.5, cfg)
-    corpus.write_corpus(data / "seed4-again", "test", 2, seed=4, progress=False)
+        confirm_sets(gguf, tmp_path, ["test"], 600, 0.5, cfg)
     with pytest.raises(ValueError, match="repeats a set"):              # its seed, another folder
-        confirm_sets(gguf, data, ["seed4-again"], 600, 0.5, cfg)
+        confirm_sets(gguf, tmp_path, ["seed4-again"], 600, 0.5, cfg)

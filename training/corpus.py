@@ -583,11 +583,12 @@ def draw_tts(r: random.Random, voice: str) -> dict:
 
 
 def draw_formant_voice(r: random.Random, speed: tuple = FORMANT_SPEED,
-                       tempo: tuple = FORMANT_TEMPO) -> tuple[str, dict, float]:
+                       tempo: tuple = FORMANT_TEMPO, name: str | None = None) -> tuple[str, dict, float]:
     """The "formant" (and "formant_fast") condition's voice: (a flite training voice, its tts
     params, the speed factor to apply to the rendering). flite speaks `factor` times slower
-    than the tempo wanted, so that after the speed-up the duration stretch is in `tempo`."""
-    voice = "flite:" + r.choice(FLITE_TRAIN)
+    than the tempo wanted, so that after the speed-up the duration stretch is in `tempo`.
+    `name` fixes the flite voice (no draw for it, so the other draws stay as they were)."""
+    voice = "flite:" + (name or r.choice(FLITE_TRAIN))
     factor = round(r.uniform(*speed), 2)
     tts = {"stretch": round(r.uniform(*tempo) * factor, 2), "f0": round(r.uniform(*FEMALE_F0) / factor)}
     return voice, tts, factor
@@ -596,15 +597,11 @@ def draw_formant_voice(r: random.Random, speed: tuple = FORMANT_SPEED,
 def draw_clustergen_voice(r: random.Random) -> tuple[str, dict, float]:
     """The "clustergen" condition's voice: (flite awb, its tts params, speed factor). With
     CLUSTERGEN_RAISED the formant_fast draw on awb, else awb unraised (factor 1.0)."""
-    voice = "flite:" + CLUSTERGEN_VOICE
     if r.random() < CLUSTERGEN_RAISED:
-        factor = round(r.uniform(*FORMANT_FAST_SPEED), 2)
-        tts = {"stretch": round(r.uniform(*FORMANT_FAST_TEMPO) * factor, 2),
-               "f0": round(r.uniform(*FEMALE_F0) / factor)}
-        return voice, tts, factor
+        return draw_formant_voice(r, FORMANT_FAST_SPEED, FORMANT_FAST_TEMPO, name=CLUSTERGEN_VOICE)
     tts = {"stretch": round(r.uniform(*CLUSTERGEN_TEMPO), 2),
            "f0": round(FLITE_F0[CLUSTERGEN_VOICE] * r.uniform(*CLUSTERGEN_F0))}
-    return voice, tts, 1.0
+    return "flite:" + CLUSTERGEN_VOICE, tts, 1.0
 
 
 def missing_voices() -> list[str]:

@@ -294,7 +294,7 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
             if "train-cut-inside" in folders else "")
     fast = ("; with `train-formant-fast` those raised voices also spoken faster"
             if "train-formant-fast" in folders else "")
-    fast += ("; with `train-clustergen` only flite awb (the one clustergen training voice, as the"
+    clustergen = ("; with `train-clustergen` only flite awb (the one clustergen training voice, as the"
              " held-out rms and slt are), half of it raised and fast, half unraised at a wide tempo"
              if "train-clustergen" in folders else "")
     average = results.get("average_of")
@@ -328,7 +328,7 @@ not a general recogniser (it has never heard a human).
 - Data: `training/corpus.py`, {results['train_utterances']:,} generated utterances in
   `{', '.join(folders)}` (espeak-ng accents and variants, flite
   kal/kal16/awb; single sentences, and with `pauses` 2-4 sentences joined by 0.3-2.5 s pauses
-  plus no-speech clips{formant}{fast}{cut}), augmented with speed, reverb, noise (5-30 dB SNR{noisy}),
+  plus no-speech clips{formant}{fast}{clustergen}{cut}), augmented with speed, reverb, noise (5-30 dB SNR{noisy}),
   telephone band, gain and silence padding{warped}. Held out for testing: whole voices (flite rms and slt, espeak-ng
   en-gb-scotland and several variants on every accent) and 10% of distinct sentences.
 - Training: `python3 -m training.train --config training/config.json --data DATA --out RUN`
