@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from engine.decoder import tdt_greedy as engine_tdt_greedy
-from training.tdt import Emission, tdt_greedy, tdt_greedy_batch, tdt_loss
+from training.tdt import Emission, path_occupancy, tdt_greedy, tdt_greedy_batch, tdt_loss
 
 torch.set_num_threads(1)
 
@@ -46,6 +46,33 @@ def brute_force_log_likelihood(token_logits, duration_logits, y, durations, blan
 
     walk(0, 0, 0.0)
     return (math.log(total) if total > 0 else -math.inf), paths
+
+
+def brute_force_occupancy(token_logits, duration_logits, y, durations, blank):
+    """{(t, u): posterior probability that a complete path passes node (t, u)}, by walking every
+    path as brute_force_log_likelihood does."""
+    T, U = token_logits.shape[0], len(y)
+    tok = torch.log_softmax(token_logits.double(), -1).tolist()
+    dur = torch.log_softmax(duration_logits.double(), -1).tolist()
+    mass, total = {}, 0.0
+
+    def walk(t, u, logp, nodes):
+        nonlocal total
+        nodes = nodes + [(t, u)]
+        for i, d in enumerate(durations):
+            if d >= 1:
+                w = logp + tok[t][u][blank] + dur[t][u][i]
+                if t + d == T and u == U:
+                    total += math.exp(w)
+                    for n in nodes:
+                        mass[n] = mass.get(n, 0.0) + math.exp(w)
+                elif t + d < T:
+                    walk(t + d, u, w, nodes)
+            if u < U and t + d < T:
+                walk(t + d, u + 1, logp + tok[t][u][y[u]] + dur[t][u][i], nodes)
+
+    walk(0, 0, 0.0, [])
+    return {n: m / total for n, m in mass.items()}
 
 
 def random_case(T, U, n_dur, blank=V, seed=0, scale=2.0):
@@ -327,3 +354,31 @@ def test_greedy_batch_cuts_each_utterance():
     enc = torch.arange(6, dtype=torch.float32).repeat(2, 1)[..., None]    # [2, 6, 1]
     out = tdt_greedy_batch(enc, torch.tensor([6, 1]), m.predict_step, m.joint, BLANK, DURS)
     assert out == [[(1, 0, 1)], [(1, 0, 1)]]
+
+
+@pytest.mark.parametrize("durations", DURATION_SETS)
+@pytest.mark.parametrize("T,U", [(1, 0), (3, 1), (4, 2), (5, 3)])
+def test_path_occupancy_matches_brute_force(durations, T, U):
+    tok, dur, y = random_case(T, U, len(durations), seed=T * 10 + U)
+    expected = brute_force_occupancy(tok, dur, y, durations, V)
+    targets = torch.tensor([y + [0]], dtype=torch.long)[:, :max(1, U)]
+    got = path_occupancy(tok[None], dur[None], targets, torch.tensor([T]), torch.tensor([U]), durations, V)[0]
+    for t in range(T):
+        for u in range(U + 1):
+            assert float(got[t, u]) == pytest.approx(expected.get((t, u), 0.0), abs=1e-9), (t, u)
+    assert float(got[0, 0]) == pytest.approx(1.0)          # every path starts at (0, 0)
+
+
+def test_path_occupancy_of_a_padded_batch():
+    """Each utterance of a padded batch (padding holds junk) gets its own brute-force
+    occupancy, and none outside its lattice."""
+    durations = (0, 1, 2, 3, 4)
+    tok, dur, targets, (frames, tokens), singles = padded_batch()
+    occ = path_occupancy(tok, dur, targets, frames, tokens, durations, V)
+    for b, (t, d, y) in enumerate(singles):
+        expected = brute_force_occupancy(t, d, y, durations, V)
+        Tb, Ub = int(frames[b]), int(tokens[b])
+        assert not occ[b, Tb:].any() and not occ[b, :, Ub + 1:].any()
+        for (ti, ui), p in expected.items():
+            assert float(occ[b, ti, ui]) == pytest.approx(p, abs=1e-9)
+        assert float(occ[b, :Tb, :Ub + 1].sum()) == pytest.approx(sum(expected.values()), abs=1e-9)

@@ -1,6 +1,8 @@
 """Training-time feature augmentation (training/train.py): the vocal tract warp moves a
 band's energy to the band at alpha times its frequency, is the identity at alpha 1, and a
-SpecAugment config without warp keys draws exactly the masks it drew before the warp existed."""
+SpecAugment config without warp keys draws exactly the masks it drew before the warp existed.
+Silence twins are the batch with trailing silence frames appended, and twin_divergence is
+zero exactly when the joint reads the shared lattice cells alike."""
 
 from __future__ import annotations
 
@@ -9,7 +11,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from training.train import _mel_centres, spec_augment, warp_vocal_tract  # noqa: E402
+import torch  # noqa: E402
+
+from training.train import (_mel_centres, silence_twins, spec_augment, twin_divergence, twin_weights,  # noqa: E402
+                            warp_vocal_tract)
 
 N_MELS = 128
 MASKS = {"freq_masks": 2, "freq_width": 15, "time_masks": 2, "time_width_frac": 0.05}
@@ -67,3 +72,65 @@ def test_warp_is_applied_with_its_probability():
         spec_augment(y, cfg, r)
         changed += not np.array_equal(y, x)
     assert 70 < changed < 130
+
+
+class _Store:
+    """FeatureStore's features(i) over given arrays [n_mels, T]."""
+    def __init__(self, feats):
+        self.feats = feats
+
+    def features(self, i):
+        return self.feats[i].astype(np.float16)
+
+
+def test_silence_twins_append_the_last_stored_frame():
+    rng = np.random.default_rng(3)
+    feats = [rng.standard_normal((N_MELS, n)).astype(np.float32) for n in (50, 31, 44)]
+    store = _Store(feats)
+    x = torch.zeros((3, N_MELS, 50))
+    for b, f in enumerate(feats):
+        x[b, :, :f.shape[1]] = torch.from_numpy(f) + 1.0        # "augmented": differs from the store
+    xl = torch.tensor([50, 31, 44])
+    x2, xl2 = silence_twins(store, [0, 1, 2], x, xl, (4, 9), np.random.default_rng(0))
+    pads = (xl2 - xl).tolist()
+    assert all(4 <= k <= 9 for k in pads) and x2.shape[2] == int(xl2.max())
+    for b, f in enumerate(feats):
+        n, k = int(xl[b]), pads[b]
+        assert torch.equal(x2[b, :, :n], x[b, :, :n])             # the utterance as augmented
+        last = torch.from_numpy(f[:, -1].astype(np.float16).astype(np.float32))
+        assert all(torch.equal(x2[b, :, n + j], last) for j in range(k))
+        assert not x2[b, :, n + k:].any()                          # batch padding stays zero
+
+
+def test_twin_divergence_counts_only_weighted_nodes():
+    V, D = 6, 3
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(2, 5, 4, V + 1 + D, generator=g)
+    weights = torch.zeros(2, 5, 4)
+    weights[0, :3, :3] = 0.5
+    weights[1, :2, :2] = 1.0
+    labels = torch.tensor([3, 1])
+    assert float(twin_divergence(a, a.clone(), weights, labels, V)) == 0.0
+    b = a.clone()
+    b[1, 3:] += torch.randn(2, 4, V + 1 + D, generator=g)          # unweighted frames
+    b[1, :, 2:] += torch.randn(5, 2, V + 1 + D, generator=g)       # unweighted label positions
+    b[0, :, :, :V + 1] += 5.0                                      # a constant: same softmax
+    assert float(twin_divergence(a, b, weights, labels, V)) < 1e-6
+    b[0, 2, 1, 0] += 3.0                                           # one token logit, one node
+    one = float(twin_divergence(a, b, weights, labels, V))
+    b[0, 2, 1, V + 1] += 3.0                                       # and a duration logit there
+    both = float(twin_divergence(a, b, weights, labels, V))
+    assert 0 < one < both
+    assert both == pytest.approx(float(twin_divergence(b, a, weights, labels, V)))   # symmetric
+    assert float(twin_divergence(a, b, 2 * weights, labels, V)) == pytest.approx(2 * both)
+
+
+def test_twin_weights_are_path_occupancy_away_from_the_end():
+    V, D = 6, 5
+    logits = torch.randn(2, 9, 4, V + 1 + D, generator=torch.Generator().manual_seed(1))
+    targets, enc_len, labels = torch.tensor([[1, 2, 3], [4, 0, 0]]), torch.tensor([9, 7]), torch.tensor([3, 1])
+    w = twin_weights(logits, targets, enc_len, labels, V, D, 0.05, end_frames=2)
+    assert float(w[0, 0, 0]) == pytest.approx(1.0) and float(w[1, 0, 0]) == pytest.approx(1.0)
+    assert not w[0, 7:].any() and not w[1, 5:].any()               # the last 2 frames of each
+    assert not w[1, :, 2:].any()                                   # past utterance 1's label
+    assert float(w[0, :7].sum()) > 1

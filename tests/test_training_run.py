@@ -197,3 +197,37 @@ def test_release_measures_further_clean_test_seeds(data, tmp_path):
         confirm_sets(gguf, tmp_path, ["test"], 600, 0.5, cfg)
     with pytest.raises(ValueError, match="repeats a set"):              # its seed, another folder
         confirm_sets(gguf, tmp_path, ["seed4-again"], 600, 0.5, cfg)
+
+
+def test_fine_tune_with_silence_twins(data, tmp_path):
+    """silence_consistency trains each batch with its silence twins: the epoch logs a finite,
+    positive twin divergence, and the losses stay finite."""
+    base, tuned = tmp_path / "base", tmp_path / "tuned"
+    (tmp_path / "base.json").write_text(json.dumps(toy_config("train", 1, 0)))
+    assert train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(base)]) == 0
+    cfg = toy_config("train", 0, 1)
+    cfg["silence_consistency"] = {"weight": 1.0, "pad_frames": [4, 60]}
+    (tmp_path / "tuned.json").write_text(json.dumps(cfg))
+    assert train.main(["--config", str(tmp_path / "tuned.json"), "--data", str(data), "--out", str(tuned),
+                       "--init", str(base / "final.pt")]) == 0
+    epochs = [e for e in log(tuned) if "wer_clean" in e]
+    assert len(epochs) == 1 and np.isfinite(epochs[0]["loss"])
+    assert 0 < epochs[0]["twin_divergence"] < 100
+
+
+def test_trailing_silence_stability_counts_changed_transcripts(monkeypatch, tmp_path):
+    """Each pad's count is the transcripts that differ from the unpadded one; 'any' counts an
+    utterance once. A fake engine reads "long" once an utterance gains more than 100 ms."""
+    from training import release
+    from training.data import Corpus
+    import engine.transcribe
+    corpus.write_corpus(tmp_path / "clean", "test", 3, seed=4, progress=False)
+    lengths = [len(Corpus(tmp_path / "clean").audio(i)) for i in range(3)]
+
+    class FakeEngine:
+        def transcribe(self, x):
+            return {"text": "long" if min(abs(len(x) - n) for n in lengths) > 1600 else "short"}
+    monkeypatch.setattr(engine.transcribe.Engine, "open", classmethod(lambda cls, path: FakeEngine()))
+    got = release.trailing_silence_stability("unused.gguf", Corpus(tmp_path / "clean"), n=5, pads_ms=(0, 40, 200, 500))
+    assert got == {"utterances": 3, "changed_by_ms": {"0": 0, "40": 0, "200": 3, "500": 3}, "any": 3}
+    assert "0 / 40 / 200 / 500 ms" in release.trailing_silence_line(got) and release.trailing_silence_line(None) == ""
