@@ -13,7 +13,7 @@ pytest.importorskip("torch")
 
 import torch  # noqa: E402
 
-from training.train import (_mel_centres, silence_twins, spec_augment, twin_divergence, twin_weights,  # noqa: E402
+from training.train import (_mel_centres, renormalised_prefix, silence_twins, window_twins, spec_augment, twin_divergence, twin_weights,  # noqa: E402
                             warp_vocal_tract)
 
 N_MELS = 128
@@ -125,11 +125,49 @@ def test_twin_divergence_counts_only_weighted_nodes():
     assert float(twin_divergence(a, b, 2 * weights, labels, V)) == pytest.approx(2 * both)
 
 
+def test_renormalised_prefix_is_the_prefix_normalised_again():
+    x = torch.from_numpy(np.random.default_rng(2).standard_normal((N_MELS, 80)).astype(np.float32) * 3 + 1)
+    p = renormalised_prefix(x, 50)
+    assert p.shape == (N_MELS, 50)
+    np.testing.assert_allclose(p.mean(1).numpy(), 0, atol=1e-5)
+    np.testing.assert_allclose(p.std(1).numpy(), 1, atol=1e-4)
+    # per band an affine map of the prefix (what normalising the raw prefix gives)
+    slope = (p[:, 1] - p[:, 0]) / (x[:, 1] - x[:, 0])
+    np.testing.assert_allclose((p - slope[:, None] * x[:, :50]).std(1).numpy(), 0, atol=1e-4)
+
+
+def test_window_twins_mix_prefixes_and_silence_twins():
+    rng = np.random.default_rng(5)
+    feats = [rng.standard_normal((N_MELS, n)).astype(np.float32) for n in (400, 150, 320, 260)]
+    x = torch.zeros((4, N_MELS, 400))
+    for b, f in enumerate(feats):
+        x[b, :, :f.shape[1]] = torch.from_numpy(f)
+    xl = torch.tensor([f.shape[1] for f in feats])
+    cfg = {"pad_frames": [4, 9], "prefix_p": 0.5}
+    seen = set()
+    for seed in range(12):
+        x2, xl2, prefix = window_twins(_Store(feats), [0, 1, 2, 3], x, xl, cfg, np.random.default_rng(seed))
+        assert x2.shape[2] == int(xl2.max()) and not prefix[1]       # 1.5 s: too short for a prefix
+        for b in range(4):
+            n, m = int(xl[b]), int(xl2[b])
+            if prefix[b]:
+                assert 100 <= m <= n - 30
+                assert torch.allclose(x2[b, :, :m], renormalised_prefix(x[b], m)) and not x2[b, :, m:].any()
+            else:
+                assert 4 <= m - n <= 9 and torch.equal(x2[b, :, :n], x[b, :, :n])
+            seen.add(bool(prefix[b]))
+    assert seen == {True, False}
+    # without prefix_p: exactly the silence twins, drawn from the same random stream
+    x2, xl2, prefix = window_twins(_Store(feats), [0, 1, 2, 3], x, xl, {"pad_frames": [4, 9]}, np.random.default_rng(0))
+    s2, sl2 = silence_twins(_Store(feats), [0, 1, 2, 3], x, xl, (4, 9), np.random.default_rng(0))
+    assert torch.equal(x2, s2) and torch.equal(xl2, sl2) and not prefix.any()
+
+
 def test_twin_weights_are_path_occupancy_away_from_the_end():
     V, D = 6, 5
     logits = torch.randn(2, 9, 4, V + 1 + D, generator=torch.Generator().manual_seed(1))
     targets, enc_len, labels = torch.tensor([[1, 2, 3], [4, 0, 0]]), torch.tensor([9, 7]), torch.tensor([3, 1])
-    w = twin_weights(logits, targets, enc_len, labels, V, D, 0.05, end_frames=2)
+    w = twin_weights(logits, targets, enc_len, labels, V, D, 0.05, compare_frames=enc_len - 2)
     assert float(w[0, 0, 0]) == pytest.approx(1.0) and float(w[1, 0, 0]) == pytest.approx(1.0)
     assert not w[0, 7:].any() and not w[1, 5:].any()               # the last 2 frames of each
     assert not w[1, :, 2:].any()                                   # past utterance 1's label

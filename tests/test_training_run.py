@@ -200,13 +200,13 @@ def test_release_measures_further_clean_test_seeds(data, tmp_path):
 
 
 def test_fine_tune_with_silence_twins(data, tmp_path):
-    """silence_consistency trains each batch with its silence twins: the epoch logs a finite,
-    positive twin divergence, and the losses stay finite."""
+    """silence_consistency trains each batch with its window twins (silence and prefixes): the
+    epoch logs a finite, positive twin divergence, and the losses stay finite."""
     base, tuned = tmp_path / "base", tmp_path / "tuned"
     (tmp_path / "base.json").write_text(json.dumps(toy_config("train", 1, 0)))
     assert train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(base)]) == 0
     cfg = toy_config("train", 0, 1)
-    cfg["silence_consistency"] = {"weight": 1.0, "pad_frames": [4, 60]}
+    cfg["silence_consistency"] = {"weight": 1.0, "pad_frames": [4, 60], "prefix_p": 0.5}
     (tmp_path / "tuned.json").write_text(json.dumps(cfg))
     assert train.main(["--config", str(tmp_path / "tuned.json"), "--data", str(data), "--out", str(tuned),
                        "--init", str(base / "final.pt")]) == 0

@@ -74,6 +74,37 @@ def silence_twins(store, idx: list, x: torch.Tensor, xl: torch.Tensor, pad_frame
     return x2, torch.tensor(lengths)
 
 
+def renormalised_prefix(x: torch.Tensor, frames: int) -> torch.Tensor:
+    """The first `frames` frames of one utterance's normalised features [n_mels, T], normalised
+    again over themselves as the engine's frontend normalises a window (per band: minus the
+    mean, over the sample standard deviation + 1e-5). Normalisation is affine per band, so
+    this is the normalised features of the raw prefix (up to the epsilon): what a stream's
+    decode sees when its window ends `frames` frames in."""
+    p = x[:, :frames].double()
+    mean = p.mean(1, keepdim=True)
+    std = p.std(1, keepdim=True) if frames > 1 else torch.zeros_like(mean)
+    return ((p - mean) / (std + 1e-5)).to(x.dtype)
+
+
+def window_twins(store, idx: list, x: torch.Tensor, xl: torch.Tensor, cfg: dict, rng) -> tuple:
+    """Each utterance's twin: with probability cfg["prefix_p"] (absent: never; utterances of at
+    least 2 s only) its first Tp frames, renormalised (renormalised_prefix; Tp uniform from 1 s
+    to 0.3 s before its end), as a stream's window ending mid-utterance; otherwise its silence
+    twin (silence_twins, cfg["pad_frames"]). -> (x2 [B, n_mels, T2], xl2 [B], prefix [B] bool):
+    an utterance's first min(xl, xl2) frames are the audio both read."""
+    x2, xl2 = silence_twins(store, idx, x, xl, tuple(cfg["pad_frames"]), rng)
+    prefix = torch.zeros(len(idx), dtype=torch.bool)
+    if cfg.get("prefix_p", 0):
+        for b in range(len(idx)):
+            n = int(xl[b])
+            if n >= 200 and rng.random() < cfg["prefix_p"]:
+                frames = int(rng.integers(100, n - 30 + 1))
+                x2[b] = 0
+                x2[b, :, :frames] = renormalised_prefix(x[b], frames)
+                xl2[b], prefix[b] = frames, True
+    return x2[:, :, :int(xl2.max())], xl2, prefix
+
+
 def twin_divergence(logits: torch.Tensor, twin_logits: torch.Tensor, weights: torch.Tensor,
                     target_len: torch.Tensor, V: int) -> torch.Tensor:
     """How differently the joint reads an utterance and its silence twin: the symmetric KL of
@@ -89,17 +120,18 @@ def twin_divergence(logits: torch.Tensor, twin_logits: torch.Tensor, weights: to
 
 
 def twin_weights(logits: torch.Tensor, targets: torch.Tensor, enc_len: torch.Tensor, target_len: torch.Tensor,
-                 V: int, n_durations: int, sigma: float, end_frames: int) -> torch.Tensor:
+                 V: int, n_durations: int, sigma: float, compare_frames: torch.Tensor) -> torch.Tensor:
     """[B, T', U+1]: each node's path occupancy (tdt.path_occupancy: how likely an alignment of
-    the labels passes it), 0 on the last end_frames encoder frames of each utterance.
+    the labels passes it) on the first compare_frames[b] encoder frames, 0 after them.
     Off-path nodes (late labels on early frames) are never read by decoding, yet they held
     most of small-v13's twin divergence (54 nats per label over all nodes against 1.4
     occupancy-weighted); and of the weighted rest, 94% sat on the last 3 frames (240 ms),
-    where the original ends and its twin goes on: a legitimate difference, not a flip."""
+    where the original ends and its silence twin goes on: a legitimate difference, not a
+    flip, so train_step compares frames up to a margin before the shorter window's end."""
     occupancy = path_occupancy(logits[..., :V + 1], logits[..., V + 1:], targets, enc_len, target_len,
                                tuple(range(n_durations)), V, sigma)
-    before_end = torch.arange(logits.shape[1])[None, :] < (enc_len - end_frames)[:, None]
-    return occupancy * before_end[..., None]
+    compared = torch.arange(logits.shape[1])[None, :] < compare_frames[:, None]
+    return occupancy * compared[..., None]
 
 
 def spec_augment(x: np.ndarray, cfg: dict, rng):
@@ -350,38 +382,53 @@ class Run:
     def train_step(self, idx: list, rng) -> tuple:
         """One optimiser step on the batch idx -> (TDT loss, CTC loss, twin divergence or 0).
 
-        With cfg["silence_consistency"] = {"weight": w, "pad_frames": [lo, hi], "end_frames": e}
-        the batch is trained together with its silence twins (silence_twins: the same features
-        plus lo..hi frames of trailing silence), and w * twin_divergence is added to the loss,
-        over the nodes twin_weights keeps (on the alignment paths, not the last e frames).
+        With cfg["silence_consistency"] = {"weight": w, "pad_frames": [lo, hi], "end_frames": e,
+        "prefix_p": p, "prefix_margin_frames": m} the batch is run together with its window
+        twins (window_twins: the same features plus lo..hi frames of trailing silence, or with
+        probability p a prefix, renormalised), and w * twin_divergence is added to the loss,
+        over the nodes twin_weights keeps: on the alignment paths, up to e encoder frames
+        before the original's end, or m before a prefix's (a stream commits words from
+        windows that end at least right_context after them). Silence twins are trained on
+        the labels too; prefixes are not (their words are not known).
         Why: 40 ms more trailing silence changed 12 of 200 held-out transcripts of small-v13,
         and a stream commits words from windows shorter than the final one (docs/streaming.md)."""
         x, xl, y, yl = make_batch(self.train, self.labels, idx, self.cfg["specaugment"], rng)
         twins = self.cfg.get("silence_consistency")
         B = x.shape[0]
+        trained = torch.ones(B, dtype=torch.bool)
         if twins:
-            x2, xl2 = silence_twins(self.train, idx, x, xl, tuple(twins["pad_frames"]), rng)
-            x = torch.cat([torch.nn.functional.pad(x, (0, x2.shape[2] - x.shape[2])), x2])
+            x2, xl2, prefix = window_twins(self.train, idx, x, xl, twins, rng)
+            width = max(x.shape[2], x2.shape[2])
+            x = torch.cat([torch.nn.functional.pad(x, (0, width - x.shape[2])),
+                           torch.nn.functional.pad(x2, (0, width - x2.shape[2]))])
             xl, y, yl = torch.cat([xl, xl2]), torch.cat([y, y]), torch.cat([yl, yl])
+            trained = torch.cat([trained, ~prefix])
         enc, enc_len = self.model.encode(x, xl)
-        pred, _ = self.model.predict(y)
-        logits = self.model.joint(enc, pred)
+        pred, _ = self.model.predict(y[trained])
+        logits = self.model.joint(enc[trained], pred)
         V = self.dims.vocab_size
-        loss = tdt_loss(logits[..., :V + 1], logits[..., V + 1:], y, enc_len, yl,
+        loss = tdt_loss(logits[..., :V + 1], logits[..., V + 1:], y[trained], enc_len[trained], yl[trained],
                         durations=tuple(range(self.dims.n_durations)), blank_id=V,
                         sigma=self.cfg["optim"]["sigma"])
         weight = self.cfg["optim"].get("ctc_weight", 0.0)
         ctc = torch.zeros(())
         if weight:
-            log_probs = torch.log_softmax(self.ctc_head(enc), -1).transpose(0, 1)     # [T', B, V+1]
-            ctc = torch.nn.functional.ctc_loss(log_probs, y, enc_len, yl, blank=V, reduction="mean",
-                                               zero_infinity=True)
+            log_probs = torch.log_softmax(self.ctc_head(enc[trained]), -1).transpose(0, 1)     # [T', B, V+1]
+            ctc = torch.nn.functional.ctc_loss(log_probs, y[trained], enc_len[trained], yl[trained], blank=V,
+                                               reduction="mean", zero_infinity=True)
         divergence = torch.zeros(())
         if twins:
             T1 = int(enc_len[:B].max())
+            if bool(prefix.any()):       # prefixes are not in `logits`: the twins' joint afresh
+                pred_originals, _ = self.model.predict(y[:B])
+                twin_logits = self.model.joint(enc[B:, :T1], pred_originals)
+            else:
+                twin_logits = logits[B:, :T1]
+            margin = torch.where(prefix, twins.get("prefix_margin_frames", 10), twins.get("end_frames", 4))
+            compare = torch.minimum(enc_len[:B], enc_len[B:]) - margin
             weights = twin_weights(logits[:B, :T1], y[:B], enc_len[:B], yl[:B], V, self.dims.n_durations,
-                                   self.cfg["optim"]["sigma"], twins.get("end_frames", 4))
-            divergence = twin_divergence(logits[:B, :T1], logits[B:, :T1], weights, yl[:B], V)
+                                   self.cfg["optim"]["sigma"], compare)
+            divergence = twin_divergence(logits[:B, :T1], twin_logits, weights, yl[:B], V)
         self.optimizer_step(loss + weight * ctc + (twins["weight"] * divergence if twins else 0.0))
         return float(loss.detach()), float(ctc.detach()), float(divergence.detach())
 
