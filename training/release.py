@@ -343,9 +343,11 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
     twins = tune_cfg.get("silence_consistency") if tune_cfg else None
     if twins:
         lo, hi = (10 * k for k in twins["pad_frames"])
-        warped += (f"; and it trained each batch beside its silence twin (the same features with {lo}-{hi} ms"
-                   f" more trailing silence), adding {twins['weight']} x the divergence of the joint's"
-                   " readings of the two (`silence_consistency`)")
+        prefixes = (f" or, for {twins['prefix_p']:.0%} of those of 2 s or more, its renormalised prefix"
+                    if twins.get("prefix_p") else "")
+        warped += (f"; and it trained each batch beside its twins (the same features with {lo}-{hi} ms"
+                   f" more trailing silence{prefixes}), adding {twins['weight']} x the divergence of the"
+                   " joint's readings of the two (`silence_consistency`)")
     return f"""# phonon-small: a five-value FastConformer-TDT trained on generated speech
 
 The project's default model ({MODEL_ID}): the Phonon-2 architecture family (FastConformer
