@@ -48,9 +48,9 @@ def brute_force_log_likelihood(token_logits, duration_logits, y, durations, blan
     return (math.log(total) if total > 0 else -math.inf), paths
 
 
-def brute_force_occupancy(token_logits, duration_logits, y, durations, blank):
+def brute_force_occupancy(token_logits, duration_logits, y, durations, blank, sigma=0.0):
     """{(t, u): posterior probability that a complete path passes node (t, u)}, by walking every
-    path as brute_force_log_likelihood does."""
+    path as brute_force_log_likelihood does (sigma off every arc)."""
     T, U = token_logits.shape[0], len(y)
     tok = torch.log_softmax(token_logits.double(), -1).tolist()
     dur = torch.log_softmax(duration_logits.double(), -1).tolist()
@@ -61,7 +61,7 @@ def brute_force_occupancy(token_logits, duration_logits, y, durations, blank):
         nodes = nodes + [(t, u)]
         for i, d in enumerate(durations):
             if d >= 1:
-                w = logp + tok[t][u][blank] + dur[t][u][i]
+                w = logp + tok[t][u][blank] - sigma + dur[t][u][i]
                 if t + d == T and u == U:
                     total += math.exp(w)
                     for n in nodes:
@@ -69,7 +69,7 @@ def brute_force_occupancy(token_logits, duration_logits, y, durations, blank):
                 elif t + d < T:
                     walk(t + d, u, w, nodes)
             if u < U and t + d < T:
-                walk(t + d, u + 1, logp + tok[t][u][y[u]] + dur[t][u][i], nodes)
+                walk(t + d, u + 1, logp + tok[t][u][y[u]] - sigma + dur[t][u][i], nodes)
 
     walk(0, 0, 0.0, [])
     return {n: m / total for n, m in mass.items()}
@@ -367,6 +367,26 @@ def test_path_occupancy_matches_brute_force(durations, T, U):
         for u in range(U + 1):
             assert float(got[t, u]) == pytest.approx(expected.get((t, u), 0.0), abs=1e-9), (t, u)
     assert float(got[0, 0]) == pytest.approx(1.0)          # every path starts at (0, 0)
+
+
+def test_path_occupancy_with_sigma_matches_brute_force():
+    """Training passes sigma 0.05: subtracted once per arc, it reweights paths by their arc
+    count, so occupancy moves (it is not sigma 0's) and still matches the brute force."""
+    durations = (0, 1, 2, 3)
+    tok, dur, y = random_case(5, 2, len(durations), seed=3)
+    targets = torch.tensor([y], dtype=torch.long)
+    plain = path_occupancy(tok[None], dur[None], targets, torch.tensor([5]), torch.tensor([2]), durations, V, 0.0)[0]
+    got = path_occupancy(tok[None], dur[None], targets, torch.tensor([5]), torch.tensor([2]), durations, V, 0.05)[0]
+    assert not torch.allclose(plain, got)
+    for (t, u), p in brute_force_occupancy(tok, dur, y, durations, V, sigma=0.05).items():
+        assert float(got[t, u]) == pytest.approx(p, abs=1e-9)
+
+
+def test_path_occupancy_is_zero_without_a_path():
+    """durations without 0 and more labels than frames: no alignment, no occupancy."""
+    tok, dur, y = random_case(2, 3, 2, seed=1)
+    occ = path_occupancy(tok[None], dur[None], torch.tensor([y]), torch.tensor([2]), torch.tensor([3]), (1, 2), V)
+    assert not occ.any()
 
 
 def test_path_occupancy_of_a_padded_batch():

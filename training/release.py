@@ -340,12 +340,12 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
     warp = tune_cfg["specaugment"] if tune_cfg and tune_cfg["specaugment"].get("warp_p") else None
     warped = ("" if not warp else f"; in the last fine-tune the features' frequency axis was also warped"
               f" (vocal tract length, factor {warp['warp_range'][0]}-{warp['warp_range'][1]}, p {warp['warp_p']})")
-    twins = tune_cfg.get("silence_consistency") if tune_cfg else None
+    twins, twinned = (tune_cfg.get("silence_consistency") if tune_cfg else None), ""
     if twins:
         lo, hi = (10 * k for k in twins["pad_frames"])
         prefixes = (f" or, for {twins['prefix_p']:.0%} of those of 2 s or more, its renormalised prefix"
                     if twins.get("prefix_p") else "")
-        warped += (f"; and it trained each batch beside its twins (the same features with {lo}-{hi} ms"
+        twinned = (f"; and it trained each batch beside its twins (the same features with {lo}-{hi} ms"
                    f" more trailing silence{prefixes}), adding {twins['weight']} x the divergence of the"
                    " joint's readings of the two (`silence_consistency`)")
     return f"""# phonon-small: a five-value FastConformer-TDT trained on generated speech
@@ -367,7 +367,7 @@ not a general recogniser (it has never heard a human).
   `{', '.join(folders)}` (espeak-ng accents and variants, flite
   kal/kal16/awb; single sentences, and with `pauses` 2-4 sentences joined by 0.3-2.5 s pauses
   plus no-speech clips{formant}{fast}{clustergen}{cut}), augmented with speed, reverb, noise (5-30 dB SNR{noisy}),
-  telephone band, gain and silence padding{warped}. Held out for testing: whole voices (flite rms and slt, espeak-ng
+  telephone band, gain and silence padding{warped}{twinned}. Held out for testing: whole voices (flite rms and slt, espeak-ng
   en-gb-scotland and several variants on every accent) and 10% of distinct sentences.
 - Training: `python3 -m training.train --config training/config.json --data DATA --out RUN`
   ({cfg['epochs']['dense']} dense epochs, then {cfg['epochs']['five_value']} five-value epoch(s) with straight-through

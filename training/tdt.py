@@ -93,19 +93,22 @@ def path_occupancy(token_logits, duration_logits, targets, frame_lengths, target
                    durations=(0, 1, 2, 3, 4), blank_id=None, sigma=0.0) -> torch.Tensor:
     """The posterior probability that an alignment of y passes through node (t, u) (leaves it by
     one of its arcs): [B, T, U+1], no gradient; 0 outside an utterance's lattice and for an
-    utterance with no valid path. Arguments as tdt_loss.
+    utterance with no valid path (log-likelihood at NEG's scale). Arguments as tdt_loss.
 
     It is minus the gradient of log p(y|x) with respect to a per-node offset subtracted from
     every arc leaving the node (every alignment leaves a node at most once), so it costs one
     more forward-backward of the lattice. Used to weigh per-node terms by how much the
     node matters to the utterance (train.py's twin divergence)."""
     dtype = torch.float64 if token_logits.dtype == torch.float64 else torch.float32
-    offset = torch.zeros(token_logits.shape[:3] + (1,), dtype=dtype, requires_grad=True)
+    offset = torch.zeros(token_logits.shape[:3] + (1,), dtype=dtype, device=token_logits.device,
+                         requires_grad=True)
     with torch.enable_grad():
         ll = tdt_log_likelihood(token_logits.detach(), duration_logits.detach(), targets, frame_lengths,
                                 target_lengths, durations, blank_id, sigma + offset)
-        (grad,) = torch.autograd.grad(torch.where(torch.isfinite(ll), ll, 0.0).sum(), offset)
-    return torch.nan_to_num(-grad[..., 0], nan=0.0).clamp_min(0.0)
+        valid = ll > NEG / 2                 # no path: ll is a multiple of NEG, not -inf
+        (grad,) = torch.autograd.grad(torch.where(valid, ll, 0.0).sum(), offset)
+    occupancy = torch.nan_to_num(-grad[..., 0], nan=0.0).clamp_min(0.0)
+    return occupancy * valid[:, None, None]
 
 
 def _check_inputs(token_logits, duration_logits, targets, frame_lengths, target_lengths,

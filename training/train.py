@@ -60,8 +60,9 @@ def make_batch(store: FeatureStore, labels: list, idx: list, specaugment: dict |
 
 def silence_twins(store, idx: list, x: torch.Tensor, xl: torch.Tensor, pad_frames: tuple, rng) -> tuple:
     """The batch again, each utterance followed by k (uniform in pad_frames, inclusive) copies of
-    its own last stored frame: the same recording with more trailing silence, as a stream's
-    window gets when 40 ms of quiet arrives. x [B, n_mels, T] (augmented), xl [B] ->
+    its own last stored frame (not augmented, not renormalised: the engine renormalises the
+    longer window, which changed about as many transcripts in a probe, docs/training.md): the
+    recording with more trailing silence, roughly what a stream's window gets as quiet arrives. x [B, n_mels, T] (augmented), xl [B] ->
     (x2 [B, n_mels, T2], xl2 [B]); frames up to xl[b] are x's. The last stored frame is
     silence (every training utterance has >= 50 ms of padding, with its noise floor or noise)."""
     pads = [int(rng.integers(pad_frames[0], pad_frames[1] + 1)) for _ in idx]
@@ -78,7 +79,8 @@ def renormalised_prefix(x: torch.Tensor, frames: int) -> torch.Tensor:
     """The first `frames` frames of one utterance's normalised features [n_mels, T], normalised
     again over themselves as the engine's frontend normalises a window (per band: minus the
     mean, over the sample standard deviation + 1e-5). Normalisation is affine per band, so
-    this is the normalised features of the raw prefix (up to the epsilon): what a stream's
+    this is the normalised features of the raw prefix (up to the epsilon, and SpecAugment's
+    masked bands and stretches, which renormalise to -mean/std instead of 0): what a stream's
     decode sees when its window ends `frames` frames in."""
     p = x[:, :frames].double()
     mean = p.mean(1, keepdim=True)
@@ -107,11 +109,11 @@ def window_twins(store, idx: list, x: torch.Tensor, xl: torch.Tensor, cfg: dict,
 
 def twin_divergence(logits: torch.Tensor, twin_logits: torch.Tensor, weights: torch.Tensor,
                     target_len: torch.Tensor, V: int) -> torch.Tensor:
-    """How differently the joint reads an utterance and its silence twin: the symmetric KL of
-    the token distributions (V tokens + blank) plus that of the duration distributions at each
-    lattice node, weighted by weights [B, T', U+1] (train_step: the node's path occupancy, 0
-    near the end), summed and divided by the batch's label count (the TDT loss's scale, nats
-    per label). logits, twin_logits [B, T', U+1, V+1+n_durations], T' the original's frames."""
+    """How differently the joint reads an utterance and its twin (window_twins): the symmetric
+    KL of the token distributions (V tokens + blank) plus that of the duration distributions at
+    each lattice node, weighted by weights [B, T', U+1] (train_step: the node's path occupancy,
+    0 near the shorter window's end), summed and divided by the batch's label count: nats per
+    label, about the TDT loss's scale. logits, twin_logits [B, T', U+1, V+1+n_durations], T' the original's frames."""
     def sym_kl(a, b):
         a, b = torch.log_softmax(a, -1), torch.log_softmax(b, -1)
         return 0.5 * ((a.exp() * (a - b)).sum(-1) + (b.exp() * (b - a)).sum(-1))
@@ -387,49 +389,49 @@ class Run:
         twins (window_twins: the same features plus lo..hi frames of trailing silence, or with
         probability p a prefix, renormalised), and w * twin_divergence is added to the loss,
         over the nodes twin_weights keeps: on the alignment paths, up to e encoder frames
-        before the original's end, or m before a prefix's (a stream commits words from
-        windows that end at least right_context after them). Silence twins are trained on
-        the labels too; prefixes are not (their words are not known).
+        (80 ms each; pad_frames are 10 ms feature frames) before the original's end, or m
+        before a prefix's (a stream commits words from windows that end at least
+        right_context after them). Silence twins are trained on the labels too; prefixes are
+        not (their words are not known).
         Why: 40 ms more trailing silence changed 12 of 200 held-out transcripts of small-v13,
         and a stream commits words from windows shorter than the final one (docs/streaming.md)."""
         x, xl, y, yl = make_batch(self.train, self.labels, idx, self.cfg["specaugment"], rng)
-        twins = self.cfg.get("silence_consistency")
+        consistency = self.cfg.get("silence_consistency")
         B = x.shape[0]
-        trained = torch.ones(B, dtype=torch.bool)
-        if twins:
-            x2, xl2, prefix = window_twins(self.train, idx, x, xl, twins, rng)
+        labelled = torch.ones(B, dtype=torch.bool)      # rows the TDT and CTC losses train on
+        if consistency:
+            x2, xl2, prefix = window_twins(self.train, idx, x, xl, consistency, rng)
             width = max(x.shape[2], x2.shape[2])
             x = torch.cat([torch.nn.functional.pad(x, (0, width - x.shape[2])),
                            torch.nn.functional.pad(x2, (0, width - x2.shape[2]))])
             xl, y, yl = torch.cat([xl, xl2]), torch.cat([y, y]), torch.cat([yl, yl])
-            trained = torch.cat([trained, ~prefix])
+            labelled = torch.cat([labelled, ~prefix])
         enc, enc_len = self.model.encode(x, xl)
-        pred, _ = self.model.predict(y[trained])
-        logits = self.model.joint(enc[trained], pred)
+        pred, _ = self.model.predict(y[labelled])
+        logits = self.model.joint(enc[labelled], pred)
         V = self.dims.vocab_size
-        loss = tdt_loss(logits[..., :V + 1], logits[..., V + 1:], y[trained], enc_len[trained], yl[trained],
+        loss = tdt_loss(logits[..., :V + 1], logits[..., V + 1:], y[labelled], enc_len[labelled], yl[labelled],
                         durations=tuple(range(self.dims.n_durations)), blank_id=V,
                         sigma=self.cfg["optim"]["sigma"])
         weight = self.cfg["optim"].get("ctc_weight", 0.0)
         ctc = torch.zeros(())
         if weight:
-            log_probs = torch.log_softmax(self.ctc_head(enc[trained]), -1).transpose(0, 1)     # [T', B, V+1]
-            ctc = torch.nn.functional.ctc_loss(log_probs, y[trained], enc_len[trained], yl[trained], blank=V,
+            log_probs = torch.log_softmax(self.ctc_head(enc[labelled]), -1).transpose(0, 1)     # [T', B, V+1]
+            ctc = torch.nn.functional.ctc_loss(log_probs, y[labelled], enc_len[labelled], yl[labelled], blank=V,
                                                reduction="mean", zero_infinity=True)
         divergence = torch.zeros(())
-        if twins:
+        if consistency:
             T1 = int(enc_len[:B].max())
             if bool(prefix.any()):       # prefixes are not in `logits`: the twins' joint afresh
-                pred_originals, _ = self.model.predict(y[:B])
-                twin_logits = self.model.joint(enc[B:, :T1], pred_originals)
+                twin_logits = self.model.joint(enc[B:, :T1], pred[:B])     # pred's first B: originals
             else:
                 twin_logits = logits[B:, :T1]
-            margin = torch.where(prefix, twins.get("prefix_margin_frames", 10), twins.get("end_frames", 4))
+            margin = torch.where(prefix, consistency.get("prefix_margin_frames", 10), consistency.get("end_frames", 4))
             compare = torch.minimum(enc_len[:B], enc_len[B:]) - margin
             weights = twin_weights(logits[:B, :T1], y[:B], enc_len[:B], yl[:B], V, self.dims.n_durations,
                                    self.cfg["optim"]["sigma"], compare)
             divergence = twin_divergence(logits[:B, :T1], twin_logits, weights, yl[:B], V)
-        self.optimizer_step(loss + weight * ctc + (twins["weight"] * divergence if twins else 0.0))
+        self.optimizer_step(loss + weight * ctc + (consistency["weight"] * divergence if consistency else 0.0))
         return float(loss.detach()), float(ctc.detach()), float(divergence.detach())
 
     @torch.no_grad()
