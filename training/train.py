@@ -62,8 +62,9 @@ def silence_twins(store, idx: list, x: torch.Tensor, xl: torch.Tensor, pad_frame
     """The batch again, each utterance followed by k (uniform in pad_frames, inclusive) copies of
     its own last stored frame (not augmented, not renormalised: the engine renormalises the
     longer window, which changed about as many transcripts in a probe, docs/training.md): the
-    recording with more trailing silence, roughly what a stream's window gets as quiet arrives. x [B, n_mels, T] (augmented), xl [B] ->
-    (x2 [B, n_mels, T2], xl2 [B]); frames up to xl[b] are x's. The last stored frame is
+    recording with more trailing silence, roughly what a stream's window gets as quiet
+    arrives. x [B, n_mels, T] (augmented), xl [B] -> (x2 [B, n_mels, T2], xl2 [B]); frames up
+    to xl[b] are x's. The last stored frame is
     silence (every training utterance has >= 50 ms of padding, with its noise floor or noise)."""
     pads = [int(rng.integers(pad_frames[0], pad_frames[1] + 1)) for _ in idx]
     lengths = [int(n) + k for n, k in zip(xl, pads)]
@@ -113,7 +114,8 @@ def twin_divergence(logits: torch.Tensor, twin_logits: torch.Tensor, weights: to
     KL of the token distributions (V tokens + blank) plus that of the duration distributions at
     each lattice node, weighted by weights [B, T', U+1] (train_step: the node's path occupancy,
     0 near the shorter window's end), summed and divided by the batch's label count: nats per
-    label, about the TDT loss's scale. logits, twin_logits [B, T', U+1, V+1+n_durations], T' the original's frames."""
+    label, about the TDT loss's scale. logits, twin_logits [B, T', U+1, V+1+n_durations], T'
+    the original's frames."""
     def sym_kl(a, b):
         a, b = torch.log_softmax(a, -1), torch.log_softmax(b, -1)
         return 0.5 * ((a.exp() * (a - b)).sum(-1) + (b.exp() * (b - a)).sum(-1))
@@ -127,9 +129,10 @@ def twin_weights(logits: torch.Tensor, targets: torch.Tensor, enc_len: torch.Ten
     the labels passes it) on the first compare_frames[b] encoder frames, 0 after them.
     Off-path nodes (late labels on early frames) are never read by decoding, yet they held
     most of small-v13's twin divergence (54 nats per label over all nodes against 1.4
-    occupancy-weighted); and of the weighted rest, 94% sat on the last 3 frames (240 ms),
-    where the original ends and its silence twin goes on: a legitimate difference, not a
-    flip, so train_step compares frames up to a margin before the shorter window's end."""
+    occupancy-weighted); and of the weighted rest, 92% sat on the last 3 frames (240 ms) and
+    94% on the last 4, where the original ends and its silence twin goes on: a legitimate
+    difference, not a flip, so train_step compares frames up to a margin before the shorter
+    window's end."""
     occupancy = path_occupancy(logits[..., :V + 1], logits[..., V + 1:], targets, enc_len, target_len,
                                tuple(range(n_durations)), V, sigma)
     compared = torch.arange(logits.shape[1])[None, :] < compare_frames[:, None]
@@ -398,27 +401,30 @@ class Run:
         x, xl, y, yl = make_batch(self.train, self.labels, idx, self.cfg["specaugment"], rng)
         consistency = self.cfg.get("silence_consistency")
         B = x.shape[0]
-        labelled = torch.ones(B, dtype=torch.bool)      # rows the TDT and CTC losses train on
         if consistency:
             x2, xl2, prefix = window_twins(self.train, idx, x, xl, consistency, rng)
             width = max(x.shape[2], x2.shape[2])
             x = torch.cat([torch.nn.functional.pad(x, (0, width - x.shape[2])),
                            torch.nn.functional.pad(x2, (0, width - x2.shape[2]))])
             xl, y, yl = torch.cat([xl, xl2]), torch.cat([y, y]), torch.cat([yl, yl])
-            labelled = torch.cat([labelled, ~prefix])
         enc, enc_len = self.model.encode(x, xl)
-        pred, _ = self.model.predict(y[labelled])
-        logits = self.model.joint(enc[labelled], pred)
+        # the rows the TDT and CTC losses train on: all but prefix twins (selected only if any)
+        t_enc, t_len, t_y, t_yl = enc, enc_len, y, yl
+        if consistency and bool(prefix.any()):
+            labelled = torch.cat([torch.ones(B, dtype=torch.bool), ~prefix])
+            t_enc, t_len, t_y, t_yl = enc[labelled], enc_len[labelled], y[labelled], yl[labelled]
+        pred, _ = self.model.predict(t_y)
+        logits = self.model.joint(t_enc, pred)
         V = self.dims.vocab_size
-        loss = tdt_loss(logits[..., :V + 1], logits[..., V + 1:], y[labelled], enc_len[labelled], yl[labelled],
+        loss = tdt_loss(logits[..., :V + 1], logits[..., V + 1:], t_y, t_len, t_yl,
                         durations=tuple(range(self.dims.n_durations)), blank_id=V,
                         sigma=self.cfg["optim"]["sigma"])
         weight = self.cfg["optim"].get("ctc_weight", 0.0)
         ctc = torch.zeros(())
         if weight:
-            log_probs = torch.log_softmax(self.ctc_head(enc[labelled]), -1).transpose(0, 1)     # [T', B, V+1]
-            ctc = torch.nn.functional.ctc_loss(log_probs, y[labelled], enc_len[labelled], yl[labelled], blank=V,
-                                               reduction="mean", zero_infinity=True)
+            log_probs = torch.log_softmax(self.ctc_head(t_enc), -1).transpose(0, 1)     # [T', B, V+1]
+            ctc = torch.nn.functional.ctc_loss(log_probs, t_y, t_len, t_yl, blank=V, reduction="mean",
+                                               zero_infinity=True)
         divergence = torch.zeros(())
         if consistency:
             T1 = int(enc_len[:B].max())
