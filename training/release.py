@@ -132,42 +132,72 @@ def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5, **config) -> dic
             "stream_decodes": decodes, "stream_compute_per_audio": round(compute / audio_s, 3)}
 
 
+# Small changes of a batch window that a stream's windows also differ by: 40 ms more or less
+# audio at the end (a stream's decodes end every hop, and the last one at the final sample),
+# 200 ms more silence, 40 ms less lead-in. (MODEL_RATE samples per second.)
+WINDOW_SHIFTS_MS = {"end+40": 40, "end-40": -40, "end+200": 200, "start-40": -40}
+
+
+def shifted_windows(x: np.ndarray, rate: int) -> dict:
+    """x (float32 samples at `rate`) with each of WINDOW_SHIFTS_MS applied: digital silence
+    appended, or samples dropped from the end or the start."""
+    out = {}
+    for name, ms in WINDOW_SHIFTS_MS.items():
+        n = abs(ms) * rate // 1000
+        if ms > 0:
+            out[name] = np.concatenate([x, np.zeros(n, np.float32)])
+        else:
+            out[name] = x[:-n] if name.startswith("end") else x[n:]
+    return out
+
+
+def short_stream_case(engine, x: np.ndarray) -> dict:
+    """One short utterance x (16 kHz float32) as tests/test_default_model.py streams it:
+    resampled to 48 kHz, fed in 20 ms chunks with a partial after each. Returns the stream's
+    final text, the batch text of the same recording (the 48 kHz audio resampled to 16 kHz by
+    the engine, the samples the stream's resampler gives in any chunking), the batch text of
+    the 16 kHz original, and the batch texts of that recording under shifted_windows: if any
+    differs from batch, batch's own reading of the utterance hangs on 40 ms, and a stream,
+    whose windows end elsewhere, cannot be expected to end on it."""
+    from engine.audio import MODEL_RATE, resample
+    from engine.streaming import stream_samples
+    x48 = resample(engine.k, x, MODEL_RATE, 48000)
+    recording = np.asarray(resample(engine.k, x48, 48000, MODEL_RATE), np.float32)
+    batch = engine.transcribe(recording)["text"]
+    shifted = {name: engine.transcribe(w)["text"] for name, w in shifted_windows(recording, MODEL_RATE).items()}
+    return {"batch": batch, "batch_16k": engine.transcribe(x)["text"],
+            "stream": stream_samples(engine.stream(48000), x48, 960)["final"]["text"],
+            "shifted": shifted, "batch_stable": all(t == batch for t in shifted.values())}
+
+
 def short_streams(gguf: Path, seeds=(9, 11), per_seed: int = 40) -> dict:
     """Short held-out utterances (corpus_sentences("test", seed, per_seed), clean), each
-    streamed as tests/test_default_model.py does (resampled to 48 kHz, 20 ms chunks, a
-    partial after each) and transcribed in one batch: how many streams end on exactly the
-    batch text, both WERs, and the utterances where they differ.
+    through short_stream_case: how many streams end on exactly the batch text, both WERs, the
+    utterances where they differ, and the same count over the utterances whose batch text is
+    stable under shifted_windows (`batch_stable`, `stream_equals_stable_batch`).
 
-    The batch side transcribes the recording the stream was fed: the 48 kHz audio, resampled
-    to 16 kHz by the engine (the stream's resampler gives the same samples bit for bit, in
-    any chunking). The 16 kHz original differs from it by the round trip through 48 kHz,
+    The 16 kHz original differs from the batch recording by the round trip through 48 kHz,
     which alone changes a few transcripts of a model this small (near-ties), so it is
     reported apart: `batch_16k_equals_48k` and `stream_equals_batch_16k`."""
-    from engine.audio import resample
-    from engine.streaming import stream_samples
     from engine.transcribe import Engine
     from training.corpus import corpus_sentences, make_utterance
     engine = Engine.open(gguf)
-    refs, batch_hyps, stream_hyps, differ = [], [], [], []
-    batch_16k_equal = stream_16k_equal = 0
+    refs, cases, differ = [], [], []
     for seed in seeds:
         for i, text in enumerate(corpus_sentences("test", seed, per_seed)):
-            x = make_utterance("test", seed, i, text, "clean")[0]
-            x48 = resample(engine.k, x, 16000, 48000)
-            batch = engine.transcribe(resample(engine.k, x48, 48000, 16000))["text"]
-            batch_16k = engine.transcribe(x)["text"]
-            stream = stream_samples(engine.stream(48000), x48, 960)["final"]["text"]
+            case = short_stream_case(engine, make_utterance("test", seed, i, text, "clean")[0])
             refs.append(text)
-            batch_hyps.append(batch)
-            stream_hyps.append(stream)
-            batch_16k_equal += batch_16k == batch
-            stream_16k_equal += stream == batch_16k
-            if stream != batch:
-                differ.append({"seed": seed, "index": i, "reference": text, "batch": batch, "stream": stream})
+            cases.append(case)
+            if case["stream"] != case["batch"]:
+                differ.append({"seed": seed, "index": i, "reference": text, "batch": case["batch"],
+                               "stream": case["stream"], "batch_shifted": case["shifted"]})
+    stable = [c for c in cases if c["batch_stable"]]
     return {"seeds": list(seeds), "utterances": len(refs), "stream_equals_batch": len(refs) - len(differ),
-            "batch_wer": round(wer(refs, batch_hyps), 4), "stream_wer": round(wer(refs, stream_hyps), 4),
-            "differ": differ, "batch_16k_equals_48k": batch_16k_equal,
-            "stream_equals_batch_16k": stream_16k_equal}
+            "batch_wer": round(wer(refs, [c["batch"] for c in cases]), 4),
+            "stream_wer": round(wer(refs, [c["stream"] for c in cases]), 4),
+            "differ": differ, "batch_16k_equals_48k": sum(c["batch_16k"] == c["batch"] for c in cases),
+            "stream_equals_batch_16k": sum(c["stream"] == c["batch_16k"] for c in cases),
+            "batch_stable": len(stable), "stream_equals_stable_batch": sum(c["stream"] == c["batch"] for c in stable)}
 
 
 def trailing_silence_stability(gguf: Path, corpus: Corpus, n: int = 200, pads_ms=(40, 200, 500)) -> dict:
@@ -303,6 +333,10 @@ def short_streams_line(short: dict | None) -> str:
         line += (f" (Against batch of the 16 kHz original: {short['stream_equals_batch_16k']} of {short['utterances']}; "
                  f"the round trip through 48 kHz alone\nchanges {short['utterances'] - short['batch_16k_equals_48k']} "
                  f"of the {short['utterances']} batch transcripts.)")
+    if "batch_stable" in short:
+        line += (f"\nWhere batch agrees with itself (its text unchanged by 40 ms more or less audio at the end, 200 ms more\n"
+                 f"silence, or 40 ms less at the start: {short['batch_stable']} of {short['utterances']}), the stream ends on "
+                 f"it on {short['stream_equals_stable_batch']} of {short['batch_stable']}.")
     return line
 
 
