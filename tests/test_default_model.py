@@ -171,7 +171,15 @@ def test_release_short_streams_measure_what_these_tests_do(engine, heldout):
     assert short["batch_wer"] == round(wer([t for t, _ in first], via48), 4)
     assert short["stream_equals_batch"] == STREAMED and short["differ"] == []
     assert short["batch_16k_equals_48k"] == sum(a == b for a, b in zip(via48, direct))
+    shifted = [[engine.transcribe(np.asarray(w, np.float32))["text"]
+                for w in (np.concatenate([x, np.zeros(640, np.float32)]), x[:-640],
+                          np.concatenate([x, np.zeros(3200, np.float32)]), x[640:])]
+               for x in (np.asarray(resample(engine.k, resample(engine.k, x, 16000, 48000), 48000, 16000),
+                                    np.float32) for _, x in first)]
+    stable = sum(all(t == b for t in texts) for texts, b in zip(shifted, via48))
+    assert short["batch_stable"] == stable and short["stream_equals_stable_batch"] == stable
     line = short_streams_line(short)
     assert f"equals the batch transcript of the same recording on {STREAMED} of {STREAMED}" in line
+    assert f"at the start: {stable} of {STREAMED}), the stream ends on it on {stable} of {stable}." in line
     assert f"Against batch of the 16 kHz original: {short['stream_equals_batch_16k']} of {STREAMED}" in line
     assert short_streams_line(None) == ""

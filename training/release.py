@@ -134,20 +134,22 @@ def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5, **config) -> dic
 
 # Small changes of a batch window that a stream's windows also differ by: 40 ms more or less
 # audio at the end (a stream's decodes end every hop, and the last one at the final sample),
-# 200 ms more silence, 40 ms less lead-in. (MODEL_RATE samples per second.)
-WINDOW_SHIFTS_MS = {"end+40": 40, "end-40": -40, "end+200": 200, "start-40": -40}
+# 200 ms more silence, 40 ms less lead-in. name -> (which end, ms added (+) or dropped (-)).
+WINDOW_SHIFTS = {"end+40": ("end", 40), "end-40": ("end", -40), "end+200": ("end", 200),
+                 "start-40": ("start", -40)}
 
 
 def shifted_windows(x: np.ndarray, rate: int) -> dict:
-    """x (float32 samples at `rate`) with each of WINDOW_SHIFTS_MS applied: digital silence
-    appended, or samples dropped from the end or the start."""
+    """x (float32 samples at `rate`) under each of WINDOW_SHIFTS: digital silence appended at
+    the end, or samples dropped from the end or the start."""
     out = {}
-    for name, ms in WINDOW_SHIFTS_MS.items():
+    for name, (side, ms) in WINDOW_SHIFTS.items():
         n = abs(ms) * rate // 1000
         if ms > 0:
+            assert side == "end", name          # lead-in is only ever shortened
             out[name] = np.concatenate([x, np.zeros(n, np.float32)])
         else:
-            out[name] = x[:-n] if name.startswith("end") else x[n:]
+            out[name] = x[:-n] if side == "end" else x[n:]
     return out
 
 
@@ -157,8 +159,8 @@ def short_stream_case(engine, x: np.ndarray) -> dict:
     final text, the batch text of the same recording (the 48 kHz audio resampled to 16 kHz by
     the engine, the samples the stream's resampler gives in any chunking), the batch text of
     the 16 kHz original, and the batch texts of that recording under shifted_windows: if any
-    differs from batch, batch's own reading of the utterance hangs on 40 ms, and a stream,
-    whose windows end elsewhere, cannot be expected to end on it."""
+    differs from batch, batch's own reading of the utterance hangs on a shift that small, and
+    a stream, whose windows end elsewhere, cannot be expected to end on it."""
     from engine.audio import MODEL_RATE, resample
     from engine.streaming import stream_samples
     x48 = resample(engine.k, x, MODEL_RATE, 48000)
