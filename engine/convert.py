@@ -21,10 +21,10 @@ import tarfile
 import time
 from pathlib import Path
 
-from . import fermion
+from . import bps, fermion
 from .fv5 import pack_b5x3t7, unpack_b5x3t7
 from .model_file import ARCHITECTURE, DIM_KEYS, FRONTEND, WEIGHTS_FORMAT
-from .model_layout import Dims, dims_from_records, tensor_name
+from .model_layout import Dims, dims_from_records, layout_shapes, tensor_name
 
 ARCHIVE_MEMBERS = ("config.json", "model.fermion")
 MAX_CONFIG_BYTES = 64 << 20
@@ -62,45 +62,106 @@ def sha256_file(path: Path) -> str:
 
 def extract_archive(archive: Path, into: Path) -> tuple:
     """Safely extract config.json and model.fermion from the .bps.tar.zst: only those two
-    members, regular files, plain names, size limits, no duplicates."""
+    members, regular files, plain names, size limits, no duplicates. The real release stores
+    model.fermion as byte planes (`model.fermion.bps`) behind a first member
+    `bps_manifest.json` (engine/bps.py); such members are joined back, and every member the
+    manifest lists is checked against its original size and sha256. Plain archives (no
+    manifest) are read as they are."""
     import zstandard
-    found = {}
+    found, manifest = {}, None
     with open(archive, "rb") as raw:
         reader = zstandard.ZstdDecompressor().stream_reader(raw)
         try:
             with tarfile.open(fileobj=reader, mode="r|") as tar:
-                for member in tar:
-                    name = member.name
-                    if name.startswith("./"):
-                        name = name[2:]
-                    if name not in ARCHIVE_MEMBERS:
-                        if member.isdir() and name in ("", "."):
-                            continue
+                for position, member in enumerate(tar):
+                    name = member.name[2:] if member.name.startswith("./") else member.name
+                    if position == 0 and name == bps.MANIFEST_NAME:
+                        manifest = _read_bps_manifest(tar, member)
+                        continue
+                    planes = name.endswith(bps.STORED_SUFFIX)
+                    target_name = name[:-len(bps.STORED_SUFFIX)] if planes else name
+                    if target_name not in ARCHIVE_MEMBERS:
                         continue                              # other members are ignored
-                    if name in found:
-                        raise ConversionError(f"archive holds {name} twice")
+                    if target_name in found:
+                        raise ConversionError(f"archive holds {target_name} twice")
                     if not member.isreg():
                         raise ConversionError(f"archive member {name} is not a regular file (link or device)")
-                    limit = MAX_CONFIG_BYTES if name == "config.json" else MAX_CONTAINER_BYTES
+                    limit = MAX_CONFIG_BYTES if target_name == "config.json" else MAX_CONTAINER_BYTES
                     if member.size > limit:
                         raise ConversionError(f"archive member {name} is {member.size} bytes, over the {limit} limit")
-                    target = into / name
-                    src = tar.extractfile(member)
-                    with open(target, "wb") as out:
-                        remaining = member.size
-                        while remaining:
-                            chunk = src.read(min(remaining, 1 << 20))
-                            if not chunk:
-                                raise ConversionError(f"archive member {name} is truncated")
-                            out.write(chunk)
-                            remaining -= len(chunk)
-                    found[name] = target
+                    target = into / target_name
+                    if planes:
+                        _join_member(tar, member, manifest, target_name, target)
+                    else:
+                        _copy_member(tar, member, target)
+                    if manifest is not None:
+                        _check_against_manifest(manifest, target_name, target)
+                    found[target_name] = target
         except (tarfile.TarError, zstandard.ZstdError, EOFError) as e:
             raise ConversionError(f"{archive}: not a readable .tar.zst archive ({e})") from None
     missing = [m for m in ARCHIVE_MEMBERS if m not in found]
     if missing:
         raise ConversionError(f"archive has no {', '.join(missing)}")
     return found["model.fermion"], found["config.json"]
+
+
+def _read_member(tar, member, name: str) -> bytes:
+    data = tar.extractfile(member).read()
+    if len(data) != member.size:
+        raise ConversionError(f"archive member {name} is truncated")
+    return data
+
+
+def _copy_member(tar, member, target: Path):
+    src = tar.extractfile(member)
+    with open(target, "wb") as out:
+        remaining = member.size
+        while remaining:
+            chunk = src.read(min(remaining, 1 << 20))
+            if not chunk:
+                raise ConversionError(f"archive member {member.name} is truncated")
+            out.write(chunk)
+            remaining -= len(chunk)
+
+
+def _read_bps_manifest(tar, member) -> dict:
+    if not member.isreg() or member.size > MAX_CONFIG_BYTES:
+        raise ConversionError(f"archive member {bps.MANIFEST_NAME} is not a regular file under "
+                              f"{MAX_CONFIG_BYTES} bytes")
+    try:
+        return bps.read_manifest(_read_member(tar, member, bps.MANIFEST_NAME))
+    except bps.TransformError as e:
+        raise ConversionError(f"archive: {e}") from None
+
+
+def _join_member(tar, member, manifest, target_name: str, target: Path):
+    """A `<name>.bps` member: its byte planes joined back into `target`."""
+    if manifest is None:
+        raise ConversionError(f"archive member {member.name} is stored as byte planes, but the archive "
+                              f"does not start with {bps.MANIFEST_NAME}")
+    entry = manifest.get(target_name)
+    if entry is None or "transform" not in entry:
+        raise ConversionError(f"archive member {member.name}: {bps.MANIFEST_NAME} has no transform for {target_name}")
+    stored = _read_member(tar, member, member.name)
+    try:
+        with open(target, "wb") as out:
+            bps.join_planes(stored, entry["transform"], out, what=f"archive member {member.name}")
+    except bps.TransformError as e:
+        raise ConversionError(str(e)) from None
+
+
+def _check_against_manifest(manifest: dict, target_name: str, target: Path):
+    entry = manifest.get(target_name)
+    if entry is None:
+        raise ConversionError(f"archive member {target_name} is not listed in {bps.MANIFEST_NAME}")
+    size = target.stat().st_size
+    if size != entry["original_bytes"]:
+        raise ConversionError(f"archive member {target_name} is {size} bytes; {bps.MANIFEST_NAME} says "
+                              f"{entry['original_bytes']}")
+    digest = sha256_file(target)
+    if digest != entry["original_sha256"]:
+        raise ConversionError(f"archive member {target_name} sha256 {digest} does not match "
+                              f"{bps.MANIFEST_NAME} ({entry['original_sha256']})")
 
 
 def read_config(path: Path) -> dict:
@@ -117,16 +178,29 @@ def read_config(path: Path) -> dict:
 
 
 def check_artifact(config: dict, container: Path):
-    """config.json's artifact pins (container size and sha256), when present, must match."""
-    artifact = config.get("artifact") or {}
-    if "container_bytes" in artifact and artifact["container_bytes"] != container.stat().st_size:
-        raise ConversionError(f"model.fermion is {container.stat().st_size} bytes; config.json's artifact "
-                              f"says {artifact['container_bytes']}")
-    if "container_sha256" in artifact:
-        found = sha256_file(container)
-        if found != artifact["container_sha256"]:
-            raise ConversionError(f"model.fermion sha256 {found} does not match config.json's artifact "
-                                  f"{artifact['container_sha256']}")
+    """config.json's container pins, when present, must match. They come in two forms in the
+    wild: the Hugging Face snapshot's `artifact` object (archive and container digests) and the
+    extracted form's `fermion` object (`fermion.container_sha256`); whichever is present is
+    checked (both, if both are)."""
+    digest = None
+    for key in ("artifact", "fermion"):
+        pins = config.get(key)
+        if not isinstance(pins, dict):
+            continue
+        size = container.stat().st_size
+        if "container_bytes" in pins and pins["container_bytes"] != size:
+            raise ConversionError(f"model.fermion is {size} bytes; config.json's {key} says "
+                                  f"{pins['container_bytes']}")
+        if "container_sha256" in pins:
+            digest = digest or sha256_file(container)
+            if digest != pins["container_sha256"]:
+                raise ConversionError(f"model.fermion sha256 {digest} does not match config.json's {key} "
+                                      f"{pins['container_sha256']}")
+
+
+def model_id(config: dict):
+    """The release's name as config.json gives it (artifact.model_id, or top-level model_id)."""
+    return (config.get("artifact") or {}).get("model_id") or config.get("model_id")
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,6 +330,7 @@ def _write_tensors(writer, container, dims: Dims, progress) -> int:
     import numpy as np
     consumed = 0
     bn = {}
+    shapes = layout_shapes(dims)
     for i, rec in enumerate(container.records):
         data = container.data(rec)
         if rec.kind == "five_value":
@@ -272,6 +347,7 @@ def _write_tensors(writer, container, dims: Dims, progress) -> int:
             writer.add_tensor(w + ".hi", hi.astype(np.float32))
         elif rec.kind in ("int6", "int8"):
             values, scales = fermion.decode_int(rec.name, rec.kind, data, rec.shape)
+            values = values.reshape(shapes[rec.name])       # a 2-D pointwise table as [C, C, 1, 1]
             writer.add_tensor(rec.name + ".q8", values, raw_dtype=gguf.GGMLQuantizationType.I8)
             writer.add_tensor(rec.name + ".scale", scales.astype(np.float32))
         elif _is_fold_part(rec.name):
@@ -389,7 +465,7 @@ def check_release_pins(archive: Path | None, container: Path, config: dict, pins
     """pins.json's phonon2_release values apply to the real release: an archive named like it,
     or a config.json whose artifact names it. A pinned value that does not match stops."""
     claims_release = (archive is not None and archive.name == RELEASE_ARCHIVE_NAME) or \
-        (config.get("artifact") or {}).get("model_id") == RELEASE_MODEL_ID
+        model_id(config) == RELEASE_MODEL_ID
     if not claims_release:
         return
     checks = []
@@ -422,7 +498,7 @@ def main(args) -> int:
         check_release_pins(archive, container, config, read_pins())
         check_artifact(config, container)
         notice = Path(args.notice).read_text(encoding="utf-8") if args.notice else PHONON2_NOTICE
-        name = (config.get("artifact") or {}).get("model_id") or RELEASE_MODEL_ID
+        name = model_id(config) or RELEASE_MODEL_ID
         summary = convert(container, config, out, notice, name)
         print(f"wrote {out}: {summary['bytes']:,} bytes, {summary['records']} records, "
               f"{summary['seconds']:.1f} s")

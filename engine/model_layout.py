@@ -154,6 +154,20 @@ def tensor_name(record_name: str, kind: str) -> str:
     return record_name + ".weight" if kind == "five_value" else record_name
 
 
+def stored_shape_fits(shape: list, expected: list) -> bool:
+    """A record's stored shape against the layout's: equal, or a 1x1 convolution's weight
+    stored 2-D ([out, in] for [out, in, 1, 1]: the same values in the same order). The
+    container spec says pointwise-conv weights are stored 2-D, so the release may store the
+    subsampling's pointwise tables either way."""
+    return list(shape) == list(expected) or (
+        len(expected) == 4 and list(expected[2:]) == [1, 1] and list(shape) == list(expected[:2]))
+
+
+def layout_shapes(dims: Dims) -> dict:
+    """{record name: the layout's shape} (the shape the converter writes to the GGUF)."""
+    return {name: list(shape) for name, _, shape in records(dims)}
+
+
 def dims_from_records(index: list) -> Dims:
     """Recover Dims from a container index ([{"n", "k", "shape"}, ...]) and check that the
     index holds exactly the family's records for those dims (names, kinds, shapes; the
@@ -205,7 +219,7 @@ def dims_from_records(index: list) -> Dims:
     for name, (ekind, eshape) in expected.items():
         kind, shp = got[name]
         kinds_ok = kind == ekind or (ekind == "int8" and kind in ("int6", "int8"))
-        if not kinds_ok or shp != eshape:
+        if not kinds_ok or not stored_shape_fits(shp, eshape):
             raise ValueError(f"record {name!r} is {kind} {shp}; the layout expects "
                              f"{'int6/int8' if ekind == 'int8' else ekind} {eshape}")
     return dims

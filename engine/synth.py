@@ -106,19 +106,54 @@ def make(size: str, seed: int, out: Path, archive: bool = False, progress=None, 
     }
     (out / "config.json").write_text(json.dumps(config, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     if archive:
-        write_archive(out / f"phonon-2-{size}.bps.tar.zst", [out / "config.json", container])
+        write_release_archive(out / f"phonon-2-{size}.bps.tar.zst", out / "config.json", container)
     return container
 
 
 def write_archive(path: Path, members: list):
-    """A zstd tar of the given files, byte-reproducible (fixed mtime, owner, mode)."""
+    """A plain zstd tar of the given files (no byte planes), byte-reproducible."""
+    write_tar_zst(path, [(member.name, member.read_bytes()) for member in members])
+
+
+def write_tar_zst(path: Path, members: list):
+    """A zstd tar of (name, bytes) members in order, byte-reproducible (fixed mtime, owner, mode)."""
     import zstandard
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for member in members:
-            info = tarfile.TarInfo(member.name)
-            info.size = member.stat().st_size
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
             info.mtime, info.mode, info.uid, info.gid = 0, 0o644, 0, 0
-            with open(member, "rb") as f:
-                tar.addfile(info, f)
+            tar.addfile(info, io.BytesIO(data))
     path.write_bytes(zstandard.ZstdCompressor(level=3).compress(raw.getvalue()))
+
+
+def float16_spans(container: bytes) -> tuple:
+    """(base, spans) of a model.fermion for the byte-plane transform: the float16 records
+    (2-byte items), relative to the end of the header, as the release's packer plans them."""
+    with fermion.Container(container) as parsed:
+        base = 8 + int.from_bytes(container[:8], "little")
+        spans = [(r.offset - base, r.offset - base + r.size, 2) for r in parsed.records
+                 if r.kind == "fp16" and r.size >= 2]
+    return base, spans
+
+
+def write_release_archive(path: Path, config: Path, container: Path):
+    """An archive shaped like the real phonon-2.bps.tar.zst: bps_manifest.json first, then
+    config.json, model.fermion stored as byte planes (model.fermion.bps) and a
+    packed_manifest.json that converters ignore (engine/bps.py describes the transform)."""
+    from . import bps
+    data = container.read_bytes()
+    stored, transform = bps.split_planes(data, *float16_spans(data))
+    plain = {"config.json": config.read_bytes(),
+             "packed_manifest.json": b'{"synthetic": true}\n'}
+    files = [{"path": name, "original_bytes": len(blob), "stored_bytes": len(blob),
+              "original_sha256": hashlib.sha256(blob).hexdigest()} for name, blob in plain.items()]
+    files.append({"path": "model.fermion", "original_bytes": len(data), "stored_bytes": len(stored),
+                  "original_sha256": transform["original_sha256"], "transform": transform})
+    manifest = {"release_format": "phonon-byteplane-tar-zstd-v1", "transform": "byte-plane-split-per-tensor-v1",
+                "files": sorted(files, key=lambda f: f["path"])}
+    write_tar_zst(path, [(bps.MANIFEST_NAME, json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n"),
+                         ("config.json", plain["config.json"]),
+                         ("model.fermion" + bps.STORED_SUFFIX, stored),
+                         ("packed_manifest.json", plain["packed_manifest.json"])])
