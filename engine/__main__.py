@@ -4,6 +4,9 @@
     tiers                                         kernel tiers this machine can run
     convert phonon2 (--archive F | --container F --config F) --out F [--verify] [--notice F]
                                                   Phonon-2 release -> GGUF (host: numpy, gguf)
+    fetch phonon-2 [--from URL] [--cache DIR] [--timeout S] [--retries N] [--force]
+                                                  download the pinned release (resumable), check
+                                                  it, convert with --verify into the cache
     synth --size tiny|full [--seed N] [--archive] --out DIR
                                                   a synthetic model.fermion + config.json
     transcribe FILE [--model M.gguf] [--json] [--tier T] [--raw-rate HZ] [--float-acts]
@@ -44,16 +47,18 @@ def main(argv=None) -> int:
     synth.add_argument("--seed", type=int, default=0)
     synth.add_argument("--archive", action="store_true", help="also write the .bps.tar.zst archive")
     synth.add_argument("--out", required=True)
+    from . import fetch
+    fetch.add_arguments(sub.add_parser("fetch", help="download a model release into the cache and convert it"))
     tr = sub.add_parser("transcribe", help="transcribe a WAV file (or raw float32 samples)")
     tr.add_argument("file")
-    tr.add_argument("--model", default=None, help="a model GGUF (default: the bundled models/phonon-small.gguf)")
+    tr.add_argument("--model", default=None, help="a model GGUF or phonon-2 (fetched) (default: the bundled models/phonon-small.gguf)")
     tr.add_argument("--json", action="store_true", help="print text, words, tokens and timing as JSON")
     tr.add_argument("--tier", default="auto")
     tr.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
     tr.add_argument("--float-acts", action="store_true", help="float32 activations in the linears (debug)")
     st = sub.add_parser("stream", help="stream a WAV file through a live session")
     st.add_argument("file")
-    st.add_argument("--model", default=None, help="a model GGUF (default: the bundled models/phonon-small.gguf)")
+    st.add_argument("--model", default=None, help="a model GGUF or phonon-2 (fetched) (default: the bundled models/phonon-small.gguf)")
     st.add_argument("--json", action="store_true", help="print events, final transcript and metrics as JSON")
     st.add_argument("--chunk-ms", type=float, default=20.0, help="feed size (default 20 ms)")
     st.add_argument("--realtime", action="store_true", help="feed no faster than the audio plays")
@@ -64,6 +69,15 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command in ("transcribe", "stream") and args.model is None:
         args.model = str(default_model())
+    if args.command in ("transcribe", "stream") and args.model in fetch.RELEASE_KEYS:
+        cached = fetch.cached_model(args.model)
+        if cached is None:
+            print(f"error: {args.model} is not in the cache ({fetch.cache_dir()}): "
+                  f"run `python3 -m engine fetch {args.model}`", file=sys.stderr)
+            return 2
+        args.model = str(cached)
+    if args.command == "fetch":
+        return fetch.main(args)
     if args.command == "transcribe":
         return transcribe_command(args)
     if args.command == "stream":
