@@ -11,6 +11,10 @@
     python3 build.py site      the static web app in dist/site/ (wheel, Pyodide, model, manifest)
     python3 build.py serve     serve dist/site on localhost (--port N, --coop-coep)
     python3 build.py demo      set up, build everything, serve the web app and print its URL
+                               (--model FILE|phonon-2|bundled; default: Phonon-2 when cached or
+                               fetchable, else the bundled model, saying why)
+    python3 build.py fetch phonon-2   download the pinned release (resumable), check it and
+                               convert it into ~/.cache/phonon-web ($PHONON_WEB_CACHE; --from URL)
     python3 build.py parity    kernel sweep and tiny-model transcription, native vs Pyodide/Node
     python3 build.py clean     remove build outputs
 
@@ -437,16 +441,17 @@ def cmd_serve(args=None):
     the page cross-origin isolated, so the capture uses a SharedArrayBuffer ring) until Ctrl-C."""
     sys.path.insert(0, str(ROOT))
     from harness.server import StaticServer
-    if not (SITE / "index.html").exists():
-        raise BuildError("dist/site is not built: run `python3 build.py site`")
+    site = Path(getattr(args, "site", None) or SITE)
+    if not (site / "index.html").exists():
+        raise BuildError(f"{site} is not built: run `python3 build.py site`")
     port = getattr(args, "port", None) or 8000
     isolate = bool(getattr(args, "coop_coep", False))
     try:
-        server = StaticServer({"/": SITE}, port=port, isolate=isolate)
+        server = StaticServer({"/": site}, port=port, isolate=isolate)
     except OSError as e:
         if getattr(args, "port", None):
             raise BuildError(f"cannot listen on port {port}: {e.strerror}")
-        server = StaticServer({"/": SITE}, port=0, isolate=isolate)   # 8000 taken: any free port
+        server = StaticServer({"/": site}, port=0, isolate=isolate)   # 8000 taken: any free port
     print(f"\nphonon-web is served at {server.url}/  (open it in Chromium, Firefox or Safari; "
           f"{'cross-origin isolated, ' if isolate else ''}Ctrl-C stops)", flush=True)
     server.serve_forever()
@@ -515,9 +520,77 @@ def cmd_bench(args):
 
 
 def cmd_demo(args):
-    """The README's first command: set up what is missing, build, and serve the web app."""
-    build_all(site=True)
-    cmd_serve(args)
+    """The README's first command: set up what is missing, build, and serve the web app with
+    the best model this machine has or can get (demo_model)."""
+    build_all()
+    model, description, note = demo_model(args)
+    print(f"\ndemo model: {model.name}" + (f"\n  {note}" if note else ""), flush=True)
+    site = cmd_site(argparse.Namespace(model=str(model), out=args.out, model_description=description,
+                                       model_note=note))
+    cmd_serve(argparse.Namespace(port=args.port, coop_coep=args.coop_coep, site=site))
+
+
+PHONON2_DESCRIPTION = ("Phonon-2 (FermionResearch, CC-BY-4.0): NVIDIA Parakeet-TDT-0.6B-v3 with five-value "
+                       "encoder weights. English speech from real voices.")
+
+
+def demo_model(args) -> tuple:
+    """(GGUF path, description or None, note or None) for `build.py demo --model M`:
+    M = FILE, `phonon-2` (fetched if it is not cached; an error if that fails) or `bundled`.
+    Without --model: Phonon-2 when it is cached or can be fetched, else the bundled model, with
+    a note (terminal and page) saying why."""
+    from engine.fetch import cached_model
+    choice = args.model or "auto"
+    if choice == "bundled":
+        return default_model()[0], None, "The bundled demo model, as asked (--model bundled)."
+    if choice not in ("auto", "phonon-2"):
+        return site_model(choice)[0], None, None
+    cached = cached_model("phonon-2")
+    if cached:
+        return cached, PHONON2_DESCRIPTION, None
+    ok, detail = fetch_phonon2(getattr(args, "mirror", None))
+    if ok:
+        return Path(detail), PHONON2_DESCRIPTION, None
+    if choice == "phonon-2":
+        raise BuildError(f"--model phonon-2: it is not cached and could not be fetched: {detail}")
+    bundled = default_model()[0]
+    note = (f"Phonon-2 is not on this machine and could not be downloaded ({detail}), so the demo "
+            f"runs the bundled model. Run `python3 build.py fetch phonon-2` when online, then "
+            f"`python3 build.py demo` again.")
+    print(f"\nwarning: {note}", file=sys.stderr, flush=True)
+    return bundled, None, note
+
+
+def fetch_phonon2(mirror: str | None) -> tuple:
+    """Run the engine's fetch (in the .venv: conversion needs numpy): (True, gguf path) or
+    (False, the reason it failed)."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="phonon-fetch-") as tmp:
+        status = Path(tmp) / "status.json"
+        cmd = [VENV_PY, "-m", "engine", "fetch", "phonon-2", "--status-json", status]
+        if mirror:
+            cmd += ["--from", mirror]
+        print("+ " + " ".join(str(c) for c in cmd), flush=True)
+        subprocess.run(cmd, cwd=ROOT)
+        try:
+            result = json.loads(status.read_text())
+        except (OSError, ValueError):
+            return False, "the fetch stopped without a status"
+    return (True, result["model"]) if result.get("ok") else (False, result.get("error", "unknown error"))
+
+
+def cmd_fetch(args):
+    """python3 build.py fetch phonon-2: the engine's fetch (download, pins, convert --verify into
+    the cache), run in the .venv."""
+    setup_venv()
+    cmd = [VENV_PY, "-m", "engine", "fetch", args.name]
+    for flag in ("mirror", "cache", "timeout", "retries", "sha256", "bytes"):
+        value = getattr(args, flag)
+        if value is not None:
+            cmd += ["--from" if flag == "mirror" else f"--{flag}", str(value)]
+    if args.force:
+        cmd.append("--force")
+    run(cmd, cwd=ROOT)
 
 
 def cmd_clean(args=None):
@@ -525,6 +598,12 @@ def cmd_clean(args=None):
         if path.exists():
             print(f"+ rm -r {path.relative_to(ROOT)}")
             shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def add_fetch_arguments(parser):
+    """The engine's own fetch options (engine/fetch.py is standard library until it converts)."""
+    from engine.fetch import add_arguments
+    add_arguments(parser)
 
 
 def main(argv=None):
@@ -540,6 +619,13 @@ def main(argv=None):
         serve.add_argument("--port", type=int, help="default 8000 (any free port if 8000 is taken)")
         serve.add_argument("--coop-coep", action="store_true",
                            help="send COOP/COEP headers (cross-origin isolated: SharedArrayBuffer capture ring)")
+    demo = sub.choices["demo"]
+    demo.add_argument("--model", help="FILE.gguf, phonon-2 or bundled (default: Phonon-2 if cached or "
+                                      "fetchable, else the bundled model)")
+    demo.add_argument("--from", dest="mirror", metavar="URL", help="fetch Phonon-2 from this mirror folder")
+    demo.add_argument("--out", help="site folder (default: dist/site)")
+    fetch = sub.add_parser("fetch", help="download a model release into the cache and convert it")
+    add_fetch_arguments(fetch)
     test = sub.add_parser("test", help="run the whole test suite")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to pytest")
     bench = sub.add_parser("bench", help="kernel benchmarks in every runtime")

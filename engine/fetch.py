@@ -168,8 +168,7 @@ def download(url: str, part: Path, size: int | None, timeout: float, progress: P
         reason = e.reason
         if isinstance(reason, TimeoutError):
             raise FetchError(f"{_host(url)} did not answer within {timeout:g} s", resumable=True) from None
-        raise FetchError(f"cannot reach {_host(url)} ({reason}). Is this machine online? "
-                         f"(--from URL fetches from a mirror)") from None
+        raise FetchError(f"cannot reach {_host(url)} ({getattr(reason, 'strerror', None) or reason})") from None
     except TimeoutError:
         raise FetchError(f"{_host(url)} did not answer within {timeout:g} s", resumable=True) from None
     with response:
