@@ -1,8 +1,11 @@
 """The release archive's byte-plane transform ("byte-plane-split-per-tensor-v1"). Host-side.
 
 The real `phonon-2.bps.tar.zst` is not a plain tar of `config.json` + `model.fermion`: its first
-member is `bps_manifest.json`, and a big binary member is stored as `<name>.bps`, its bytes
-regrouped so that zstd compresses them better. Every multi-byte tensor span (e.g. the float16
+member is `bps_manifest.json` (each file's original size and sha256), and the publisher's
+packer may store a binary member as `<name>.bps`, its bytes regrouped so that zstd compresses
+them better. (Public unpackers of Phonon-2 expect `model.fermion` stored as it is, beside
+`config.json` and `packed_manifest.json`; the 799-byte manifest they expect is too small to
+hold a per-record plan. The converter handles both.) Every multi-byte tensor span (e.g. the float16
 records) is stored as byte planes: all first bytes of its items, then all second bytes, and so
 on. The manifest entry of such a file carries the plan that undoes it:
 
