@@ -262,3 +262,21 @@ def test_cli_checks_the_extracted_form(tmp_path):
     path.write_text(json.dumps(config))
     assert main(["convert", "phonon2", "--container", str(DATA / "model.fermion"),
                  "--config", str(path), "--out", str(out)]) == 0
+
+
+def test_plain_members_behind_a_manifest_are_checked_and_used(tiny_gguf, tmp_path):
+    """The form public unpackers of Phonon-2 expect: bps_manifest.json first, then config.json,
+    model.fermion (stored as it is) and packed_manifest.json."""
+    plain = {name: (DATA / name).read_bytes() for name in ("config.json", "model.fermion")}
+    plain["packed_manifest.json"] = b"{}\n"
+    files = [{"path": n, "original_bytes": len(b), "stored_bytes": len(b), "original_sha256": sha(b)}
+             for n, b in plain.items()]
+    manifest = json.dumps({"files": files}).encode()
+    container, config = extract_members(tmp_path, [("bps_manifest.json", manifest)] + list(plain.items()))
+    converted = tmp_path / "plain.gguf"
+    convert(container, read_config(config), converted, "test notice", "tiny")
+    assert converted.read_bytes() == tiny_gguf.read_bytes()
+    files[1]["original_sha256"] = "0" * 64
+    manifest = json.dumps({"files": files}).encode()
+    with pytest.raises(ConversionError, match="model.fermion sha256 .* does not match bps_manifest.json"):
+        extract_members(tmp_path, [("bps_manifest.json", manifest)] + list(plain.items()))
