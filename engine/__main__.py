@@ -9,9 +9,9 @@
                                                   it, convert with --verify into the cache
     synth --size tiny|full [--seed N] [--archive] --out DIR
                                                   a synthetic model.fermion + config.json
-    transcribe FILE [--model M.gguf] [--json] [--tier T] [--raw-rate HZ] [--float-acts]
+    transcribe FILE [--model M.gguf] [--json] [--tier T] [--threads N] [--raw-rate HZ] [--float-acts]
                                                   WAV (any rate/channels) or raw float32 -> text
-    stream FILE [--model M.gguf] [--json] [--chunk-ms 20] [--realtime] [--tier T] [--raw-rate HZ]
+    stream FILE [--model M.gguf] [--json] [--chunk-ms 20] [--realtime] [--tier T] [--threads N] [--raw-rate HZ]
            [--right-context-ms N] [--hop-ms N] [--max-window-ms N]
                                                   feed FILE as a microphone would: partial and
                                                   committed text as they change, then the final
@@ -54,6 +54,7 @@ def main(argv=None) -> int:
     tr.add_argument("--model", default=None, help="a model GGUF or phonon-2 (fetched) (default: the bundled models/phonon-small.gguf)")
     tr.add_argument("--json", action="store_true", help="print text, words, tokens and timing as JSON")
     tr.add_argument("--tier", default="auto")
+    tr.add_argument("--threads", type=int, default=None, help="encoder threads (default: all cores; any count gives the same bits)")
     tr.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
     tr.add_argument("--float-acts", action="store_true", help="float32 activations in the linears (debug)")
     st = sub.add_parser("stream", help="stream a WAV file through a live session")
@@ -63,6 +64,7 @@ def main(argv=None) -> int:
     st.add_argument("--chunk-ms", type=float, default=20.0, help="feed size (default 20 ms)")
     st.add_argument("--realtime", action="store_true", help="feed no faster than the audio plays")
     st.add_argument("--tier", default="auto")
+    st.add_argument("--threads", type=int, default=None, help="encoder threads (default: all cores; any count gives the same bits)")
     st.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
     for name, default in (("right-context-ms", 800), ("hop-ms", 400), ("max-window-ms", 12000)):
         st.add_argument(f"--{name}", type=int, default=default, help=f"default {default}")
@@ -131,7 +133,7 @@ def transcribe_command(args) -> int:
     from .kernels import KernelError
     from .transcribe import Engine
     try:
-        engine = Engine.open(args.model, args.tier)
+        engine = Engine.open(args.model, args.tier, args.threads)
         samples = load_audio(engine.k, Path(args.file).read_bytes(), args.raw_rate)
         result = engine.transcribe(samples, float_acts=args.float_acts)
     except (OSError, AudioError, GGUFError, KernelError) as e:
@@ -153,7 +155,7 @@ def stream_command(args) -> int:
     from .streaming import StreamError, stream_samples
     from .transcribe import Engine
     try:
-        engine = Engine.open(args.model, args.tier)
+        engine = Engine.open(args.model, args.tier, args.threads)
         samples, rate = load_pcm(engine.k, Path(args.file).read_bytes(), args.raw_rate)
         session = engine.stream(rate, right_context_ms=args.right_context_ms, hop_ms=args.hop_ms,
                                 max_window_ms=args.max_window_ms)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from array import array
 
-from .kernels import Kernels
+from .kernels import Kernels, fv5_block_bytes
 from .model_file import ModelFile
+from .parallel import Team, even_ranges
 from .timing import section
 
 def f32(tensor) -> memoryview:
@@ -20,11 +21,21 @@ def f32(tensor) -> memoryview:
     return tensor.data.cast("f")
 
 
-class Linear:
-    """y[N][O] = x[N][K] W^T (+ b) for a five-value (`<w>.fv5t7`) or int8 (`<w>.q8`) weight."""
+class RowSlice:
+    """Rows [r0, r0 + rows) of a split linear: its own prepared weights and bias."""
 
-    def __init__(self, k: Kernels, model: ModelFile, weight: str, bias: str | None = None):
-        self.k, self.name = k, weight
+    def __init__(self, r0: int, rows: int, weights, bias):
+        self.r0, self.rows, self.weights, self.bias = r0, rows, weights, bias
+
+
+class Linear:
+    """y[N][O] = x[N][K] W^T (+ b) for a five-value (`<w>.fv5t7`) or int8 (`<w>.q8`) weight.
+    With a team of several threads, the rows are cut into one slice of whole 8-row blocks per
+    thread (engine/parallel.py: the same bits for any thread count)."""
+
+    def __init__(self, k: Kernels, model: ModelFile, weight: str, bias: str | None = None,
+                 team: Team | None = None):
+        self.k, self.name, self.team = k, weight, team
         tensors = model.file.tensors
         if weight + ".fv5t7" in tensors:
             self.kind = "fv5"
@@ -32,7 +43,6 @@ class Linear:
             self.O = lo.shape[0]
             packed = tensors[weight + ".fv5t7"]
             self.K = model.fv5_cols(weight)
-            self.weights = k.prepare_fv5(packed.data, f32(lo), f32(hi), self.O, self.K)
             self._packed, self._lo, self._hi = packed.data, f32(lo), f32(hi)
         else:
             self.kind = "int8"
@@ -44,7 +54,25 @@ class Linear:
         if bias is not None:
             t = tensors[bias]
             self.bias = f32(t) if t.dtype == "F32" else k.f16_to_f32(t.data, t.count)
+        blocks = self.O // 8 if self.O % 8 == 0 else 0
+        self.slices = self._slices(even_ranges(blocks, team.size)) if team and team.size > 1 and blocks > 1 else None
+        if self.kind == "fv5" and self.slices is None:
+            self.weights = k.prepare_fv5(self._packed, self._lo, self._hi, self.O, self.K)
         self._dense = None
+
+    def _slices(self, block_ranges: list) -> list:
+        out = []
+        for b0, b1 in block_ranges:
+            r0, r1 = 8 * b0, 8 * b1
+            bias = None if self.bias is None else memoryview(self.bias)[r0:r1]
+            if self.kind == "fv5":
+                bb = fv5_block_bytes(self.K)
+                weights = self.k.prepare_fv5(memoryview(self._packed)[b0 * bb:b1 * bb], self._lo[r0:r1],
+                                             self._hi[r0:r1], r1 - r0, self.K)
+            else:
+                weights = (memoryview(self.q)[r0 * self.K:r1 * self.K], self.scale[r0:r1])
+            out.append(RowSlice(r0, r1 - r0, weights, bias))
+        return out
 
     def __call__(self, x, N: int, float_acts: bool = False) -> array:
         with section("linears"):
@@ -57,9 +85,27 @@ class Linear:
                 y = self.k.add_scaled(y, 1.0, array("f", self.bias) * N, N * self.O)
             return y
         xq, xs = self.k.quantize(x, N, self.K)
+        if self.slices is not None:
+            return self._forward_split(xq, xs, N)
         if self.kind == "fv5":
             return self.k.fv5_gemm(xq, xs, N, self.weights, bias=self.bias)
         return self.k.int8_gemm(xq, xs, N, self.q, self.scale, self.O, self.K, bias=self.bias)
+
+    def _forward_split(self, xq, xs, N: int) -> array:
+        """One row slice per thread, each joined into its columns of y [N][O]."""
+        y = array("f", bytes(4 * N * self.O))
+
+        def task(part: RowSlice):
+            def run(k: Kernels):
+                if self.kind == "fv5":
+                    ys = k.fv5_gemm(xq, xs, N, part.weights, bias=part.bias)
+                else:
+                    q, scale = part.weights
+                    ys = k.int8_gemm(xq, xs, N, q, scale, part.rows, self.K, bias=part.bias)
+                k.copy_cols(ys, N, part.rows, y, self.O, part.r0)
+            return run
+        self.team.run([task(part) for part in self.slices])
+        return y
 
     def dense(self) -> array:
         """float32 [O][K] with the exact weights - five-value levels {-hi, -lo, 0, +lo, +hi},
@@ -105,7 +151,7 @@ class Subsampling:
 
     CHUNK = 64          # output frames per pass (5.12 s of audio)
 
-    def __init__(self, k: Kernels, model: ModelFile):
+    def __init__(self, k: Kernels, model: ModelFile, team: Team | None = None):
         self.k, d = k, model.dims
         self.C = d.sub_channels
         p = "encoder.subsampling."
@@ -115,9 +161,9 @@ class Subsampling:
             return k.f16_to_f32(w.data, w.count), k.f16_to_f32(b.data, b.count)
 
         self.conv0, self.conv2, self.conv5 = conv(0), conv(2), conv(5)
-        self.pw3 = Linear(k, model, f"{p}layers.3.weight", f"{p}layers.3.bias")
-        self.pw6 = Linear(k, model, f"{p}layers.6.weight", f"{p}layers.6.bias")
-        self.linear = Linear(k, model, f"{p}linear.weight", f"{p}linear.bias")
+        self.pw3 = Linear(k, model, f"{p}layers.3.weight", f"{p}layers.3.bias", team)
+        self.pw6 = Linear(k, model, f"{p}layers.6.weight", f"{p}layers.6.bias", team)
+        self.linear = Linear(k, model, f"{p}linear.weight", f"{p}linear.bias", team)
 
     def pointwise(self, lin: Linear, x, H: int, W: int, float_acts: bool) -> array:
         tokens = self.k.transpose3(x, self.C, H * W, 1)                 # [C][HW] -> [HW][C]
@@ -174,13 +220,13 @@ def positional_table(k: Kernels, T: int, D: int) -> array:
 
 
 class SelfAttention:
-    def __init__(self, k: Kernels, model: ModelFile, prefix: str):
-        self.k, d = k, model.dims
+    def __init__(self, k: Kernels, model: ModelFile, prefix: str, team: Team | None = None):
+        self.k, d, self.team = k, model.dims, team
         self.D, self.H = d.d_model, d.n_heads
         self.dk = self.D // self.H
         self.q, self.k_, self.v, self.o, self.pos = (
-            Linear(k, model, f"{prefix}self_attn.{n}.weight") for n in ("q_proj", "k_proj", "v_proj", "o_proj",
-                                                                       "relative_k_proj"))
+            Linear(k, model, f"{prefix}self_attn.{n}.weight", team=team)
+            for n in ("q_proj", "k_proj", "v_proj", "o_proj", "relative_k_proj"))
         u, v = model.tensor(prefix + "self_attn.bias_u"), model.tensor(prefix + "self_attn.bias_v")
         self.u, self.v_bias = k.f16_to_f32(u.data, u.count), k.f16_to_f32(v.data, v.count)
         self.sqrt_dk = array("f", [self.dk ** 0.5])[0]
@@ -195,26 +241,40 @@ class SelfAttention:
         K = k.transpose3(self.k_(x, T, float_acts), T, H, dk)
         V = k.transpose3(self.v(x, T, float_acts), T, H, dk)
         P = k.transpose3(self.pos(pe, 2 * T - 1, float_acts), 2 * T - 1, H, dk)
-        out = array("f")
-        scratch = array("f", bytes(4 * ((3 * T - 1) * dk + T)))      # reused by every head
-        for h in range(H):
-            qh, kh = Q[h * T * dk:(h + 1) * T * dk], K[h * T * dk:(h + 1) * T * dk]
-            vh, ph = V[h * T * dk:(h + 1) * T * dk], P[h * (2 * T - 1) * dk:(h + 1) * (2 * T - 1) * dk]
-            qu = k.add_scaled(qh, 1.0, self.u[h * dk:(h + 1) * dk] * T, T * dk)
-            qv = k.add_scaled(qh, 1.0, self.v_bias[h * dk:(h + 1) * dk] * T, T * dk)
-            # (qu.k + qv.p[T-1-i+j]) / sqrt(dk): the rel-shift by indexing, in one C call
-            scores = k.rel_scores(qu, kh, qv, ph, T, dk, self.sqrt_dk, scratch)
-            k.softmax_rows(scores, T, T)
-            out.extend(k.matmul_nn(scores, vh, T, dk, T))
+        out = array("f", bytes(4 * H * T * dk))                       # [H][T][dk]
+        head_ranges = even_ranges(H, self.team.size if self.team else 1)
+
+        def heads(h0: int, h1: int):
+            def run(kk: Kernels):
+                scratch = array("f", bytes(4 * ((3 * T - 1) * dk + T)))    # reused by these heads
+                for h in range(h0, h1):
+                    self._head(kk, h, Q, K, V, P, T, scratch, memoryview(out)[h * T * dk:(h + 1) * T * dk])
+            return run
+        if len(head_ranges) > 1:
+            self.team.run([heads(h0, h1) for h0, h1 in head_ranges])
+        else:
+            heads(0, H)(k)
         return self.o(k.transpose3(out, H, T, dk), T, float_acts)
+
+    def _head(self, k: Kernels, h: int, Q, K, V, P, T: int, scratch, out):
+        """One head's context [T][dk] into `out`: softmax((qu.k + qv.p) / sqrt(dk)) v."""
+        dk = self.dk
+        qh, kh = Q[h * T * dk:(h + 1) * T * dk], K[h * T * dk:(h + 1) * T * dk]
+        vh, ph = V[h * T * dk:(h + 1) * T * dk], P[h * (2 * T - 1) * dk:(h + 1) * (2 * T - 1) * dk]
+        qu = k.add_scaled(qh, 1.0, self.u[h * dk:(h + 1) * dk] * T, T * dk)
+        qv = k.add_scaled(qh, 1.0, self.v_bias[h * dk:(h + 1) * dk] * T, T * dk)
+        # (qu.k + qv.p[T-1-i+j]) / sqrt(dk): the rel-shift by indexing, in one C call
+        scores = k.rel_scores(qu, kh, qv, ph, T, dk, self.sqrt_dk, scratch)
+        k.softmax_rows(scores, T, T)
+        k.matmul_nn(scores, vh, T, dk, T, out=out)
 
 
 class ConvModule:
-    def __init__(self, k: Kernels, model: ModelFile, prefix: str):
+    def __init__(self, k: Kernels, model: ModelFile, prefix: str, team: Team | None = None):
         self.k, d = k, model.dims
         self.D, self.K = d.d_model, d.conv_kernel
-        self.pw1 = Linear(k, model, prefix + "conv.pointwise_conv1.weight")
-        self.pw2 = Linear(k, model, prefix + "conv.pointwise_conv2.weight")
+        self.pw1 = Linear(k, model, prefix + "conv.pointwise_conv1.weight", team=team)
+        self.pw2 = Linear(k, model, prefix + "conv.pointwise_conv2.weight", team=team)
         self.dw_w = f32(model.tensor(prefix + "conv.depthwise_conv.weight"))
         self.dw_b = f32(model.tensor(prefix + "conv.depthwise_conv.bias"))
 
@@ -230,25 +290,39 @@ class ConvModule:
 
 
 class FeedForward:
-    def __init__(self, k: Kernels, model: ModelFile, prefix: str):
-        self.k = k
-        self.linear1 = Linear(k, model, prefix + "linear1.weight")
-        self.linear2 = Linear(k, model, prefix + "linear2.weight")
+    def __init__(self, k: Kernels, model: ModelFile, prefix: str, team: Team | None = None):
+        self.k, self.team = k, team
+        self.linear1 = Linear(k, model, prefix + "linear1.weight", team=team)
+        self.linear2 = Linear(k, model, prefix + "linear2.weight", team=team)
 
     def __call__(self, x, T: int, float_acts: bool) -> array:
         with section("feed-forward"):
             h = self.linear1(x, T, float_acts)
-            return self.linear2(self.k.silu(h, len(h)), T, float_acts)
+            return self.linear2(silu_rows(self.k, self.team, h, T, self.linear1.O), T, float_acts)
+
+
+def silu_rows(k: Kernels, team: Team | None, x, rows: int, width: int) -> array:
+    """silu of x [rows][width], the rows shared out over the team (elementwise: the same bits)."""
+    ranges = even_ranges(rows, team.size if team else 1)
+    if len(ranges) == 1:
+        return k.silu(x, rows * width)
+    y = array("f", bytes(4 * rows * width))
+
+    def part(r0: int, r1: int):
+        return lambda kk: kk.silu(memoryview(x)[r0 * width:r1 * width], (r1 - r0) * width,
+                                  out=memoryview(y)[r0 * width:r1 * width])
+    team.run([part(r0, r1) for r0, r1 in ranges])
+    return y
 
 
 class ConformerLayer:
-    def __init__(self, k: Kernels, model: ModelFile, layer: int):
+    def __init__(self, k: Kernels, model: ModelFile, layer: int, team: Team | None = None):
         p = f"encoder.layers.{layer}."
         self.k, self.D = k, model.dims.d_model
-        self.norm_feed_forward1, self.feed_forward1 = LayerNorm(k, model, p + "norm_feed_forward1"), FeedForward(k, model, p + "feed_forward1.")
-        self.norm_self_att, self.self_attn = LayerNorm(k, model, p + "norm_self_att"), SelfAttention(k, model, p)
-        self.norm_conv, self.conv = LayerNorm(k, model, p + "norm_conv"), ConvModule(k, model, p)
-        self.norm_feed_forward2, self.feed_forward2 = LayerNorm(k, model, p + "norm_feed_forward2"), FeedForward(k, model, p + "feed_forward2.")
+        self.norm_feed_forward1, self.feed_forward1 = LayerNorm(k, model, p + "norm_feed_forward1"), FeedForward(k, model, p + "feed_forward1.", team)
+        self.norm_self_att, self.self_attn = LayerNorm(k, model, p + "norm_self_att"), SelfAttention(k, model, p, team)
+        self.norm_conv, self.conv = LayerNorm(k, model, p + "norm_conv"), ConvModule(k, model, p, team)
+        self.norm_feed_forward2, self.feed_forward2 = LayerNorm(k, model, p + "norm_feed_forward2"), FeedForward(k, model, p + "feed_forward2.", team)
         self.norm_out = LayerNorm(k, model, p + "norm_out")
 
     def __call__(self, x, T: int, pe, float_acts: bool) -> array:
@@ -267,10 +341,10 @@ class ConformerLayer:
 class Encoder:
     """features [n_mels][T] -> encoder output [T'][d_model], T' = ceil(T / 8)."""
 
-    def __init__(self, k: Kernels, model: ModelFile):
+    def __init__(self, k: Kernels, model: ModelFile, team: Team | None = None):
         self.k, self.dims = k, model.dims
-        self.subsampling = Subsampling(k, model)
-        self.layers = [ConformerLayer(k, model, i) for i in range(model.dims.n_layers)]
+        self.subsampling = Subsampling(k, model, team)
+        self.layers = [ConformerLayer(k, model, i, team) for i in range(model.dims.n_layers)]
         self._pe = {}
 
     def positional(self, T: int) -> array:

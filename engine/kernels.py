@@ -159,6 +159,7 @@ _COMMON_SIGNATURES = {
     "pk_matmul_nn": (_i, [_i, _i, _i, _vp, _vp, _vp]),
     "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
+    "pk_copy_cols": (_i, [_i, _i, _vp, _i, _i, _vp]),
     "pk_lstm_cell": (_i, [_i, _vp, _vp, _vp]),
     "pk_rel_scores": (_i, [_i, _i, _vp, _vp, _vp, _vp, ctypes.c_float, _vp, _vp]),
     "pk_rel_positions": (_i, [_i, _i, _vp]),
@@ -578,6 +579,14 @@ class Kernels:
         _raise_status(self._fn["pk_transpose3"](A, B, C, _Arg(x, A * B * C, "float32", "x").pointer,
                                                 _Arg(y, A * B * C, "float32", "y", True).pointer), "pk_transpose3")
         return y
+
+    def copy_cols(self, x, N: int, W: int, y, O: int, c0: int) -> None:
+        """x [N][W] -> columns c0..c0+W-1 of y [N][O], in place."""
+        _check_dims(N=N, W=W, O=O)
+        if not isinstance(c0, int) or isinstance(c0, bool) or not 0 <= c0 <= O - W:
+            raise KernelError(f"copy_cols: {W} columns from column {c0!r} do not fit in {O}")
+        _raise_status(self._fn["pk_copy_cols"](N, W, _Arg(x, N * W, "float32", "x").pointer, O, c0,
+                                               _Arg(y, N * O, "float32", "y", True).pointer), "pk_copy_cols")
 
     def add_div(self, a, b, s: float, n: int, out=None) -> array:
         """(a + b) / s elementwise."""

@@ -18,14 +18,18 @@ from .decoder import Joint, PredictionNetwork, detokenize, punctuation_marks, td
 from .encoder import Cancelled, Encoder
 from .kernels import Kernels
 from .model_file import ModelFile, load
+from .parallel import Team, default_threads
 from .timing import section
 
 
 class Engine:
-    def __init__(self, model: ModelFile, tier: str = "auto"):
+    def __init__(self, model: ModelFile, tier: str = "auto", threads: int | None = None):
+        """threads: encoder threads (default: all cores natively, 1 in Pyodide); results are
+        bit-identical for every count (engine/parallel.py)."""
         self.model = model
         self.k = Kernels(tier)
-        self.encoder = Encoder(self.k, model)
+        self.team = Team(self.k, default_threads() if threads is None else threads)
+        self.encoder = Encoder(self.k, model, self.team)
         self.prediction = PredictionNetwork(self.k, model)
         self.joint = Joint(self.k, model)
         self.marks = punctuation_marks(model.vocabulary)
@@ -41,16 +45,20 @@ class Engine:
                                   norm_eps=meta["parakeet.frontend.norm_eps"])
 
     @classmethod
-    def open(cls, path, tier: str = "auto") -> "Engine":
-        return cls(load(str(path)), tier)
+    def open(cls, path, tier: str = "auto", threads: int | None = None) -> "Engine":
+        return cls(load(str(path)), tier, threads)
 
     @classmethod
-    def from_buffer(cls, buffer, tier: str = "auto") -> "Engine":
-        return cls(load(buffer), tier)
+    def from_buffer(cls, buffer, tier: str = "auto", threads: int | None = None) -> "Engine":
+        return cls(load(buffer), tier, threads)
 
     @property
     def tier(self) -> str:
         return self.k.tier
+
+    @property
+    def threads(self) -> int:
+        return self.team.size
 
     def stream(self, sample_rate: int, **config):
         """A streaming session (engine/streaming.py); config: StreamConfig fields."""
@@ -98,7 +106,7 @@ class Engine:
             "tokens": [{"id": t.id, "frame": t.frame, "duration": t.duration} for t in tokens],
             "timing": {"audio_seconds": round(audio_seconds, 3), "compute_seconds": round(seconds, 3),
                        "rtfx": round(audio_seconds / seconds, 2) if seconds > 0 else None,
-                       "tier": self.k.tier},
+                       "tier": self.k.tier, "threads": self.team.size},
         }
 
 

@@ -168,6 +168,16 @@ int pk_transpose3(int A, int B, int C, const float *x, float *y) {
     return PK_OK;
 }
 
+int pk_copy_cols(int N, int W, const float *x, int O, int c0, float *y) {
+    if (N <= 0 || W <= 0 || O <= 0 || c0 < 0 || c0 > O - W) return PK_E_SHAPE;
+    for (int n = 0; n < N; n++) {
+        const float *src = x + (size_t)n * W;
+        float *dst = y + (size_t)n * O + c0;
+        for (int w = 0; w < W; w++) dst[w] = src[w];
+    }
+    return PK_OK;
+}
+
 int pk_add_div(int n, const float *a, const float *b, float s, float *y) {
     if (n < 0) return PK_E_SHAPE;
     for (int i = 0; i < n; i++) y[i] = (a[i] + b[i]) / s;

@@ -1,0 +1,89 @@
+"""The encoder's work split across native threads (issue 23, step 1).
+
+Mechanism: Python threads around the ctypes kernel calls. ctypes releases the GIL for the
+length of every foreign call, and the calls that matter (GEMMs over thousands of rows,
+attention over T x T scores) run for milliseconds, so N threads keep N cores busy while
+Python only hands out the slices. A C thread pool would need pthreads in the kernel library,
+which the wasm side modules cannot have (Pyodide has no threads: the browser splits work
+across workers instead), and one C library for both runtimes is the project's design.
+
+Bit-identity for every thread count: a split never changes how an output element is computed.
+A linear is split by whole 8-row blocks (the GEMM computes each block on its own, the same in
+every tier), attention by heads (each head is its own computation). Each thread has its own
+Kernels object, hence its own GEMM scratch. Threads write disjoint parts of one output.
+
+    team = Team(Kernels("auto"), threads=4)
+    results = team.run([task0, task1, ...])     # task(k) -> result, at most team.size tasks
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from .kernels import IN_PYODIDE, KernelError, Kernels
+
+MAX_THREADS = 64
+
+
+def default_threads() -> int:
+    """All cores natively; one in Pyodide (no threads there)."""
+    return 1 if IN_PYODIDE else max(1, min(os.cpu_count() or 1, MAX_THREADS))
+
+
+def check_threads(threads) -> int:
+    if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_THREADS:
+        raise KernelError(f"threads must be an int in 1..{MAX_THREADS}, got {threads!r}")
+    if threads > 1 and IN_PYODIDE:
+        raise KernelError("threads > 1 needs native threads; in the browser the work is split across workers")
+    return threads
+
+
+class Team:
+    """`threads` workers: the caller's thread (with `k`) and threads - 1 pool threads, each with
+    a Kernels of the same tier."""
+
+    def __init__(self, k: Kernels, threads: int = 1):
+        self.size = check_threads(threads)
+        self.kernels = [k] + [Kernels(k.tier) for _ in range(self.size - 1)]
+        self._pool = ThreadPoolExecutor(self.size - 1, thread_name_prefix="phonon-encoder") if self.size > 1 else None
+
+    def run(self, tasks: list) -> list:
+        """Run task(k) for each task, the first on the calling thread; results in order. An
+        exception in any task is raised after all have finished (none is left running)."""
+        if len(tasks) > self.size:
+            raise ValueError(f"{len(tasks)} tasks for a team of {self.size}")
+        futures = [self._pool.submit(task, k) for task, k in zip(tasks[1:], self.kernels[1:])]
+        error = None
+        try:
+            first = tasks[0](self.kernels[0])
+        except BaseException as e:         # noqa: BLE001 - re-raised once the others are done
+            error, first = e, None
+        results = [first]
+        for future in futures:
+            try:
+                results.append(future.result())
+            except BaseException as e:     # noqa: BLE001
+                error = error or e
+        if error is not None:
+            raise error
+        return results
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def even_ranges(count: int, parts: int) -> list:
+    """[(start, end)] cutting range(count) into min(parts, count) contiguous ranges whose
+    lengths differ by at most one."""
+    parts = max(1, min(parts, count))
+    base, extra = divmod(count, parts)
+    ranges, start = [], 0
+    for i in range(parts):
+        end = start + base + (1 if i < extra else 0)
+        ranges.append((start, end))
+        start = end
+    return ranges
+

@@ -1,0 +1,81 @@
+"""Encoder threads, side by side in one process (issue 23): the full-size synthetic model (and
+the default model) encoding the same audio with 1..N threads, runs interleaved so that the
+machine's noise hits every count alike; median seconds, speed-up against 1 thread, and the
+encoder output's digest (the same for every count, or this exits non-zero).
+
+    .venv/bin/python -m harness.bench_threads [--seconds 10 30] [--threads 1 2] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import statistics
+import sys
+import time
+from array import array
+from pathlib import Path
+
+from engine.transcribe import Engine
+from harness.bench_e2e import full_model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cpu_name() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def noise(seconds: float) -> array:
+    rng = random.Random(7)
+    return array("f", [rng.uniform(-0.3, 0.3) for _ in range(int(16000 * seconds))])
+
+
+def bench(model: Path, seconds: float, counts: list, repeats: int) -> dict:
+    engines = {n: Engine.open(model, "auto", n) for n in counts}
+    x = noise(seconds)
+    times = {n: [] for n in counts}
+    digests = {}
+    for n in counts:                                   # warm-up (first-touch of the weights)
+        engines[n].encode(x)
+    for _ in range(repeats):
+        for n in counts:
+            start = time.perf_counter()
+            enc, _ = engines[n].encode(x)
+            times[n].append(time.perf_counter() - start)
+            digests[n] = hashlib.sha256(bytes(memoryview(enc).cast("B"))).hexdigest()
+    base = statistics.median(times[counts[0]])
+    return {"model": model.name, "audio_seconds": seconds, "tier": engines[counts[0]].tier,
+            "median_seconds": {n: round(statistics.median(t), 3) for n, t in times.items()},
+            "speedup": {n: round(base / statistics.median(t), 2) for n, t in times.items()},
+            "identical": len(set(digests.values())) == 1}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, nargs="+", default=[10.0, 30.0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", help="write the records here")
+    args = parser.parse_args(argv)
+    print(f"CPU: {cpu_name()}")
+    records = []
+    for model in (full_model(), ROOT / "models" / "phonon-small.gguf"):
+        for seconds in args.seconds:
+            r = bench(model, seconds, args.threads, args.repeats)
+            records.append(r)
+            cells = "  ".join(f"{n} thr {r['median_seconds'][n]:.3f} s (x{r['speedup'][n]:.2f})" for n in args.threads)
+            print(f"{r['model']:34s} {seconds:4.0f} s audio [{r['tier']}]  {cells}  "
+                  f"{'identical' if r['identical'] else 'DIFFERENT OUTPUTS'}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"cpu": cpu_name(), "records": records}, indent=1) + "\n")
+    return 0 if all(r["identical"] for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
