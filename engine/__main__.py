@@ -134,8 +134,11 @@ def transcribe_command(args) -> int:
     from .transcribe import Engine
     try:
         engine = Engine.open(args.model, args.tier, args.threads)
-        samples = load_audio(engine.k, Path(args.file).read_bytes(), args.raw_rate)
-        result = engine.transcribe(samples, float_acts=args.float_acts)
+        if args.raw_rate is None and not args.float_acts:
+            result = transcribe_wav_file(engine, Path(args.file))
+        else:
+            samples = load_audio(engine.k, Path(args.file).read_bytes(), args.raw_rate)
+            result = engine.transcribe(samples, float_acts=args.float_acts)
     except (OSError, AudioError, GGUFError, KernelError) as e:
         print(f"transcribe: error: {e}", file=sys.stderr)
         return 1
@@ -145,6 +148,21 @@ def transcribe_command(args) -> int:
     else:
         print(result["text"])
     return 0
+
+
+def transcribe_wav_file(engine, path) -> dict:
+    """A WAV file of any length, read a few seconds at a time and transcribed in windows cut at
+    pauses (engine/longform.py): memory stays flat. Progress on stderr when it takes windows."""
+    from .audio import wav_pieces
+    from .longform import transcribe_pieces
+
+    with open(path, "rb") as f:
+        _, seconds, pieces = wav_pieces(engine.k, f)
+
+        def progress(index, start, end, text):
+            print(f"transcribe: {end:8.1f} / {seconds:.1f} s ({100 * end / max(seconds, 1e-9):3.0f}%)",
+                  file=sys.stderr, flush=True)
+        return transcribe_pieces(engine, pieces, on_window=progress if seconds > 30 else None)
 
 
 def stream_command(args) -> int:

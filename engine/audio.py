@@ -32,12 +32,7 @@ def parse_wav(data) -> tuple:
         (size,) = struct.unpack_from("<I", view, pos + 4)
         body = view[pos + 8: pos + 8 + size]
         if cid == b"fmt ":
-            if len(body) < 16:
-                raise AudioError("WAV fmt chunk is too short")
-            tag, channels, rate, _, align, bits = struct.unpack_from("<HHIIHH", body, 0)
-            if tag == WAVE_FORMAT_EXTENSIBLE and len(body) >= 26:
-                (tag,) = struct.unpack_from("<H", body, 24)          # sub-format GUID's first field
-            fmt = (tag, channels, rate, bits, align)
+            fmt = _fmt_chunk(body)
         elif cid == b"data":
             pcm = body                                               # may be truncated: use what is there
         pos += 8 + size + (size & 1)
@@ -45,6 +40,20 @@ def parse_wav(data) -> tuple:
         raise AudioError("WAV file has no fmt chunk")
     if pcm is None:
         raise AudioError("WAV file has no data chunk")
+    return (pcm, *_encoding(fmt))
+
+
+def _fmt_chunk(body) -> tuple:
+    if len(body) < 16:
+        raise AudioError("WAV fmt chunk is too short")
+    tag, channels, rate, _, align, bits = struct.unpack_from("<HHIIHH", body, 0)
+    if tag == WAVE_FORMAT_EXTENSIBLE and len(body) >= 26:
+        (tag,) = struct.unpack_from("<H", body, 24)          # sub-format GUID's first field
+    return tag, channels, rate, bits, align
+
+
+def _encoding(fmt: tuple) -> tuple:
+    """(tag, channels, rate, bits, align) -> (format name, channels, rate), checked."""
     tag, channels, rate, bits, align = fmt
     names = {(WAVE_FORMAT_PCM, 8): "u8", (WAVE_FORMAT_PCM, 16): "s16", (WAVE_FORMAT_PCM, 24): "s24",
              (WAVE_FORMAT_PCM, 32): "s32", (WAVE_FORMAT_FLOAT, 32): "f32", (WAVE_FORMAT_FLOAT, 64): "f64"}
@@ -57,7 +66,62 @@ def parse_wav(data) -> tuple:
         raise AudioError(f"WAV sample rate {rate} Hz is outside 1000..768000 Hz")
     if align != channels * bits // 8:
         raise AudioError(f"WAV block align {align} does not match {channels} x {bits}-bit samples")
-    return pcm, names[(tag, bits)], channels, rate
+    return names[(tag, bits)], channels, rate
+
+
+def open_wav(f) -> tuple:
+    """A WAV file object, read chunk header by chunk header without loading it: returns
+    (format name, channels, rate, data offset, data bytes) and leaves `f` at the data. The
+    data size is clipped to what the file holds (a truncated recording is read as far as it
+    goes, as parse_wav does)."""
+    head = f.read(12)
+    if len(head) < 12 or head[0:4] != b"RIFF" or head[8:12] != b"WAVE":
+        raise AudioError("not a WAV file (no RIFF/WAVE header)")
+    f.seek(0, 2)
+    end = f.tell()
+    pos, fmt, data = 12, None, None
+    while pos + 8 <= end and data is None:
+        f.seek(pos)
+        cid, size = struct.unpack("<4sI", f.read(8))
+        if cid == b"fmt ":
+            fmt = _fmt_chunk(f.read(min(size, 64)))
+        elif cid == b"data":
+            data = (pos + 8, max(0, min(size, end - pos - 8)))
+        pos += 8 + size + (size & 1)
+    if fmt is None:
+        raise AudioError("WAV file has no fmt chunk before its data")
+    if data is None:
+        raise AudioError("WAV file has no data chunk")
+    name, channels, rate = _encoding(fmt)
+    f.seek(data[0])
+    return name, channels, rate, data[0], data[1]
+
+
+def wav_pieces(kernels: Kernels, f, seconds: float = 10.0):
+    """(rate, duration in seconds, generator of mono float32 pieces at 16 kHz) from a WAV file object, read
+    `seconds` of audio at a time: memory stays flat in the file's length. The pieces joined are
+    bit for bit load_audio() of the whole file (StreamResampler)."""
+    name, channels, rate, _, size = open_wav(f)
+    frame_bytes = channels * {"u8": 1, "s16": 2, "s24": 3, "s32": 4, "f32": 4, "f64": 8}[name]
+    step = max(1, int(rate * seconds)) * frame_bytes
+
+    def pieces():
+        resampler, left = StreamResampler(kernels, rate), size - size % frame_bytes
+        while left > 0:
+            raw = f.read(min(step, left))
+            if not raw:
+                break
+            left -= len(raw)
+            try:
+                out = resampler.push(kernels.pcm_to_mono(raw, name, channels))
+            except KernelError as e:
+                raise AudioError(str(e)) from None
+            if len(out):
+                yield out
+        tail = resampler.flush()
+        if len(tail):
+            yield tail
+    return rate, size // frame_bytes / rate, pieces()
 
 
 def resample(kernels: Kernels, x, rate: int, out_rate: int = MODEL_RATE) -> array:
@@ -93,3 +157,46 @@ def load_audio(kernels: Kernels, data, rate: int | None = None) -> array:
         return resample(kernels, mono, rate)
     except KernelError as e:
         raise AudioError(str(e)) from None
+
+
+class StreamResampler:
+    """audio.resample() in pieces: the same output samples, bit for bit, for any chunking
+    (each output is one dot product over its input taps; x beyond the end counts as 0, as in
+    the whole-signal call)."""
+
+    def __init__(self, kernels, rate: int):
+        self.k, self.rate = kernels, rate
+        self.plan = None if rate == MODEL_RATE else kernels.resampler_plan(rate, MODEL_RATE)
+        self.buf = array("f")            # input samples [base, n_in)
+        self.base = self.n_in = self.done = 0
+
+    def push(self, x) -> array:
+        if self.plan is None:
+            return array("f", x)
+        self.buf.extend(x)
+        self.n_in += len(x)
+        a, b, half = self.plan[:3]
+        # output j needs input up to q + half, q = floor(j a / b): ready while q <= n_in - 1 - half
+        ready = ((self.n_in - half) * b - 1) // a + 1 if self.n_in > half else 0
+        return self._emit(ready)
+
+    def flush(self) -> array:
+        """The outputs that need input past the end (zeros), up to the whole-signal count."""
+        if self.plan is None:
+            return array("f")
+        a, b = self.plan[:2]
+        return self._emit(self.n_in * b // a)
+
+    def _emit(self, upto: int) -> array:
+        n = upto - self.done
+        if n <= 0:
+            return array("f")
+        a, b, half = self.plan[:3]
+        q0, r0 = divmod(self.done * a, b)
+        out = self.k.resample(self.plan, self.buf, len(self.buf), q0 - self.base, r0, n)
+        self.done = upto
+        keep_from = self.done * a // b - half + 1            # the next output's first tap
+        if keep_from > self.base:
+            del self.buf[:keep_from - self.base]
+            self.base = keep_from
+        return out

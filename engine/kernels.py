@@ -160,6 +160,7 @@ _COMMON_SIGNATURES = {
     "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
     "pk_copy_cols": (_i, [_i, _i, _vp, _i, _i, _vp]),
+    "pk_block_power": (_i, [_i, _i, _vp, _vp]),
     "pk_lstm_cell": (_i, [_i, _vp, _vp, _vp]),
     "pk_rel_scores": (_i, [_i, _i, _vp, _vp, _vp, _vp, ctypes.c_float, _vp, _vp]),
     "pk_rel_positions": (_i, [_i, _i, _vp]),
@@ -578,6 +579,17 @@ class Kernels:
         y = self._f32(A * B * C, out)
         _raise_status(self._fn["pk_transpose3"](A, B, C, _Arg(x, A * B * C, "float32", "x").pointer,
                                                 _Arg(y, A * B * C, "float32", "y", True).pointer), "pk_transpose3")
+        return y
+
+    def block_power(self, x, n: int, block: int) -> array:
+        """Mean square of each `block`-sample block of x[n] (the last one may be shorter)."""
+        _check_count(n)
+        _check_dims(block=block)
+        if n == 0:
+            return array("f")
+        y = array("f", bytes(4 * (-(-n // block))))
+        _raise_status(self._fn["pk_block_power"](n, block, _Arg(x, n, "float32", "x").pointer,
+                                                 _Arg(y, len(y), "float32", "y", True).pointer), "pk_block_power")
         return y
 
     def copy_cols(self, x, N: int, W: int, y, O: int, c0: int) -> None:

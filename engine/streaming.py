@@ -45,7 +45,7 @@ from array import array
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from .audio import MODEL_RATE
+from .audio import MODEL_RATE, StreamResampler
 from .decoder import detokenize, word_spans
 from .encoder import Cancelled
 
@@ -106,49 +106,6 @@ class Word:
     def as_dict(self) -> dict:
         return {"word": self.text, "start": round(self.start / MODEL_RATE, 2),
                 "end": round(self.end / MODEL_RATE, 2)}
-
-
-class StreamResampler:
-    """audio.resample() in pieces: the same output samples, bit for bit, for any chunking
-    (each output is one dot product over its input taps; x beyond the end counts as 0, as in
-    the whole-signal call)."""
-
-    def __init__(self, kernels, rate: int):
-        self.k, self.rate = kernels, rate
-        self.plan = None if rate == MODEL_RATE else kernels.resampler_plan(rate, MODEL_RATE)
-        self.buf = array("f")            # input samples [base, n_in)
-        self.base = self.n_in = self.done = 0
-
-    def push(self, x) -> array:
-        if self.plan is None:
-            return array("f", x)
-        self.buf.extend(x)
-        self.n_in += len(x)
-        a, b, half = self.plan[:3]
-        # output j needs input up to q + half, q = floor(j a / b): ready while q <= n_in - 1 - half
-        ready = ((self.n_in - half) * b - 1) // a + 1 if self.n_in > half else 0
-        return self._emit(ready)
-
-    def flush(self) -> array:
-        """The outputs that need input past the end (zeros), up to the whole-signal count."""
-        if self.plan is None:
-            return array("f")
-        a, b = self.plan[:2]
-        return self._emit(self.n_in * b // a)
-
-    def _emit(self, upto: int) -> array:
-        n = upto - self.done
-        if n <= 0:
-            return array("f")
-        a, b, half = self.plan[:3]
-        q0, r0 = divmod(self.done * a, b)
-        out = self.k.resample(self.plan, self.buf, len(self.buf), q0 - self.base, r0, n)
-        self.done = upto
-        keep_from = self.done * a // b - half + 1            # the next output's first tap
-        if keep_from > self.base:
-            del self.buf[:keep_from - self.base]
-            self.base = keep_from
-        return out
 
 
 def as_float32(samples, what: str = "samples") -> array:

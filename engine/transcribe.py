@@ -17,6 +17,7 @@ from .audio import MODEL_RATE
 from .decoder import Joint, PredictionNetwork, detokenize, punctuation_marks, tdt_greedy, words_with_times
 from .encoder import Cancelled, Encoder
 from .kernels import Kernels
+from .longform import WindowPolicy, transcribe_pieces
 from .model_file import ModelFile, load
 from .parallel import Team, default_threads
 from .timing import section
@@ -92,8 +93,16 @@ class Engine:
             return tdt_greedy(self.k, self.prediction, self.joint, enc, T, self.model.durations,
                               self.max_symbols, float_acts, cancelled=cancelled)
 
-    def transcribe(self, samples, float_acts: bool = False) -> dict:
-        """samples: float32 mono at 16 kHz (any buffer). Empty or shorter than one hop: empty text."""
+    def transcribe(self, samples, float_acts: bool = False, on_window=None,
+                   policy: WindowPolicy | None = None) -> dict:
+        """samples: float32 mono at 16 kHz (any buffer). Empty or shorter than one hop: empty text.
+        Longer than the policy's max_window (30 s): in windows cut at pauses (engine/longform.py;
+        on_window(index, start s, end s, text) after each), so any length finishes."""
+        policy = policy or WindowPolicy()
+        if len(samples) > policy.max_window * MODEL_RATE and not float_acts:
+            view = memoryview(samples).cast("B").cast("f")
+            step = 10 * MODEL_RATE
+            return transcribe_pieces(self, (view[i:i + step] for i in range(0, len(view), step)), policy, on_window)
         self._cancel.clear()
         started = time.perf_counter()
         tokens = self.tokens(samples, float_acts)
@@ -106,7 +115,8 @@ class Engine:
             "tokens": [{"id": t.id, "frame": t.frame, "duration": t.duration} for t in tokens],
             "timing": {"audio_seconds": round(audio_seconds, 3), "compute_seconds": round(seconds, 3),
                        "rtfx": round(audio_seconds / seconds, 2) if seconds > 0 else None,
-                       "tier": self.k.tier, "threads": self.team.size},
+                       "tier": self.k.tier, "threads": self.team.size,
+                       "windows": [[0.0, round(audio_seconds, 2)]]},
         }
 
 

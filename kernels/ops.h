@@ -35,6 +35,9 @@
  *                                   channel of conv0's output (ceil(T/2) * ceil(F/2) floats),
  *                                   instead of all C of them
  * pk_transpose3(A, B, C, x, y)     x [A][B][C] -> y [B][A][C] (data movement only)
+ * pk_block_power(n, B, x, y)      y[i] = mean of x^2 over block i = x[iB, min(iB + B, n)): a double
+ *                                   sum in sample order over the block, divided by its length,
+ *                                   rounded to float (ceil(n / B) outputs; pauses in long files)
  * pk_copy_cols(N, W, x, O, c0, y) x [N][W] -> columns c0..c0+W-1 of y [N][O] (data movement
  *                                   only; how a row slice of a split linear joins its output)
  * pk_rel_positions(T, D, pe)        pe [2T-1][D], row k for relative position p = T-1-k, in
@@ -70,6 +73,7 @@ PK_API int pk_subsampling_head(int T, int F, int C, const float *x, const float 
                                const float *w2, const float *b2, float *scratch, float *y);
 PK_API int pk_transpose3(int A, int B, int C, const float *x, float *y);
 PK_API int pk_copy_cols(int N, int W, const float *x, int O, int c0, float *y);
+PK_API int pk_block_power(int n, int B, const float *x, float *y);
 PK_API int pk_add_div(int n, const float *a, const float *b, float s, float *y);
 PK_API int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,
                         int groups, float *y);

@@ -168,6 +168,17 @@ int pk_transpose3(int A, int B, int C, const float *x, float *y) {
     return PK_OK;
 }
 
+int pk_block_power(int n, int B, const float *x, float *y) {
+    if (n <= 0 || B <= 0) return PK_E_SHAPE;
+    for (int i = 0, start = 0; start < n; i++, start += B) {
+        int end = start + B < n ? start + B : n;
+        double sum = 0.0;
+        for (int j = start; j < end; j++) sum += (double)x[j] * (double)x[j];
+        y[i] = (float)(sum / (double)(end - start));
+    }
+    return PK_OK;
+}
+
 int pk_copy_cols(int N, int W, const float *x, int O, int c0, float *y) {
     if (N <= 0 || W <= 0 || O <= 0 || c0 < 0 || c0 > O - W) return PK_E_SHAPE;
     for (int n = 0; n < N; n++) {
