@@ -338,12 +338,19 @@ def cmd_wheel(args=None):
 # --------------------------------------------------------------------------------------------
 # the web app
 
+BUNDLED_DESCRIPTION = ("A small demo model trained only on generated (text-to-speech) voices saying smart-home "
+                       "commands and short sentences: it shows the pipeline, it does not recognise real voices "
+                       "well. For real speech: python3 build.py fetch phonon-2")
+TINY_DESCRIPTION = "Random weights, for tests only: it runs the whole pipeline, but its words are nonsense."
+
+
 def default_model() -> tuple:
     """The model the site ships: (path, description). The trained small model when it is in
     the repo (models/phonon-small.gguf), else the random tiny test model."""
     if TRAINED_MODEL.exists():
-        return TRAINED_MODEL, {"name": "phonon-small", "test_model": False}
-    return tiny_model(), {"name": "tiny test model (random weights)", "test_model": True}
+        return TRAINED_MODEL, {"name": "phonon-small", "test_model": False, "description": BUNDLED_DESCRIPTION}
+    return tiny_model(), {"name": "tiny test model (random weights)", "test_model": True,
+                          "description": TINY_DESCRIPTION}
 
 
 def tiny_model() -> Path:
@@ -376,8 +383,11 @@ def site_model(path) -> tuple:
     if not path.is_file():
         raise BuildError(f"--model {path}: no such file")
     tiny = TINY_MODEL.exists() and path == TINY_MODEL.resolve()
-    return path, ({"name": "tiny test model (random weights)", "test_model": True} if tiny
-                  else {"name": path.stem, "test_model": False})
+    if tiny:
+        return path, {"name": "tiny test model (random weights)", "test_model": True, "description": TINY_DESCRIPTION}
+    if path == TRAINED_MODEL.resolve():
+        return default_model()
+    return path, {"name": path.stem, "test_model": False, "description": ""}
 
 
 def cmd_site(args=None) -> Path:
@@ -389,6 +399,9 @@ def cmd_site(args=None) -> Path:
     wheel = cmd_wheel()
     pyodide = npm_package_dir("pyodide")
     model, model_info = site_model(args.model) if getattr(args, "model", None) else default_model()
+    if getattr(args, "model_description", None):
+        model_info = dict(model_info, description=args.model_description)
+    model_info = dict(model_info, note=getattr(args, "model_note", None) or "")
     site = Path(args.out).resolve() if getattr(args, "out", None) else SITE
     stage = site.with_name(site.name + ".partial")
     if stage.exists():
