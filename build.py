@@ -390,6 +390,26 @@ def site_model(path) -> tuple:
     return path, {"name": path.stem, "test_model": False, "description": ""}
 
 
+def remote_model(args) -> dict | None:
+    """`site --model-url URL --model-sha256 HEX --model-bytes N [--model-name NAME]`: a model
+    on another origin, fetched by the page with CORS and checked against this digest."""
+    url, digest, size = (getattr(args, k, None) for k in ("model_url", "model_sha256", "model_bytes"))
+    if url is None and digest is None and size is None:
+        return None
+    if None in (url, digest, size):
+        raise BuildError("--model-url, --model-sha256 and --model-bytes go together")
+    if getattr(args, "model", None):
+        raise BuildError("--model (a file in the site) and --model-url (a model elsewhere) exclude each other")
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", url):
+        raise BuildError(f"--model-url {url!r}: need an absolute http(s) URL")
+    if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise BuildError("--model-sha256: need 64 lowercase hex digits")
+    if not isinstance(size, int) or size <= 0:
+        raise BuildError("--model-bytes: need a positive size in bytes")
+    name = getattr(args, "model_name", None) or url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".gguf")
+    return {"url": url, "sha256": digest, "size": size, "name": name, "test_model": False, "description": ""}
+
+
 def cmd_site(args=None) -> Path:
     """dist/site/ (or --out DIR): the app (web/), the Pyodide runtime files from the pinned npm
     package, the engine wheel, the model (default_model(), or --model F), NOTICE and LICENSE,
@@ -398,7 +418,11 @@ def cmd_site(args=None) -> Path:
     setup_venv()
     wheel = cmd_wheel()
     pyodide = npm_package_dir("pyodide")
-    model, model_info = site_model(args.model) if getattr(args, "model", None) else default_model()
+    remote = remote_model(args)
+    if remote:
+        model, model_info = None, remote
+    else:
+        model, model_info = site_model(args.model) if getattr(args, "model", None) else default_model()
     if getattr(args, "model_description", None):
         model_info = dict(model_info, description=args.model_description)
     model_info = dict(model_info, note=getattr(args, "model_note", None) or "")
@@ -409,8 +433,9 @@ def cmd_site(args=None) -> Path:
     print(f"+ assemble {stage}")
     copies = {name: WEB / name for name in SITE_STATIC}
     copies.update({f"pyodide/{name}": pyodide / name for name in PYODIDE_RUNTIME})
-    copies.update({f"wheel/{wheel.name}": wheel, f"models/{model.name}": model,
-                   "NOTICE.txt": ROOT / "NOTICE", "LICENSE.txt": ROOT / "LICENSE"})
+    copies.update({f"wheel/{wheel.name}": wheel, "NOTICE.txt": ROOT / "NOTICE", "LICENSE.txt": ROOT / "LICENSE"})
+    if model is not None:
+        copies[f"models/{model.name}"] = model
     for rel, src in copies.items():
         (stage / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, stage / rel)
@@ -420,8 +445,11 @@ def cmd_site(args=None) -> Path:
         files[rel] = {"sha256": sha256_of(stage / rel), "size": (stage / rel).stat().st_size}
     for rel in copies:
         add(rel)
-    model_rel = f"models/{model.name}"
-    model_entry = dict(path=model_rel, **files[model_rel], **model_info)
+    if model is not None:
+        model_rel = f"models/{model.name}"
+        model_entry = dict(path=model_rel, **files[model_rel], **model_info)
+    else:
+        model_rel, model_entry = None, model_info            # on another origin: not a site file
     context = {"version": project_version(), "pyodide_version": PINS["pyodide"]["version"],
                "model": model_entry, "wheel": f"wheel/{wheel.name}"}
     render(WEB / "index.html.j2", stage / "index.html", context)
@@ -444,8 +472,9 @@ def cmd_site(args=None) -> Path:
         shutil.rmtree(site)
     stage.rename(site)
     total = sum(f["size"] for f in files.values())
+    where = model.name if model is not None else model_entry["url"]
     print(f"site: {site} ({len(files) + 1} files, {total / 2**20:.1f} MiB; "
-          f"model {model.name} {model_entry['size']:,} bytes; build {build_id})")
+          f"model {where} {model_entry['size']:,} bytes; build {build_id})")
     return site
 
 
@@ -627,6 +656,11 @@ def main(argv=None):
     site = sub.add_parser("site", help="the static web app (dist/site)")
     site.add_argument("--model", help="the GGUF to ship (default: models/phonon-small.gguf, else the tiny test model)")
     site.add_argument("--out", help="output folder (default: dist/site)")
+    site.add_argument("--model-url", help="a model on another origin (the page fetches it with CORS; "
+                                          "needs --model-sha256 and --model-bytes)")
+    site.add_argument("--model-sha256", help="the --model-url model's sha256 (64 hex digits)")
+    site.add_argument("--model-bytes", type=int, help="the --model-url model's size in bytes")
+    site.add_argument("--model-name", help="the name the page shows for the --model-url model")
     for name in ("serve", "demo"):
         serve = sub.add_parser(name, help="serve dist/site on 127.0.0.1" + (" after building it" if name == "demo" else ""))
         serve.add_argument("--port", type=int, help="default 8000 (any free port if 8000 is taken)")

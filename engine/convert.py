@@ -13,7 +13,6 @@ every record, re-expanded, bit for bit with the container.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -22,6 +21,7 @@ import time
 from pathlib import Path
 
 from . import bps, fermion
+from .fetch import sha256_file
 from .fv5 import pack_b5x3t7, unpack_b5x3t7
 from .model_file import ARCHITECTURE, DIM_KEYS, FRONTEND, WEIGHTS_FORMAT
 from .model_layout import Dims, dims_from_records, layout_shapes, tensor_name
@@ -50,14 +50,6 @@ class ConversionError(ValueError):
 def read_pins() -> dict:
     path = Path(__file__).resolve().parent.parent / "pins.json"
     return json.loads(path.read_text()).get("phonon2_release", {}) if path.exists() else {}
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def extract_archive(archive: Path, into: Path) -> tuple:

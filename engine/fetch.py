@@ -210,7 +210,7 @@ def _start_position(response, have: int, part: Path) -> tuple:
         total = None if match.group(3) == "*" else int(match.group(3))
         return have, total
     if have:
-        print(f"  (the server does not resume downloads: starting again from byte 0)", file=sys.stderr)
+        print("  (the server does not resume downloads: starting again from byte 0)", file=sys.stderr)
     return 0, int(length) if length and length.isdigit() else None
 
 

@@ -1,6 +1,7 @@
 """A small static file server for the harness, the tests and `python3 build.py serve|demo`:
 URL prefixes mapped to directories, correct MIME types for .wasm/.mjs/.whl, no caching,
-optional COOP/COEP headers, a log of the paths requested. Loopback only. Standard library
+optional COOP/COEP headers, optional CORS headers (a model host for another origin), a log of
+the paths requested. Loopback only. Standard library
 only (build.py imports it before anything is installed)."""
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ MIME = {".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/jav
 
 
 class _Handler(SimpleHTTPRequestHandler):
-    def __init__(self, *args, routes, isolate, log, **kwargs):
-        self.routes, self.isolate, self.request_log = routes, isolate, log
+    def __init__(self, *args, routes, isolate, log, cors=False, **kwargs):
+        self.routes, self.isolate, self.request_log, self.cors = routes, isolate, log, cors
         super().__init__(*args, **kwargs)
 
     def send_head(self):
@@ -43,6 +44,9 @@ class _Handler(SimpleHTTPRequestHandler):
 
     def end_headers(self):
         self.send_header("Cache-Control", "no-store")
+        if self.cors:                       # a model host for pages on other origins
+            self.send_header("Access-Control-Allow-Origin", "*")
+            self.send_header("Cross-Origin-Resource-Policy", "cross-origin")
         if self.isolate:
             self.send_header("Cross-Origin-Opener-Policy", "same-origin")
             self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
@@ -55,10 +59,10 @@ class _Handler(SimpleHTTPRequestHandler):
 class StaticServer:
     """`routes`: {"/prefix/": directory}; longest prefix wins. Use as a context manager."""
 
-    def __init__(self, routes: dict, port: int = 0, isolate: bool = False):
+    def __init__(self, routes: dict, port: int = 0, isolate: bool = False, cors: bool = False):
         ordered = sorted(((p, Path(d)) for p, d in routes.items()), key=lambda r: -len(r[0]))
         self.log: list[str] = []                 # every path requested (GET and HEAD), in order
-        handler = partial(_Handler, routes=ordered, isolate=isolate, log=self.log)
+        handler = partial(_Handler, routes=ordered, isolate=isolate, log=self.log, cors=cors)
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -35,3 +35,13 @@ def build_artifact(env_name: str) -> Path:
     if not value or not Path(value).exists():
         pytest.fail(f"{env_name} is not set or missing: run the tests with `python3 build.py test`")
     return Path(value)
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf_path(tmp_path_factory) -> Path:
+    """The committed tiny synthetic model converted once (random weights: tokens on any audio)."""
+    from engine.convert import convert, read_config
+    data = ROOT / "tests" / "data" / "tiny"
+    out = tmp_path_factory.mktemp("tiny-shared") / "tiny.gguf"
+    convert(data / "model.fermion", read_config(data / "config.json"), out, "n", "tiny")
+    return out

@@ -17,7 +17,6 @@ import pytest
 
 from engine.audio import AudioError, load_audio, wav_pieces
 from engine.encoder import Cancelled
-from engine.kernels import Kernels
 from engine.longform import FRAME_SAMPLES, WindowedTranscription, WindowPolicy, choose_cut, transcribe_pieces
 from engine.transcribe import Engine
 
@@ -26,12 +25,8 @@ RATE = 16000
 
 
 @pytest.fixture(scope="module")
-def tiny_gguf(tmp_path_factory) -> Path:
-    from engine.convert import convert, read_config
-    data = ROOT / "tests" / "data" / "tiny"
-    out = tmp_path_factory.mktemp("tiny") / "tiny.gguf"
-    convert(data / "model.fermion", read_config(data / "config.json"), out, "n", "tiny")
-    return out
+def tiny_gguf(tiny_gguf_path) -> Path:
+    return tiny_gguf_path
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import NATIVE_TIERS
 from engine.audio import load_audio
-from engine.kernels import KernelError, Kernels
+from engine.kernels import KernelError
 from engine.parallel import Team, check_threads, even_ranges
 from engine.transcribe import Engine
 
@@ -25,12 +25,8 @@ SAMPLE = ROOT / "samples" / "two-commands.wav"
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    from engine.convert import convert, read_config
-    data = ROOT / "tests" / "data" / "tiny"
-    out = tmp_path_factory.mktemp("tiny") / "tiny.gguf"
-    convert(data / "model.fermion", read_config(data / "config.json"), out, "n", "tiny")
-    return out
+def tiny_model(tiny_gguf_path) -> Path:
+    return tiny_gguf_path
 
 
 def encoder_digest_and_tokens(model: Path, tier: str, threads: int) -> tuple:

@@ -40,6 +40,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from training.metrics import edit_distance   # standard library only, shared with the model card
+
 ROOT = Path(__file__).resolve().parent.parent
 REFS = Path(__file__).resolve().parent / "real_speech_refs.json"
 PEERS_SCRIPT = Path(__file__).resolve().parent / "real_speech_peers.py"
@@ -106,15 +108,6 @@ def _split_digits(token: str) -> list:
             current = ""
         current += ch
     return parts + ([current] if current else [])
-
-
-def edit_distance(a: list, b: list) -> int:
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
-    return row[-1]
 
 
 def pooled_wer(pairs: list) -> tuple:

@@ -23,7 +23,10 @@ const ui = {
   live: $("live"), mic: $("mic"), micLabel: $("mic-label"), open: $("open-file"), file: $("file"),
   copy: $("copy"), clear: $("clear"), downloads: [...document.querySelectorAll("[data-format]")],
   audio: $("m-audio"), rtf: $("m-rtf"), lag: $("m-lag"), tier: $("m-tier"),
+  modelName: $("model-name"), modelDescription: $("model-description"), modelOpen: $("model-open"),
+  modelFile: $("model-file"), modelReset: $("model-reset"),
 };
+const LOCAL_MODEL = "phonon-web-local-model";     // localStorage: {sha256, name} of an opened .gguf
 
 // What tests and the measuring script read: state, timings (ms since navigation), the last
 // result; with ?debug=1 also every worker message and the captured samples.
@@ -50,6 +53,7 @@ function setState(state, text) {
   const idle = state === "ready" || state === "done";
   ui.mic.disabled = !(idle || state === "listening") || !captureSupport().ok;
   ui.open.disabled = !idle;
+  ui.modelOpen.disabled = !idle;
   const hasText = !!(transcript && transcript.words.length);
   for (const b of [ui.copy, ...ui.downloads]) b.disabled = !hasText || state === "transcribing";
   ui.clear.disabled = !hasText || !idle;
@@ -148,7 +152,7 @@ async function main() {
   worker.onmessage = onWorkerMessage;
   worker.onerror = (e) => { e.preventDefault(); died(e.message || "it failed to load"); };
   worker.onmessageerror = () => died("a message could not be read");
-  worker.postMessage({ kind: "init", manifest, tier, debug: DEBUG });
+  worker.postMessage({ kind: "init", manifest, tier, debug: DEBUG, localModel: storedLocalModel() });
   lastHeard = performance.now();
   quietUntil = lastHeard + 120000;              // start-up has long synchronous steps
   heartbeat = setInterval(checkHeartbeat, HEARTBEAT_MS);
@@ -221,6 +225,7 @@ function onWorkerMessage({ data }) {
             data.loaded, data.total);
       break;
     case "ready": return onReady(data);
+    case "model-switched": return onModelSwitched(data);
     case "started": break;
     case "partial": return showPartial(data.view, data.metrics);
     case "final": return showFinal(data);
@@ -254,9 +259,48 @@ function onReady(data) {
   ui.loader.hidden = true;
   ui.tier.textContent = data.tier + (FORCED_TIER ? " (forced)" : "");
   setState("ready");
+  if (data.localModel) showModel(data.localModel);
+  if (data.localNote) forgetLocalModel();
   const support = captureSupport();
   if (!support.ok) showAlert(support.why, { info: true });
+  else if (data.localNote) showAlert(`Using this site's model: ${data.localNote}.`, { info: true });
   else if (data.cacheNote) showAlert(`Ready, but ${data.cacheNote}.`, { info: true });
+}
+
+// ------------------------------------------------------------------------------------------
+// a model file of the user's own (validated by the engine's loader in the worker)
+
+function storedLocalModel() {
+  try { return JSON.parse(localStorage.getItem(LOCAL_MODEL) || "null"); } catch { return null; }
+}
+
+function forgetLocalModel() {
+  try { localStorage.removeItem(LOCAL_MODEL); } catch { /* storage disabled */ }
+}
+
+function showModel({ file, name, size, notice }) {
+  phonon.model = { file, name, size };
+  ui.modelName.textContent = `${name} (your file ${file}, ${(size / 1048576).toFixed(1)} MB)`;
+  ui.modelDescription.textContent = notice ? `· Licence: ${notice}` : "· No licence notice in the file.";
+  ui.modelReset.hidden = false;
+}
+
+async function openModelFile(file) {
+  if (!worker || !(phonon.state === "ready" || phonon.state === "done")) return;
+  hideAlert();
+  setState("transcribing", `Checking ${file.name}…`);
+  quietUntil = performance.now() + 120000;      // loading a model is one long synchronous step
+  const bytes = await file.arrayBuffer();
+  worker.postMessage({ kind: "open-model", name: file.name, bytes }, [bytes]);
+}
+
+function onModelSwitched(data) {
+  quietUntil = 0;
+  showModel(data);
+  try { localStorage.setItem(LOCAL_MODEL, JSON.stringify({ sha256: data.sha256, name: data.file })); } catch { /* none */ }
+  setState(transcript && transcript.words.length ? "done" : "ready");
+  showAlert(`Now using ${data.file}` + (data.cacheNote ? `, but ${data.cacheNote}.` : "; it is kept on this device for the next visit."),
+            { info: true });
 }
 
 function checkHeartbeat() {
@@ -564,6 +608,13 @@ ui.file.addEventListener("change", () => {
   ui.file.value = "";
   if (file) transcribeFile(file);
 });
+ui.modelOpen.addEventListener("click", () => ui.modelFile.click());
+ui.modelFile.addEventListener("change", () => {
+  const [file] = ui.modelFile.files;
+  ui.modelFile.value = "";
+  if (file) openModelFile(file);
+});
+ui.modelReset.addEventListener("click", () => { forgetLocalModel(); location.reload(); });
 ui.copy.addEventListener("click", copy);
 ui.clear.addEventListener("click", () => { clearTranscript(); hideAlert(); setState("ready"); });
 for (const b of ui.downloads) b.addEventListener("click", () => download(b.dataset.format));

@@ -1,13 +1,16 @@
 // The engine worker: Pyodide + the phonon-web engine, the model, live streams and files.
 // Everything slow happens here; the page only posts messages and never waits on a decode.
 //
-// page -> worker   {kind: "init", manifest, tier, debug}    boot, fetch/verify/cache the model
+// page -> worker   {kind: "init", manifest, tier, debug, localModel}   boot, fetch/verify/cache the
+//                                                           model (localModel: {sha256, name} of a
+//                                                           file the user opened before, if cached)
+//                  {kind: "open-model", name, bytes}         switch to a local .gguf (kept on failure)
 //                  {kind: "start", rate, port, ring}         open a stream; audio arrives on port
 //                  {kind: "file", name, wav} | {kind: "file", name, pcm, rate, channels}
 //                  {kind: "ping"}                            heartbeat
 //                  {kind: "captured"}                        (debug) the samples fed so far
 // port (worklet)   {kind: "audio", samples} ... {kind: "end"}   (with a ring: only "end")
-// worker -> page   stage, progress, ready, started, partial, final, file-busy, file-result,
+// worker -> page   stage, progress, ready, model-switched, started, partial, final, file-busy, file-result,
 //                  pong, error (recoverable), fatal (the worker cannot go on)
 import { bootPyodide } from "./pyodide-boot.mjs";
 
@@ -31,6 +34,18 @@ class WebApp:
         self.model = model                  # the engine reads its tensors from these bytes
         self.engine = Engine.from_buffer(model, tier)
         return self.engine.tier
+
+    def switch(self, model, tier):
+        """Another model: the loader validates it first; on any error the current one stays."""
+        if self.session is not None:
+            raise RuntimeError("a live stream is open: stop it before changing the model")
+        engine = Engine.from_buffer(model, tier)
+        self.engine, self.model = engine, model
+        return self.model_info()
+
+    def model_info(self):
+        m = self.engine.model
+        return json.dumps({"name": m.name, "notice": m.notice, "tier": self.engine.tier})
 
     def start(self, rate):
         self.session = self.engine.stream(int(rate))
@@ -79,7 +94,7 @@ class WebApp:
 app = WebApp()
 `;
 
-let pyodide, app, debug = false;
+let pyodide, app, debug = false, currentTier = null;
 let stream = null;                          // the open live stream
 let captured = [];                          // (debug) every block fed, in order
 
@@ -92,7 +107,7 @@ class Fatal extends Error {
 // ------------------------------------------------------------------------------------------
 // boot: runtime, engine wheel, model
 
-async function init({ manifest, tier, debug: debugMode }) {
+async function init({ manifest, tier, debug: debugMode, localModel }) {
   debug = !!debugMode;
   const base = new URL("./", self.location.href);
   const t = { start: performance.now() };
@@ -109,20 +124,26 @@ async function init({ manifest, tier, debug: debugMode }) {
   app = pyodide.globals.get("app");
   t.model = performance.now();
   post({ kind: "stage", stage: "model" });
-  const model = await loadModel(manifest.model, base);
-  t.compile = performance.now();
-  post({ kind: "stage", stage: "compile" });
-  let usedTier;
-  try {
-    usedTier = app.load(model.buffer, tier);
-  } catch (e) {
-    throw new Fatal("engine", `The engine could not open the model with the ${tier} kernels: ${lastLine(e)}`);
-  } finally {
-    model.buffer.destroy();                 // the Python object lives on in app.model
+  currentTier = tier;
+  const local = localModel ? await openCachedLocalModel(localModel, tier) : null;
+  let model = null, usedTier = local && local.tier, localNote = local && local.note;
+  if (!usedTier) {
+    model = await loadModel(manifest.model, base);
+    t.compile = performance.now();
+    post({ kind: "stage", stage: "compile" });
+    try {
+      usedTier = app.load(model.buffer, tier);
+    } catch (e) {
+      throw new Fatal("engine", `The engine could not open the model with the ${tier} kernels: ${lastLine(e)}`);
+    } finally {
+      model.buffer.destroy();                 // the Python object lives on in app.model
+    }
   }
+  t.compile = t.compile || performance.now();
   t.ready = performance.now();
   post({
-    kind: "ready", tier: usedTier, modelSource: model.source, cacheNote: model.cacheNote,
+    kind: "ready", tier: usedTier, modelSource: model ? model.source : "local-cache",
+    cacheNote: model ? model.cacheNote : null, localModel: local && local.info, localNote,
     heapBytes: heapBytes(),
     timings: { runtime: t.engine - t.start, engine: t.model - t.engine, model: t.compile - t.model,
                compile: t.ready - t.compile, total: t.ready - t.start },
@@ -140,9 +161,15 @@ async function init({ manifest, tier, debug: debugMode }) {
 // finished request as cancelled, net::ERR_ABORTED, in about 1 load of 7 here.)
 const SLICE = 8 << 20;
 
+// Cache Storage keys name the digest, not the URL: the same model from any address is found
+// again, and another digest never reuses an entry. The site's model and files the user opened
+// live under two prefixes, so replacing one never drops the other.
+const SITE_KEY = "phonon-model/site/", LOCAL_KEY = "phonon-model/local/";
+const cacheKey = (prefix, sha256) => new URL(`${prefix}${sha256}`, self.location.href).href;
+
 async function loadModel(entry, base) {
-  const url = new URL(entry.path, base).href;
-  const key = `${url}?sha256=${entry.sha256}`;
+  const url = entry.url || new URL(entry.path, base).href;
+  const key = cacheKey(SITE_KEY, entry.sha256);
   let cache = null;
   try {
     cache = await caches.open(MODEL_CACHE);
@@ -180,8 +207,10 @@ async function loadModel(entry, base) {
   if (cache && !cached) {
     try {
       await cache.put(key, new Response(blob, { headers: { "content-type": "application/octet-stream" } }));
-      // older models (other digests) are not needed any more
-      for (const request of await cache.keys()) if (request.url !== key) await cache.delete(request);
+      // older site models (other digests, or keys from before) are not needed any more
+      for (const request of await cache.keys()) {
+        if (request.url !== key && !request.url.startsWith(cacheKey(LOCAL_KEY, ""))) await cache.delete(request);
+      }
     } catch (e) {
       cacheNote = `the model could not be saved for the next visit (${e.name}: ${e.message})`;
     }
@@ -191,8 +220,12 @@ async function loadModel(entry, base) {
 
 function download(url, entry, progress) {
   return new Promise((resolve, reject) => {
+    const crossOrigin = new URL(url).origin !== self.location.origin;
     const failed = (why) => reject(new Fatal("model-fetch",
-      `The model could not be downloaded (${entry.path}: ${why}). Check the connection and reload.`));
+      `The model could not be downloaded (${entry.path || url}: ${why}). ` + (crossOrigin
+        ? "It is on another site: check the connection, and that its host allows cross-origin downloads " +
+          "(it must send Access-Control-Allow-Origin)."
+        : "Check the connection and reload.")));
     const xhr = new XMLHttpRequest();
     xhr.open("GET", url);
     xhr.responseType = "blob";
@@ -211,6 +244,73 @@ function download(url, entry, progress) {
     progress(0);
     xhr.send();
   });
+}
+
+// A .gguf the user opened: the engine's own loader validates it; only if it loads does the
+// app switch to it (the engine in use stays until then), and only then is it cached.
+async function openModelFile({ name, bytes }) {
+  const data = new Uint8Array(bytes);
+  const buffer = pyBytes(data);
+  let info;
+  try {
+    info = JSON.parse(app.switch(buffer, currentTier));
+  } catch (e) {
+    buffer.destroy();
+    post({ kind: "error", code: "model-file",
+           message: `${name} is not a model this engine can use: ${lastLine(e)}. The previous model is still in use.` });
+    return;
+  }
+  buffer.destroy();                          // app.model keeps the Python object
+  const sha256 = await digestOf(data);
+  let cacheNote = null;
+  try {
+    const cache = await caches.open(MODEL_CACHE);
+    for (const request of await cache.keys()) {   // one opened file is kept at a time
+      if (request.url.startsWith(cacheKey(LOCAL_KEY, ""))) await cache.delete(request);
+    }
+    await cache.put(cacheKey(LOCAL_KEY, sha256), new Response(data, { headers: {
+      "content-type": "application/octet-stream", "x-model-name": encodeURIComponent(name) } }));
+  } catch (e) {
+    cacheNote = `it could not be saved for the next visit (${e.name}: ${e.message})`;
+  }
+  post({ kind: "model-switched", file: name, size: data.length, sha256, cacheNote, ...info });
+}
+
+async function openCachedLocalModel({ sha256, name }, tier) {
+  try {
+    const cache = await caches.open(MODEL_CACHE);
+    const cached = await cache.match(cacheKey(LOCAL_KEY, sha256));
+    if (!cached) return { note: `the model file ${name} you opened before is no longer stored on this device` };
+    const data = new Uint8Array(await cached.arrayBuffer());
+    if (await digestOf(data) !== sha256) {
+      await cache.delete(cacheKey(LOCAL_KEY, sha256));
+      return { note: `the stored copy of ${name} was damaged and has been removed` };
+    }
+    const buffer = pyBytes(data);
+    try {
+      const usedTier = app.load(buffer, tier);
+      return { tier: usedTier, info: { file: name, size: data.length, sha256, ...JSON.parse(app.model_info()) } };
+    } finally {
+      buffer.destroy();
+    }
+  } catch (e) {
+    return { note: `the model file ${name} you opened before could not be used (${lastLine(e)})` };
+  }
+}
+
+function pyBytes(data) {
+  pyodide.runPython(`model_buffer = bytearray(${data.length})`);
+  const buffer = pyodide.globals.get("model_buffer");
+  pyodide.runPython("del model_buffer");
+  const view = buffer.getBuffer("u8");
+  view.data.set(data);
+  view.release();
+  return buffer;
+}
+
+async function digestOf(data) {
+  if (self.crypto && crypto.subtle) return hex(await crypto.subtle.digest("SHA-256", data));
+  return pyodide.pyimport("hashlib").sha256(pyodide.toPy(data)).hexdigest();
 }
 
 function integrity(detail) {
@@ -343,6 +443,7 @@ self.onmessage = ({ data }) => guard(async () => {
     case "ping": return post({ kind: "pong", heapBytes: pyodide ? heapBytes() : null });
     case "start": return startStream(data);
     case "file": return transcribeFile(data);
+    case "open-model": return openModelFile(data);
     case "captured": {
       const n = captured.reduce((s, c) => s + c.length, 0);
       const all = new Float32Array(n);
