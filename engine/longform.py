@@ -134,6 +134,43 @@ class WindowedTranscription:
         }
 
 
+class SteppedTranscription:
+    """A file already in memory, transcribed a step at a time so that the caller can report
+    progress and cancel between steps (the browser's engine worker has one thread: it can
+    only read a cancel message between two calls). Each step adds `piece` seconds of audio and
+    runs at most one window; the result is Engine.transcribe's for the same samples."""
+
+    PIECE_SECONDS = 10
+
+    def __init__(self, engine, samples, policy: WindowPolicy | None = None):
+        self.view = memoryview(samples).cast("B").cast("f")
+        self.job = WindowedTranscription(engine, policy)
+        self.at = 0
+        self.result = None
+        engine._cancel.clear()
+
+    @property
+    def total_seconds(self) -> float:
+        return len(self.view) / MODEL_RATE
+
+    @property
+    def done_seconds(self) -> float:
+        """Audio whose words are final: every window transcribed so far."""
+        return self.total_seconds if self.result is not None else self.job.start / MODEL_RATE
+
+    def step(self) -> bool:
+        """Run the next step; True once the result is there."""
+        if self.result is not None:
+            return True
+        if self.at < len(self.view):
+            end = min(len(self.view), self.at + self.PIECE_SECONDS * MODEL_RATE)
+            self.job.add(self.view[self.at:end])
+            self.at = end
+            return False
+        self.result = self.job.finish()
+        return True
+
+
 def transcribe_pieces(engine, pieces, policy: WindowPolicy | None = None, on_window=None) -> dict:
     """Transcribe 16 kHz float32 pieces (any iterable of buffers) window by window."""
     engine._cancel.clear()

@@ -17,7 +17,8 @@ import pytest
 
 from engine.audio import AudioError, load_audio, wav_pieces
 from engine.encoder import Cancelled
-from engine.longform import FRAME_SAMPLES, WindowedTranscription, WindowPolicy, choose_cut, transcribe_pieces
+from engine.longform import (FRAME_SAMPLES, SteppedTranscription, WindowedTranscription, WindowPolicy, choose_cut,
+                             transcribe_pieces)
 from engine.transcribe import Engine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,6 +111,27 @@ def test_cancel_between_windows(tiny_engine):
     with pytest.raises(Cancelled):
         tiny_engine.transcribe(x, policy=WindowPolicy(max_window=10.0, min_window=4.0), on_window=cancel_after_first)
     assert tiny_engine.transcribe(bursts([(1.0, True)]))["timing"]["windows"]        # usable again
+
+
+@pytest.mark.parametrize("layout", [[(0.5, False)] + [(3.1, True), (0.6, False)] * 18, [(0.3, False), (2.0, True)], []])
+def test_stepped_transcription_is_engine_transcribe(tiny_engine, layout):
+    """The page's path (a step at a time, progress between steps) gives Engine.transcribe's
+    text, tokens, words and windows; progress only grows and ends at the file's length."""
+    x = bursts(layout)
+    job = SteppedTranscription(tiny_engine, x)
+    done, steps = [], 0
+    while not job.step():
+        steps += 1
+        done.append(job.done_seconds)
+        assert steps <= len(x) / RATE / SteppedTranscription.PIECE_SECONDS + 1
+    assert done == sorted(done) and job.done_seconds == pytest.approx(len(x) / RATE)
+    whole = tiny_engine.transcribe(x)
+    for key in ("text", "tokens", "words"):
+        assert job.result[key] == whole[key]
+    if len(x):
+        assert job.result["timing"]["windows"] == whole["timing"]["windows"]
+    if len(x) > 30 * RATE:
+        assert len(whole["timing"]["windows"]) >= 3 and 0 < done[len(done) // 2] < len(x) / RATE
 
 
 def test_bad_policies_are_refused(tiny_engine):

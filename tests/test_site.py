@@ -8,7 +8,8 @@
   (transferable blocks), once cross-origin isolated (SharedArrayBuffer ring) with the tiny
   test model, whose random weights always emit tokens;
 - a file gives the native `python3 -m engine transcribe` result in both kernel tiers, and
-  through WebAudio's decodeAudioData too;
+  through WebAudio's decodeAudioData too; a file longer than a 30 s window goes a window at a
+  time with progress, gives the CLI's windows and tokens, and cancels;
 - a second visit takes the model from Cache Storage and works with the network cut;
 - a tampered model is refused with the sha256 message and not cached;
 - a refused microphone, a dead worker and a browser without WebAssembly get clear messages;
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
 import subprocess
 import warnings
@@ -245,6 +247,62 @@ def test_file_matches_native_transcribe(browser, server, site, manifest, speech,
         app.page.wait_for_function("!document.getElementById('alert').hidden")
         assert "not in an audio format this browser can decode" in app.alert()
         assert app.state == "ready"
+    assert not app.problems, app.problems
+
+
+def tiled_wav(path: Path, speech_16k: Path, seconds: float) -> float:
+    """The 16 kHz speech clip repeated until `seconds`: a long file that has pauses to cut at."""
+    import wave
+    with wave.open(str(speech_16k)) as w:
+        clip, rate = w.readframes(w.getnframes()), w.getframerate()
+    repeats = math.ceil(seconds * rate * 2 / len(clip))
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(clip * repeats)
+    return len(clip) * repeats / 2 / rate
+
+
+def test_long_file_in_windows_with_progress_and_cancel(browser, server, site, manifest, tmp_path):
+    """A file longer than one 30 s window takes the page's stepped path: progress after every
+    step, the native CLI's windows and tokens, and a cancel that stops it and leaves the page
+    usable (the same code path a 30-minute file takes, only shorter)."""
+    from harness.site_check import native_transcribe, speech_wav
+    clip = tmp_path / "clip16k.wav"
+    speech_wav(clip, rate=16000)
+    long_wav = tmp_path / "long.wav"
+    seconds = tiled_wav(long_wav, clip, 75)
+    app = browser.open(server.url + SUB + "?debug=1")
+    assert app.state == "ready", app.alert()
+    model = site / manifest["model"]["path"]
+
+    app.page.evaluate("window.phonon.log = []")
+    result = app.transcribe_file(long_wav)
+    native = native_transcribe(model, long_wav)
+    assert (result["text"], result["tokens"], result["words"]) == (native["text"], native["tokens"], native["words"])
+    assert result["timing"]["windows"] == native["timing"]["windows"] and len(native["timing"]["windows"]) >= 3
+    progress = app.phonon("window.phonon.log.filter(m => m.kind === 'file-progress')")
+    done = [m["done"] for m in progress]
+    assert len(progress) >= seconds // 10 and done == sorted(done) and 0 < done[len(done) // 2] < seconds
+    assert all(m["total"] == pytest.approx(seconds, abs=0.01) for m in progress)
+
+    # five minutes, cancelled after its first window: stopped, said so, and the page goes on
+    longer = tmp_path / "longer.wav"
+    tiled_wav(longer, clip, 300)
+    app.page.evaluate("window.phonon.log = []; window.phonon.result = null")
+    app.page.set_input_files("#file", str(longer))
+    app.page.wait_for_function("window.phonon.log.some(m => m.kind === 'file-progress' && m.done > 0)")
+    assert app.page.is_visible("#cancel-file") and app.page.is_visible("#file-progress")
+    assert "%" in app.page.text_content("#status-text")
+    app.page.click("#cancel-file")
+    app.page.wait_for_function("window.phonon.log.some(m => m.kind === 'file-cancelled' || m.kind === 'file-result')")
+    kinds = [m["kind"] for m in app.phonon("window.phonon.log")]
+    assert "file-cancelled" in kinds and "file-result" not in kinds
+    assert "Stopped transcribing longer.wav" in app.alert()
+    assert app.state == "ready" and not app.page.is_visible("#cancel-file")
+    again = app.transcribe_file(clip)
+    assert again["tokens"] == native_transcribe(model, clip)["tokens"]
     assert not app.problems, app.problems
 
 

@@ -25,6 +25,7 @@ const ui = {
   audio: $("m-audio"), rtf: $("m-rtf"), lag: $("m-lag"), tier: $("m-tier"),
   modelName: $("model-name"), modelDescription: $("model-description"), modelOpen: $("model-open"),
   modelFile: $("model-file"), modelReset: $("model-reset"),
+  cancelFile: $("cancel-file"), fileProgress: $("file-progress"),
 };
 const LOCAL_MODEL = "phonon-web-local-model";     // localStorage: {sha256, name} of an opened .gguf
 
@@ -38,6 +39,7 @@ let transcript = null;                      // {text, words, audio_seconds, sour
 let shownCommitted = 0;                     // committed words already in the DOM
 let lastHeard = 0, quietUntil = 0, heartbeat = 0;
 let onCaptured = null;
+let fileRunning = null;                     // name of the file the worker is transcribing
 
 // ------------------------------------------------------------------------------------------
 // state and messages
@@ -57,6 +59,8 @@ function setState(state, text) {
   const hasText = !!(transcript && transcript.words.length);
   for (const b of [ui.copy, ...ui.downloads]) b.disabled = !hasText || state === "transcribing";
   ui.clear.disabled = !hasText || !idle;
+  if (state !== "transcribing") fileRunning = null;
+  ui.cancelFile.hidden = ui.fileProgress.hidden = !fileRunning;
 }
 
 function showAlert(text, { info = false, action = null } = {}) {
@@ -230,12 +234,19 @@ function onWorkerMessage({ data }) {
     case "partial": return showPartial(data.view, data.metrics);
     case "final": return showFinal(data);
     case "file-busy":
-      quietUntil = lastHeard + 30000 + 20000 * data.seconds;
-      setState("transcribing", `Transcribing ${data.name} (${data.seconds.toFixed(1)} s of audio)…`);
+      fileRunning = data.name;
+      ui.cancelFile.disabled = false;
+      ui.fileProgress.value = 0;
+      showFileProgress(data.name, 0, data.seconds);
       break;
+    case "file-progress": return showFileProgress(data.name, data.done, data.total);
     case "file-result": return showFileResult(data);
+    case "file-cancelled":
+      setState(transcript && transcript.words.length ? "done" : "ready");
+      return showAlert(`Stopped transcribing ${data.name}.`, { info: true });
     case "error":
       showAlert(data.message);
+      if (data.code === "busy") break;          // refused while a file runs: that file goes on
       setState(transcript && transcript.words.length ? "done" : "ready");
       break;
     case "fatal":
@@ -400,6 +411,22 @@ function showFinal({ result, metrics, heapBytes }) {
   ui.rtf.textContent = metrics.compute_per_audio == null ? "–" : metrics.compute_per_audio.toFixed(2);
   ui.lag.textContent = seconds(metrics.commit_lag_p50_seconds);
   setState("done", `Done · ${result.audio_seconds.toFixed(1)} s`);
+}
+
+// The worker transcribes a file a step at a time (at most one 30 s window per step) and says
+// how far it got after each: the watchdog allows one step's worst case between messages.
+function showFileProgress(name, done, total) {
+  quietUntil = lastHeard + 30000 + 20000 * 40;
+  const share = total > 0 ? Math.min(1, done / total) : 0;
+  ui.fileProgress.value = share;
+  setState("transcribing", `Transcribing ${name}: ${Math.floor(share * 100)}% of ${total.toFixed(1)} s…`);
+}
+
+function cancelFile() {
+  if (!fileRunning) return;
+  ui.cancelFile.disabled = true;
+  ui.status.textContent = `Stopping ${fileRunning}…`;
+  worker.postMessage({ kind: "cancel-file" });
 }
 
 function showFileResult({ name, result, heapBytes }) {
@@ -616,6 +643,7 @@ ui.modelFile.addEventListener("change", () => {
 });
 ui.modelReset.addEventListener("click", () => { forgetLocalModel(); location.reload(); });
 ui.copy.addEventListener("click", copy);
+ui.cancelFile.addEventListener("click", cancelFile);
 ui.clear.addEventListener("click", () => { clearTranscript(); hideAlert(); setState("ready"); });
 for (const b of ui.downloads) b.addEventListener("click", () => download(b.dataset.format));
 

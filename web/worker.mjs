@@ -5,12 +5,14 @@
 //                                                           model (localModel: {sha256, name} of a
 //                                                           file the user opened before, if cached)
 //                  {kind: "open-model", name, bytes}         switch to a local .gguf (kept on failure)
+//                  {kind: "cancel-file"}                     stop the file being transcribed
 //                  {kind: "start", rate, port, ring}         open a stream; audio arrives on port
 //                  {kind: "file", name, wav} | {kind: "file", name, pcm, rate, channels}
 //                  {kind: "ping"}                            heartbeat
 //                  {kind: "captured"}                        (debug) the samples fed so far
 // port (worklet)   {kind: "audio", samples} ... {kind: "end"}   (with a ring: only "end")
-// worker -> page   stage, progress, ready, model-switched, started, partial, final, file-busy, file-result,
+// worker -> page   stage, progress, ready, model-switched, started, partial, final, file-busy,
+//                  file-progress, file-result, file-cancelled,
 //                  pong, error (recoverable), fatal (the worker cannot go on)
 import { bootPyodide } from "./pyodide-boot.mjs";
 
@@ -23,6 +25,7 @@ import json, time
 from array import array
 from engine.audio import AudioError, load_audio, resample
 from engine.streaming import StreamError, stream_metrics
+from engine.longform import SteppedTranscription
 from engine.transcribe import Engine
 
 
@@ -86,9 +89,20 @@ class WebApp:
         self.pending = resample(self.engine.k, mono, int(rate))
         return len(self.pending) / 16000
 
-    def transcribe_pending(self):
+    def begin_file(self):
         samples, self.pending = self.pending, None
-        return json.dumps(self.engine.transcribe(samples))
+        self.file = SteppedTranscription(self.engine, samples)
+        return self.file.total_seconds
+
+    def file_step(self):
+        finished = self.file.step()
+        out = {"done": round(self.file.done_seconds, 2)}
+        if finished:
+            out["result"], self.file = self.file.result, None
+        return json.dumps(out)
+
+    def cancel_file(self):
+        self.file = None
 
 
 app = WebApp()
@@ -96,6 +110,7 @@ app = WebApp()
 
 let pyodide, app, debug = false, currentTier = null;
 let stream = null;                          // the open live stream
+let fileJob = null;                         // {name, cancelled} while a file is being transcribed
 let captured = [];                          // (debug) every block fed, in order
 
 const post = (message, transfer = []) => self.postMessage(message, transfer);
@@ -416,9 +431,36 @@ async function transcribeFile(data) {
     return;
   }
   post({ kind: "file-busy", name: data.name, seconds });
-  await new Promise((resolve) => setTimeout(resolve, 0));    // let that message go first
-  const result = JSON.parse(app.transcribe_pending());
-  post({ kind: "file-result", name: data.name, result, heapBytes: heapBytes() });
+  // a step at a time (at most one 30 s window each): between steps this worker reads its
+  // messages, so progress goes out and a cancel gets in
+  const total = app.begin_file();
+  fileJob = { name: data.name, cancelled: false };
+  try {
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      if (fileJob.cancelled) {
+        app.cancel_file();
+        post({ kind: "file-cancelled", name: data.name });
+        return;
+      }
+      const step = JSON.parse(app.file_step());
+      if (step.result) {
+        post({ kind: "file-result", name: data.name, result: step.result, heapBytes: heapBytes() });
+        return;
+      }
+      post({ kind: "file-progress", name: data.name, done: step.done, total });
+    }
+  } finally {
+    fileJob = null;
+  }
+}
+
+// While a file runs, this worker still reads messages (between steps): anything that would use
+// the engine meanwhile is refused, not interleaved.
+function refuseWhileFileRuns(what) {
+  if (!fileJob) return false;
+  post({ kind: "error", code: "busy", message: `Cannot ${what} while ${fileJob.name} is being transcribed: cancel it first.` });
+  return true;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -441,9 +483,10 @@ self.onmessage = ({ data }) => guard(async () => {
   switch (data.kind) {
     case "init": return init(data);
     case "ping": return post({ kind: "pong", heapBytes: pyodide ? heapBytes() : null });
-    case "start": return startStream(data);
-    case "file": return transcribeFile(data);
-    case "open-model": return openModelFile(data);
+    case "start": return refuseWhileFileRuns("start listening") || startStream(data);
+    case "file": return refuseWhileFileRuns(`transcribe ${data.name}`) || transcribeFile(data);
+    case "open-model": return refuseWhileFileRuns("switch models") || openModelFile(data);
+    case "cancel-file": if (fileJob) fileJob.cancelled = true; return;
     case "captured": {
       const n = captured.reduce((s, c) => s + c.length, 0);
       const all = new Float32Array(n);
