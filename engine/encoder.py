@@ -97,11 +97,12 @@ class Linear:
 
         def task(part: RowSlice):
             def run(k: Kernels):
+                ys = k.staging(N * part.rows)
                 if self.kind == "fv5":
-                    ys = k.fv5_gemm(xq, xs, N, part.weights, bias=part.bias)
+                    k.fv5_gemm(xq, xs, N, part.weights, bias=part.bias, out=ys)
                 else:
                     q, scale = part.weights
-                    ys = k.int8_gemm(xq, xs, N, q, scale, part.rows, self.K, bias=part.bias)
+                    k.int8_gemm(xq, xs, N, q, scale, part.rows, self.K, bias=part.bias, out=ys)
                 k.copy_cols(ys, N, part.rows, y, self.O, part.r0)
             return run
         self.team.run([task(part) for part in self.slices])
@@ -152,7 +153,7 @@ class Subsampling:
     CHUNK = 64          # output frames per pass (5.12 s of audio)
 
     def __init__(self, k: Kernels, model: ModelFile, team: Team | None = None):
-        self.k, d = k, model.dims
+        self.k, d, self.team = k, model.dims, team
         self.C = d.sub_channels
         p = "encoder.subsampling."
 
@@ -197,13 +198,36 @@ class Subsampling:
         """x [T][mels] -> ([T'][d_model], T'), the whole stack on one slice of time."""
         k, C = self.k, self.C
         # conv 3x3/2 + ReLU + depthwise 3x3/2, fused per channel (one channel's map at a time)
-        x, H, W = k.subsampling_head(x, T, n_mels, C, *self.conv0, *self.conv2)
+        H, W = (T + 1) // 2, (n_mels + 1) // 2
+        H, W = (H + 1) // 2, (W + 1) // 2
+        (w0, b0), (w2, b2) = self.conv0, self.conv2
+        x = self._by_channels(H * W, lambda kk, c0, c1, out: kk.subsampling_head(
+            x, T, n_mels, c1 - c0, w0[9 * c0:9 * c1], b0[c0:c1], w2[9 * c0:9 * c1], b2[c0:c1], out=out))
         x = k.relu(self.pointwise(self.pw3, x, H, W, float_acts), C * H * W)
-        x, H, W = k.conv2d_s2(x, C, H, W, *self.conv5, C, groups=C)
+        (w5, b5), Hi, Wi = self.conv5, H, W
+        H, W = (H + 1) // 2, (W + 1) // 2                                # depthwise 3x3/2
+        x = self._by_channels(H * W, lambda kk, c0, c1, out: kk.conv2d_s2(
+            x[c0 * Hi * Wi:c1 * Hi * Wi], c1 - c0, Hi, Wi, w5[9 * c0:9 * c1], b5[c0:c1], c1 - c0,
+            groups=c1 - c0, out=out))
         y = self.pointwise(self.pw6, x, H, W, float_acts)
         x = k.relu(y, C * H * W, out=y)
         flat = k.transpose3(x, C, H, W)                                 # [T'][C][F'] = [T'][C*F']
         return self.linear(flat, H, float_acts), H
+
+
+    def _by_channels(self, per_channel: int, run) -> array:
+        """y [C][per_channel] from run(k, c0, c1, out) over channel ranges, one per thread: a
+        per-channel stage computes each channel's map on its own, so any split gives the same
+        bits."""
+        y = array("f", bytes(4 * self.C * per_channel))
+        view = memoryview(y)
+        ranges = even_ranges(self.C, self.team.size if self.team else 1)
+        if len(ranges) == 1:
+            run(self.k, 0, self.C, y)
+        else:
+            self.team.run([lambda kk, c0=c0, c1=c1: run(kk, c0, c1, view[c0 * per_channel:c1 * per_channel])
+                           for c0, c1 in ranges])
+        return y
 
 
 def subsampled_length(T: int) -> int:
@@ -236,37 +260,22 @@ class SelfAttention:
             return self._forward(x, T, pe, float_acts)
 
     def _forward(self, x, T: int, pe, float_acts: bool) -> array:
-        k, H, dk = self.k, self.H, self.dk
-        Q = k.transpose3(self.q(x, T, float_acts), T, H, dk)            # [H][T][dk]
-        K = k.transpose3(self.k_(x, T, float_acts), T, H, dk)
-        V = k.transpose3(self.v(x, T, float_acts), T, H, dk)
-        P = k.transpose3(self.pos(pe, 2 * T - 1, float_acts), 2 * T - 1, H, dk)
-        out = array("f", bytes(4 * H * T * dk))                       # [H][T][dk]
+        k, H = self.k, self.H
+        Q, K, V = self.q(x, T, float_acts), self.k_(x, T, float_acts), self.v(x, T, float_acts)   # [T][D]
+        P = self.pos(pe, 2 * T - 1, float_acts)                                                   # [2T-1][D]
+        out = array("f", bytes(4 * T * self.D))                        # [T][H][dk]: heads side by side
         head_ranges = even_ranges(H, self.team.size if self.team else 1)
 
         def heads(h0: int, h1: int):
-            def run(kk: Kernels):
-                scratch = array("f", bytes(4 * ((3 * T - 1) * dk + T)))    # reused by these heads
-                for h in range(h0, h1):
-                    self._head(kk, h, Q, K, V, P, T, scratch, memoryview(out)[h * T * dk:(h + 1) * T * dk])
-            return run
+            # softmax((qu.k + qv.p) / sqrt(dk)) v for each head, in one C call (pk_attention_heads:
+            # each head takes its own columns of Q, K, V, P, so threads share only read-only inputs)
+            return lambda kk: kk.attention_heads(T, self.D, self.dk, h0, h1, Q, K, V, P, self.u, self.v_bias,
+                                                 self.sqrt_dk, out)
         if len(head_ranges) > 1:
             self.team.run([heads(h0, h1) for h0, h1 in head_ranges])
         else:
             heads(0, H)(k)
-        return self.o(k.transpose3(out, H, T, dk), T, float_acts)
-
-    def _head(self, k: Kernels, h: int, Q, K, V, P, T: int, scratch, out):
-        """One head's context [T][dk] into `out`: softmax((qu.k + qv.p) / sqrt(dk)) v."""
-        dk = self.dk
-        qh, kh = Q[h * T * dk:(h + 1) * T * dk], K[h * T * dk:(h + 1) * T * dk]
-        vh, ph = V[h * T * dk:(h + 1) * T * dk], P[h * (2 * T - 1) * dk:(h + 1) * (2 * T - 1) * dk]
-        qu = k.add_scaled(qh, 1.0, self.u[h * dk:(h + 1) * dk] * T, T * dk)
-        qv = k.add_scaled(qh, 1.0, self.v_bias[h * dk:(h + 1) * dk] * T, T * dk)
-        # (qu.k + qv.p[T-1-i+j]) / sqrt(dk): the rel-shift by indexing, in one C call
-        scores = k.rel_scores(qu, kh, qv, ph, T, dk, self.sqrt_dk, scratch)
-        k.softmax_rows(scores, T, T)
-        k.matmul_nn(scores, vh, T, dk, T, out=out)
+        return self.o(out, T, float_acts)
 
 
 class ConvModule:

@@ -160,6 +160,9 @@ _COMMON_SIGNATURES = {
     "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
     "pk_copy_cols": (_i, [_i, _i, _vp, _i, _i, _vp]),
+    "pk_take_cols": (_i, [_i, _i, _i, _i, _vp, _vp]),
+    "pk_attention_scratch_floats": (_sz, [_i, _i]),
+    "pk_attention_heads": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, ctypes.c_float, _vp, _vp]),
     "pk_block_power": (_i, [_i, _i, _vp, _vp]),
     "pk_lstm_cell": (_i, [_i, _vp, _vp, _vp]),
     "pk_rel_scores": (_i, [_i, _i, _vp, _vp, _vp, _vp, ctypes.c_float, _vp, _vp]),
@@ -175,6 +178,7 @@ _TIER_SIGNATURES = {
     "fv5_decode_block": (_i, [_i, _vp, _vp, _vp]),
     "fv5_decode_blocks": (_i, [_i, _i, _vp, _vp, _vp, _sz]),
     "quantize_act": (_i, [_i, _i, _vp, _vp, _vp]),
+    "silu": (_i, [_i, _vp, _vp]),
     "fv5_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
     "int8_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
 }
@@ -243,9 +247,20 @@ class Kernels:
             if hasattr(lib, f"{name}__{tier}"):
                 self._fn[name] = _declare(lib, f"{name}__{tier}", r, a)
         self._scratch = bytearray(0)
+        self._staging: dict = {}
 
     def __repr__(self):
         return f"Kernels(tier={self.tier!r})"
+
+    def staging(self, n: int, slot: str = "out") -> array:
+        """A float32 buffer of at least n values owned by this Kernels (one per thread), reused
+        call after call, one per `slot`: where a split linear's slice lands before it joins the
+        output, a head's scores. Fresh multi-megabyte buffers each call cost page faults, and in
+        a threaded process the unmapping of each one interrupts the other cores."""
+        buffer = self._staging.get(slot)
+        if buffer is None or len(buffer) < n:
+            buffer = self._staging[slot] = array("f", bytes(4 * n))
+        return buffer
 
     def _scratch_for(self, N: int, K: int):
         need = gemm_scratch_bytes(N, K)
@@ -467,7 +482,7 @@ class Kernels:
         return y
 
     def silu(self, x, n: int, out=None) -> array:
-        return self._unary("pk_silu", x, n, out)
+        return self._unary("silu", x, n, out)             # the tier's SIMD code, pk_silu's bits
 
     def relu(self, x, n: int, out=None) -> array:
         return self._unary("pk_relu", x, n, out)
@@ -519,13 +534,13 @@ class Kernels:
                                                _Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nn")
         return c
 
-    def subsampling_head(self, x, T: int, F: int, C: int, w0, b0, w2, b2) -> tuple:
+    def subsampling_head(self, x, T: int, F: int, C: int, w0, b0, w2, b2, out=None) -> tuple:
         """relu(conv0) then depthwise conv2, fused per channel: (y [C][H2][W2], H2, W2)."""
         _check_dims(T=T, F=F, C=C)
         H1, W1 = (T + 1) // 2, (F + 1) // 2
         H2, W2 = (H1 + 1) // 2, (W1 + 1) // 2
         scratch = array("f", bytes(4 * H1 * W1))
-        y = array("f", bytes(4 * C * H2 * W2))
+        y = self._f32(C * H2 * W2, out)
         _raise_status(self._fn["pk_subsampling_head"](
             T, F, C, _Arg(x, T * F, "float32", "x").pointer, _Arg(w0, C * 9, "float32", "w0").pointer,
             _Arg(b0, C, "float32", "b0").pointer, _Arg(w2, C * 9, "float32", "w2").pointer,
@@ -543,14 +558,14 @@ class Kernels:
                       "pk_rel_positions")
         return pe
 
-    def rel_scores(self, qu, k, qv, p, T: int, dk: int, s: float, scratch=None) -> array:
+    def rel_scores(self, qu, k, qv, p, T: int, dk: int, s: float, scratch=None, out=None) -> array:
         """One head's relative-position attention scores [T][T] (kernels/ops.h). `scratch`
         (array('f') of at least (3T - 1) * dk + T) may be passed in to reuse across heads."""
         _check_dims(T=T, dk=dk)
         need = (3 * T - 1) * dk + T
         if scratch is None or len(scratch) < need:
             scratch = array("f", bytes(4 * need))
-        y = array("f", bytes(4 * T * T))
+        y = self._f32(T * T, out)
         _raise_status(self._fn["pk_rel_scores"](
             T, dk, _Arg(qu, T * dk, "float32", "qu").pointer, _Arg(k, T * dk, "float32", "k").pointer,
             _Arg(qv, T * dk, "float32", "qv").pointer, _Arg(p, (2 * T - 1) * dk, "float32", "p").pointer, s,
@@ -600,6 +615,32 @@ class Kernels:
         _raise_status(self._fn["pk_copy_cols"](N, W, _Arg(x, N * W, "float32", "x").pointer, O, c0,
                                                _Arg(y, N * O, "float32", "y", True).pointer), "pk_copy_cols")
 
+    def attention_heads(self, T: int, D: int, dk: int, h0: int, h1: int, q, k, v, p, u, vb, s: float, out) -> None:
+        """Heads h0..h1-1 of relative-position attention into their columns of out [T][D]
+        (kernels/ops.h pk_attention_heads): q, k, v [T][D], p [2T-1][D], u, vb [D]. One call
+        per thread, so the heads cost one crossing, not ten each."""
+        _check_dims(T=T, D=D, dk=dk)
+        if D % dk or not 0 <= h0 < h1 <= D // dk:
+            raise KernelError(f"attention_heads: heads {h0}..{h1} of D={D}, dk={dk}")
+        need = self._fn["pk_attention_scratch_floats"](T, dk)
+        scratch = self.staging(need, "attention")
+        _raise_status(self._fn["pk_attention_heads"](
+            T, D, dk, h0, h1, _Arg(q, T * D, "float32", "q").pointer, _Arg(k, T * D, "float32", "k").pointer,
+            _Arg(v, T * D, "float32", "v").pointer, _Arg(p, (2 * T - 1) * D, "float32", "p").pointer,
+            _Arg(u, D, "float32", "u").pointer, _Arg(vb, D, "float32", "vb").pointer, s,
+            _Arg(scratch, need, "float32", "scratch", True).pointer,
+            _Arg(out, T * D, "float32", "out", True).pointer), "pk_attention_heads")
+
+    def take_cols(self, x, N: int, O: int, c0: int, W: int, out=None) -> array:
+        """Columns c0..c0+W-1 of x [N][O] -> y [N][W]."""
+        _check_dims(N=N, W=W, O=O)
+        if not isinstance(c0, int) or isinstance(c0, bool) or not 0 <= c0 <= O - W:
+            raise KernelError(f"take_cols: {W} columns from column {c0!r} do not fit in {O}")
+        y = self._f32(N * W, out)
+        _raise_status(self._fn["pk_take_cols"](N, O, c0, W, _Arg(x, N * O, "float32", "x").pointer,
+                                               _Arg(y, N * W, "float32", "y", True).pointer), "pk_take_cols")
+        return y
+
     def add_div(self, a, b, s: float, n: int, out=None) -> array:
         """(a + b) / s elementwise."""
         _check_count(n)
@@ -610,17 +651,17 @@ class Kernels:
                                                  _Arg(y, n, "float32", "y", True).pointer), "pk_add_div")
         return y
 
-    def conv2d_s2(self, x, Cin: int, H: int, W: int, w, b, Cout: int, groups: int = 1) -> tuple:
+    def conv2d_s2(self, x, Cin: int, H: int, W: int, w, b, Cout: int, groups: int = 1, out=None) -> tuple:
         """3x3 stride-2 padding-1 conv: returns (y [Cout][ceil(H/2)][ceil(W/2)], Ho, Wo)."""
         _check_dims(Cin=Cin, H=H, W=W, Cout=Cout, groups=groups)
         if Cin % groups or Cout % groups:
             raise KernelError(f"groups {groups} must divide Cin {Cin} and Cout {Cout}")
         Ho, Wo = (H + 1) // 2, (W + 1) // 2
-        y = array("f", bytes(4 * Cout * Ho * Wo))
+        y = self._f32(Cout * Ho * Wo, out)
         _raise_status(self._fn["pk_conv2d_s2"](Cin, Cout, H, W, _Arg(x, Cin * H * W, "float32", "x").pointer,
                                                _Arg(w, Cout * (Cin // groups) * 9, "float32", "w").pointer,
                                                _Arg(b, Cout, "float32", "b").pointer, groups,
-                                               _Arg(y, len(y), "float32", "y", True).pointer), "pk_conv2d_s2")
+                                               _Arg(y, Cout * Ho * Wo, "float32", "y", True).pointer), "pk_conv2d_s2")
         return y, Ho, Wo
 
     # -- activations ------------------------------------------------------------------------

@@ -34,12 +34,22 @@
  *                                   y [C][ceil(ceil(T/2)/2)][ceil(ceil(F/2)/2)]; scratch holds one
  *                                   channel of conv0's output (ceil(T/2) * ceil(F/2) floats),
  *                                   instead of all C of them
+ * pk_attention_heads(T, D, dk, h0, h1, q, k, v, p, u, vb, s, scratch, out)   heads h0..h1-1 of
+ *                                   relative-position self-attention, in one call (one per thread):
+ *                                   q, k, v, out [T][D], p [2T-1][D], u, vb [D] (bias_u, bias_v);
+ *                                   for each head, its columns of q, k, v, p (pk_take_cols),
+ *                                   qu = qh + 1 * u_h, qv = qh + 1 * vb_h (pk_add_scaled's
+ *                                   formula), pk_rel_scores, pk_softmax_rows, pk_matmul_nn with vh,
+ *                                   into the head's columns of out: the bits of those calls made
+ *                                   one by one. scratch: pk_attention_scratch_floats(T, dk) floats
  * pk_transpose3(A, B, C, x, y)     x [A][B][C] -> y [B][A][C] (data movement only)
  * pk_block_power(n, B, x, y)      y[i] = mean of x^2 over block i = x[iB, min(iB + B, n)): a double
  *                                   sum in sample order over the block, divided by its length,
  *                                   rounded to float (ceil(n / B) outputs; pauses in long files)
  * pk_copy_cols(N, W, x, O, c0, y) x [N][W] -> columns c0..c0+W-1 of y [N][O] (data movement
  *                                   only; how a row slice of a split linear joins its output)
+ * pk_take_cols(N, O, c0, W, x, y)  columns c0..c0+W-1 of x [N][O] -> y [N][W] (data movement
+ *                                   only; one attention head's slice of Q, K, V or P)
  * pk_rel_positions(T, D, pe)        pe [2T-1][D], row k for relative position p = T-1-k, in
  *                                   NeMo's float32 steps: c = (float)(-ln(10000) / D),
  *                                   w_i = pk_expf((float)(2i) * c), a = (float)p * w_i,
@@ -73,6 +83,11 @@ PK_API int pk_subsampling_head(int T, int F, int C, const float *x, const float 
                                const float *w2, const float *b2, float *scratch, float *y);
 PK_API int pk_transpose3(int A, int B, int C, const float *x, float *y);
 PK_API int pk_copy_cols(int N, int W, const float *x, int O, int c0, float *y);
+PK_API size_t pk_attention_scratch_floats(int T, int dk);
+PK_API int pk_attention_heads(int T, int D, int dk, int h0, int h1, const float *q, const float *k,
+                              const float *v, const float *p, const float *u, const float *vb, float s,
+                              float *scratch, float *out);
+PK_API int pk_take_cols(int N, int O, int c0, int W, const float *x, float *y);
 PK_API int pk_block_power(int n, int B, const float *x, float *y);
 PK_API int pk_add_div(int n, const float *a, const float *b, float s, float *y);
 PK_API int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,

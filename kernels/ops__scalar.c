@@ -189,6 +189,16 @@ int pk_copy_cols(int N, int W, const float *x, int O, int c0, float *y) {
     return PK_OK;
 }
 
+int pk_take_cols(int N, int O, int c0, int W, const float *x, float *y) {
+    if (N <= 0 || W <= 0 || O <= 0 || c0 < 0 || c0 > O - W) return PK_E_SHAPE;
+    for (int n = 0; n < N; n++) {
+        const float *src = x + (size_t)n * O + c0;
+        float *dst = y + (size_t)n * W;
+        for (int w = 0; w < W; w++) dst[w] = src[w];
+    }
+    return PK_OK;
+}
+
 int pk_add_div(int n, const float *a, const float *b, float s, float *y) {
     if (n < 0) return PK_E_SHAPE;
     for (int i = 0; i < n; i++) y[i] = (a[i] + b[i]) / s;
@@ -263,6 +273,37 @@ int pk_rel_scores(int T, int dk, const float *qu, const float *k, const float *q
             for (int j = 0; j < T; j++) bd[j] = bd[j] + b * pr[j];
         }
         for (int j = 0; j < T; j++) ac[j] = (ac[j] + bd[j]) / s;
+    }
+    return PK_OK;
+}
+
+size_t pk_attention_scratch_floats(int T, int dk) {
+    size_t td = (size_t)T * dk, pd = ((size_t)2 * T - 1) * dk;
+    return 6 * td + pd + (((size_t)3 * T - 1) * dk + T) + (size_t)T * T;
+}
+
+int pk_attention_heads(int T, int D, int dk, int h0, int h1, const float *q, const float *k, const float *v,
+                       const float *p, const float *u, const float *vb, float s, float *scratch, float *out) {
+    if (T <= 0 || dk <= 0 || D <= 0 || D % dk || h0 < 0 || h1 > D / dk || h0 >= h1) return PK_E_SHAPE;
+    size_t td = (size_t)T * dk, pd = ((size_t)2 * T - 1) * dk;
+    float *qh = scratch, *kh = qh + td, *vh = kh + td, *qu = vh + td, *qv = qu + td, *ctx = qv + td;
+    float *ph = ctx + td, *rel = ph + pd, *scores = rel + (((size_t)3 * T - 1) * dk + T);
+    for (int h = h0; h < h1; h++) {
+        int c0 = h * dk;
+        pk_take_cols(T, D, c0, dk, q, qh);
+        pk_take_cols(T, D, c0, dk, k, kh);
+        pk_take_cols(T, D, c0, dk, v, vh);
+        pk_take_cols(2 * T - 1, D, c0, dk, p, ph);
+        for (int t = 0; t < T; t++)                       /* pk_add_scaled(qh, 1, bias repeated) */
+            for (int d = 0; d < dk; d++) {
+                size_t i = (size_t)t * dk + d;
+                qu[i] = qh[i] + 1.0f * u[c0 + d];
+                qv[i] = qh[i] + 1.0f * vb[c0 + d];
+            }
+        pk_rel_scores(T, dk, qu, kh, qv, ph, s, rel, scores);
+        pk_softmax_rows(T, T, scores);
+        pk_matmul_nn(T, dk, T, scores, vh, ctx);
+        pk_copy_cols(T, dk, ctx, D, c0, out);
     }
     return PK_OK;
 }

@@ -102,3 +102,16 @@ def test_rel_scores_equal_the_unfused_ops(scalar, T, dk):
     assert got.tobytes() == want.tobytes()
     ref = (qu.astype(np.float64) @ k.T + np.stack([qv[i] @ p[T - 1 - i:2 * T - 1 - i].T for i in range(T)])) / 4
     assert np.abs(got - ref).max() < 1e-5
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 15, 16, 17, 1000, 4099])
+def test_silu_tiers_bit_identical_to_scalar(scalar, tier_kernels, n):
+    """The SIMD tiers' silu (kernels/activation.h) against pk_silu: random values across the
+    fast-path limit |x| <= 87 and every special value, at lengths around the lane counts."""
+    values = rng.uniform(-95, 95, n).astype(np.float32)
+    specials = np.array([87, -87, np.nextafter(np.float32(87), np.float32(100)), -np.nextafter(np.float32(87), np.float32(100)),
+                         88.73, -103.98, np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-45, 200, -200], np.float32)
+    values[::5] = np.resize(specials, values[::5].size)
+    plain = np.frombuffer(scalar._unary("pk_silu", values, n) if n else b"", np.uint32)
+    got = np.frombuffer(tier_kernels.silu(values, n), np.uint32)
+    assert got.tobytes() == plain.tobytes()

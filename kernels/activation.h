@@ -1,0 +1,30 @@
+/* SiLU in every tier: y[i] = x[i] * pk_sigmoidf(x[i]), bit for bit what ops__scalar.c's
+ * pk_silu computes (pk_sigmoidf(x) = 1 / (1 + pk_expf(-x)), pk_math.h).
+ *
+ * Why a tier of its own: the feed-forward and conv modules take silu of [T][4096] and
+ * [T][1024] maps in every layer; in scalar code that was a tenth of the full-size encoder's
+ * time (issue 23 profile). The SIMD tiers run pk_expf's steps lane-wise - the same float
+ * operations in the same order (round half to even for nearbyintf, no fused multiply-add,
+ * IEEE division) - on groups whose every input has |x| <= 87, where pk_expf(-x) takes its main
+ * path only (k = round(-x / ln2) in [-126, 126], so 2^k is a normal float built from bits).
+ * A group with any other input (|x| > 87, NaN, inf) and the tail run the scalar steps.
+ *
+ * Returns 0, or PK_E_SHAPE for n < 0.
+ */
+#ifndef PK_ACTIVATION_H
+#define PK_ACTIVATION_H
+
+#include "common.h"
+#include "pk_math.h"
+
+#define PK_SILU_FAST_LIMIT 87.0f
+
+static inline float pk_silu_one(float x) { return x * pk_sigmoidf(x); }
+
+PK_API int silu__scalar(int n, const float *x, float *y);
+PK_API int silu__avx2(int n, const float *x, float *y);
+PK_API int silu__avx512vnni(int n, const float *x, float *y);
+PK_API int silu__wasm_simd128(int n, const float *x, float *y);
+PK_API int silu__wasm_relaxed_simd(int n, const float *x, float *y);
+
+#endif

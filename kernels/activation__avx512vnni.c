@@ -1,0 +1,5 @@
+/* SiLU, AVX-512 VNNI tier: the AVX2 code (the tier's gain is in the GEMM; this op is
+ * bandwidth-light and 8 lanes already hide its latency). */
+#include "activation.h"
+
+int silu__avx512vnni(int n, const float *x, float *y) { return silu__avx2(n, x, y); }

@@ -1,0 +1,5 @@
+/* SiLU, relaxed-SIMD tier: the SIMD128 code (relaxed ops are not bit-stable, and this op
+ * needs none). */
+#include "activation.h"
+
+int silu__wasm_relaxed_simd(int n, const float *x, float *y) { return silu__wasm_simd128(n, x, y); }
