@@ -9,9 +9,10 @@ PK_DEBUG_F32_ACTS), so the graph itself can be checked tightly against the refer
 
 from __future__ import annotations
 
+import json
 from array import array
 
-from .kernels import Kernels, fv5_block_bytes
+from .kernels import Kernels, Pinned, fv5_block_bytes
 from .model_file import ModelFile
 from .parallel import Team, even_ranges
 from .timing import section
@@ -55,7 +56,14 @@ class Linear:
             t = tensors[bias]
             self.bias = f32(t) if t.dtype == "F32" else k.f16_to_f32(t.data, t.count)
         blocks = self.O // 8 if self.O % 8 == 0 else 0
-        self.slices = self._slices(even_ranges(blocks, team.size)) if team and team.size > 1 and blocks > 1 else None
+        self.slices, self.remote_id = None, None
+        if team and team.size > 1 and blocks > 1:
+            ranges = even_ranges(blocks, team.size)
+            if team.remote:               # the browser: slice 0 here, the others in kernel workers
+                self.slices = self._slices(ranges[:1])
+                self.remote_id = team.register_linear([self._slice_buffers(b0, b1) for b0, b1 in ranges[1:]])
+            else:
+                self.slices = self._slices(ranges)
         if self.kind == "fv5" and self.slices is None:
             self.weights = k.prepare_fv5(self._packed, self._lo, self._hi, self.O, self.K)
         self._dense = None
@@ -74,6 +82,19 @@ class Linear:
             out.append(RowSlice(r0, r1 - r0, weights, bias))
         return out
 
+    def _slice_buffers(self, b0: int, b1: int) -> dict:
+        """Blocks [b0, b1) as plain buffers, for a kernel worker to keep (engine/parallel.py)."""
+        r0, r1 = 8 * b0, 8 * b1
+        out = {"fmt": self.kind, "r0": r0, "rows": r1 - r0, "K": self.K,
+               "bias": None if self.bias is None else memoryview(self.bias)[r0:r1]}
+        if self.kind == "fv5":
+            bb = fv5_block_bytes(self.K)
+            out["lut"], out["ws"] = self.k.row_grid(self._lo[r0:r1], self._hi[r0:r1], r1 - r0)
+            out["packed"] = memoryview(self._packed)[b0 * bb:b1 * bb]
+        else:
+            out["q"], out["scale"] = memoryview(self.q)[r0 * self.K:r1 * self.K], self.scale[r0:r1]
+        return out
+
     def __call__(self, x, N: int, float_acts: bool = False) -> array:
         with section("linears"):
             return self._forward(x, N, float_acts)
@@ -85,6 +106,8 @@ class Linear:
                 y = self.k.add_scaled(y, 1.0, array("f", self.bias) * N, N * self.O)
             return y
         xq, xs = self.k.quantize(x, N, self.K)
+        if self.remote_id is not None:
+            return self._forward_workers(xq, xs, N)
         if self.slices is not None:
             return self._forward_split(xq, xs, N)
         if self.kind == "fv5":
@@ -106,6 +129,25 @@ class Linear:
                 k.copy_cols(ys, N, part.rows, y, self.O, part.r0)
             return run
         self.team.run([task(part) for part in self.slices])
+        return y
+
+    def _forward_workers(self, xq, xs, N: int) -> array:
+        """The browser: the kernel workers start on their slices, this worker computes slice 0,
+        then their columns are copied in (web/kernel-pool.mjs)."""
+        y = array("f", bytes(4 * N * self.O))
+        pool = self.team.pool
+        pool.linearBegin(self.remote_id, N, self.K, Pinned(xq).address, Pinned(xs).address)
+        try:
+            part = self.slices[0]
+            ys = self.k.staging(N * part.rows)
+            if self.kind == "fv5":
+                self.k.fv5_gemm(xq, xs, N, part.weights, bias=part.bias, out=ys)
+            else:
+                q, scale = part.weights
+                self.k.int8_gemm(xq, xs, N, q, scale, part.rows, self.K, bias=part.bias, out=ys)
+            self.k.copy_cols(ys, N, part.rows, y, self.O, 0)
+        finally:
+            pool.linearEnd(Pinned(y).address, self.O)          # always: the pool waits for its workers
         return y
 
     def dense(self) -> array:
@@ -221,7 +263,7 @@ class Subsampling:
         bits."""
         y = array("f", bytes(4 * self.C * per_channel))
         view = memoryview(y)
-        ranges = even_ranges(self.C, self.team.size if self.team else 1)
+        ranges = even_ranges(self.C, self.team.closures if self.team else 1)
         if len(ranges) == 1:
             run(self.k, 0, self.C, y)
         else:
@@ -265,6 +307,8 @@ class SelfAttention:
         P = self.pos(pe, 2 * T - 1, float_acts)                                                   # [2T-1][D]
         out = array("f", bytes(4 * T * self.D))                        # [T][H][dk]: heads side by side
         head_ranges = even_ranges(H, self.team.size if self.team else 1)
+        if self.team is not None and self.team.remote and len(head_ranges) > 1:
+            return self.o(self._heads_with_workers(Q, K, V, P, T, head_ranges, out), T, float_acts)
 
         def heads(h0: int, h1: int):
             # softmax((qu.k + qv.p) / sqrt(dk)) v for each head, in one C call (pk_attention_heads:
@@ -276,6 +320,19 @@ class SelfAttention:
         else:
             heads(0, H)(k)
         return self.o(out, T, float_acts)
+
+
+    def _heads_with_workers(self, Q, K, V, P, T: int, head_ranges: list, out) -> array:
+        """The browser: kernel workers take head_ranges[1:], this worker head_ranges[0]."""
+        pool = self.team.pool
+        pins = [Pinned(m) for m in (Q, K, V, P, self.u, self.v_bias)]
+        pool.attentionBegin(T, self.D, self.dk, json.dumps(head_ranges[1:]), *(p.address for p in pins), self.sqrt_dk)
+        try:
+            self.k.attention_heads(T, self.D, self.dk, *head_ranges[0], Q, K, V, P, self.u, self.v_bias,
+                                   self.sqrt_dk, out)
+        finally:
+            pool.attentionEnd(Pinned(out).address)
+        return out
 
 
 class ConvModule:
@@ -312,7 +369,7 @@ class FeedForward:
 
 def silu_rows(k: Kernels, team: Team | None, x, rows: int, width: int) -> array:
     """silu of x [rows][width], the rows shared out over the team (elementwise: the same bits)."""
-    ranges = even_ranges(rows, team.size if team else 1)
+    ranges = even_ranges(rows, team.closures if team else 1)
     if len(ranges) == 1:
         return k.silu(x, rows * width)
     y = array("f", bytes(4 * rows * width))

@@ -67,6 +67,32 @@ _FORMATS = {"int8": ("b", "B", "c"), "uint8": ("B", "b", "c"), "float32": ("f",)
 _ITEMSIZE = {"int8": 1, "uint8": 1, "float32": 4, "int32": 4, "float64": 8}
 
 
+class Pinned:
+    """A buffer's address (natively a pointer; in Pyodide an offset into its wasm memory, which
+    JavaScript reads as HEAPU8[address]), valid while this object lives. A read-only buffer is
+    copied first. For handing buffers to the browser's kernel pool (web/kernel-pool.mjs)."""
+
+    __slots__ = ("address", "nbytes", "_raw")
+
+    def __init__(self, obj):
+        view = memoryview(obj)
+        if not view.c_contiguous:
+            raise KernelError("Pinned: buffer must be C-contiguous")
+        view = view.cast("B")
+        if view.readonly:
+            view = memoryview(bytearray(view))
+        self.nbytes = view.nbytes
+        self._raw = (ctypes.c_char * max(1, view.nbytes)).from_buffer(view if view.nbytes else bytearray(1))
+        self.address = ctypes.addressof(self._raw)
+
+
+def wasm_module_path(tier: str) -> str:
+    """The side module a browser kernel worker instantiates for `tier` (the engine's own)."""
+    if tier not in WASM_MODULE_OF_TIER:
+        raise KernelError(f"no wasm module for tier {tier!r}")
+    return str(LIB_DIR / WASM_MODULE_OF_TIER[tier])
+
+
 class _Arg:
     """A checked buffer argument: keeps the ctypes view alive for the duration of a call.
 

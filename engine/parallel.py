@@ -41,10 +41,12 @@ def check_threads(threads) -> int:
 
 class Team:
     """`threads` workers: the caller's thread (with `k`) and threads - 1 pool threads, each with
-    a Kernels of the same tier."""
+    a Kernels of the same tier. Runs any Python task (`run`); `closures` = how many at once."""
+
+    remote = False
 
     def __init__(self, k: Kernels, threads: int = 1):
-        self.size = check_threads(threads)
+        self.size = self.closures = check_threads(threads)
         self.kernels = [k] + [Kernels(k.tier) for _ in range(self.size - 1)]
         self._pool = ThreadPoolExecutor(self.size - 1, thread_name_prefix="phonon-encoder") if self.size > 1 else None
 
@@ -87,3 +89,47 @@ def even_ranges(count: int, parts: int) -> list:
         start = end
     return ranges
 
+
+
+class WorkerTeam:
+    """The browser's split (Pyodide has no threads): this engine worker and the kernel workers
+    of `pool`, a web/kernel-pool.mjs KernelPool (a JavaScript object). Kernel workers run no
+    Python: each holds its row slice of every split linear (registered once, here) and computes
+    that slice, or a range of attention heads, when the engine asks; the engine computes slice 0
+    itself meanwhile. Same kernels, same slices as the native threads: the same bits.
+
+    Other split work (silu rows, subsampling channels) runs here in one piece (`closures` = 1)."""
+
+    remote = True
+    closures = 1
+
+    def __init__(self, k: Kernels, pool):
+        self.pool = pool
+        self.size = int(pool.size) + 1
+        self.kernels = [k]
+        self._next_id = 0
+
+    def run(self, tasks: list) -> list:
+        if len(tasks) != 1:
+            raise ValueError("kernel workers run no Python tasks: split work goes through the pool")
+        return [tasks[0](self.kernels[0])]
+
+    def register_linear(self, slices: list) -> int:
+        """slices: one dict per kernel worker (worker index = position): fmt, r0, rows, K and
+        the slice's buffers (fv5: packed, lut, ws; int8: q, scale; bias or None). Returns the
+        id the engine names it by."""
+        from .kernels import Pinned
+        linear_id, self._next_id = self._next_id, self._next_id + 1
+        for worker, s in enumerate(slices):
+            names = ("packed", "lut", "ws") if s["fmt"] == "fv5" else ("q", "scale", None)
+            pins = [Pinned(s[n]) if n else None for n in names]
+            bias = Pinned(s["bias"]) if s["bias"] is not None else None
+            args = []
+            for pin in pins:
+                args += [pin.address, pin.nbytes] if pin else [0, 0]
+            self.pool.addLinear(linear_id, worker, s["fmt"], s["r0"], s["rows"], s["K"], *args,
+                                bias.address if bias else 0)
+        return linear_id
+
+    def close(self):
+        pass                                  # the pool belongs to the JavaScript that made it

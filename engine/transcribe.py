@@ -19,17 +19,23 @@ from .encoder import Cancelled, Encoder
 from .kernels import Kernels
 from .longform import WindowPolicy, transcribe_pieces
 from .model_file import ModelFile, load
-from .parallel import Team, default_threads
+from .parallel import Team, WorkerTeam, default_threads
 from .timing import section
 
 
 class Engine:
-    def __init__(self, model: ModelFile, tier: str = "auto", threads: int | None = None):
-        """threads: encoder threads (default: all cores natively, 1 in Pyodide); results are
-        bit-identical for every count (engine/parallel.py)."""
+    def __init__(self, model: ModelFile, tier: str = "auto", threads: int | None = None, workers=None):
+        """threads: encoder threads (default: all cores natively, 1 in Pyodide); workers: in the
+        browser, a web/kernel-pool.mjs KernelPool whose kernel workers share the encoder's work
+        instead. Results are bit-identical for every count (engine/parallel.py)."""
         self.model = model
         self.k = Kernels(tier)
-        self.team = Team(self.k, default_threads() if threads is None else threads)
+        if workers is not None:
+            if threads not in (None, 1):
+                raise ValueError("threads and kernel workers do not mix: give one or the other")
+            self.team = WorkerTeam(self.k, workers)
+        else:
+            self.team = Team(self.k, default_threads() if threads is None else threads)
         self.encoder = Encoder(self.k, model, self.team)
         self.prediction = PredictionNetwork(self.k, model)
         self.joint = Joint(self.k, model)
@@ -50,8 +56,8 @@ class Engine:
         return cls(load(str(path)), tier, threads)
 
     @classmethod
-    def from_buffer(cls, buffer, tier: str = "auto", threads: int | None = None) -> "Engine":
-        return cls(load(buffer), tier, threads)
+    def from_buffer(cls, buffer, tier: str = "auto", threads: int | None = None, workers=None) -> "Engine":
+        return cls(load(buffer), tier, threads, workers)
 
     @property
     def tier(self) -> str:

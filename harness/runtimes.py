@@ -50,14 +50,14 @@ class Chromium:
 
     Console errors, page errors and failed requests are collected in `problems`."""
 
-    def __init__(self, timeout_ms: int = 300_000):
+    def __init__(self, timeout_ms: int = 300_000, isolate: bool = False):
         from .server import StaticServer
         wheel = env_path("PHONON_WHEEL")
         (wheel.parent / "name.txt").write_text(wheel.name)
         self.server = StaticServer({"/": HERE / "page", "/pyodide/": env_path("PHONON_PYODIDE_DIR"),
                                     "/wheel/": wheel.parent, "/web/": HERE.parent / "web",
                                     "/ort/": env_path("PHONON_ORT_DIR") / "dist",
-                                    "/models/": self.models_dir()})
+                                    "/models/": self.models_dir()}, isolate=isolate)
         self.timeout_ms = timeout_ms
         self.problems: list[str] = []
 

@@ -2,6 +2,7 @@
 // (under /wheel/), started by the site's own boot module (/web/), and ONNX Runtime Web (under
 // /ort/) for the peer benchmark.
 import { bootPyodide } from "/web/pyodide-boot.mjs";
+import { KernelPool } from "/web/kernel-pool.mjs";
 
 const params = new URL(self.location.href).searchParams;
 let pyodide;
@@ -12,6 +13,13 @@ async function start() {
                                 wheelURL: new URL("/wheel/" + wheel.trim(), self.location.href).href });
   postMessage({ kind: "ready" });
 }
+
+// Kernel workers for the engine (issue 23): Python awaits js.makeKernelPool(tier, n, path of
+// the tier's side module in Pyodide's file system), passes the pool to Engine(workers=...),
+// then awaits pool.serve().
+self.makeKernelPool = async (tier, workers, modulePath) => KernelPool.start({
+  module: await WebAssembly.compile(pyodide.FS.readFile(modulePath)), tier, workers,
+  heap: () => pyodide._module.HEAPU8, workerURL: new URL("/web/kernel-worker.mjs", self.location.href) });
 
 // ORT Web MatMulInteger benchmark: spec = {model: url, N, K, O, seconds}.
 let ort;

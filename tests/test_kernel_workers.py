@@ -1,0 +1,121 @@
+"""Kernel workers in Chromium (issue 23, browser workers; web/kernel-pool.mjs,
+web/kernel-worker.mjs, engine/parallel.py WorkerTeam): with 0-3 kernel workers beside the
+engine worker, on every wasm tier, the tiny and the default model give an encoder output whose
+float32 bytes hash the same as the native scalar tier's, and the same tokens; the kernel workers
+really ran commands; a page that is not cross-origin isolated gets a clear error instead."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import build_artifact
+from engine.convert import convert, read_config
+from engine.transcribe import Engine
+from test_frontend_math import speechlike
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "tiny"
+
+pytestmark = pytest.mark.browser
+
+RUN = """
+import base64, hashlib, json, js
+from array import array
+from engine.kernels import wasm_module_path
+from engine.transcribe import Engine
+model = bytearray(base64.b64decode("{model}"))
+audio = array("f")
+audio.frombytes(base64.b64decode("{audio}"))
+out = {{}}
+for tier in ("wasm_relaxed_simd", "wasm_simd128", "scalar"):
+    for n in (0, 1, 2, 3):
+        pool = await js.makeKernelPool(tier, n, wasm_module_path(tier)) if n else None
+        engine = Engine.from_buffer(model, tier, workers=pool)
+        if pool is not None:
+            await pool.serve()
+        enc, frames = engine.encode(audio)
+        result = engine.transcribe(audio)
+        commands = sum(pool.commands) if pool is not None else 0
+        out[f"{{tier}}/{{n}}"] = {{"encoder_sha256": hashlib.sha256(enc.tobytes()).hexdigest(),
+                                  "tokens": result["tokens"], "threads": engine.threads, "commands": commands}}
+        if pool is not None:
+            pool.close()
+json.dumps(out)
+"""
+
+
+def native_summary(model: Path, audio) -> dict:
+    engine = Engine.open(model, "scalar", 1)
+    enc, _ = engine.encode(audio)
+    return {"encoder_sha256": hashlib.sha256(enc.tobytes()).hexdigest(), "tokens": engine.transcribe(audio)["tokens"]}
+
+
+def test_without_isolation_the_pool_says_why():
+    """First in the file: its own Chromium, before the module's isolated one starts (one
+    Playwright at a time per thread)."""
+    build_artifact("PHONON_WHEEL")
+    from harness.runtimes import run_in_chromium
+    code = """
+import js
+from engine.kernels import wasm_module_path
+try:
+    await js.makeKernelPool("scalar", 1, wasm_module_path("scalar"))
+    message = "started"
+except Exception as e:
+    message = str(e)
+message
+"""
+    message, problems = run_in_chromium(code)
+    assert "cross-origin isolation" in message, message
+
+
+@pytest.fixture(scope="module")
+def isolated_browser():
+    build_artifact("PHONON_WHEEL")
+    from harness.runtimes import Chromium
+    with Chromium(isolate=True) as browser:
+        assert browser.page.evaluate("crossOriginIsolated")
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("kw") / "tiny.gguf"
+    convert(DATA / "model.fermion", read_config(DATA / "config.json"), out, "notice", "tiny")
+    return out
+
+
+@pytest.mark.parametrize("which", ["tiny", "default"])
+def test_kernel_workers_give_the_native_bits(isolated_browser, tiny_model, which):
+    if which == "tiny":                   # random weights: tokens on any audio
+        model, audio = tiny_model, speechlike(4.0, seed=21)
+    else:                                 # the trained model needs words: a spoken sample
+        from engine.audio import load_audio
+        from engine.kernels import Kernels
+        model = ROOT / "models" / "phonon-small.gguf"
+        audio = load_audio(Kernels("scalar"), (ROOT / "samples" / "two-commands.wav").read_bytes())
+    native = native_summary(model, audio)
+    assert native["tokens"], "the case must decode some tokens to compare"
+    code = RUN.format(model=base64.b64encode(model.read_bytes()).decode(),
+                      audio=base64.b64encode(audio.tobytes()).decode())
+    results = json.loads(isolated_browser.run_python(code))
+    assert len(results) == 12
+    for key, got in results.items():
+        workers = int(key.split("/")[1])
+        assert got["encoder_sha256"] == native["encoder_sha256"], f"{key}: encoder output differs from native scalar"
+        assert got["tokens"] == native["tokens"], f"{key}: tokens differ"
+        assert got["threads"] == workers + 1
+        assert (got["commands"] > 0) == (workers > 0), f"{key}: the kernel workers ran {got['commands']} commands"
+    assert not isolated_browser.problems, isolated_browser.problems
+
+
+def test_threads_and_workers_do_not_mix(tiny_model):
+    class Pool:
+        size = 1
+    with pytest.raises(ValueError, match="threads and kernel workers do not mix"):
+        Engine.open(tiny_model, "scalar", 2).__class__(Engine.open(tiny_model).model, "scalar", 2, workers=Pool())

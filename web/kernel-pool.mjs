@@ -1,0 +1,224 @@
+// Kernel workers beside the engine worker (issue 23, browser workers). The engine (Python in
+// Pyodide, engine/parallel.py WorkerTeam) keeps slice 0 of every split linear and the first
+// range of attention heads; each kernel worker (web/kernel-worker.mjs) keeps one other slice and
+// computes it when asked. Activations go out and results come back through a SharedArrayBuffer,
+// synchronised with Atomics: the engine worker posts a command to every kernel worker, computes
+// its own part, then blocks until all are done. Needs cross-origin isolation (SharedArrayBuffer).
+//
+//   const pool = await KernelPool.start({ module, tier, workers: 1, heap: () => pyodide._module.HEAPU8 });
+//   ... Python registers its linears (addLinear) ...
+//   await pool.serve();
+//   pool.linearBegin(...); (own slice in Python) pool.linearEnd(...);
+//
+// Pointers are addresses in Pyodide's wasm memory (ctypes.addressof); heap() returns its current
+// Uint8Array (a new one after the memory grows).
+
+import { CONTROL, OP } from "./kernel-protocol.mjs";
+
+const MAX_DATA_BYTES = 1 << 30;
+const WAIT_MS = 120000;                         // a kernel worker silent this long has died
+const align16 = (n) => Math.ceil(n / 16) * 16;
+
+export class KernelPoolError extends Error {}
+
+export class KernelPool {
+  static async start({ module, tier, workers, heap, workerURL = new URL("./kernel-worker.mjs", import.meta.url) }) {
+    if (typeof SharedArrayBuffer === "undefined" || !self.crossOriginIsolated)
+      throw new KernelPoolError("kernel workers need cross-origin isolation (SharedArrayBuffer)");
+    const pool = new KernelPool(tier, workers, heap, workerURL);
+    await Promise.all(pool.workers.map((w) => pool._request(w, { kind: "init", module, tier,
+      control: pool.control.buffer, data: pool.data }, "ready")));
+    return pool;
+  }
+
+  constructor(tier, count, heap, workerURL) {
+    this.tier = tier;
+    this.heap = heap;
+    this.control = new Int32Array(new SharedArrayBuffer(4 * CONTROL.WORDS * count));
+    this.data = new SharedArrayBuffer(16 << 20, { maxByteLength: MAX_DATA_BYTES });
+    this.linears = new Map();                  // id -> [{worker, r0, rows}] (the kernel workers' slices)
+    this.pending = null;                       // the command in flight: {kind, seqs, ...}
+    this.failures = [];                        // messages of kernel workers that failed
+    this.heapBytes = 0;                        // the kernel workers' wasm memory, once serving
+    this.waitedMs = 0;                         // the engine worker's time blocked on kernel workers
+    this.ownMs = 0;                            // its own part of split commands
+    this.workers = Array.from({ length: count }, (_, i) => {
+      const w = new Worker(workerURL, { type: "module", name: `phonon-kernels-${i}` });
+      w.addEventListener("message", ({ data }) => { if (data.kind === "failed") this.failures.push(data.message); });
+      w.addEventListener("error", (e) => this.failures.push(`kernel worker ${i}: ${e.message || "error"}`));
+      return w;
+    });
+  }
+
+  get size() { return this.workers.length; }
+
+  // The kernel workers' wasm memory now (bytes), and the commands each has run.
+  get heapBytesNow() {
+    let sum = 0;
+    for (let slot = 0; slot < this.workers.length; slot++)
+      sum += 65536 * Atomics.load(this.control, slot * CONTROL.WORDS + CONTROL.HEAP) || 0;
+    return Math.max(sum, this.heapBytes);
+  }
+
+  get busyMs() {
+    return Array.from(this.workers, (_, slot) => Atomics.load(this.control, slot * CONTROL.WORDS + CONTROL.BUSY));
+  }
+
+  get commands() {
+    return Array.from(this.workers, (_, slot) => Atomics.load(this.control, slot * CONTROL.WORDS + CONTROL.DONE));
+  }
+
+  _request(w, message, reply) {
+    const index = this.workers.indexOf(w);
+    return new Promise((resolve, reject) => {
+      const onMessage = ({ data }) => {
+        if (data.kind !== reply && data.kind !== "failed") return;
+        w.removeEventListener("message", onMessage);
+        if (data.kind === reply) resolve(data);
+        else reject(new KernelPoolError(`kernel worker ${index}: ${data.message}`));
+      };
+      w.addEventListener("message", onMessage);
+      w.addEventListener("error", (e) => reject(new KernelPoolError(`kernel worker ${index} failed: ${e.message}`)), { once: true });
+      w.postMessage(message);
+    });
+  }
+
+  // -- set-up (before serve) ------------------------------------------------------------------
+
+  _copy(ptr, bytes) {                            // Pyodide memory -> a fresh ArrayBuffer
+    return ptr ? this.heap().slice(ptr, ptr + bytes).buffer : null;
+  }
+
+  // One kernel worker's row slice [r0, r0 + rows) of linear `id` (O x K): fv5 (packed blocks, the
+  // slice's [rows][8] int8 grid and scales) or int8 (q [rows][K], scale [rows]); bias optional.
+  addLinear(id, worker, fmt, r0, rows, K, a, aBytes, b, bBytes, c, cBytes, bias) {
+    const message = { kind: "linear", id, fmt, rows, K, packed: null, lut: null, ws: null, q: null, scale: null,
+                      bias: this._copy(bias, 4 * rows) };
+    if (fmt === "fv5") Object.assign(message, { packed: this._copy(a, aBytes), lut: this._copy(b, bBytes), ws: this._copy(c, cBytes) });
+    else Object.assign(message, { q: this._copy(a, aBytes), scale: this._copy(b, bBytes) });
+    const transfer = [message.packed, message.lut, message.ws, message.q, message.scale, message.bias].filter(Boolean);
+    this.workers[worker].postMessage(message, transfer);
+    if (!this.linears.has(id)) this.linears.set(id, []);
+    this.linears.get(id).push({ worker, r0, rows });
+  }
+
+  async serve() {
+    const replies = await Promise.all(this.workers.map((w, slot) => this._request(w, { kind: "serve", slot }, "serving")));
+    this.heapBytes = replies.reduce((sum, r) => sum + r.heapBytes, 0);
+  }
+
+  // -- commands -----------------------------------------------------------------------------
+
+  _ensure(bytes) {
+    if (bytes > MAX_DATA_BYTES) throw new KernelPoolError(`a kernel command needs ${bytes} bytes of shared memory`);
+    if (this.data.byteLength < bytes) this.data.grow(Math.min(MAX_DATA_BYTES, align16(Math.max(bytes, 2 * this.data.byteLength))));
+  }
+
+  _post(slot, op, args, floats = []) {
+    const base = slot * CONTROL.WORDS;
+    const c = this.control;
+    c[base + CONTROL.OP] = op;
+    for (let i = 0; i < args.length; i++) c[base + CONTROL.ARGS + i] = args[i];
+    const f = new Float32Array(c.buffer, 4 * (base + CONTROL.FLOATS), 4);
+    for (let i = 0; i < floats.length; i++) f[i] = floats[i];
+    const seq = (c[base + CONTROL.SEQ] + 1) | 0;
+    Atomics.store(c, base + CONTROL.SEQ, seq);
+    Atomics.notify(c, base + CONTROL.SEQ);
+    return seq;
+  }
+
+  _wait(slot, seq) {
+    const base = slot * CONTROL.WORDS, c = this.control;
+    const started = performance.now();
+    for (;;) {
+      const done = Atomics.load(c, base + CONTROL.DONE);
+      if (done === seq) break;
+      if (Atomics.wait(c, base + CONTROL.DONE, done, 1000) === "timed-out" && performance.now() - started > WAIT_MS)
+        throw new KernelPoolError(`kernel worker ${slot} did not answer in ${WAIT_MS / 1000} s`);
+    }
+    const status = c[base + CONTROL.STATUS];
+    if (status !== 0)
+      throw new KernelPoolError(`kernel worker ${slot} failed (status ${status})${this.failures.length ? ": " + this.failures.at(-1) : ""}`);
+  }
+
+  _begin(kind, posts) {
+    if (this.pending) throw new KernelPoolError(`a ${this.pending.kind} command is still in flight`);
+    this.pending = { kind, seqs: posts, at: performance.now() };
+  }
+
+  _end(kind) {
+    const p = this.pending;
+    if (!p || p.kind !== kind) throw new KernelPoolError(`no ${kind} command in flight`);
+    this.pending = null;
+    const started = performance.now();
+    this.ownMs += started - p.at;
+    p.seqs.forEach((seq, slot) => this._wait(slot, seq));
+    this.waitedMs += performance.now() - started;
+    return p;
+  }
+
+  // xq [N][K] int8 and xs [N] float32 out to every kernel worker holding a slice of `id`.
+  linearBegin(id, N, K, xqPtr, xsPtr) {
+    const slices = this.linears.get(id);
+    if (!slices) throw new KernelPoolError(`linear ${id} was not registered`);
+    const xsOff = align16(N * K), inBytes = align16(xsOff + 4 * N);
+    const outOffs = [];
+    let end = inBytes;
+    for (const s of slices) { outOffs.push(end); end = align16(end + 4 * N * s.rows); }
+    this._ensure(end);
+    const d = new Uint8Array(this.data), h = this.heap();
+    d.set(h.subarray(xqPtr, xqPtr + N * K), 0);
+    d.set(h.subarray(xsPtr, xsPtr + 4 * N), xsOff);
+    const seqs = slices.map((s, i) => this._post(s.worker, OP.LINEAR, [id, N, 0, outOffs[i]]));
+    this._begin("linear", seqs);
+    Object.assign(this.pending, { slices, outOffs, N });
+  }
+
+  // Waits for the kernel workers, then puts each slice's [N][rows] into its columns of y [N][O].
+  linearEnd(yPtr, O) {
+    const { slices, outOffs, N } = this._end("linear");
+    const h = this.heap(), d = new Uint8Array(this.data);
+    slices.forEach((s, i) => {
+      const width = 4 * s.rows;
+      for (let n = 0; n < N; n++) {
+        const from = outOffs[i] + n * width;
+        h.set(d.subarray(from, from + width), yPtr + 4 * (n * O + s.r0));
+      }
+    });
+  }
+
+  // Heads ranges[i] = [h0, h1] go to kernel worker i; q, k, v [T][D], p [2T-1][D], u, vb [D].
+  attentionBegin(T, D, dk, rangesJSON, qPtr, kPtr, vPtr, pPtr, uPtr, vbPtr, s) {
+    const ranges = JSON.parse(rangesJSON);
+    const td = 4 * T * D, pd = 4 * (2 * T - 1) * D;
+    const inBytes = align16(3 * td + pd + 8 * D), outOff = inBytes;
+    this._ensure(outOff + td);
+    const d = new Uint8Array(this.data), h = this.heap();
+    let at = 0;
+    for (const [ptr, bytes] of [[qPtr, td], [kPtr, td], [vPtr, td], [pPtr, pd], [uPtr, 4 * D], [vbPtr, 4 * D]]) {
+      d.set(h.subarray(ptr, ptr + bytes), at);
+      at += bytes;
+    }
+    const seqs = ranges.map(([h0, h1], slot) => this._post(slot, OP.ATTENTION, [T, D, dk, h0, h1, 0, outOff], [s]));
+    this._begin("attention", seqs);
+    Object.assign(this.pending, { T, D, dk, ranges, outOff });
+  }
+
+  // Waits, then copies each kernel worker's heads (its columns of [T][D]) into out.
+  attentionEnd(outPtr) {
+    const { T, D, dk, ranges, outOff } = this._end("attention");
+    const h = this.heap(), d = new Uint8Array(this.data);
+    for (const [h0, h1] of ranges) {
+      const c0 = 4 * h0 * dk, width = 4 * (h1 - h0) * dk;
+      for (let t = 0; t < T; t++) {
+        const from = outOff + 4 * t * D + c0;
+        h.set(d.subarray(from, from + width), outPtr + 4 * t * D + c0);
+      }
+    }
+  }
+
+  close() {
+    this.workers.forEach((w, slot) => { if (w) { this._post(slot, OP.STOP, []); w.terminate(); } });
+    this.workers = [];
+  }
+}

@@ -1,0 +1,197 @@
+// A kernel worker (issue 23, browser workers): a plain WebAssembly instance of the engine's
+// kernel side module - no Pyodide - holding its row slice of every linear and computing that
+// slice (and its range of attention heads) whenever the engine worker asks.
+//
+// Started by web/kernel-pool.mjs. Messages, in this order:
+//   {kind: "init", module, tier, control, data}   the compiled side module (the engine's tier),
+//                                                  the control Int32 SAB and the data SAB
+//   {kind: "linear", id, fmt, rows, K, packed, lut, ws, scale, q, bias}   a row slice to keep
+//   {kind: "serve", slot}                          reply "serving", then block on the control
+//                                                  words of `slot` and run commands until "stop"
+// Replies: {kind: "ready"}, {kind: "serving", heapBytes}, {kind: "failed", message}.
+//
+// Commands (control words of this worker's slot, see kernel-pool.mjs): the engine writes the
+// arguments and bumps SEQ; this worker runs the op, writes STATUS, sets DONE = SEQ and notifies.
+// Inputs and outputs cross through the data SAB; the worker copies them into and out of its own
+// memory (a side module cannot import a shared memory it was not built for).
+
+import { CONTROL, OP } from "./kernel-protocol.mjs";
+
+let wasm = null, tier = "", control = null, data = null;
+const linears = new Map();              // id -> {fmt, rows, K, packed, lut, ws, q, scale, bias} (pointers)
+let heapTop = 0, permanentTop = 0;
+const busy = [0];                       // ms spent running commands      // bump allocator: weights below permanentTop, per-command above
+
+// ------------------------------------------------------------------------------------------
+// the side module: its dylink.0 memory needs, data at __memory_base, a stack, memset
+
+function dylinkMemory(module) {
+  // dylink.0 subsection 1 (WASM_DYLINK_MEM_INFO): memorysize, memoryalignment, tablesize, ... (LEB128)
+  const [section] = WebAssembly.Module.customSections(module, "dylink.0");
+  const bytes = new Uint8Array(section || new ArrayBuffer(0));
+  let at = 0;
+  const leb = () => {
+    let value = 0, shift = 0, b;
+    do { b = bytes[at++]; value |= (b & 0x7f) << shift; shift += 7; } while (b & 0x80);
+    return value >>> 0;
+  };
+  while (at < bytes.length) {
+    const type = bytes[at++], size = leb(), end = at + size;
+    if (type === 1) return { size: leb(), align: 2 ** leb() };
+    at = end;
+  }
+  return { size: 0, align: 16 };
+}
+
+const STACK_BYTES = 1 << 20;
+
+function instantiate(module) {
+  const need = dylinkMemory(module);
+  const memoryBase = 1024;
+  const stackTop = Math.ceil((memoryBase + need.size + STACK_BYTES) / 16) * 16;
+  const memory = new WebAssembly.Memory({ initial: Math.ceil((stackTop + 65536) / 65536) });
+  const env = {
+    memory,
+    __memory_base: new WebAssembly.Global({ value: "i32", mutable: false }, memoryBase),
+    __table_base: new WebAssembly.Global({ value: "i32", mutable: false }, 0),
+    __stack_pointer: new WebAssembly.Global({ value: "i32", mutable: true }, stackTop),
+    memset: (p, v, n) => { new Uint8Array(memory.buffer, p, n).fill(v); return p; },
+  };
+  const imports = { env };
+  for (const imp of WebAssembly.Module.imports(module)) {
+    if (!(imp.module in imports) || !(imp.name in imports[imp.module]))
+      throw new Error(`the kernel module needs ${imp.module}.${imp.name}, which this loader does not provide`);
+  }
+  const instance = new WebAssembly.Instance(module, imports);
+  const ex = instance.exports;
+  if (ex.__wasm_apply_data_relocs) ex.__wasm_apply_data_relocs();
+  if (ex.__wasm_call_ctors) ex.__wasm_call_ctors();
+  heapTop = permanentTop = stackTop;
+  return { exports: ex, memory };
+}
+
+function alloc(bytes) {
+  const at = Math.ceil(heapTop / 16) * 16;
+  heapTop = at + Math.max(bytes, 16);
+  const have = wasm.memory.buffer.byteLength;
+  if (heapTop > have) wasm.memory.grow(Math.ceil((heapTop - have) / 65536));
+  return at;
+}
+
+function place(buffer) {            // an ArrayBuffer (or null) -> its copy's address in wasm memory
+  if (!buffer) return 0;
+  const at = alloc(buffer.byteLength);
+  new Uint8Array(wasm.memory.buffer, at, buffer.byteLength).set(new Uint8Array(buffer));
+  return at;
+}
+
+// ------------------------------------------------------------------------------------------
+// ops
+
+function fn(name) {
+  const f = wasm.exports[`${name}__${tier}`];
+  if (!f) throw new Error(`the kernel module has no ${name}__${tier}`);
+  return f;
+}
+
+const u8 = () => new Uint8Array(data);
+const heap = () => new Uint8Array(wasm.memory.buffer);
+
+function copyIn(offset, bytes) {     // data SAB [offset, offset + bytes) -> a fresh wasm buffer
+  const at = alloc(bytes);
+  heap().set(u8().subarray(offset, offset + bytes), at);
+  return at;
+}
+
+function copyOut(at, offset, bytes) {
+  u8().set(heap().subarray(at, at + bytes), offset);
+}
+
+function runLinear(args) {
+  const [id, N, inOff, outOff] = args;
+  const w = linears.get(id);
+  if (!w) throw new Error(`no linear ${id} on this worker`);
+  const xq = copyIn(inOff, N * w.K);
+  const xs = copyIn(inOff + align16(N * w.K), 4 * N);
+  const need = wasm.exports.gemm_scratch_bytes(N, w.K);          // size_t: i32 in wasm32
+  const scratch = alloc(need), y = alloc(4 * N * w.rows);
+  const status = w.fmt === "fv5"
+    ? fn("fv5_gemm")(N, w.rows, w.K, xq, xs, w.packed, w.lut, w.ws, w.bias, y, scratch, need)
+    : fn("int8_gemm")(N, w.rows, w.K, xq, xs, w.q, w.scale, w.bias, y, scratch, need);
+  if (status === 0) copyOut(y, outOff, 4 * N * w.rows);
+  return status;
+}
+
+function runAttention(args, floats) {
+  const [T, D, dk, h0, h1, inOff, outOff] = args;
+  const s = floats[0];
+  const td = 4 * T * D, pd = 4 * (2 * T - 1) * D;
+  const q = copyIn(inOff, td), k = copyIn(inOff + td, td), v = copyIn(inOff + 2 * td, td);
+  const p = copyIn(inOff + 3 * td, pd);
+  const u = copyIn(inOff + 3 * td + pd, 4 * D), vb = copyIn(inOff + 3 * td + pd + 4 * D, 4 * D);
+  const scratch = alloc(4 * wasm.exports.pk_attention_scratch_floats(T, dk));
+  const out = alloc(td);
+  const status = wasm.exports.pk_attention_heads(T, D, dk, h0, h1, q, k, v, p, u, vb, s, scratch, out);
+  if (status === 0) {                     // this worker's heads: columns h0*dk .. h1*dk of [T][D]
+    const c0 = 4 * h0 * dk, width = 4 * (h1 - h0) * dk, h = heap(), d = u8();
+    for (let t = 0; t < T; t++) d.set(h.subarray(out + t * 4 * D + c0, out + t * 4 * D + c0 + width), outOff + t * 4 * D + c0);
+  }
+  return status;
+}
+
+const align16 = (n) => Math.ceil(n / 16) * 16;
+
+// ------------------------------------------------------------------------------------------
+// the command loop: blocks in Atomics.wait between commands (a worker may block; nothing else
+// runs here)
+
+function serve(slot) {
+  const base = slot * CONTROL.WORDS;
+  const floats = new Float32Array(control.buffer, 4 * (base + CONTROL.FLOATS), 4);
+  let seen = Atomics.load(control, base + CONTROL.SEQ);
+  for (;;) {
+    Atomics.wait(control, base + CONTROL.SEQ, seen);
+    const seq = Atomics.load(control, base + CONTROL.SEQ);
+    if (seq === seen) continue;
+    seen = seq;
+    const op = control[base + CONTROL.OP];
+    const args = control.subarray(base + CONTROL.ARGS, base + CONTROL.ARGS + CONTROL.NARGS);
+    let status;
+    heapTop = permanentTop;                           // per-command buffers start afresh
+    const started = performance.now();
+    try {
+      if (op === OP.STOP) return;
+      status = op === OP.LINEAR ? runLinear(args) : op === OP.ATTENTION ? runAttention(args, floats) : -100;
+    } catch (e) {
+      status = -101;
+      postMessage({ kind: "failed", message: String(e && e.message || e) });
+    }
+    control[base + CONTROL.STATUS] = status;
+    control[base + CONTROL.HEAP] = wasm.memory.buffer.byteLength / 65536;
+    busy[0] += performance.now() - started;          // microseconds would overflow Float32 sums: ms in f64
+    control[base + CONTROL.BUSY] = Math.round(busy[0]);
+    Atomics.store(control, base + CONTROL.DONE, seq);
+    Atomics.notify(control, base + CONTROL.DONE);
+  }
+}
+
+self.onmessage = ({ data: m }) => {
+  try {
+    if (m.kind === "init") {
+      wasm = instantiate(m.module);
+      tier = m.tier;
+      control = new Int32Array(m.control);
+      data = m.data;
+      postMessage({ kind: "ready" });
+    } else if (m.kind === "linear") {
+      linears.set(m.id, { fmt: m.fmt, rows: m.rows, K: m.K, packed: place(m.packed), lut: place(m.lut),
+                          ws: place(m.ws), q: place(m.q), scale: place(m.scale), bias: place(m.bias) });
+      permanentTop = heapTop;
+    } else if (m.kind === "serve") {
+      postMessage({ kind: "serving", heapBytes: wasm.memory.buffer.byteLength });
+      serve(m.slot);
+    }
+  } catch (e) {
+    postMessage({ kind: "failed", message: String(e && e.message || e) });
+  }
+};
