@@ -35,8 +35,12 @@ class Linear:
     thread (engine/parallel.py: the same bits for any thread count)."""
 
     def __init__(self, k: Kernels, model: ModelFile, weight: str, bias: str | None = None,
-                 team: Team | None = None):
-        self.k, self.name, self.team = k, weight, team
+                 team: Team | None = None, activation: str | None = None):
+        """activation: None or "silu", applied to the output element by element - on each row
+        slice where it is computed, so a split linear needs no second pass over y."""
+        if activation not in (None, "silu"):
+            raise ValueError(f"unknown activation {activation!r}")
+        self.k, self.name, self.team, self.activation = k, weight, team, activation
         tensors = model.file.tensors
         if weight + ".fv5t7" in tensors:
             self.kind = "fv5"
@@ -60,15 +64,16 @@ class Linear:
         if team and team.size > 1 and blocks > 1:
             ranges = even_ranges(blocks, team.size)
             if team.remote:               # the browser: slice 0 here, the others in kernel workers
-                self.slices = self._slices(ranges[:1])
-                self.remote_id = team.register_linear([self._slice_buffers(b0, b1) for b0, b1 in ranges[1:]])
+                self.slices = self.row_slices(ranges[:1])
+                self.remote_id = team.register_linear([self.slice_buffers(b0, b1) for b0, b1 in ranges[1:]])
             else:
-                self.slices = self._slices(ranges)
+                self.slices = self.row_slices(ranges)
         if self.kind == "fv5" and self.slices is None:
             self.weights = k.prepare_fv5(self._packed, self._lo, self._hi, self.O, self.K)
         self._dense = None
 
-    def _slices(self, block_ranges: list) -> list:
+    def row_slices(self, block_ranges: list) -> list:
+        """RowSlice for each range of 8-row blocks [b0, b1), with its own prepared weights."""
         out = []
         for b0, b1 in block_ranges:
             r0, r1 = 8 * b0, 8 * b1
@@ -82,10 +87,10 @@ class Linear:
             out.append(RowSlice(r0, r1 - r0, weights, bias))
         return out
 
-    def _slice_buffers(self, b0: int, b1: int) -> dict:
+    def slice_buffers(self, b0: int, b1: int) -> dict:
         """Blocks [b0, b1) as plain buffers, for a kernel worker to keep (engine/parallel.py)."""
         r0, r1 = 8 * b0, 8 * b1
-        out = {"fmt": self.kind, "r0": r0, "rows": r1 - r0, "K": self.K,
+        out = {"fmt": self.kind, "r0": r0, "rows": r1 - r0, "K": self.K, "act": 1 if self.activation else 0,
                "bias": None if self.bias is None else memoryview(self.bias)[r0:r1]}
         if self.kind == "fv5":
             bb = fv5_block_bytes(self.K)
@@ -104,15 +109,29 @@ class Linear:
             y = self.k.matmul_nt(x, self.dense(), N, self.O, self.K)
             if self.bias is not None:
                 y = self.k.add_scaled(y, 1.0, array("f", self.bias) * N, N * self.O)
-            return y
+            return self._activate(self.k, y, N * self.O)
         xq, xs = self.k.quantize(x, N, self.K)
         if self.remote_id is not None:
             return self._forward_workers(xq, xs, N)
         if self.slices is not None:
             return self._forward_split(xq, xs, N)
         if self.kind == "fv5":
-            return self.k.fv5_gemm(xq, xs, N, self.weights, bias=self.bias)
-        return self.k.int8_gemm(xq, xs, N, self.q, self.scale, self.O, self.K, bias=self.bias)
+            y = self.k.fv5_gemm(xq, xs, N, self.weights, bias=self.bias)
+        else:
+            y = self.k.int8_gemm(xq, xs, N, self.q, self.scale, self.O, self.K, bias=self.bias)
+        return self._activate(self.k, y, N * self.O)
+
+    def _activate(self, k: Kernels, y, n: int):
+        return k.silu(y, n, out=y) if self.activation == "silu" else y
+
+    def gemm_slice(self, k: Kernels, part: RowSlice, xq, xs, N: int, out) -> None:
+        """out [N][part.rows] = this slice's rows of x W^T (+ b), activated."""
+        if self.kind == "fv5":
+            k.fv5_gemm(xq, xs, N, part.weights, bias=part.bias, out=out)
+        else:
+            q, scale = part.weights
+            k.int8_gemm(xq, xs, N, q, scale, part.rows, self.K, bias=part.bias, out=out)
+        self._activate(k, out, N * part.rows)
 
     def _forward_split(self, xq, xs, N: int) -> array:
         """One row slice per thread, each joined into its columns of y [N][O]."""
@@ -121,11 +140,7 @@ class Linear:
         def task(part: RowSlice):
             def run(k: Kernels):
                 ys = k.staging(N * part.rows)
-                if self.kind == "fv5":
-                    k.fv5_gemm(xq, xs, N, part.weights, bias=part.bias, out=ys)
-                else:
-                    q, scale = part.weights
-                    k.int8_gemm(xq, xs, N, q, scale, part.rows, self.K, bias=part.bias, out=ys)
+                self.gemm_slice(k, part, xq, xs, N, ys)
                 k.copy_cols(ys, N, part.rows, y, self.O, part.r0)
             return run
         self.team.run([task(part) for part in self.slices])
@@ -140,11 +155,7 @@ class Linear:
         try:
             part = self.slices[0]
             ys = self.k.staging(N * part.rows)
-            if self.kind == "fv5":
-                self.k.fv5_gemm(xq, xs, N, part.weights, bias=part.bias, out=ys)
-            else:
-                q, scale = part.weights
-                self.k.int8_gemm(xq, xs, N, q, scale, part.rows, self.K, bias=part.bias, out=ys)
+            self.gemm_slice(self.k, part, xq, xs, N, ys)
             self.k.copy_cols(ys, N, part.rows, y, self.O, 0)
         finally:
             pool.linearEnd(Pinned(y).address, self.O)          # always: the pool waits for its workers
@@ -336,13 +347,42 @@ class SelfAttention:
 
 
 class ConvModule:
+    """pointwise conv1 -> GLU -> depthwise conv (k along time) -> SiLU -> pointwise conv2.
+
+    With a team, the middle is split by channel ranges: a part computes pw1's rows for its
+    channels c0..c1 (GLU's value half) and D+c0..D+c1 (its gate half), GLU, the depthwise conv
+    of those channels over all of time, SiLU, and writes columns c0..c1 of h - every value
+    computed as in the unsplit module, so the same bits; one crossing per part instead of three
+    serial passes. In the browser the parts beyond the first run in kernel workers."""
+
     def __init__(self, k: Kernels, model: ModelFile, prefix: str, team: Team | None = None):
-        self.k, d = k, model.dims
+        self.k, d, self.team = k, model.dims, team
         self.D, self.K = d.d_model, d.conv_kernel
-        self.pw1 = Linear(k, model, prefix + "conv.pointwise_conv1.weight", team=team)
+        self.pw1 = Linear(k, model, prefix + "conv.pointwise_conv1.weight")
         self.pw2 = Linear(k, model, prefix + "conv.pointwise_conv2.weight", team=team)
         self.dw_w = f32(model.tensor(prefix + "conv.depthwise_conv.weight"))
         self.dw_b = f32(model.tensor(prefix + "conv.depthwise_conv.bias"))
+        self.parts, self.remote_id = None, None
+        blocks = self.D // 8 if self.D % 8 == 0 else 0
+        if team and team.size > 1 and blocks > 1:
+            ranges = even_ranges(blocks, team.size)
+            local = ranges[:1] if team.remote else ranges
+            self.parts = [self._part(b0, b1) for b0, b1 in local]
+            if team.remote:
+                self.remote_id = team.register_conv(
+                    [self.pw1.slice_buffers(b0, b1) for b0, b1 in ranges[1:]],
+                    [self.pw1.slice_buffers(blocks + b0, blocks + b1) for b0, b1 in ranges[1:]],
+                    [self._depthwise_buffers(8 * b0, 8 * b1) for b0, b1 in ranges[1:]])
+
+    def _part(self, b0: int, b1: int) -> tuple:
+        """(c0, c1, value rows, gate rows) of channel blocks [b0, b1)."""
+        nb = self.D // 8
+        value, gate = self.pw1.row_slices([(b0, b1), (nb + b0, nb + b1)])
+        return 8 * b0, 8 * b1, value, gate
+
+    def _depthwise_buffers(self, c0: int, c1: int) -> dict:
+        return {"c0": c0, "width": c1 - c0, "ksize": self.K,
+                "dw": self.dw_w[c0 * self.K:c1 * self.K], "dwb": self.dw_b[c0:c1]}
 
     def __call__(self, x, T: int, float_acts: bool) -> array:
         with section("conv module"):
@@ -350,35 +390,47 @@ class ConvModule:
 
     def _forward(self, x, T: int, float_acts: bool) -> array:
         k = self.k
-        g = k.glu(self.pw1(x, T, float_acts), T, self.D)
-        h = k.silu(k.dwconv1d(g, T, self.D, self.dw_w, self.dw_b, self.K), T * self.D)
+        if self.parts is None or float_acts:
+            g = k.glu(self.pw1(x, T, float_acts), T, self.D)
+            h = k.silu(k.dwconv1d(g, T, self.D, self.dw_w, self.dw_b, self.K), T * self.D)
+            return self.pw2(h, T, float_acts)
+        with section("linears"):
+            xq, xs = k.quantize(x, T, self.D)
+        h = array("f", bytes(4 * T * self.D))
+        if self.remote_id is not None:
+            pool = self.team.pool
+            pool.convBegin(self.remote_id, T, self.D, Pinned(xq).address, Pinned(xs).address)
+            try:
+                self._middle(k, self.parts[0], xq, xs, T, h)
+            finally:
+                pool.convEnd(Pinned(h).address, self.D)
+        else:
+            self.team.run([lambda kk, part=part: self._middle(kk, part, xq, xs, T, h) for part in self.parts])
         return self.pw2(h, T, float_acts)
+
+    def _middle(self, k: Kernels, part: tuple, xq, xs, T: int, h) -> None:
+        """Channels c0..c1: GLU of pw1's value and gate rows, depthwise conv, SiLU -> h[:, c0:c1]."""
+        c0, c1, value, gate = part
+        w = c1 - c0
+        a, b = k.staging(T * w, "value"), k.staging(T * w, "gate")
+        self.pw1.gemm_slice(k, value, xq, xs, T, a)
+        self.pw1.gemm_slice(k, gate, xq, xs, T, b)
+        g = k.glu_split(a, b, T, w, out=a)
+        d = k.dwconv1d(g, T, w, self.dw_w[c0 * self.K:c1 * self.K], self.dw_b[c0:c1], self.K, out=b)
+        k.silu(d, T * w, out=d)
+        k.copy_cols(d, T, w, h, self.D, c0)
 
 
 class FeedForward:
     def __init__(self, k: Kernels, model: ModelFile, prefix: str, team: Team | None = None):
         self.k, self.team = k, team
-        self.linear1 = Linear(k, model, prefix + "linear1.weight", team=team)
+        # silu(linear1) - on each row slice where it is computed (elementwise: the same bits)
+        self.linear1 = Linear(k, model, prefix + "linear1.weight", team=team, activation="silu")
         self.linear2 = Linear(k, model, prefix + "linear2.weight", team=team)
 
     def __call__(self, x, T: int, float_acts: bool) -> array:
         with section("feed-forward"):
-            h = self.linear1(x, T, float_acts)
-            return self.linear2(silu_rows(self.k, self.team, h, T, self.linear1.O), T, float_acts)
-
-
-def silu_rows(k: Kernels, team: Team | None, x, rows: int, width: int) -> array:
-    """silu of x [rows][width], the rows shared out over the team (elementwise: the same bits)."""
-    ranges = even_ranges(rows, team.closures if team else 1)
-    if len(ranges) == 1:
-        return k.silu(x, rows * width)
-    y = array("f", bytes(4 * rows * width))
-
-    def part(r0: int, r1: int):
-        return lambda kk: kk.silu(memoryview(x)[r0 * width:r1 * width], (r1 - r0) * width,
-                                  out=memoryview(y)[r0 * width:r1 * width])
-    team.run([part(r0, r1) for r0, r1 in ranges])
-    return y
+            return self.linear2(self.linear1(x, T, float_acts), T, float_acts)
 
 
 class ConformerLayer:

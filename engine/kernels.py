@@ -187,6 +187,7 @@ _COMMON_SIGNATURES = {
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
     "pk_copy_cols": (_i, [_i, _i, _vp, _i, _i, _vp]),
     "pk_take_cols": (_i, [_i, _i, _i, _i, _vp, _vp]),
+    "pk_glu_split": (_i, [_i, _i, _vp, _vp, _vp]),
     "pk_attention_scratch_floats": (_sz, [_i, _i]),
     "pk_attention_heads": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, ctypes.c_float, _vp, _vp]),
     "pk_block_power": (_i, [_i, _i, _vp, _vp]),
@@ -518,6 +519,15 @@ class Kernels:
         y = self._f32(N * C, out)
         _raise_status(self._fn["pk_glu"](N, C, _Arg(x, 2 * N * C, "float32", "x").pointer,
                                          _Arg(y, N * C, "float32", "y", True).pointer), "pk_glu")
+        return y
+
+    def glu_split(self, a, b, N: int, C: int, out=None) -> array:
+        """a * sigmoid(b) for a, b [N][C]: glu with its halves in two buffers."""
+        _check_dims(N=N, C=C)
+        y = self._f32(N * C, out)
+        _raise_status(self._fn["pk_glu_split"](N, C, _Arg(a, N * C, "float32", "a").pointer,
+                                               _Arg(b, N * C, "float32", "b").pointer,
+                                               _Arg(y, N * C, "float32", "y", True).pointer), "pk_glu_split")
         return y
 
     def add_scaled(self, x, s: float, d, n: int, out=None) -> array:

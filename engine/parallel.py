@@ -114,12 +114,16 @@ class WorkerTeam:
             raise ValueError("kernel workers run no Python tasks: split work goes through the pool")
         return [tasks[0](self.kernels[0])]
 
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id - 1
+
     def register_linear(self, slices: list) -> int:
-        """slices: one dict per kernel worker (worker index = position): fmt, r0, rows, K and
-        the slice's buffers (fv5: packed, lut, ws; int8: q, scale; bias or None). Returns the
-        id the engine names it by."""
+        """slices: one dict per kernel worker (worker index = position): fmt, r0, rows, K, act
+        (1: silu on the output) and the slice's buffers (fv5: packed, lut, ws; int8: q, scale;
+        bias or None). Returns the id the engine names it by."""
         from .kernels import Pinned
-        linear_id, self._next_id = self._next_id, self._next_id + 1
+        linear_id = self._new_id()
         for worker, s in enumerate(slices):
             names = ("packed", "lut", "ws") if s["fmt"] == "fv5" else ("q", "scale", None)
             pins = [Pinned(s[n]) if n else None for n in names]
@@ -127,9 +131,21 @@ class WorkerTeam:
             args = []
             for pin in pins:
                 args += [pin.address, pin.nbytes] if pin else [0, 0]
-            self.pool.addLinear(linear_id, worker, s["fmt"], s["r0"], s["rows"], s["K"], *args,
+            self.pool.addLinear(linear_id, worker, s["fmt"], s["r0"], s["rows"], s["K"], s["act"], *args,
                                 bias.address if bias else 0)
         return linear_id
+
+    def register_conv(self, values: list, gates: list, depthwise: list) -> int:
+        """The conv module's middle for each kernel worker: its channels' pw1 value rows and
+        gate rows (slice dicts as register_linear's) and depthwise weights (c0, width, ksize,
+        dw [width][ksize], dwb [width]). Returns the id the engine names it by."""
+        from .kernels import Pinned
+        value_id, gate_id, conv_id = self.register_linear(values), self.register_linear(gates), self._new_id()
+        for worker, d in enumerate(depthwise):
+            dw, dwb = Pinned(d["dw"]), Pinned(d["dwb"])
+            self.pool.addConv(conv_id, worker, value_id, gate_id, d["c0"], d["width"], d["ksize"],
+                              dw.address, dw.nbytes, dwb.address, dwb.nbytes)
+        return conv_id
 
     def close(self):
         pass                                  # the pool belongs to the JavaScript that made it

@@ -10,6 +10,8 @@
  * pk_silu(n, x, y)                  y = x * sigmoid(x)
  * pk_relu(n, x, y)                  y = x > 0 ? x : 0
  * pk_glu(N, C, x, y)                x [N][2C] -> y [N][C] = x[:, :C] * sigmoid(x[:, C:])
+ * pk_glu_split(N, C, a, b, y)       y [N][C] = a * sigmoid(b), a and b [N][C]: pk_glu with its two
+ *                                   halves apart (a channel range of the conv module per worker)
  * pk_add_scaled(n, x, s, d, y)      y = x + s * d
  * pk_dwconv1d(T, C, K, x, w, b, y)  x, y [T][C], w [C][K] (K odd), b [C]:
  *                                   y[t][c] = (sum_j w[c][j] * x[t + j - K/2][c]) + b[c], zero pad
@@ -87,6 +89,7 @@ PK_API size_t pk_attention_scratch_floats(int T, int dk);
 PK_API int pk_attention_heads(int T, int D, int dk, int h0, int h1, const float *q, const float *k,
                               const float *v, const float *p, const float *u, const float *vb, float s,
                               float *scratch, float *out);
+PK_API int pk_glu_split(int N, int C, const float *a, const float *b, float *y);
 PK_API int pk_take_cols(int N, int O, int c0, int W, const float *x, float *y);
 PK_API int pk_block_power(int n, int B, const float *x, float *y);
 PK_API int pk_add_div(int n, const float *a, const float *b, float s, float *y);

@@ -64,6 +64,12 @@ int pk_glu(int N, int C, const float *x, float *y) {
     return PK_OK;
 }
 
+int pk_glu_split(int N, int C, const float *a, const float *b, float *y) {
+    if (N <= 0 || C <= 0) return PK_E_SHAPE;
+    for (size_t i = 0; i < (size_t)N * C; i++) y[i] = a[i] * pk_sigmoidf(b[i]);
+    return PK_OK;
+}
+
 int pk_add_scaled(int n, const float *x, float s, const float *d, float *y) {
     if (n < 0) return PK_E_SHAPE;
     for (int i = 0; i < n; i++) y[i] = x[i] + s * d[i];

@@ -91,8 +91,9 @@ export class KernelPool {
 
   // One kernel worker's row slice [r0, r0 + rows) of linear `id` (O x K): fv5 (packed blocks, the
   // slice's [rows][8] int8 grid and scales) or int8 (q [rows][K], scale [rows]); bias optional.
-  addLinear(id, worker, fmt, r0, rows, K, a, aBytes, b, bBytes, c, cBytes, bias) {
-    const message = { kind: "linear", id, fmt, rows, K, packed: null, lut: null, ws: null, q: null, scale: null,
+  // act: 1 = silu on the slice's output (the feed-forward's first linear).
+  addLinear(id, worker, fmt, r0, rows, K, act, a, aBytes, b, bBytes, c, cBytes, bias) {
+    const message = { kind: "linear", id, fmt, rows, K, act, packed: null, lut: null, ws: null, q: null, scale: null,
                       bias: this._copy(bias, 4 * rows) };
     if (fmt === "fv5") Object.assign(message, { packed: this._copy(a, aBytes), lut: this._copy(b, bBytes), ws: this._copy(c, cBytes) });
     else Object.assign(message, { q: this._copy(a, aBytes), scale: this._copy(b, bBytes) });
@@ -100,6 +101,16 @@ export class KernelPool {
     this.workers[worker].postMessage(message, transfer);
     if (!this.linears.has(id)) this.linears.set(id, []);
     this.linears.get(id).push({ worker, r0, rows });
+  }
+
+  // The conv module's middle for channels [c0, c0 + width) on one kernel worker: linears
+  // `value` and `gate` (its pw1 rows), GLU, the depthwise conv (dw [width][ksize], dwb [width]), silu.
+  addConv(id, worker, value, gate, c0, width, ksize, dw, dwBytes, dwb, dwbBytes) {
+    const message = { kind: "conv", id, value, gate, width, ksize, dw: this._copy(dw, dwBytes), dwb: this._copy(dwb, dwbBytes) };
+    this.workers[worker].postMessage(message, [message.dw, message.dwb]);
+    if (!this.convs) this.convs = new Map();
+    if (!this.convs.has(id)) this.convs.set(id, []);
+    this.convs.get(id).push({ worker, r0: c0, rows: width });
   }
 
   async serve() {
@@ -159,8 +170,21 @@ export class KernelPool {
 
   // xq [N][K] int8 and xs [N] float32 out to every kernel worker holding a slice of `id`.
   linearBegin(id, N, K, xqPtr, xsPtr) {
-    const slices = this.linears.get(id);
-    if (!slices) throw new KernelPoolError(`linear ${id} was not registered`);
+    this._rowsBegin("linear", OP.LINEAR, this.linears.get(id), id, N, K, xqPtr, xsPtr);
+  }
+
+  // Waits for the kernel workers, then puts each slice's [N][rows] into its columns of y [N][O].
+  linearEnd(yPtr, O) { this._rowsEnd("linear", yPtr, O); }
+
+  // The conv module's middle: the same input as a linear, each worker's channels back into h [N][D].
+  convBegin(id, N, K, xqPtr, xsPtr) {
+    this._rowsBegin("conv", OP.CONV, this.convs && this.convs.get(id), id, N, K, xqPtr, xsPtr);
+  }
+
+  convEnd(hPtr, D) { this._rowsEnd("conv", hPtr, D); }
+
+  _rowsBegin(kind, op, slices, id, N, K, xqPtr, xsPtr) {
+    if (!slices) throw new KernelPoolError(`${kind} ${id} was not registered`);
     const xsOff = align16(N * K), inBytes = align16(xsOff + 4 * N);
     const outOffs = [];
     let end = inBytes;
@@ -169,14 +193,13 @@ export class KernelPool {
     const d = new Uint8Array(this.data), h = this.heap();
     d.set(h.subarray(xqPtr, xqPtr + N * K), 0);
     d.set(h.subarray(xsPtr, xsPtr + 4 * N), xsOff);
-    const seqs = slices.map((s, i) => this._post(s.worker, OP.LINEAR, [id, N, 0, outOffs[i]]));
-    this._begin("linear", seqs);
+    const seqs = slices.map((s, i) => this._post(s.worker, op, [id, N, 0, outOffs[i]]));
+    this._begin(kind, seqs);
     Object.assign(this.pending, { slices, outOffs, N });
   }
 
-  // Waits for the kernel workers, then puts each slice's [N][rows] into its columns of y [N][O].
-  linearEnd(yPtr, O) {
-    const { slices, outOffs, N } = this._end("linear");
+  _rowsEnd(kind, yPtr, O) {
+    const { slices, outOffs, N } = this._end(kind);
     const h = this.heap(), d = new Uint8Array(this.data);
     slices.forEach((s, i) => {
       const width = 4 * s.rows;

@@ -5,7 +5,8 @@
 // Started by web/kernel-pool.mjs. Messages, in this order:
 //   {kind: "init", module, tier, control, data}   the compiled side module (the engine's tier),
 //                                                  the control Int32 SAB and the data SAB
-//   {kind: "linear", id, fmt, rows, K, packed, lut, ws, scale, q, bias}   a row slice to keep
+//   {kind: "linear", id, fmt, rows, K, act, packed, lut, ws, scale, q, bias}   a row slice to keep
+//   {kind: "conv", id, value, gate, width, ksize, dw, dwb}   a channel range of a conv module
 //   {kind: "serve", slot}                          reply "serving", then block on the control
 //                                                  words of `slot` and run commands until "stop"
 // Replies: {kind: "ready"}, {kind: "serving", heapBytes}, {kind: "failed", message}.
@@ -18,7 +19,8 @@
 import { CONTROL, OP } from "./kernel-protocol.mjs";
 
 let wasm = null, tier = "", control = null, data = null;
-const linears = new Map();              // id -> {fmt, rows, K, packed, lut, ws, q, scale, bias} (pointers)
+const linears = new Map();              // id -> {fmt, rows, K, act, packed, lut, ws, q, scale, bias} (pointers)
+const convs = new Map();                // id -> {value, gate (linear ids), width, ksize, dw, dwb}
 let heapTop = 0, permanentTop = 0;
 const busy = [0];                       // ms spent running commands      // bump allocator: weights below permanentTop, per-command above
 
@@ -115,10 +117,37 @@ function runLinear(args) {
   const xs = copyIn(inOff + align16(N * w.K), 4 * N);
   const need = wasm.exports.gemm_scratch_bytes(N, w.K);          // size_t: i32 in wasm32
   const scratch = alloc(need), y = alloc(4 * N * w.rows);
-  const status = w.fmt === "fv5"
+  const status = gemm(w, N, xq, xs, y, scratch, need);
+  if (status === 0) copyOut(y, outOff, 4 * N * w.rows);
+  return status;
+}
+
+// One slice's y [N][rows] = x W^T (+ b), then its activation (1: silu), as the engine does.
+function gemm(w, N, xq, xs, y, scratch, need) {
+  let status = w.fmt === "fv5"
     ? fn("fv5_gemm")(N, w.rows, w.K, xq, xs, w.packed, w.lut, w.ws, w.bias, y, scratch, need)
     : fn("int8_gemm")(N, w.rows, w.K, xq, xs, w.q, w.scale, w.bias, y, scratch, need);
-  if (status === 0) copyOut(y, outOff, 4 * N * w.rows);
+  if (status === 0 && w.act === 1) status = fn("silu")(N * w.rows, y, y);
+  return status;
+}
+
+// The conv module's middle for this worker's channels (engine/encoder.py ConvModule._middle):
+// value and gate rows of pw1, GLU, depthwise conv over time, silu -> out [N][width].
+function runConv(args) {
+  const [id, N, inOff, outOff] = args;
+  const c = convs.get(id);
+  if (!c) throw new Error(`no conv ${id} on this worker`);
+  const value = linears.get(c.value), gate = linears.get(c.gate);
+  const xq = copyIn(inOff, N * value.K);
+  const xs = copyIn(inOff + align16(N * value.K), 4 * N);
+  const need = wasm.exports.gemm_scratch_bytes(N, value.K);
+  const scratch = alloc(need), a = alloc(4 * N * c.width), b = alloc(4 * N * c.width);
+  let status = gemm(value, N, xq, xs, a, scratch, need);
+  if (status === 0) status = gemm(gate, N, xq, xs, b, scratch, need);
+  if (status === 0) status = wasm.exports.pk_glu_split(N, c.width, a, b, a);
+  if (status === 0) status = wasm.exports.pk_dwconv1d(N, c.width, c.ksize, a, c.dw, c.dwb, b);
+  if (status === 0) status = fn("silu")(N * c.width, b, b);
+  if (status === 0) copyOut(b, outOff, 4 * N * c.width);
   return status;
 }
 
@@ -161,7 +190,8 @@ function serve(slot) {
     const started = performance.now();
     try {
       if (op === OP.STOP) return;
-      status = op === OP.LINEAR ? runLinear(args) : op === OP.ATTENTION ? runAttention(args, floats) : -100;
+      status = op === OP.LINEAR ? runLinear(args) : op === OP.ATTENTION ? runAttention(args, floats)
+             : op === OP.CONV ? runConv(args) : -100;
     } catch (e) {
       status = -101;
       postMessage({ kind: "failed", message: String(e && e.message || e) });
@@ -184,8 +214,11 @@ self.onmessage = ({ data: m }) => {
       data = m.data;
       postMessage({ kind: "ready" });
     } else if (m.kind === "linear") {
-      linears.set(m.id, { fmt: m.fmt, rows: m.rows, K: m.K, packed: place(m.packed), lut: place(m.lut),
+      linears.set(m.id, { fmt: m.fmt, rows: m.rows, K: m.K, act: m.act, packed: place(m.packed), lut: place(m.lut),
                           ws: place(m.ws), q: place(m.q), scale: place(m.scale), bias: place(m.bias) });
+      permanentTop = heapTop;
+    } else if (m.kind === "conv") {
+      convs.set(m.id, { value: m.value, gate: m.gate, width: m.width, ksize: m.ksize, dw: place(m.dw), dwb: place(m.dwb) });
       permanentTop = heapTop;
     } else if (m.kind === "serve") {
       postMessage({ kind: "serving", heapBytes: wasm.memory.buffer.byteLength });
