@@ -61,6 +61,7 @@ TINY_MODEL = BUILD / "tiny.gguf"
 TINY_SOURCE = ROOT / "tests" / "data" / "tiny"
 # the site's own files (web/), copied as they are; index.html and sw.js are rendered
 SITE_STATIC = ["app.mjs", "worker.mjs", "pyodide-boot.mjs", "capture-worklet.mjs", "formats.mjs",
+               "kernel-pool.mjs", "kernel-worker.mjs", "kernel-protocol.mjs",
                "style.css", "icon.svg"]
 # what loadPyodide() fetches from its indexURL (pyodide.mjs imports pyodide.asm.mjs)
 PYODIDE_RUNTIME = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",

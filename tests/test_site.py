@@ -136,7 +136,14 @@ def test_loads_from_a_subpath_without_errors(first_visit, server, manifest):
     assert info["ready"]["tier"] == "wasm_relaxed_simd"           # Chromium 156 validates relaxed SIMD
     assert info["ready"]["modelSource"] == "network"
     assert server.log.count(SUB + manifest["model"]["path"]) == 1
-    assert app.page.evaluate("document.getElementById('m-tier').textContent") == "wasm_relaxed_simd"
+    # a plain static server sends no COOP/COEP: the service worker adds them, after one reload
+    # on the first visit, so the encoder is split across the cores (2 here)
+    assert app.page.evaluate("crossOriginIsolated")
+    cores = app.page.evaluate("navigator.hardwareConcurrency")
+    assert info["ready"]["threads"] == min(cores, 4) and info["threadsNote"] is None
+    assert app.page.evaluate("document.getElementById('m-tier').textContent") == \
+        f"wasm_relaxed_simd · {min(cores, 4)} workers"
+    assert app.page.is_hidden("#threads-note")
     shoot(app, "idle")
 
 
@@ -180,8 +187,9 @@ def native_stream_of(model, samples, rate):
 
 
 def test_microphone_matches_native_stream(browser, server, site, manifest, speech):
-    """As shipped (transferable blocks): partial, then committed text, final = native."""
-    app = browser.open(server.url + SUB + "?debug=1")
+    """One worker, not isolated (?threads=1: the service worker adds no COOP/COEP): the
+    transferable-block transport; partial, then committed text, final = native."""
+    app = browser.open(server.url + SUB + "?threads=1&debug=1")
     assert app.state == "ready", app.alert()
     run = app.listen(speech[1] + 1.0, screenshot=lambda name: shoot(app, name))
     assert run["transport"] == "transfer"
@@ -248,6 +256,33 @@ def test_file_matches_native_transcribe(browser, server, site, manifest, speech,
         assert "not in an audio format this browser can decode" in app.alert()
         assert app.state == "ready"
     assert not app.problems, app.problems
+
+
+def test_kernel_workers_in_the_page(browser, server, site, manifest, speech):
+    """?threads=3: the engine worker and two kernel workers split the encoder, and a file gives
+    the native result bit for bit; with no service worker and no COOP/COEP from the server, one
+    worker, and the page says why."""
+    from harness.site_check import native_transcribe
+    app = browser.open(server.url + SUB + "?threads=3&debug=1")
+    assert app.state == "ready", app.alert()
+    assert app.phonon("window.phonon.threads") == 3
+    assert app.page.evaluate("document.getElementById('m-tier').textContent").endswith("· 3 workers")
+    result = app.transcribe_file(speech[0])
+    native = native_transcribe(site / manifest["model"]["path"], speech[0])
+    assert (result["text"], result["tokens"], result["words"]) == (native["text"], native["tokens"], native["words"])
+    assert result["timing"]["threads"] == 3
+    assert not app.problems, app.problems
+
+    # the once-per-session isolation reload already spent: the service worker now serves the page
+    # with COOP/COEP, but this document was loaded before it could
+    plain = browser.open(server.url + SUB + "?threads=2",
+                         init_script="sessionStorage.setItem('phonon-web-isolation-reload', '1')")
+    assert plain.state == "ready", plain.alert()
+    assert not plain.page.evaluate("crossOriginIsolated")
+    assert plain.phonon("window.phonon.threads") == 1
+    note = plain.page.text_content("#threads-note")
+    assert plain.page.is_visible("#threads-note") and "reload it to use every core" in note, note
+    assert plain.page.evaluate("document.getElementById('m-tier').textContent").endswith("· 1 worker")
 
 
 def tiled_wav(path: Path, speech_16k: Path, seconds: float) -> float:

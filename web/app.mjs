@@ -3,12 +3,17 @@
 // (capture-worklet.mjs) straight to that worker. Nothing here waits on a decode.
 //
 // URL parameters: ?tier=scalar|wasm_simd128|wasm_relaxed_simd forces the kernel tier;
+// ?threads=N forces the number of workers the encoder is split across (1 = the engine worker
+// alone; more need cross-origin isolation, which the service worker provides);
 // ?debug=1 keeps an event log and the captured samples for tests (window.phonon.debug).
 import { toJSON, toSRT, toText, toVTT } from "./formats.mjs";
 
 const params = new URLSearchParams(location.search);
 const DEBUG = params.get("debug") === "1";
 const FORCED_TIER = params.get("tier");
+const FORCED_THREADS = params.has("threads") ? Math.max(1, Math.min(8, Math.floor(Number(params.get("threads"))) || 1)) : null;
+const MAX_DEFAULT_THREADS = 4;              // past this a 2-core phone gains nothing and pays memory
+const ISOLATION_RELOAD = "phonon-web-isolation-reload";
 const BLOCK = 2048;                         // samples per posted block (transferable transport)
 const RING_SECONDS = 30;                    // SharedArrayBuffer ring: audio the worker may lag by
 const HEARTBEAT_MS = 2000;
@@ -24,7 +29,7 @@ const ui = {
   copy: $("copy"), clear: $("clear"), downloads: [...document.querySelectorAll("[data-format]")],
   audio: $("m-audio"), rtf: $("m-rtf"), lag: $("m-lag"), tier: $("m-tier"),
   modelName: $("model-name"), modelDescription: $("model-description"), modelOpen: $("model-open"),
-  modelFile: $("model-file"), modelReset: $("model-reset"),
+  modelFile: $("model-file"), modelReset: $("model-reset"), threadsNote: $("threads-note"),
   cancelFile: $("cancel-file"), fileProgress: $("file-progress"),
 };
 const LOCAL_MODEL = "phonon-web-local-model";     // localStorage: {sha256, name} of an opened .gguf
@@ -145,6 +150,9 @@ async function main() {
     fatal(`The app's manifest could not be loaded (${e.message}). Check the connection and reload.`);
     return;
   }
+  const threads = chooseThreads(sw);
+  if (threads.reload) return location.reload();
+  phonon.threadsWanted = threads.count;
   tier = chooseTier();
   ui.tier.textContent = tier;
   try {
@@ -156,17 +164,40 @@ async function main() {
   worker.onmessage = onWorkerMessage;
   worker.onerror = (e) => { e.preventDefault(); died(e.message || "it failed to load"); };
   worker.onmessageerror = () => died("a message could not be read");
-  worker.postMessage({ kind: "init", manifest, tier, debug: DEBUG, localModel: storedLocalModel() });
+  worker.postMessage({ kind: "init", manifest, tier, debug: DEBUG, localModel: storedLocalModel(),
+                       threads: threads.count, threadsNote: threads.note });
   lastHeard = performance.now();
   quietUntil = lastHeard + 120000;              // start-up has long synchronous steps
   heartbeat = setInterval(checkHeartbeat, HEARTBEAT_MS);
+}
+
+// How many workers share the encoder: ?threads=N, else the cores up to MAX_DEFAULT_THREADS.
+// More than one needs SharedArrayBuffer, hence cross-origin isolation: the service worker adds
+// the COOP/COEP headers to the pages it serves, so a page it did not serve yet (the first visit)
+// is reloaded once, from it. Without isolation: one worker, and the note says why.
+function chooseThreads(sw) {
+  const wanted = FORCED_THREADS || Math.max(1, Math.min(navigator.hardwareConcurrency || 1, MAX_DEFAULT_THREADS));
+  if (wanted <= 1) return { count: 1, note: null };
+  if (self.crossOriginIsolated) {
+    sessionStorage.removeItem(ISOLATION_RELOAD);
+    return { count: wanted, note: null };
+  }
+  if (sw === "controlled" && !sessionStorage.getItem(ISOLATION_RELOAD)) {
+    sessionStorage.setItem(ISOLATION_RELOAD, "1");           // once: never a reload loop
+    return { reload: true };
+  }
+  if (sw === "controlled")
+    return { count: 1, note: "one worker: this page was opened before cross-origin isolation was on, so workers cannot share memory; reload it to use every core" };
+  return { count: 1, note: "one worker: this page is not cross-origin isolated (its server sends no COOP/COEP headers and no service worker could add them), so workers cannot share memory" };
 }
 
 async function serviceWorker() {
   if (!("serviceWorker" in navigator) || !window.isSecureContext) return "unsupported";
   let registration;
   try {
-    registration = await navigator.serviceWorker.register("sw.js");
+    // a registration that never settles (blocked by policy in some browsers) must not hold the app
+    registration = await Promise.race([navigator.serviceWorker.register("sw.js"), new Promise((_, reject) =>
+      setTimeout(() => reject(new Error("the service worker registration did not finish in 10 s")), 10000))]);
   } catch (e) {
     console.warn("phonon-web: no offline cache:", e);
     return "failed";
@@ -262,13 +293,22 @@ function onWorkerMessage({ data }) {
   }
 }
 
+function showTier({ tier: t, threads = 1, threadsNote }) {
+  ui.tier.textContent = t + (FORCED_TIER ? " (forced)" : "") + ` · ${threads} worker${threads === 1 ? "" : "s"}`;
+  ui.tier.title = threads > 1 ? `the encoder is split across ${threads} workers` : "one worker runs the encoder";
+  ui.threadsNote.hidden = !threadsNote;
+  ui.threadsNote.textContent = threadsNote ? threadsNote[0].toUpperCase() + threadsNote.slice(1) + "." : "";
+  phonon.threads = threads;
+  phonon.threadsNote = threadsNote || null;
+}
+
 function onReady(data) {
   phonon.timings.ready = performance.now();
   quietUntil = 0;
   phonon.ready = data;
   phonon.heapBytes = data.heapBytes;
   ui.loader.hidden = true;
-  ui.tier.textContent = data.tier + (FORCED_TIER ? " (forced)" : "");
+  showTier(data);
   setState("ready");
   if (data.localModel) showModel(data.localModel);
   if (data.localNote) forgetLocalModel();
@@ -308,6 +348,7 @@ async function openModelFile(file) {
 function onModelSwitched(data) {
   quietUntil = 0;
   showModel(data);
+  showTier({ tier: data.tier, threads: data.threads, threadsNote: phonon.threadsNote });
   try { localStorage.setItem(LOCAL_MODEL, JSON.stringify({ sha256: data.sha256, name: data.file })); } catch { /* none */ }
   setState(transcript && transcript.words.length ? "done" : "ready");
   showAlert(`Now using ${data.file}` + (data.cacheNote ? `, but ${data.cacheNote}.` : "; it is kept on this device for the next visit."),

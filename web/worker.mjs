@@ -15,6 +15,7 @@
 //                  file-progress, file-result, file-cancelled,
 //                  pong, error (recoverable), fatal (the worker cannot go on)
 import { bootPyodide } from "./pyodide-boot.mjs";
+import { KernelPool } from "./kernel-pool.mjs";
 
 const MODEL_CACHE = "phonon-web-model";
 const TICK_MS = 150;                        // partial() cadence while listening (wall time)
@@ -26,6 +27,7 @@ from array import array
 from engine.audio import AudioError, load_audio, resample
 from engine.streaming import StreamError, stream_metrics
 from engine.longform import SteppedTranscription
+from engine.kernels import wasm_module_path
 from engine.transcribe import Engine
 
 
@@ -33,22 +35,26 @@ class WebApp:
     def __init__(self):
         self.engine = self.model = self.session = None
 
-    def load(self, model, tier):
+    def load(self, model, tier, workers=None):
         self.model = model                  # the engine reads its tensors from these bytes
-        self.engine = Engine.from_buffer(model, tier)
+        self.engine = Engine.from_buffer(model, tier, workers=workers)
         return self.engine.tier
 
-    def switch(self, model, tier):
+    def switch(self, model, tier, workers=None):
         """Another model: the loader validates it first; on any error the current one stays."""
         if self.session is not None:
             raise RuntimeError("a live stream is open: stop it before changing the model")
-        engine = Engine.from_buffer(model, tier)
+        engine = Engine.from_buffer(model, tier, workers=workers)
         self.engine, self.model = engine, model
         return self.model_info()
 
     def model_info(self):
         m = self.engine.model
-        return json.dumps({"name": m.name, "notice": m.notice, "tier": self.engine.tier})
+        return json.dumps({"name": m.name, "notice": m.notice, "tier": self.engine.tier,
+                           "threads": self.engine.threads})
+
+    def threads(self):
+        return self.engine.threads
 
     def start(self, rate):
         self.session = self.engine.stream(int(rate))
@@ -109,6 +115,8 @@ app = WebApp()
 `;
 
 let pyodide, app, debug = false, currentTier = null;
+let pool = null;                            // the engine's kernel workers (web/kernel-pool.mjs), if any
+let threadsWanted = 1, threadsNote = null;  // workers asked for; why fewer run, if they do
 let stream = null;                          // the open live stream
 let fileJob = null;                         // {name, cancelled} while a file is being transcribed
 let captured = [];                          // (debug) every block fed, in order
@@ -122,8 +130,10 @@ class Fatal extends Error {
 // ------------------------------------------------------------------------------------------
 // boot: runtime, engine wheel, model
 
-async function init({ manifest, tier, debug: debugMode, localModel }) {
+async function init({ manifest, tier, debug: debugMode, localModel, threads = 1, threadsNote: note = null }) {
   debug = !!debugMode;
+  threadsWanted = threads;
+  threadsNote = note;
   const base = new URL("./", self.location.href);
   const t = { start: performance.now() };
   try {
@@ -147,7 +157,7 @@ async function init({ manifest, tier, debug: debugMode, localModel }) {
     t.compile = performance.now();
     post({ kind: "stage", stage: "compile" });
     try {
-      usedTier = app.load(model.buffer, tier);
+      usedTier = await loadEngine(model.buffer, tier);
     } catch (e) {
       throw new Fatal("engine", `The engine could not open the model with the ${tier} kernels: ${lastLine(e)}`);
     } finally {
@@ -157,7 +167,7 @@ async function init({ manifest, tier, debug: debugMode, localModel }) {
   t.compile = t.compile || performance.now();
   t.ready = performance.now();
   post({
-    kind: "ready", tier: usedTier, modelSource: model ? model.source : "local-cache",
+    kind: "ready", tier: usedTier, threads: app.threads(), threadsNote, modelSource: model ? model.source : "local-cache",
     cacheNote: model ? model.cacheNote : null, localModel: local && local.info, localNote,
     heapBytes: heapBytes(),
     timings: { runtime: t.engine - t.start, engine: t.model - t.engine, model: t.compile - t.model,
@@ -268,7 +278,7 @@ async function openModelFile({ name, bytes }) {
   const buffer = pyBytes(data);
   let info;
   try {
-    info = JSON.parse(app.switch(buffer, currentTier));
+    info = JSON.parse(await loadEngine(buffer, currentTier, "switch"));
   } catch (e) {
     buffer.destroy();
     post({ kind: "error", code: "model-file",
@@ -303,13 +313,64 @@ async function openCachedLocalModel({ sha256, name }, tier) {
     }
     const buffer = pyBytes(data);
     try {
-      const usedTier = app.load(buffer, tier);
+      const usedTier = await loadEngine(buffer, tier);
       return { tier: usedTier, info: { file: name, size: data.length, sha256, ...JSON.parse(app.model_info()) } };
     } finally {
       buffer.destroy();
     }
   } catch (e) {
     return { note: `the model file ${name} you opened before could not be used (${lastLine(e)})` };
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// kernel workers (issue 23): the encoder's linears and attention heads split across this worker
+// and threads - 1 kernel workers, bit for bit what one worker computes
+
+// An engine on `buffer` ("load", or "switch": the engine in use stays if this one fails), with
+// kernel workers when asked for and possible; returns what app.load / app.switch return.
+async function loadEngine(buffer, tier, how = "load") {
+  const next = await startPool(tier);
+  // (a JS null would reach Python as JsNull, not None: no pool, no argument)
+  const open = (workers) => (workers ? app[how](buffer, tier, workers) : app[how](buffer, tier));
+  let out;
+  try {
+    out = open(next);
+  } catch (e) {
+    if (next) next.close();
+    throw e;
+  }
+  if (next) {
+    try {
+      await next.serve();
+    } catch (e) {                              // a kernel worker could not take its weights: one worker
+      next.close();
+      threadsNote = `one worker: the kernel workers did not start (${lastLine(e)})`;
+      out = open(null);
+      if (pool) pool.close();
+      pool = null;
+      return out;
+    }
+  }
+  if (pool) pool.close();
+  pool = next;
+  return out;
+}
+
+async function startPool(tier) {
+  if (threadsWanted <= 1) return null;
+  if (!self.crossOriginIsolated) {
+    threadsNote = threadsNote || "one worker: this page is not cross-origin isolated, so it cannot share memory between workers";
+    return null;
+  }
+  try {
+    const path = pyodide.globals.get("wasm_module_path")(tier);
+    const module = await WebAssembly.compile(pyodide.FS.readFile(path));
+    return await KernelPool.start({ module, tier, workers: threadsWanted - 1, heap: () => pyodide._module.HEAPU8,
+                                    workerURL: new URL("kernel-worker.mjs", self.location.href) });
+  } catch (e) {
+    threadsNote = `one worker: the kernel workers did not start (${lastLine(e)})`;
+    return null;
   }
 }
 
