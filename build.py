@@ -543,6 +543,10 @@ def cmd_test(args):
 
 def cmd_bench(args):
     build_all()
+    if args.split:                          # issue 23: the encoder split across threads / workers
+        run([VENV_PY, "-m", "harness.bench_threads"], cwd=ROOT, env=test_env())
+        run([VENV_PY, "-m", "harness.bench_workers"], cwd=ROOT, env=test_env())
+        return
     cmd = [VENV_PY, "-m", "harness.bench"]
     if args.json:
         cmd += ["--json", Path(args.json).resolve()]
@@ -682,6 +686,8 @@ def main(argv=None):
     bench.add_argument("--runtimes", help="comma list of native,node,chromium (default: all)")
     bench.add_argument("--no-e2e", action="store_true", help="kernels only (skip end-to-end transcription)")
     bench.add_argument("--e2e-only", action="store_true", help="end-to-end transcription only")
+    bench.add_argument("--split", action="store_true",
+                       help="only the encoder split: native threads 1 vs 2, then Chromium kernel workers 1 vs 2")
     args = parser.parse_args(argv)
     handler = globals()[f"cmd_{args.command}"]
     handler(args)

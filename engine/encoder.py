@@ -68,6 +68,7 @@ class Linear:
                 self.remote_id = team.register_linear([self.slice_buffers(b0, b1) for b0, b1 in ranges[1:]])
             else:
                 self.slices = self.row_slices(ranges)
+        self.weights = None               # whole prepared weights (unsplit, or after lost workers)
         if self.kind == "fv5" and self.slices is None:
             self.weights = k.prepare_fv5(self._packed, self._lo, self._hi, self.O, self.K)
         self._dense = None
@@ -148,18 +149,30 @@ class Linear:
 
     def _forward_workers(self, xq, xs, N: int) -> array:
         """The browser: the kernel workers start on their slices, this worker computes slice 0,
-        then their columns are copied in (web/kernel-pool.mjs)."""
-        y = array("f", bytes(4 * N * self.O))
-        pool = self.team.pool
-        pool.linearBegin(self.remote_id, N, self.K, Pinned(xq).address, Pinned(xs).address)
-        try:
+        then their columns are copied in (web/kernel-pool.mjs). If the workers are lost, all
+        of it here."""
+        if self.team.lost is None:
+            y = array("f", bytes(4 * N * self.O))
+            pool = self.team.pool
+            started = self.team.settle(lambda: pool.linearBegin(self.remote_id, N, self.K, Pinned(xq).address,
+                                                                Pinned(xs).address))
             part = self.slices[0]
             ys = self.k.staging(N * part.rows)
             self.gemm_slice(self.k, part, xq, xs, N, ys)
             self.k.copy_cols(ys, N, part.rows, y, self.O, 0)
-        finally:
-            pool.linearEnd(Pinned(y).address, self.O)          # always: the pool waits for its workers
-        return y
+            if started and self.team.settle(lambda: pool.linearEnd(Pinned(y).address, self.O)):
+                return y
+        return self._forward_alone(xq, xs, N)
+
+    def _forward_alone(self, xq, xs, N: int) -> array:
+        """Every row here (the unsplit GEMM: the same bits as the slices)."""
+        if self.kind == "fv5":
+            if self.weights is None:
+                self.weights = self.k.prepare_fv5(self._packed, self._lo, self._hi, self.O, self.K)
+            y = self.k.fv5_gemm(xq, xs, N, self.weights, bias=self.bias)
+        else:
+            y = self.k.int8_gemm(xq, xs, N, self.q, self.scale, self.O, self.K, bias=self.bias)
+        return self._activate(self.k, y, N * self.O)
 
     def dense(self) -> array:
         """float32 [O][K] with the exact weights - five-value levels {-hi, -lo, 0, +lo, +hi},
@@ -318,7 +331,7 @@ class SelfAttention:
         P = self.pos(pe, 2 * T - 1, float_acts)                                                   # [2T-1][D]
         out = array("f", bytes(4 * T * self.D))                        # [T][H][dk]: heads side by side
         head_ranges = even_ranges(H, self.team.size if self.team else 1)
-        if self.team is not None and self.team.remote and len(head_ranges) > 1:
+        if self.team is not None and self.team.remote and self.team.lost is None and len(head_ranges) > 1:
             return self.o(self._heads_with_workers(Q, K, V, P, T, head_ranges, out), T, float_acts)
 
         def heads(h0: int, h1: int):
@@ -335,14 +348,15 @@ class SelfAttention:
 
     def _heads_with_workers(self, Q, K, V, P, T: int, head_ranges: list, out) -> array:
         """The browser: kernel workers take head_ranges[1:], this worker head_ranges[0]."""
-        pool = self.team.pool
+        pool, team = self.team.pool, self.team
         pins = [Pinned(m) for m in (Q, K, V, P, self.u, self.v_bias)]
-        pool.attentionBegin(T, self.D, self.dk, json.dumps(head_ranges[1:]), *(p.address for p in pins), self.sqrt_dk)
-        try:
-            self.k.attention_heads(T, self.D, self.dk, *head_ranges[0], Q, K, V, P, self.u, self.v_bias,
-                                   self.sqrt_dk, out)
-        finally:
-            pool.attentionEnd(Pinned(out).address)
+        started = team.settle(lambda: pool.attentionBegin(T, self.D, self.dk, json.dumps(head_ranges[1:]),
+                                                          *(p.address for p in pins), self.sqrt_dk))
+        self.k.attention_heads(T, self.D, self.dk, *head_ranges[0], Q, K, V, P, self.u, self.v_bias,
+                               self.sqrt_dk, out)
+        if not (started and team.settle(lambda: pool.attentionEnd(Pinned(out).address))):
+            self.k.attention_heads(T, self.D, self.dk, head_ranges[1][0], self.H, Q, K, V, P, self.u,
+                                   self.v_bias, self.sqrt_dk, out)           # the workers' heads, here
         return out
 
 
@@ -390,7 +404,7 @@ class ConvModule:
 
     def _forward(self, x, T: int, float_acts: bool) -> array:
         k = self.k
-        if self.parts is None or float_acts:
+        if self.parts is None or float_acts or (self.remote_id is not None and self.team.lost is not None):
             g = k.glu(self.pw1(x, T, float_acts), T, self.D)
             h = k.silu(k.dwconv1d(g, T, self.D, self.dw_w, self.dw_b, self.K), T * self.D)
             return self.pw2(h, T, float_acts)
@@ -398,12 +412,12 @@ class ConvModule:
             xq, xs = k.quantize(x, T, self.D)
         h = array("f", bytes(4 * T * self.D))
         if self.remote_id is not None:
-            pool = self.team.pool
-            pool.convBegin(self.remote_id, T, self.D, Pinned(xq).address, Pinned(xs).address)
-            try:
-                self._middle(k, self.parts[0], xq, xs, T, h)
-            finally:
-                pool.convEnd(Pinned(h).address, self.D)
+            pool, team = self.team.pool, self.team
+            started = team.settle(lambda: pool.convBegin(self.remote_id, T, self.D, Pinned(xq).address,
+                                                         Pinned(xs).address))
+            self._middle(k, self.parts[0], xq, xs, T, h)
+            if not (started and team.settle(lambda: pool.convEnd(Pinned(h).address, self.D))):
+                return self._forward(x, T, float_acts)                 # the workers are lost: all here
         else:
             self.team.run([lambda kk, part=part: self._middle(kk, part, xq, xs, T, h) for part in self.parts])
         return self.pw2(h, T, float_acts)

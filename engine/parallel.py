@@ -108,6 +108,22 @@ class WorkerTeam:
         self.size = int(pool.size) + 1
         self.kernels = [k]
         self._next_id = 0
+        self.lost: str | None = None          # why the kernel workers are gone, once they are
+
+    def settle(self, end) -> bool:
+        """Run end() (a pool *End call: waits for the kernel workers and copies their part in).
+        If the pool failed - a kernel worker died or was terminated - remember why and return
+        False: from then on the engine computes everything itself (the same bits), so the
+        transcription in progress goes on with one worker and loses nothing."""
+        if self.lost is not None:
+            return False
+        try:
+            end()
+            return True
+        except Exception as e:                # pyodide.ffi.JsException: the pool's KernelPoolError
+            self.lost = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+            self.size = 1
+            return False
 
     def run(self, tasks: list) -> list:
         if len(tasks) != 1:

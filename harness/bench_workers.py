@@ -5,7 +5,7 @@ every count alike; median seconds, speed-up against one worker, the encoder outp
 (the same for every count, or this exits non-zero), time by section, and the wasm memory of
 the engine worker and of the kernel workers together.
 
-    python3 build.py bench -- workers        (or, with build.py's environment set:)
+    python3 build.py bench --split           (threads natively, then this; or, in build.py's env:)
     .venv/bin/python -m harness.bench_workers [--seconds 10 30] [--workers 1 2] [--repeats 3]
                                               [--tier wasm_relaxed_simd] [--model FILE]
 """

@@ -119,3 +119,37 @@ def test_threads_and_workers_do_not_mix(tiny_model):
         size = 1
     with pytest.raises(ValueError, match="threads and kernel workers do not mix"):
         Engine.open(tiny_model, "scalar", 2).__class__(Engine.open(tiny_model).model, "scalar", 2, workers=Pool())
+
+
+def test_a_lost_kernel_worker_leaves_the_engine_alone_and_exact(isolated_browser, tiny_model):
+    """A kernel worker that stops answering (pool.kill, as a crash): within the 3 s
+    acknowledgement limit the pool gives up, the engine finishes that encode itself, and the
+    output is still native scalar's; later encodes run with one worker."""
+    audio = speechlike(3.0, seed=22)
+    native = native_summary(tiny_model, audio)
+    code = f'''
+import base64, hashlib, json, js, time
+from array import array
+from engine.kernels import wasm_module_path
+from engine.transcribe import Engine
+model = bytearray(base64.b64decode("{base64.b64encode(tiny_model.read_bytes()).decode()}"))
+audio = array("f")
+audio.frombytes(base64.b64decode("{base64.b64encode(audio.tobytes()).decode()}"))
+pool = await js.makeKernelPool("wasm_simd128", 2, wasm_module_path("wasm_simd128"))
+engine = Engine.from_buffer(model, "wasm_simd128", workers=pool)
+await pool.serve()
+engine.encode(audio)
+pool.kill(1)
+started = time.perf_counter()
+enc, _ = engine.encode(audio)
+seconds = time.perf_counter() - started
+again, _ = engine.encode(audio)
+json.dumps({{"lost": engine.team.lost, "threads": engine.threads, "seconds": seconds,
+            "digests": [hashlib.sha256(enc.tobytes()).hexdigest(), hashlib.sha256(again.tobytes()).hexdigest()],
+            "tokens": engine.transcribe(audio)["tokens"]}})
+'''
+    out = json.loads(isolated_browser.run_python(code))
+    assert "kernel worker 1 stopped answering" in out["lost"], out["lost"]
+    assert out["threads"] == 1 and 2.9 < out["seconds"] < 30
+    assert out["digests"] == [native["encoder_sha256"]] * 2
+    assert out["tokens"] == native["tokens"]

@@ -341,6 +341,35 @@ def test_long_file_in_windows_with_progress_and_cancel(browser, server, site, ma
     assert not app.problems, app.problems
 
 
+def test_a_kernel_worker_that_dies_loses_nothing(browser, server, site, manifest, tmp_path):
+    """A kernel worker terminated mid-file (as a crash would): the page says so, the engine
+    finishes with one worker, and the transcript is still the native one, bit for bit."""
+    from harness.site_check import native_transcribe, speech_wav
+    clip = tmp_path / "clip16k.wav"
+    speech_wav(clip, rate=16000)
+    long_wav = tmp_path / "long.wav"
+    tiled_wav(long_wav, clip, 75)
+    app = browser.open(server.url + SUB + "?threads=2&debug=1")
+    assert app.state == "ready" and app.phonon("window.phonon.threads") == 2, app.alert()
+    app.page.evaluate("window.phonon.log = []; window.phonon.result = null")
+    app.page.set_input_files("#file", str(long_wav))
+    app.page.wait_for_function("window.phonon.log.some(m => m.kind === 'file-progress' && m.done > 0)")
+    app.page.evaluate("window.phonon.toWorker({ kind: 'kill-kernel-worker', slot: 0 })")
+    app.page.wait_for_function("window.phonon.result || window.phonon.state === 'error'", timeout=180_000)
+    assert app.state == "done", app.alert()
+    lost = app.phonon("window.phonon.log.filter(m => m.kind === 'workers-lost')")
+    kinds = [m["kind"] for m in app.phonon("window.phonon.log")]
+    assert len(lost) == 1 and "stopped answering" in lost[0]["message"], (lost, kinds, app.phonon("window.phonon.threads"))
+    assert "goes on with one worker" in app.alert()
+    assert app.page.evaluate("document.getElementById('m-tier').textContent").endswith("· 1 worker")
+    result = app.phonon("window.phonon.result")
+    native = native_transcribe(site / manifest["model"]["path"], long_wav)
+    assert (result["text"], result["tokens"], result["words"]) == (native["text"], native["tokens"], native["words"])
+    again = app.transcribe_file(clip)                 # and the next file, with one worker
+    assert again["tokens"] == native_transcribe(site / manifest["model"]["path"], clip)["tokens"]
+    assert again["timing"]["threads"] == 1
+
+
 def test_second_visit_uses_the_cache_and_works_offline(first_visit, server, manifest, speech, site):
     from harness.site_check import native_transcribe
     context, app = first_visit

@@ -37,6 +37,7 @@ const LOCAL_MODEL = "phonon-web-local-model";     // localStorage: {sha256, name
 // What tests and the measuring script read: state, timings (ms since navigation), the last
 // result; with ?debug=1 also every worker message and the captured samples.
 const phonon = window.phonon = { state: "loading", timings: {}, log: [], result: null, metrics: null };
+if (DEBUG) phonon.toWorker = (message) => worker.postMessage(message);       // tests: e.g. kill-kernel-worker
 
 let worker = null, manifest = null, tier = null;
 let mic = null;                             // {stream, context, node, source}
@@ -261,6 +262,11 @@ function onWorkerMessage({ data }) {
       break;
     case "ready": return onReady(data);
     case "model-switched": return onModelSwitched(data);
+    case "workers-lost":
+      showTier({ tier: phonon.ready ? phonon.ready.tier : tier, threads: data.threads,
+                 threadsNote: `one worker: ${data.message}` });
+      return showAlert(`A kernel worker stopped (${data.message}). Transcription goes on with one worker; nothing is lost.`,
+                       { info: true });
     case "started": break;
     case "partial": return showPartial(data.view, data.metrics);
     case "final": return showFinal(data);

@@ -16,7 +16,8 @@
 import { CONTROL, OP } from "./kernel-protocol.mjs";
 
 const MAX_DATA_BYTES = 1 << 30;
-const WAIT_MS = 120000;                         // a kernel worker silent this long has died
+const WAIT_MS = 120000;                         // a command this long has failed
+const ACK_MS = 3000;                            // a worker that has not woken up by then has died
 const align16 = (n) => Math.ceil(n / 16) * 16;
 
 export class KernelPoolError extends Error {}
@@ -138,21 +139,34 @@ export class KernelPool {
     return seq;
   }
 
-  _wait(slot, seq) {
+  _wait(slot, seq, posted) {
     const base = slot * CONTROL.WORDS, c = this.control;
-    const started = performance.now();
     for (;;) {
       const done = Atomics.load(c, base + CONTROL.DONE);
       if (done === seq) break;
-      if (Atomics.wait(c, base + CONTROL.DONE, done, 1000) === "timed-out" && performance.now() - started > WAIT_MS)
-        throw new KernelPoolError(`kernel worker ${slot} did not answer in ${WAIT_MS / 1000} s`);
+      Atomics.wait(c, base + CONTROL.DONE, done, 50);
+      const waited = performance.now() - posted;
+      if (Atomics.load(c, base + CONTROL.ACK) !== seq && waited > ACK_MS)
+        this._lose(`kernel worker ${slot} stopped answering (it was terminated or crashed)`);
+      if (waited > WAIT_MS) this._lose(`kernel worker ${slot} did not finish a command in ${WAIT_MS / 1000} s`);
     }
     const status = c[base + CONTROL.STATUS];
     if (status !== 0)
-      throw new KernelPoolError(`kernel worker ${slot} failed (status ${status})${this.failures.length ? ": " + this.failures.at(-1) : ""}`);
+      this._lose(`kernel worker ${slot} failed (status ${status})${this.failures.length ? ": " + this.failures.at(-1) : ""}`);
+  }
+
+  // A lost kernel worker ends the pool: the others are stopped, and every later command is
+  // refused, so the engine (engine/parallel.py WorkerTeam) goes on alone.
+  _lose(message) {
+    if (!this.lost) {
+      this.lost = message;
+      this.close();
+    }
+    throw new KernelPoolError(message);
   }
 
   _begin(kind, posts) {
+    if (this.lost) throw new KernelPoolError(this.lost);
     if (this.pending) throw new KernelPoolError(`a ${this.pending.kind} command is still in flight`);
     this.pending = { kind, seqs: posts, at: performance.now() };
   }
@@ -163,7 +177,7 @@ export class KernelPool {
     this.pending = null;
     const started = performance.now();
     this.ownMs += started - p.at;
-    p.seqs.forEach((seq, slot) => this._wait(slot, seq));
+    p.seqs.forEach((seq, slot) => this._wait(slot, seq, p.at));
     this.waitedMs += performance.now() - started;
     return p;
   }
@@ -184,6 +198,7 @@ export class KernelPool {
   convEnd(hPtr, D) { this._rowsEnd("conv", hPtr, D); }
 
   _rowsBegin(kind, op, slices, id, N, K, xqPtr, xsPtr) {
+    if (this.lost) throw new KernelPoolError(this.lost);
     if (!slices) throw new KernelPoolError(`${kind} ${id} was not registered`);
     const xsOff = align16(N * K), inBytes = align16(xsOff + 4 * N);
     const outOffs = [];
@@ -212,6 +227,7 @@ export class KernelPool {
 
   // Heads ranges[i] = [h0, h1] go to kernel worker i; q, k, v [T][D], p [2T-1][D], u, vb [D].
   attentionBegin(T, D, dk, rangesJSON, qPtr, kPtr, vPtr, pPtr, uPtr, vbPtr, s) {
+    if (this.lost) throw new KernelPoolError(this.lost);
     const ranges = JSON.parse(rangesJSON);
     const td = 4 * T * D, pd = 4 * (2 * T - 1) * D;
     const inBytes = align16(3 * td + pd + 8 * D), outOff = inBytes;
@@ -240,8 +256,16 @@ export class KernelPool {
     }
   }
 
+  // For tests: kernel worker `slot` stops answering, as a crashed one would (the pool finds out at
+  // its next command). terminate() alone is not enough to test with: Chromium ends a worker
+  // that is blocked in Atomics.wait only later, so it is told to leave its loop first.
+  kill(slot) {
+    this._post(slot, OP.STOP, []);
+    this.workers[slot].terminate();
+  }
+
   close() {
-    this.workers.forEach((w, slot) => { if (w) { this._post(slot, OP.STOP, []); w.terminate(); } });
-    this.workers = [];
+    this.workers.forEach((w, slot) => { this._post(slot, OP.STOP, []); w.terminate(); });
+    this.closed = true;
   }
 }

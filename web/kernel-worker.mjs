@@ -183,6 +183,7 @@ function serve(slot) {
     const seq = Atomics.load(control, base + CONTROL.SEQ);
     if (seq === seen) continue;
     seen = seq;
+    Atomics.store(control, base + CONTROL.ACK, seq);
     const op = control[base + CONTROL.OP];
     const args = control.subarray(base + CONTROL.ARGS, base + CONTROL.ARGS + CONTROL.NARGS);
     let status;

@@ -56,6 +56,10 @@ class WebApp:
     def threads(self):
         return self.engine.threads
 
+    def workers_lost(self):
+        """Why the kernel workers are gone (the engine then computes alone), or None."""
+        return getattr(self.engine.team, "lost", None)
+
     def start(self, rate):
         self.session = self.engine.stream(int(rate))
         self.events, self.last = [], ("", "")
@@ -323,6 +327,18 @@ async function openCachedLocalModel({ sha256, name }, tier) {
   }
 }
 
+// A kernel worker that died mid-decode: the engine finished that decode alone and goes on
+// with one worker (engine/parallel.py WorkerTeam.settle); the page is told once.
+let lostReported = false;
+function checkWorkers() {
+  if (!pool || lostReported) return;
+  const lost = app.workers_lost();
+  if (lost) {
+    lostReported = true;
+    post({ kind: "workers-lost", message: lost, threads: app.threads() });
+  }
+}
+
 // ------------------------------------------------------------------------------------------
 // kernel workers (issue 23): the encoder's linears and attention heads split across this worker
 // and threads - 1 kernel workers, bit for bit what one worker computes
@@ -354,6 +370,7 @@ async function loadEngine(buffer, tier, how = "load") {
   }
   if (pool) pool.close();
   pool = next;
+  lostReported = false;
   return out;
 }
 
@@ -463,6 +480,7 @@ function tick() {
     if (stream.ring) drainRing();
     const { view, metrics } = JSON.parse(app.partial());
     if (stream.ring) metrics.dropped_samples = Atomics.load(stream.ring.header, 2);
+    checkWorkers();
     post({ kind: "partial", view, metrics });
   });
   if (stream) stream.timer = setTimeout(tick, TICK_MS);   // after the decode: never overlapping
@@ -476,6 +494,7 @@ function endStream() {
   stream = null;
   const { result, metrics } = JSON.parse(app.finish());
   metrics.dropped_samples = dropped;
+  checkWorkers();
   post({ kind: "final", result, metrics, heapBytes: heapBytes() });
 }
 
@@ -505,6 +524,7 @@ async function transcribeFile(data) {
         return;
       }
       const step = JSON.parse(app.file_step());
+      checkWorkers();
       if (step.result) {
         post({ kind: "file-result", name: data.name, result: step.result, heapBytes: heapBytes() });
         return;
@@ -548,6 +568,9 @@ self.onmessage = ({ data }) => guard(async () => {
     case "file": return refuseWhileFileRuns(`transcribe ${data.name}`) || transcribeFile(data);
     case "open-model": return refuseWhileFileRuns("switch models") || openModelFile(data);
     case "cancel-file": if (fileJob) fileJob.cancelled = true; return;
+    case "kill-kernel-worker":                                  // tests: a crash
+      if (debug && pool) pool.kill(data.slot || 0);
+      return post({ kind: "debug", text: `kill-kernel-worker: ${debug && pool ? "done" : "no pool"}` });
     case "captured": {
       const n = captured.reduce((s, c) => s + c.length, 0);
       const all = new Float32Array(n);
