@@ -206,6 +206,7 @@ _TIER_SIGNATURES = {
     "fv5_decode_blocks": (_i, [_i, _i, _vp, _vp, _vp, _sz]),
     "quantize_act": (_i, [_i, _i, _vp, _vp, _vp]),
     "silu": (_i, [_i, _vp, _vp]),
+    "subsampling_head": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
     "fv5_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
     "int8_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
 }
@@ -577,11 +578,11 @@ class Kernels:
         H2, W2 = (H1 + 1) // 2, (W1 + 1) // 2
         scratch = array("f", bytes(4 * H1 * W1))
         y = self._f32(C * H2 * W2, out)
-        _raise_status(self._fn["pk_subsampling_head"](
+        _raise_status(self._fn["subsampling_head"](                  # the tier's code, pk_subsampling_head's bits
             T, F, C, _Arg(x, T * F, "float32", "x").pointer, _Arg(w0, C * 9, "float32", "w0").pointer,
             _Arg(b0, C, "float32", "b0").pointer, _Arg(w2, C * 9, "float32", "w2").pointer,
             _Arg(b2, C, "float32", "b2").pointer, _Arg(scratch, H1 * W1, "float32", "scratch", True).pointer,
-            _Arg(y, C * H2 * W2, "float32", "y", True).pointer), "pk_subsampling_head")
+            _Arg(y, C * H2 * W2, "float32", "y", True).pointer), "subsampling_head")
         return y, H2, W2
 
     def rel_positions(self, T: int, D: int) -> array:

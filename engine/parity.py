@@ -157,7 +157,8 @@ def cases():
     out.append(("math/sincos", "sincos", {}))
     for rate in (8000, 22050, 44100, 48000):
         out.append((f"resample/{rate}", "resample", {"rate": rate}))
-    for op in ("f16", "layernorm", "silu", "glu", "dwconv1d", "softmax", "matmul_nt", "matmul_nn", "conv2d", "dwconv2d"):
+    for op in ("f16", "layernorm", "silu", "glu", "dwconv1d", "softmax", "matmul_nt", "matmul_nn", "conv2d", "dwconv2d",
+               "subsampling_head"):
         out.append((f"ops/{op}", "ops", {"op": op}))
     for fmt in ("u8", "s16", "s24", "s32", "f32", "f64"):
         out.append((f"pcm/{fmt}/stereo", "pcm", {"fmt": fmt}))
@@ -190,6 +191,14 @@ def run_op(kernels: Kernels, rng: random.Random, op: str) -> bytes:
         x = floats(rng, 4093, 30)
         x.extend([_float_from_bits(b) for b in SILU_SPECIAL_BITS])
         return kernels.silu(x, len(x)).tobytes()
+    if op == "subsampling_head":   # the SIMD tiers' lanes, edges and tails: odd and even sizes
+        out = b""
+        for T, F, C in ((37, 29, 3), (64, 128, 2), (5, 40, 1), (2, 3, 2)):
+            x = floats(rng, T * F, 4)
+            x[::7] = array("f", [-0.0]) * len(x[::7])
+            w0, b0, w2, b2 = floats(rng, 9 * C), floats(rng, C), floats(rng, 9 * C), floats(rng, C)
+            out += kernels.subsampling_head(x, T, F, C, w0, b0, w2, b2)[0].tobytes()
+        return out
     if op == "glu":
         return kernels.glu(floats(rng, 7 * 64, 10), 7, 32).tobytes()
     if op == "dwconv1d":

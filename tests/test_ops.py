@@ -115,3 +115,26 @@ def test_silu_tiers_bit_identical_to_scalar(scalar, tier_kernels, n):
     plain = np.frombuffer(scalar._unary("pk_silu", values, n) if n else b"", np.uint32)
     got = np.frombuffer(tier_kernels.silu(values, n), np.uint32)
     assert got.tobytes() == plain.tobytes()
+
+
+@pytest.mark.parametrize("T, F", [(1, 1), (2, 3), (3, 2), (5, 40), (6, 33), (17, 34), (37, 29), (40, 128), (64, 80), (9, 35)])
+def test_subsampling_head_tiers_bit_identical_to_scalar(scalar, tier_kernels, T, F):
+    """The SIMD tiers' subsampling head (kernels/subsampling.h) against the scalar loops: sizes
+    around the lane counts and the padding, odd and even, and inputs with -0, NaN and inf (the
+    ReLU's +0 for -0 and NaN)."""
+    C = 3
+    x = rng.standard_normal(T * F).astype(np.float32) * 3
+    x[::11] = -0.0
+    if T * F > 20:
+        x[5], x[13], x[19] = np.nan, np.inf, -np.inf
+    w0, w2 = (rng.standard_normal(9 * C).astype(np.float32) for _ in range(2))
+    b0, b2 = (rng.standard_normal(C).astype(np.float32) for _ in range(2))
+    got, H, W = tier_kernels.subsampling_head(x, T, F, C, w0, b0, w2, b2)
+    H1, W1 = (T + 1) // 2, (F + 1) // 2
+    want = np.zeros(C * H * W, np.float32)
+    for c in range(C):                        # the unfused ops, one channel at a time
+        s1, _, _ = scalar.conv2d_s2(x, 1, T, F, w0[9 * c:9 * c + 9], b0[c:c + 1], 1)
+        s1 = scalar.relu(s1, H1 * W1)
+        y, _, _ = scalar.conv2d_s2(s1, 1, H1, W1, w2[9 * c:9 * c + 9], b2[c:c + 1], 1)
+        want[c * H * W:(c + 1) * H * W] = np.frombuffer(y, np.float32)
+    assert np.frombuffer(got, np.uint32).tobytes() == want.view(np.uint32).tobytes()

@@ -1,0 +1,52 @@
+/* The subsampling head in every tier: for each channel c, conv0 (3x3, stride 2, padding 1, one
+ * input channel) + ReLU, then the depthwise conv2 (the same shape) - bit for bit what
+ * ops__scalar.c's pk_subsampling_head computes (pk_conv2d_s2 + pk_relu + pk_conv2d_s2):
+ *
+ *   y[i][j] = (sum over a = 0..2, e = 0..2 ascending, skipping taps outside the map, of
+ *              w[a][e] * x[2i + a - 1][2j + e - 1], from acc = 0, float32) + b
+ *   relu(v) = v > 0 ? v : +0
+ *
+ * Why a tier of its own: on the default model the head was the largest single cost of a
+ * transcription (12 of 55 ms for 6.5 s natively), its scalar loops test the padding on every
+ * tap. The SIMD tiers put 8 (AVX2) or 4 (SIMD128) neighbouring output columns in lanes for the
+ * columns whose taps are all inside the map, loading two input rows' even and odd samples
+ * (stride 2) with shuffles; every lane adds the same terms in the same order as the scalar
+ * loop, with separate multiply and add (no fused multiply-add). Edge columns, and the rows'
+ * padding, run the scalar steps. ReLU is a compare-and-mask: +0 for -0 and NaN, as scalar.
+ *
+ * T, F: input frames and mel bins (x [T][F]); C channels; w0, w2 [C][3][3]; b0, b2 [C];
+ * scratch: ceil(T/2) * ceil(F/2) floats; y [C][ceil(ceil(T/2)/2)][ceil(ceil(F/2)/2)].
+ */
+#ifndef PK_SUBSAMPLING_H
+#define PK_SUBSAMPLING_H
+
+#include "common.h"
+
+#define PK_SUBSAMPLING_HEAD_ARGS                                                            \
+    int T, int F, int C, const float *x, const float *w0, const float *b0, const float *w2, \
+        const float *b2, float *scratch, float *y
+
+/* One output element of a one-channel 3x3 stride-2 padding-1 conv: the scalar steps. */
+static inline float pk_conv1_s2_at(int H, int W, const float *x, const float *w, float b, int i, int j) {
+    float acc = 0.0f;
+    for (int a = 0; a < 3; a++) {
+        int r = 2 * i + a - 1;
+        if (r < 0 || r >= H) continue;
+        for (int e = 0; e < 3; e++) {
+            int col = 2 * j + e - 1;
+            if (col < 0 || col >= W) continue;
+            acc = acc + w[a * 3 + e] * x[(size_t)r * W + col];
+        }
+    }
+    return acc + b;
+}
+
+static inline float pk_relu_one(float v) { return v > 0.0f ? v : 0.0f; }
+
+PK_API int subsampling_head__scalar(PK_SUBSAMPLING_HEAD_ARGS);
+PK_API int subsampling_head__avx2(PK_SUBSAMPLING_HEAD_ARGS);
+PK_API int subsampling_head__avx512vnni(PK_SUBSAMPLING_HEAD_ARGS);
+PK_API int subsampling_head__wasm_simd128(PK_SUBSAMPLING_HEAD_ARGS);
+PK_API int subsampling_head__wasm_relaxed_simd(PK_SUBSAMPLING_HEAD_ARGS);
+
+#endif
