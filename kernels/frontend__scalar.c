@@ -60,6 +60,21 @@ int pk_frontend(int n_samples, const float *samples, const float *window, int wi
         tw_cos[k] = (float)pk_cos(angle);
         tw_sin[k] = (float)pk_sin(angle);
     }
+    /* Each filter's nonzero span [lo, hi]: outside it the terms row[k] * power[k] are +-0 while
+     * power is finite, and adding +-0 to a sum that starts at +0 leaves it unchanged (it can
+     * never be -0), so the span alone gives the same bits. A frame with an infinite power (an
+     * overflowing input) takes the full sum, where 0 * inf makes NaN as it always did. */
+    enum { MAX_SPAN_MELS = 256 };
+    int span_lo[MAX_SPAN_MELS], span_hi[MAX_SPAN_MELS];
+    int spans = n_mels <= MAX_SPAN_MELS;
+    for (int c = 0; spans && c < n_mels; c++) {
+        const float *row = fb + (size_t)c * bins;
+        int lo = 0, hi = -1;
+        for (int k = 0; k < bins; k++)
+            if (row[k] != 0.0f) { if (hi < 0) lo = k; hi = k; }
+        span_lo[c] = lo;
+        span_hi[c] = hi;
+    }
     for (int t = 0; t < N; t++) {
         for (int i = 0; i < n_fft; i++) re[i] = im[i] = 0.0f;
         int first = hop * t - win / 2;
@@ -68,14 +83,18 @@ int pk_frontend(int n_samples, const float *samples, const float *window, int wi
             if (s >= 0 && s < n_samples) re[pad + m] = window[m] * y[s];
         }
         fft(n_fft, re, im, tw_cos, tw_sin);
+        int finite = 1;
         for (int k = 0; k < bins; k++) {
             float mag = sqrtf(re[k] * re[k] + im[k] * im[k]);
             power[k] = mag * mag;
+            finite &= (pk_float_to_bits(power[k]) & 0x7fffffffu) < 0x7f800000u;
         }
         for (int c = 0; c < n_mels; c++) {
             const float *row = fb + (size_t)c * bins;
             float mel = 0.0f;
-            for (int k = 0; k < bins; k++) mel = mel + row[k] * power[k];
+            int k0 = 0, k1 = bins - 1;
+            if (spans && finite) k0 = span_lo[c], k1 = span_hi[c];
+            for (int k = k0; k <= k1; k++) mel = mel + row[k] * power[k];
             features[(size_t)c * N + t] = pk_logf(mel + log_guard);
         }
     }

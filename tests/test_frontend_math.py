@@ -122,3 +122,20 @@ def test_frontend_same_in_every_native_tier(scalar):
     want = scalar.frontend(x, x.size, window, fb, 128)[0].tobytes()
     for tier in NATIVE_TIERS:
         assert Kernels(tier).frontend(x, x.size, window, fb, 128)[0].tobytes() == want
+
+
+def test_frontend_overflowing_frames_keep_the_full_mel_sum(scalar):
+    """pk_frontend sums each mel filter over its nonzero span only, which is exact while the
+    power spectrum is finite (the skipped terms are 0 * finite = +-0). A frame whose power
+    overflows to inf must take the full sum, where a zero weight times inf is NaN as before:
+    a huge impulse gives NaN in every filter of its frames (a span-only sum would give inf)."""
+    window, fb = hann_window(WIN), slaney_mel_filterbank()
+    assert (fb == 0).any(axis=1).all()                 # every filter has zero weights
+    x = np.zeros(4000, np.float32)
+    x[2000] = 1e30
+    raw, N = scalar.frontend(x, x.size, window, fb, 128, normalize=False)
+    feats = np.frombuffer(raw, np.float32).reshape(128, N)
+    hit = [t for t in range(N) if abs(HOP * t - 2000) < WIN // 2]
+    assert hit and np.isnan(feats[:, hit]).all()
+    quiet = [t for t in range(N) if abs(HOP * t - 2000) > WIN]
+    assert np.isfinite(feats[:, quiet]).all()
