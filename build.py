@@ -543,6 +543,9 @@ def cmd_test(args):
 
 def cmd_bench(args):
     build_all()
+    if args.schedule:                       # issue 23 item 5: full-size streaming, realistic schedule
+        run([VENV_PY, "-m", "harness.bench_schedule"], cwd=ROOT, env=test_env())
+        return
     if args.split:                          # issue 23: the encoder split across threads / workers
         run([VENV_PY, "-m", "harness.bench_threads"], cwd=ROOT, env=test_env())
         run([VENV_PY, "-m", "harness.bench_workers"], cwd=ROOT, env=test_env())
@@ -686,6 +689,8 @@ def main(argv=None):
     bench.add_argument("--runtimes", help="comma list of native,node,chromium (default: all)")
     bench.add_argument("--no-e2e", action="store_true", help="kernels only (skip end-to-end transcription)")
     bench.add_argument("--e2e-only", action="store_true", help="end-to-end transcription only")
+    bench.add_argument("--schedule", action="store_true",
+                       help="only the full-size model on the default model's streaming schedule, Chromium 1 vs 2 workers")
     bench.add_argument("--split", action="store_true",
                        help="only the encoder split: native threads 1 vs 2, then Chromium kernel workers 1 vs 2")
     args = parser.parse_args(argv)

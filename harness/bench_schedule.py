@@ -1,0 +1,128 @@
+"""The full-size model streaming on a realistic schedule (issue 23, item 5), in Chromium with
+one and two workers: the windows the default trained model's stream decodes on the release's
+long recordings (`training.release.stream_vs_batch`'s recordings: held-out sentences joined by
+0.3-2 s pauses), each decoded by the full-size synthetic model (encoder + TDT greedy), the two
+counts alternating window by window in one browser session. compute / audio = the time of all
+decodes over the recordings' length: below 1 the stream keeps up.
+
+    python3 build.py bench --schedule          (or, in build.py's environment:)
+    .venv/bin/python -m harness.bench_schedule [--recordings 6] [--workers 1 2] [--tier wasm_relaxed_simd]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from harness.bench_e2e import full_model
+from harness.bench_threads import cpu_name
+from harness.runtimes import Chromium
+
+DEFAULT_MODEL = "models/phonon-small.gguf"
+
+
+def schedule(recordings: int, seed: int = 5) -> tuple:
+    """(audio [all recordings joined], [(start, length)] of every window the default model's
+    stream decoded, in samples of the joined audio) - the same recordings and pauses as
+    release.stream_vs_batch."""
+    from engine.transcribe import Engine
+    from training.corpus import long_recording
+    engine = Engine.open(DEFAULT_MODEL)
+    decode = engine.tokens
+    audio, windows, offset = [], [], 0
+    for r in range(recordings):
+        pauses = [0.3, 1.5, 0.6, 2.0, 0.4, 1.0, 0.8]
+        x, _ = long_recording(seed + r, len(pauses) + 1, pauses)
+        session = engine.stream(16000)
+
+        def tokens(samples, *args, _at=offset, **kwargs):
+            windows.append((_at + session._win_start, len(samples)))
+            return decode(samples, *args, **kwargs)
+        engine.tokens = tokens
+        for i in range(0, x.size, 320):
+            session.feed(x[i:i + 320])
+            session.partial()
+        session.finish()
+        engine.tokens = decode
+        audio.append(x)
+        offset += x.size
+    return np.concatenate(audio).astype(np.float32), windows
+
+
+CODE = """
+import json, time
+from array import array
+import js, pyodide_js
+from pyodide.http import pyfetch
+from engine.kernels import wasm_module_path
+from engine.transcribe import Engine
+
+async def fetch_into_bytearray(url):
+    response = await pyfetch(url)
+    data = js.Uint8Array.new(await response.js_response.arrayBuffer())
+    out = bytearray(data.length)
+    data.assign_to(out)
+    return out
+
+model = await fetch_into_bytearray("/models/{model}")
+audio = array("f")
+audio.frombytes(await (await pyfetch("/models/schedule-audio.f32")).bytes())
+windows = json.loads((await (await pyfetch("/models/schedule.json")).string()))
+engines = {{}}
+for n in {counts}:
+    pool = await js.makeKernelPool("{tier}", n - 1, wasm_module_path("{tier}")) if n > 1 else None
+    engines[n] = Engine.from_buffer(model, "{tier}", workers=pool)
+    if pool is not None:
+        await pool.serve()
+view = memoryview(audio)
+for n, e in engines.items():                     # warm-up
+    e.tokens(view[:16000 * 4])
+seconds = {{n: 0.0 for n in engines}}
+for start, length in windows:
+    for n, e in engines.items():
+        t = time.perf_counter()
+        e.tokens(view[start:start + length])
+        seconds[n] += time.perf_counter() - t
+json.dumps({{"seconds": seconds}})
+"""
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m harness.bench_schedule")
+    parser.add_argument("--recordings", type=int, default=6)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--tier", default="wasm_relaxed_simd")
+    parser.add_argument("--json", help="write the record here")
+    args = parser.parse_args(argv)
+    audio, windows = schedule(args.recordings)
+    audio_seconds = audio.size / 16000
+    window_seconds = sum(n for _, n in windows) / 16000
+    models = Chromium.models_dir()
+    (models / "schedule-audio.f32").write_bytes(audio.tobytes())
+    (models / "schedule.json").write_text(json.dumps(windows))
+    model = full_model()
+    code = CODE.format(model=model.name, counts=args.workers, tier=args.tier)
+    with Chromium(timeout_ms=7_200_000, isolate=True) as browser:
+        out = json.loads(browser.run_python(code))
+        version = browser.version()
+    print(f"CPU: {cpu_name()}; Chromium {version}; tier {args.tier}; {model.name}")
+    print(f"schedule: {len(windows)} decodes by the default model's stream over {args.recordings} recordings, "
+          f"{window_seconds:.1f} s of windows for {audio_seconds:.1f} s of audio")
+    record = {"cpu": cpu_name(), "chromium": version, "tier": args.tier, "decodes": len(windows),
+              "window_seconds": round(window_seconds, 1), "audio_seconds": round(audio_seconds, 1),
+              "compute_per_audio": {}}
+    for n in args.workers:
+        s = out["seconds"][str(n)]
+        record["compute_per_audio"][n] = round(s / audio_seconds, 3)
+        print(f"{n} worker{'s' if n > 1 else ''}: {s:.1f} s of compute, compute / audio {s / audio_seconds:.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(record, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
