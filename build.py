@@ -543,6 +543,9 @@ def cmd_test(args):
 
 def cmd_bench(args):
     build_all()
+    if args.ort:                            # issue 23 item 4: the peer on the same encoder
+        run([VENV_PY, "-m", "harness.bench_ort_encoder"], cwd=ROOT, env=test_env())
+        return
     if args.schedule:                       # issue 23 item 5: full-size streaming, realistic schedule
         run([VENV_PY, "-m", "harness.bench_schedule"], cwd=ROOT, env=test_env())
         return
@@ -689,6 +692,8 @@ def main(argv=None):
     bench.add_argument("--runtimes", help="comma list of native,node,chromium (default: all)")
     bench.add_argument("--no-e2e", action="store_true", help="kernels only (skip end-to-end transcription)")
     bench.add_argument("--e2e-only", action="store_true", help="end-to-end transcription only")
+    bench.add_argument("--ort", action="store_true",
+                       help="only the ONNX Runtime peer on the full-size encoder, natively and in Chromium")
     bench.add_argument("--schedule", action="store_true",
                        help="only the full-size model on the default model's streaming schedule, Chromium 1 vs 2 workers")
     bench.add_argument("--split", action="store_true",

@@ -1,0 +1,217 @@
+"""The peer on the same encoder (issue 23, item 4): ONNX Runtime running the full-size synthetic
+Phonon-2 encoder, against this engine, at 1 and 2 threads/workers, on 10 s and 30 s of
+features - natively (onnxruntime, CPU provider) and in Chromium (onnxruntime-web, wasm backend,
+the pinned npm build), each in one process / one browser session.
+
+The ONNX model: `training/model.py`'s torch encoder with the synthetic container's weights
+(five-value levels dequantised to float, so a plain MatMul), exported with torch.onnx and
+quantised with `onnxruntime.quantization.quantize_dynamic` (int8 MatMul weights, the path of
+the public int8 Parakeet exports parakeet.js loads; convolutions stay float, as there). Cached
+in build/bench-models/ort/. Both engines get the same random features; times are medians of 3
+after a warm-up.
+
+    python3 build.py bench --ort        (or, in build.py's environment:)
+    .venv/bin/python -m harness.bench_ort_encoder [--seconds 10 30] [--runtimes native chromium]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from array import array
+from pathlib import Path
+
+import numpy as np
+
+from harness.bench_e2e import full_model
+from harness.bench_threads import cpu_name
+from harness.runtimes import Chromium
+
+ORT_DIR = Chromium.models_dir() / "ort"
+INT8 = ORT_DIR / "encoder-int8.onnx"
+
+
+def export_encoder() -> Path:
+    """The int8 ONNX encoder (about 584 MiB), built once."""
+    if INT8.exists():
+        return INT8
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    import training.model as tm
+    from engine.model_layout import PHONON2
+    from engine.synth import make
+    from training.export import load_container
+
+    src = Chromium.models_dir() / "full-synthetic"
+    if not (src / "model.fermion").exists():
+        make("full", 1, src)
+    model = tm.ParakeetTDT(PHONON2)
+    load_container(model, src / "model.fermion")
+    model.eval()
+    for m in model.encoder.modules():
+        if hasattr(m, "five_value"):
+            m.five_value = False                 # a plain MatMul on the dequantised levels
+
+    def rel_positions_f32(T, D, dtype, device):  # ONNX Runtime's CPU Sin/Cos take float32 only
+        omega = torch.exp(torch.arange(0, D, 2, dtype=torch.float32, device=device) * -(math.log(10000.0) / D))
+        p = torch.arange(T - 1, -T, -1, dtype=torch.float32, device=device)[:, None] * omega[None, :]
+        return torch.stack([torch.sin(p), torch.cos(p)], -1).reshape(2 * T - 1, D).to(dtype)
+    tm.rel_positions = rel_positions_f32
+
+    class EncoderOnly(torch.nn.Module):
+        def __init__(self, encoder):
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, features, lengths):
+            return self.encoder(features, lengths)[0]
+
+    ORT_DIR.mkdir(parents=True, exist_ok=True)
+    f32 = ORT_DIR / "encoder-f32.onnx"
+    print("exporting the full-size encoder to ONNX (about a minute) ...", flush=True)
+    with torch.no_grad():
+        torch.onnx.export(EncoderOnly(model.encoder), (torch.randn(1, 128, 1000), torch.tensor([1000])), str(f32),
+                          input_names=["features", "lengths"], output_names=["encoded"],
+                          dynamic_axes={"features": {2: "T"}, "encoded": {1: "frames"}}, opset_version=17, dynamo=False)
+    quantize_dynamic(str(f32), str(INT8), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
+    for p in ORT_DIR.iterdir():                  # the float export and its external tensors
+        if p != INT8:
+            p.unlink()
+    return INT8
+
+
+def features(T: int) -> np.ndarray:
+    return np.random.default_rng(1).standard_normal((1, 128, T)).astype(np.float32)
+
+
+def native(seconds_list: list, counts: list, repeats: int) -> dict:
+    import onnxruntime as ort
+    from engine.transcribe import Engine
+    sessions = {}
+    for n in counts:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = n, 1
+        sessions[n] = ort.InferenceSession(str(INT8), options, providers=["CPUExecutionProvider"])
+    engines = {n: Engine.open(full_model(), "auto", n) for n in counts}
+    out = {}
+    for seconds in seconds_list:
+        T = 100 * seconds
+        f = features(T)
+        flat = array("f", f[0].tobytes())
+        times = {}
+        for rep in range(repeats + 1):                  # the first round warms up
+            for n in counts:
+                started = time.perf_counter()
+                sessions[n].run(None, {"features": f, "lengths": np.array([T], np.int64)})
+                ort_s = time.perf_counter() - started
+                started = time.perf_counter()
+                engines[n].encoder(flat, T)
+                ours = time.perf_counter() - started
+                if rep:
+                    times.setdefault(f"onnxruntime {n}", []).append(ort_s)
+                    times.setdefault(f"phonon {n}", []).append(ours)
+        out[seconds] = {k: round(statistics.median(v), 3) for k, v in times.items()}
+    return {"tier": engines[counts[0]].tier, "onnxruntime": ort.__version__, "seconds": out}
+
+
+BROWSER = """
+import json, statistics, time
+from array import array
+import js
+from pyodide.http import pyfetch
+from engine.kernels import wasm_module_path
+from engine.transcribe import Engine
+
+async def fetch_into_bytearray(url):
+    response = await pyfetch(url)
+    data = js.Uint8Array.new(await response.js_response.arrayBuffer())
+    out = bytearray(data.length)
+    data.assign_to(out)
+    return out
+
+model = await fetch_into_bytearray("/models/{model}")
+out = {{}}
+for n in {counts}:
+    pool = await js.makeKernelPool("{tier}", n - 1, wasm_module_path("{tier}")) if n > 1 else None
+    engine = Engine.from_buffer(model, "{tier}", workers=pool)
+    if pool is not None:
+        await pool.serve()
+    for seconds in {seconds}:
+        T = 100 * seconds
+        feats = array("f")
+        feats.frombytes(await (await pyfetch(f"/models/ort/features-{{T}}.f32")).bytes())
+        engine.encoder(feats, T)
+        times = []
+        for _ in range({repeats}):
+            started = time.perf_counter()
+            engine.encoder(feats, T)
+            times.append(time.perf_counter() - started)
+        out[f"{{seconds}}/phonon {{n}}"] = round(statistics.median(times), 3)
+    if pool is not None:
+        pool.close()
+    del engine
+json.dumps(out)
+"""
+
+
+def chromium(seconds_list: list, counts: list, repeats: int, tier: str) -> dict:
+    for seconds in seconds_list:
+        (ORT_DIR / f"features-{100 * seconds}.f32").write_bytes(features(100 * seconds)[0].tobytes())
+    out = {}
+    with Chromium(timeout_ms=7_200_000, isolate=True) as browser:
+        ours = json.loads(browser.run_python(BROWSER.format(model=full_model().name, counts=counts, seconds=seconds_list,
+                                                            repeats=repeats, tier=tier)))
+        for n in counts:
+            spec = {"model": "/models/ort/" + INT8.name, "threads": n, "lengths": [100 * s for s in seconds_list],
+                    "reps": repeats}
+            got = json.loads(browser.page.evaluate("(spec) => window.runOrtEncoder(spec)", spec))
+            for seconds in seconds_list:
+                out.setdefault(seconds, {})[f"onnxruntime-web {n}"] = round(got["seconds"][str(100 * seconds)], 3)
+        for key, value in ours.items():
+            seconds, name = key.split("/")
+            out.setdefault(int(seconds), {})[name] = value
+        version = browser.version()
+    return {"chromium": version, "tier": tier, "seconds": out}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m harness.bench_ort_encoder")
+    parser.add_argument("--seconds", type=int, nargs="+", default=[10, 30])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--runtimes", nargs="+", default=["native", "chromium"])
+    parser.add_argument("--tier", default="wasm_relaxed_simd", help="this engine's tier in Chromium")
+    parser.add_argument("--json", help="write the records here")
+    args = parser.parse_args(argv)
+    export_encoder()
+    print(f"CPU: {cpu_name()}; ONNX model {INT8.name} ({INT8.stat().st_size / 2**20:.0f} MiB)")
+    records = {}
+    if "native" in args.runtimes:
+        records["native"] = native(args.seconds, args.threads, args.repeats)
+        print(f"native (this engine: {records['native']['tier']}; onnxruntime {records['native']['onnxruntime']})")
+        report(records["native"]["seconds"], "onnxruntime", args.threads)
+    if "chromium" in args.runtimes:
+        records["chromium"] = chromium(args.seconds, args.threads, args.repeats, args.tier)
+        print(f"Chromium {records['chromium']['chromium']} (this engine: {args.tier}; onnxruntime-web wasm)")
+        report(records["chromium"]["seconds"], "onnxruntime-web", args.threads)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"cpu": cpu_name(), **records}, indent=1) + "\n")
+    return 0
+
+
+def report(by_seconds: dict, peer: str, counts: list):
+    for seconds, row in by_seconds.items():
+        cells = []
+        for n in counts:
+            ours, theirs = row[f"phonon {n}"], row[f"{peer} {n}"]
+            cells.append(f"{n} thr: phonon {ours:.3f} s, {peer} {theirs:.3f} s (phonon x{theirs / ours:.2f})")
+        print(f"  {seconds:>3} s of features  " + "  ".join(cells))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
