@@ -25,7 +25,7 @@ from engine.synth import make
 from engine.timing import Timer
 from engine.transcribe import Engine
 
-from .runtimes import Chromium
+from .runtimes import FETCH_INTO_BYTEARRAY, Chromium
 
 MODEL_NAME = "phonon2-full-synthetic.gguf"
 
@@ -69,7 +69,7 @@ def native(gguf: Path, seconds_list) -> list:
     return out
 
 
-BROWSER = """
+BROWSER = FETCH_INTO_BYTEARRAY + """
 import json
 from array import array
 from pyodide.http import pyfetch
@@ -78,14 +78,6 @@ from engine.kernels import available_tiers
 from engine.timing import Timer
 from engine.transcribe import Engine
 import js
-async def fetch_into_bytearray(url):
-    # one copy into the wasm heap: JS ArrayBuffer -> a Python bytearray (writable, so the
-    # kernels take its tensors zero-copy); resp.bytes() + bytearray() would hold two copies
-    response = await pyfetch(url)
-    data = js.Uint8Array.new(await response.js_response.arrayBuffer())
-    out = bytearray(data.length)
-    data.assign_to(out)
-    return out
 model = await fetch_into_bytearray("/models/{model}")
 out = []
 for seconds in {seconds}:

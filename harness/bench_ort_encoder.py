@@ -29,7 +29,7 @@ import numpy as np
 
 from harness.bench_e2e import full_model
 from harness.bench_threads import cpu_name
-from harness.runtimes import Chromium
+from harness.runtimes import FETCH_INTO_BYTEARRAY, Chromium
 
 ORT_DIR = Chromium.models_dir() / "ort"
 INT8 = ORT_DIR / "encoder-int8.onnx"
@@ -119,20 +119,13 @@ def native(seconds_list: list, counts: list, repeats: int) -> dict:
     return {"tier": engines[counts[0]].tier, "onnxruntime": ort.__version__, "seconds": out}
 
 
-BROWSER = """
+BROWSER = FETCH_INTO_BYTEARRAY + """
 import json, statistics, time
 from array import array
 import js
 from pyodide.http import pyfetch
 from engine.kernels import wasm_module_path
 from engine.transcribe import Engine
-
-async def fetch_into_bytearray(url):
-    response = await pyfetch(url)
-    data = js.Uint8Array.new(await response.js_response.arrayBuffer())
-    out = bytearray(data.length)
-    data.assign_to(out)
-    return out
 
 model = await fetch_into_bytearray("/models/{model}")
 out = {{}}

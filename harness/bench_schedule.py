@@ -19,7 +19,7 @@ import numpy as np
 
 from harness.bench_e2e import full_model
 from harness.bench_threads import cpu_name
-from harness.runtimes import Chromium
+from harness.runtimes import FETCH_INTO_BYTEARRAY, Chromium
 
 DEFAULT_MODEL = "models/phonon-small.gguf"
 
@@ -52,20 +52,13 @@ def schedule(recordings: int, seed: int = 5) -> tuple:
     return np.concatenate(audio).astype(np.float32), windows
 
 
-CODE = """
+CODE = FETCH_INTO_BYTEARRAY + """
 import json, time
 from array import array
 import js, pyodide_js
 from pyodide.http import pyfetch
 from engine.kernels import wasm_module_path
 from engine.transcribe import Engine
-
-async def fetch_into_bytearray(url):
-    response = await pyfetch(url)
-    data = js.Uint8Array.new(await response.js_response.arrayBuffer())
-    out = bytearray(data.length)
-    data.assign_to(out)
-    return out
 
 model = await fetch_into_bytearray("/models/{model}")
 audio = array("f")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from harness.bench_e2e import full_model, speechlike
 from harness.bench_threads import cpu_name
-from harness.runtimes import Chromium
+from harness.runtimes import FETCH_INTO_BYTEARRAY, Chromium
 
-CODE = """
+CODE = FETCH_INTO_BYTEARRAY + """
 import hashlib, json, statistics, time
 from array import array
 import js, pyodide_js
@@ -29,13 +29,6 @@ from pyodide.http import pyfetch
 from engine.kernels import wasm_module_path
 from engine.timing import Timer
 from engine.transcribe import Engine
-
-async def fetch_into_bytearray(url):
-    response = await pyfetch(url)
-    data = js.Uint8Array.new(await response.js_response.arrayBuffer())
-    out = bytearray(data.length)
-    data.assign_to(out)
-    return out
 
 model = await fetch_into_bytearray("/models/{model}")
 engines, pools = {{}}, {{}}

@@ -19,6 +19,22 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
                   "--disable-quic"]
 
 
+# Python for the harness page's Pyodide, prefixed to benchmark code: a served file fetched into
+# one Python bytearray in the wasm heap (JS ArrayBuffer -> bytearray: one copy; writable, so the
+# kernels take its tensors zero-copy; resp.bytes() + bytearray() would hold two copies).
+FETCH_INTO_BYTEARRAY = """
+import js
+from pyodide.http import pyfetch
+
+async def fetch_into_bytearray(url):
+    response = await pyfetch(url)
+    data = js.Uint8Array.new(await response.js_response.arrayBuffer())
+    out = bytearray(data.length)
+    data.assign_to(out)
+    return out
+"""
+
+
 def env_path(name: str) -> Path:
     value = os.environ.get(name)
     if not value or not Path(value).exists():
