@@ -75,10 +75,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, help="write the records here")
     args = parser.parse_args(argv)
     model = args.model or full_model()
-    if model.parent != Chromium.models_dir():
-        link = Chromium.models_dir() / model.name
-        if not link.exists():
-            link.symlink_to(model.resolve())
+    if model.resolve().parent != Chromium.models_dir().resolve():      # served from there (no symlinks)
+        import shutil
+        shutil.copyfile(model, Chromium.models_dir() / model.name)
     for seconds in args.seconds:
         (Chromium.models_dir() / f"audio-{seconds}s.f32").write_bytes(speechlike(seconds).tobytes())
     code = CODE.format(model=model.name, counts=args.workers, seconds=args.seconds, repeats=args.repeats,

@@ -166,7 +166,7 @@ async function main() {
   worker.onerror = (e) => { e.preventDefault(); died(e.message || "it failed to load"); };
   worker.onmessageerror = () => died("a message could not be read");
   worker.postMessage({ kind: "init", manifest, tier, debug: DEBUG, localModel: storedLocalModel(),
-                       threads: threads.count, threadsNote: threads.note });
+                       threads: threads.count, threadsForced: FORCED_THREADS !== null, threadsNote: threads.note });
   lastHeard = performance.now();
   quietUntil = lastHeard + 120000;              // start-up has long synchronous steps
   heartbeat = setInterval(checkHeartbeat, HEARTBEAT_MS);
@@ -354,7 +354,7 @@ async function openModelFile(file) {
 function onModelSwitched(data) {
   quietUntil = 0;
   showModel(data);
-  showTier({ tier: data.tier, threads: data.threads, threadsNote: phonon.threadsNote });
+  showTier({ tier: data.tier, threads: data.threads, threadsNote: data.threadsNote });
   try { localStorage.setItem(LOCAL_MODEL, JSON.stringify({ sha256: data.sha256, name: data.file })); } catch { /* none */ }
   setState(transcript && transcript.words.length ? "done" : "ready");
   showAlert(`Now using ${data.file}` + (data.cacheNote ? `, but ${data.cacheNote}.` : "; it is kept on this device for the next visit."),

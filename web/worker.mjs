@@ -120,7 +120,8 @@ app = WebApp()
 
 let pyodide, app, debug = false, currentTier = null;
 let pool = null;                            // the engine's kernel workers (web/kernel-pool.mjs), if any
-let threadsWanted = 1, threadsNote = null;  // workers asked for; why fewer run, if they do
+let threadsWanted = 1, threadsForced = false;  // workers asked for (?threads=N forces them)
+let threadsNote = null, threadsNoteFromPage = null;  // why fewer run, if they do
 let stream = null;                          // the open live stream
 let fileJob = null;                         // {name, cancelled} while a file is being transcribed
 let captured = [];                          // (debug) every block fed, in order
@@ -134,10 +135,12 @@ class Fatal extends Error {
 // ------------------------------------------------------------------------------------------
 // boot: runtime, engine wheel, model
 
-async function init({ manifest, tier, debug: debugMode, localModel, threads = 1, threadsNote: note = null }) {
+async function init({ manifest, tier, debug: debugMode, localModel, threads = 1, threadsForced: forced = false,
+                      threadsNote: note = null }) {
   debug = !!debugMode;
   threadsWanted = threads;
-  threadsNote = note;
+  threadsForced = forced;
+  threadsNote = threadsNoteFromPage = note;
   const base = new URL("./", self.location.href);
   const t = { start: performance.now() };
   try {
@@ -161,7 +164,7 @@ async function init({ manifest, tier, debug: debugMode, localModel, threads = 1,
     t.compile = performance.now();
     post({ kind: "stage", stage: "compile" });
     try {
-      usedTier = await loadEngine(model.buffer, tier);
+      usedTier = await loadEngine(model.buffer, tier, "load", manifest.model.size);
     } catch (e) {
       throw new Fatal("engine", `The engine could not open the model with the ${tier} kernels: ${lastLine(e)}`);
     } finally {
@@ -282,7 +285,7 @@ async function openModelFile({ name, bytes }) {
   const buffer = pyBytes(data);
   let info;
   try {
-    info = JSON.parse(await loadEngine(buffer, currentTier, "switch"));
+    info = JSON.parse(await loadEngine(buffer, currentTier, "switch", data.length));
   } catch (e) {
     buffer.destroy();
     post({ kind: "error", code: "model-file",
@@ -302,7 +305,7 @@ async function openModelFile({ name, bytes }) {
   } catch (e) {
     cacheNote = `it could not be saved for the next visit (${e.name}: ${e.message})`;
   }
-  post({ kind: "model-switched", file: name, size: data.length, sha256, cacheNote, ...info });
+  post({ kind: "model-switched", file: name, size: data.length, sha256, cacheNote, threadsNote, ...info });
 }
 
 async function openCachedLocalModel({ sha256, name }, tier) {
@@ -317,7 +320,7 @@ async function openCachedLocalModel({ sha256, name }, tier) {
     }
     const buffer = pyBytes(data);
     try {
-      const usedTier = await loadEngine(buffer, tier);
+      const usedTier = await loadEngine(buffer, tier, "load", data.length);
       return { tier: usedTier, info: { file: name, size: data.length, sha256, ...JSON.parse(app.model_info()) } };
     } finally {
       buffer.destroy();
@@ -345,8 +348,8 @@ function checkWorkers() {
 
 // An engine on `buffer` ("load", or "switch": the engine in use stays if this one fails), with
 // kernel workers when asked for and possible; returns what app.load / app.switch return.
-async function loadEngine(buffer, tier, how = "load") {
-  const next = await startPool(tier);
+async function loadEngine(buffer, tier, how, modelBytes) {
+  const next = await startPool(tier, modelBytes);
   // (a JS null would reach Python as JsNull, not None: no pool, no argument)
   const open = (workers) => (workers ? app[how](buffer, tier, workers) : app[how](buffer, tier));
   let out;
@@ -374,8 +377,18 @@ async function loadEngine(buffer, tier, how = "load") {
   return out;
 }
 
-async function startPool(tier) {
+// Below this size a model's layers are too small to split: the crossings cost more than the
+// second core gives (the default model, 2.7 MB, is 0.82x with two workers on 10 s in Chromium,
+// BENCHMARKS.md). ?threads=N still forces a count.
+const SPLIT_MIN_BYTES = 32 << 20;
+
+async function startPool(tier, modelBytes) {
+  threadsNote = threadsNoteFromPage;
   if (threadsWanted <= 1) return null;
+  if (!threadsForced && modelBytes < SPLIT_MIN_BYTES) {
+    threadsNote = "one worker: this model is small enough that splitting it across workers would cost more than it saves";
+    return null;
+  }
   if (!self.crossOriginIsolated) {
     threadsNote = threadsNote || "one worker: this page is not cross-origin isolated, so it cannot share memory between workers";
     return null;
