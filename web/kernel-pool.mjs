@@ -27,8 +27,13 @@ export class KernelPool {
     if (typeof SharedArrayBuffer === "undefined" || !self.crossOriginIsolated)
       throw new KernelPoolError("kernel workers need cross-origin isolation (SharedArrayBuffer)");
     const pool = new KernelPool(tier, workers, heap, workerURL);
-    await Promise.all(pool.workers.map((w) => pool._request(w, { kind: "init", module, tier,
-      control: pool.control.buffer, data: pool.data }, "ready")));
+    try {
+      await Promise.all(pool.workers.map((w) => pool._request(w, { kind: "init", module, tier,
+        control: pool.control.buffer, data: pool.data }, "ready")));
+    } catch (e) {
+      pool.close();                             // none left running when one could not start
+      throw e;
+    }
     return pool;
   }
 
