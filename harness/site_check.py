@@ -194,6 +194,10 @@ class SiteBrowser:
 
     def context(self, **kwargs):
         kwargs.setdefault("viewport", {"width": 1200, "height": 820})
+        # Playwright's wait_for_function evaluates its predicate with eval(), which the site's
+        # Content-Security-Policy forbids; tests/test_site.py checks the policy itself in a
+        # context without this bypass.
+        kwargs.setdefault("bypass_csp", True)
         kwargs.setdefault("accept_downloads", True)
         return self.browser.new_context(**kwargs)
 

@@ -258,6 +258,40 @@ def test_file_matches_native_transcribe(browser, server, site, manifest, speech,
     assert not app.problems, app.problems
 
 
+def test_content_security_policy_holds(browser, server, speech):
+    """The page's Content-Security-Policy (no inline script, no eval; WebAssembly allowed) is
+    enforced here (no bypass), and the app still starts and transcribes a file with no
+    violation reported. Waits poll with page.evaluate: wait_for_function would need eval."""
+    import time
+    context = browser.context(bypass_csp=False)
+    page = context.new_page()
+    problems, violations = [], []
+    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+    page.add_init_script("window.__csp = []; document.addEventListener('securitypolicyviolation', "
+                         "(e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI))")
+
+    def wait_until(expr: str, seconds: float = 180):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            try:
+                if page.evaluate(expr):
+                    return
+            except Exception:                 # a navigation (the isolation reload) in between
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {expr}")
+    page.goto(server.url + SUB + "?debug=1")
+    wait_until("window.phonon && ['ready', 'error'].includes(window.phonon.state)")
+    assert page.evaluate("window.phonon.state") == "ready"
+    page.set_input_files("#file", str(speech[0]))
+    wait_until("window.phonon.result !== null || window.phonon.state === 'error'")
+    assert page.evaluate("window.phonon.state") == "done"
+    violations = page.evaluate("window.__csp")
+    context.close()
+    assert not violations, violations
+    assert not [p for p in problems if "Content Security Policy" in p], problems
+
+
 def test_kernel_workers_in_the_page(browser, server, site, manifest, speech):
     """?threads=3: the engine worker and two kernel workers split the encoder, and a file gives
     the native result bit for bit; with no service worker and no COOP/COEP from the server, one
