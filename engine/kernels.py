@@ -186,7 +186,6 @@ _COMMON_SIGNATURES = {
     "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
     "pk_copy_cols": (_i, [_i, _i, _vp, _i, _i, _vp]),
-    "pk_take_cols": (_i, [_i, _i, _i, _i, _vp, _vp]),
     "pk_glu_split": (_i, [_i, _i, _vp, _vp, _vp]),
     "pk_attention_scratch_floats": (_sz, [_i, _i]),
     "pk_attention_heads": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, ctypes.c_float, _vp, _vp]),
@@ -595,14 +594,14 @@ class Kernels:
                       "pk_rel_positions")
         return pe
 
-    def rel_scores(self, qu, k, qv, p, T: int, dk: int, s: float, scratch=None, out=None) -> array:
+    def rel_scores(self, qu, k, qv, p, T: int, dk: int, s: float, scratch=None) -> array:
         """One head's relative-position attention scores [T][T] (kernels/ops.h). `scratch`
         (array('f') of at least (3T - 1) * dk + T) may be passed in to reuse across heads."""
         _check_dims(T=T, dk=dk)
         need = (3 * T - 1) * dk + T
         if scratch is None or len(scratch) < need:
             scratch = array("f", bytes(4 * need))
-        y = self._f32(T * T, out)
+        y = array("f", bytes(4 * T * T))
         _raise_status(self._fn["pk_rel_scores"](
             T, dk, _Arg(qu, T * dk, "float32", "qu").pointer, _Arg(k, T * dk, "float32", "k").pointer,
             _Arg(qv, T * dk, "float32", "qv").pointer, _Arg(p, (2 * T - 1) * dk, "float32", "p").pointer, s,
@@ -667,16 +666,6 @@ class Kernels:
             _Arg(u, D, "float32", "u").pointer, _Arg(vb, D, "float32", "vb").pointer, s,
             _Arg(scratch, need, "float32", "scratch", True).pointer,
             _Arg(out, T * D, "float32", "out", True).pointer), "pk_attention_heads")
-
-    def take_cols(self, x, N: int, O: int, c0: int, W: int, out=None) -> array:
-        """Columns c0..c0+W-1 of x [N][O] -> y [N][W]."""
-        _check_dims(N=N, W=W, O=O)
-        if not isinstance(c0, int) or isinstance(c0, bool) or not 0 <= c0 <= O - W:
-            raise KernelError(f"take_cols: {W} columns from column {c0!r} do not fit in {O}")
-        y = self._f32(N * W, out)
-        _raise_status(self._fn["pk_take_cols"](N, O, c0, W, _Arg(x, N * O, "float32", "x").pointer,
-                                               _Arg(y, N * W, "float32", "y", True).pointer), "pk_take_cols")
-        return y
 
     def add_div(self, a, b, s: float, n: int, out=None) -> array:
         """(a + b) / s elementwise."""

@@ -137,7 +137,7 @@ class WindowedTranscription:
 class SteppedTranscription:
     """A file already in memory, transcribed a step at a time so that the caller can report
     progress and cancel between steps (the browser's engine worker has one thread: it can
-    only read a cancel message between two calls). Each step adds `piece` seconds of audio and
+    only read a cancel message between two calls). Each step adds PIECE_SECONDS of audio and
     runs at most one window; the result is Engine.transcribe's for the same samples."""
 
     PIECE_SECONDS = 10

@@ -44,6 +44,7 @@ class Team:
     a Kernels of the same tier. Runs any Python task (`run`); `closures` = how many at once."""
 
     remote = False
+    lost = None                               # threads are never lost (see WorkerTeam.lost)
 
     def __init__(self, k: Kernels, threads: int = 1):
         self.size = self.closures = check_threads(threads)
@@ -98,7 +99,8 @@ class WorkerTeam:
     that slice, or a range of attention heads, when the engine asks; the engine computes slice 0
     itself meanwhile. Same kernels, same slices as the native threads: the same bits.
 
-    Other split work (silu rows, subsampling channels) runs here in one piece (`closures` = 1)."""
+    Split work that is Python closures (the subsampling's channel ranges) runs here in one
+    piece (`closures` = 1)."""
 
     remote = True
     closures = 1

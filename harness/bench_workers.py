@@ -47,20 +47,22 @@ for seconds in {seconds}:
         e.encode(audio)                           # warm-up
     for _ in range({repeats}):
         for n, e in engines.items():
+            busy = []
+            if pools[n] is not None:
+                busy, pools[n].waitedMs, pools[n].ownMs = list(pools[n].busyMs), 0, 0
             with Timer() as timer:
                 start = time.perf_counter()
                 enc, _ = e.encode(audio)
                 times[n].append(time.perf_counter() - start)
             digests[n] = hashlib.sha256(enc.tobytes()).hexdigest()
             splits[n] = {{k: round(v, 3) for k, v in timer.seconds.items()}}
-            if pools[n] is not None:
-                splits[n]["pool_wait"] = round(pools[n].waitedMs / 1000, 3)
-                splits[n]["kernel_busy"] = [c / 1000 for c in pools[n].busyMs]
+            if pools[n] is not None:            # this encode's: the engine's own part, its wait, each kernel worker's busy time
                 splits[n]["own"] = round(pools[n].ownMs / 1000, 3)
-                pools[n].waitedMs = pools[n].ownMs = 0
+                splits[n]["pool_wait"] = round(pools[n].waitedMs / 1000, 3)
+                splits[n]["kernel_busy"] = [round((b - a) / 1000, 3) for a, b in zip(busy, pools[n].busyMs)]
     records.append({{"audio_seconds": seconds, "median_seconds": {{n: statistics.median(t) for n, t in times.items()}},
                      "digests": digests, "split": splits}})
-heaps = {{n: (pools[n].heapBytesNow if pools[n] is not None else 0) for n in engines}}
+heaps = {{n: (pools[n].heapBytes if pools[n] is not None else 0) for n in engines}}
 json.dumps({{"records": records, "engine_heap_bytes": pyodide_js._module.HEAPU8.length, "kernel_heap_bytes": heaps}})
 """
 
@@ -96,7 +98,7 @@ def main(argv=None) -> int:
         identical &= same
         print(f"{r['audio_seconds']:4d} s audio  {cells}  {'identical' if same else 'DIFFERENT OUTPUTS'}")
         for n in args.workers:
-            print(f"      {n} workers by section: {r['split'][str(n)]}")
+            print(f"      {n} workers by section (last run): {r['split'][str(n)]}")
     for n in args.workers:
         print(f"wasm memory with {n} workers: engine worker {out['engine_heap_bytes'] / 2**20:.0f} MiB "
               f"+ kernel workers {out['kernel_heap_bytes'][str(n)] / 2**20:.0f} MiB")

@@ -173,11 +173,6 @@ int pk_transpose3(int A, int B, int C, const float *x, float *y) {
     for (int a0 = 0; a0 < A; a0 += TILE)
         for (int b0 = 0; b0 < B; b0 += TILE) {
             int a1 = a0 + TILE < A ? a0 + TILE : A, b1 = b0 + TILE < B ? b0 + TILE : B;
-            if (C == 1) {                              /* the subsampling's case: one float each */
-                for (int b = b0; b < b1; b++)
-                    for (int a = a0; a < a1; a++) y[(size_t)b * A + a] = x[(size_t)a * B + b];
-                continue;
-            }
             for (int a = a0; a < a1; a++)
                 for (int b = b0; b < b1; b++) {
                     const float *src = x + ((size_t)a * B + b) * C;

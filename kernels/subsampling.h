@@ -43,6 +43,29 @@ static inline float pk_conv1_s2_at(int H, int W, const float *x, const float *w,
 
 static inline float pk_relu_one(float v) { return v > 0.0f ? v : 0.0f; }
 
+/* Output columns [j0, j1) of row i by the scalar steps: the SIMD tiers' edges and tails. */
+static inline void pk_conv1_s2_cols(int H, int W, const float *x, const float *w, float b, int relu,
+                                    int i, int j0, int j1, float *row) {
+    for (int j = j0; j < j1; j++) {
+        float v = pk_conv1_s2_at(H, W, x, w, b, i, j);
+        row[j] = relu ? pk_relu_one(v) : v;
+    }
+}
+
+/* A tier's one-channel conv: y [ceil(H/2)][ceil(W/2)] = conv(x [H][W]) (+ relu). */
+typedef void (*pk_conv1_s2_fn)(int H, int W, const float *x, const float *w, float b, int relu, float *y);
+
+/* The head over all channels with a tier's one-channel conv (every tier's driver). */
+static inline int pk_subsampling_head_with(pk_conv1_s2_fn conv, PK_SUBSAMPLING_HEAD_ARGS) {
+    if (T <= 0 || F <= 0 || C <= 0) return PK_E_SHAPE;
+    int H1 = (T + 1) / 2, W1 = (F + 1) / 2, H2 = (H1 + 1) / 2, W2 = (W1 + 1) / 2;
+    for (int c = 0; c < C; c++) {
+        conv(T, F, x, w0 + (size_t)c * 9, b0[c], 1, scratch);
+        conv(H1, W1, scratch, w2 + (size_t)c * 9, b2[c], 0, y + (size_t)c * H2 * W2);
+    }
+    return PK_OK;
+}
+
 PK_API int subsampling_head__scalar(PK_SUBSAMPLING_HEAD_ARGS);
 PK_API int subsampling_head__avx2(PK_SUBSAMPLING_HEAD_ARGS);
 PK_API int subsampling_head__avx512vnni(PK_SUBSAMPLING_HEAD_ARGS);

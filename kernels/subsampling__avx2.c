@@ -21,7 +21,7 @@ static void conv1_s2(int H, int W, const float *x, const float *w, float b, int 
     for (int t = 0; t < 9; t++) vw[t] = _mm256_set1_ps(w[t]);
     for (int i = 0; i < Ho; i++) {
         float *row = y + (size_t)i * Wo;
-        row[0] = relu ? pk_relu_one(pk_conv1_s2_at(H, W, x, w, b, i, 0)) : pk_conv1_s2_at(H, W, x, w, b, i, 0);
+        pk_conv1_s2_cols(H, W, x, w, b, relu, i, 0, 1, row);
         int j = 1;
         for (; j + 8 <= Wo && 2 * j + 16 <= W - 1; j += 8) {
             __m256 acc = zero;
@@ -40,19 +40,10 @@ static void conv1_s2(int H, int W, const float *x, const float *w, float b, int 
             if (relu) v = _mm256_and_ps(v, _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
             _mm256_storeu_ps(row + j, v);
         }
-        for (; j < Wo; j++) {
-            float v = pk_conv1_s2_at(H, W, x, w, b, i, j);
-            row[j] = relu ? pk_relu_one(v) : v;
-        }
+        pk_conv1_s2_cols(H, W, x, w, b, relu, i, j, Wo, row);
     }
 }
 
 int subsampling_head__avx2(PK_SUBSAMPLING_HEAD_ARGS) {
-    if (T <= 0 || F <= 0 || C <= 0) return PK_E_SHAPE;
-    int H1 = (T + 1) / 2, W1 = (F + 1) / 2, H2 = (H1 + 1) / 2, W2 = (W1 + 1) / 2;
-    for (int c = 0; c < C; c++) {
-        conv1_s2(T, F, x, w0 + (size_t)c * 9, b0[c], 1, scratch);
-        conv1_s2(H1, W1, scratch, w2 + (size_t)c * 9, b2[c], 0, y + (size_t)c * H2 * W2);
-    }
-    return PK_OK;
+    return pk_subsampling_head_with(conv1_s2, T, F, C, x, w0, b0, w2, b2, scratch, y);
 }

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import build_artifact
 from engine.convert import convert, read_config
+from engine.model_file import load
 from engine.transcribe import Engine
 from test_frontend_math import speechlike
 
@@ -118,7 +119,7 @@ def test_threads_and_workers_do_not_mix(tiny_model):
     class Pool:
         size = 1
     with pytest.raises(ValueError, match="threads and kernel workers do not mix"):
-        Engine.open(tiny_model, "scalar", 2).__class__(Engine.open(tiny_model).model, "scalar", 2, workers=Pool())
+        Engine(load(str(tiny_model)), "scalar", 2, workers=Pool())
 
 
 def test_a_lost_kernel_worker_leaves_the_engine_alone_and_exact(isolated_browser, tiny_model):

@@ -138,3 +138,27 @@ def test_subsampling_head_tiers_bit_identical_to_scalar(scalar, tier_kernels, T,
         y, _, _ = scalar.conv2d_s2(s1, 1, H1, W1, w2[9 * c:9 * c + 9], b2[c:c + 1], 1)
         want[c * H * W:(c + 1) * H * W] = np.frombuffer(y, np.float32)
     assert np.frombuffer(got, np.uint32).tobytes() == want.view(np.uint32).tobytes()
+
+
+@pytest.mark.parametrize("T, D, dk, h0, h1", [(1, 8, 4, 0, 2), (9, 48, 16, 1, 3), (33, 40, 8, 0, 5), (70, 128, 64, 1, 2)])
+def test_attention_heads_equal_the_unfused_ops(scalar, T, D, dk, h0, h1):
+    """pk_attention_heads = for each head: its columns of q, k, v, p, qu = qh + u_h,
+    qv = qh + vb_h (add_scaled with 1), rel_scores, softmax_rows, matmul_nn, into its columns of
+    out - bit for bit; the other heads' columns are left alone."""
+    q, k, v = (f32(rng.standard_normal((T, D))) for _ in range(3))
+    p = f32(rng.standard_normal((2 * T - 1, D)))
+    u, vb = f32(rng.standard_normal(D)), f32(rng.standard_normal(D))
+    s = np.float32(dk ** 0.5)
+    out = np.full((T, D), 7.0, np.float32)
+    scalar.attention_heads(T, D, dk, h0, h1, q, k, v, p, u, vb, s, out)
+    want = out.copy()
+    want[:, h0 * dk:h1 * dk] = 0
+    for h in range(h0, h1):
+        cols = slice(h * dk, (h + 1) * dk)
+        qh, kh, vh, ph = (np.ascontiguousarray(m[:, cols]) for m in (q, k, v, p))
+        qu = arr(scalar.add_scaled(qh, 1.0, f32(np.tile(u[cols], T)), T * dk), (T, dk))
+        qv = arr(scalar.add_scaled(qh, 1.0, f32(np.tile(vb[cols], T)), T * dk), (T, dk))
+        scores = scalar.rel_scores(qu, kh, qv, ph, T, dk, s)
+        scalar.softmax_rows(scores, T, T)
+        want[:, cols] = arr(scalar.matmul_nn(scores, vh, T, dk, T), (T, dk))
+    assert out.tobytes() == want.tobytes()

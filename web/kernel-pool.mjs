@@ -5,7 +5,7 @@
 // synchronised with Atomics: the engine worker posts a command to every kernel worker, computes
 // its own part, then blocks until all are done. Needs cross-origin isolation (SharedArrayBuffer).
 //
-//   const pool = await KernelPool.start({ module, tier, workers: 1, heap: () => pyodide._module.HEAPU8 });
+//   const pool = await KernelPool.forPyodide({ pyodide, tier, workers: 1, modulePath });
 //   ... Python registers its linears (addLinear) ...
 //   await pool.serve();
 //   pool.linearBegin(...); (own slice in Python) pool.linearEnd(...);
@@ -13,20 +13,26 @@
 // Pointers are addresses in Pyodide's wasm memory (ctypes.addressof); heap() returns its current
 // Uint8Array (a new one after the memory grows).
 
-import { CONTROL, OP } from "./kernel-protocol.mjs";
+import { CONTROL, OP, activationLayout, align16 } from "./kernel-protocol.mjs";
 
 const MAX_DATA_BYTES = 1 << 30;
 const WAIT_MS = 120000;                         // a command this long has failed
 const ACK_MS = 3000;                            // a worker that has not woken up by then has died
-const align16 = (n) => Math.ceil(n / 16) * 16;
 
 export class KernelPoolError extends Error {}
 
 export class KernelPool {
+  // For an engine in `pyodide`: the tier's side module read from Pyodide's file system
+  // (engine.kernels.wasm_module_path), addresses read in its wasm memory.
+  static async forPyodide({ pyodide, tier, workers, modulePath, workerURL }) {
+    const module = await WebAssembly.compile(pyodide.FS.readFile(modulePath));
+    return KernelPool.start({ module, tier, workers, heap: () => pyodide._module.HEAPU8, workerURL });
+  }
+
   static async start({ module, tier, workers, heap, workerURL = new URL("./kernel-worker.mjs", import.meta.url) }) {
     if (typeof SharedArrayBuffer === "undefined" || !self.crossOriginIsolated)
       throw new KernelPoolError("kernel workers need cross-origin isolation (SharedArrayBuffer)");
-    const pool = new KernelPool(tier, workers, heap, workerURL);
+    const pool = new KernelPool(workers, heap, workerURL);
     try {
       await Promise.all(pool.workers.map((w) => pool._request(w, { kind: "init", module, tier,
         control: pool.control.buffer, data: pool.data }, "ready")));
@@ -37,15 +43,15 @@ export class KernelPool {
     return pool;
   }
 
-  constructor(tier, count, heap, workerURL) {
-    this.tier = tier;
+  constructor(count, heap, workerURL) {
     this.heap = heap;
     this.control = new Int32Array(new SharedArrayBuffer(4 * CONTROL.WORDS * count));
     this.data = new SharedArrayBuffer(16 << 20, { maxByteLength: MAX_DATA_BYTES });
     this.linears = new Map();                  // id -> [{worker, r0, rows}] (the kernel workers' slices)
-    this.pending = null;                       // the command in flight: {kind, seqs, ...}
+    this.convs = new Map();                    // id -> [{worker, r0 (first channel), rows (channels)}]
+    this.pending = null;                       // the command in flight: {kind, posted: [[slot, seq]], ...}
     this.failures = [];                        // messages of kernel workers that failed
-    this.heapBytes = 0;                        // the kernel workers' wasm memory, once serving
+    this.lost = null;                          // why the pool gave up (a kernel worker was lost)
     this.waitedMs = 0;                         // the engine worker's time blocked on kernel workers
     this.ownMs = 0;                            // its own part of split commands
     this.workers = Array.from({ length: count }, (_, i) => {
@@ -58,21 +64,13 @@ export class KernelPool {
 
   get size() { return this.workers.length; }
 
-  // The kernel workers' wasm memory now (bytes), and the commands each has run.
-  get heapBytesNow() {
-    let sum = 0;
-    for (let slot = 0; slot < this.workers.length; slot++)
-      sum += 65536 * Atomics.load(this.control, slot * CONTROL.WORDS + CONTROL.HEAP) || 0;
-    return Math.max(sum, this.heapBytes);
-  }
+  _word(slot, word) { return Atomics.load(this.control, slot * CONTROL.WORDS + word); }
 
-  get busyMs() {
-    return Array.from(this.workers, (_, slot) => Atomics.load(this.control, slot * CONTROL.WORDS + CONTROL.BUSY));
-  }
-
-  get commands() {
-    return Array.from(this.workers, (_, slot) => Atomics.load(this.control, slot * CONTROL.WORDS + CONTROL.DONE));
-  }
+  // The kernel workers' wasm memory now (bytes, once serving), their ms spent on commands and
+  // the commands each has run (for the benchmarks and tests).
+  get heapBytes() { return this.workers.reduce((sum, _, slot) => sum + 65536 * this._word(slot, CONTROL.HEAP), 0); }
+  get busyMs() { return this.workers.map((_, slot) => this._word(slot, CONTROL.BUSY)); }
+  get commands() { return this.workers.map((_, slot) => this._word(slot, CONTROL.DONE)); }
 
   _request(w, message, reply) {
     const index = this.workers.indexOf(w);
@@ -114,14 +112,12 @@ export class KernelPool {
   addConv(id, worker, value, gate, c0, width, ksize, dw, dwBytes, dwb, dwbBytes) {
     const message = { kind: "conv", id, value, gate, width, ksize, dw: this._copy(dw, dwBytes), dwb: this._copy(dwb, dwbBytes) };
     this.workers[worker].postMessage(message, [message.dw, message.dwb]);
-    if (!this.convs) this.convs = new Map();
     if (!this.convs.has(id)) this.convs.set(id, []);
     this.convs.get(id).push({ worker, r0: c0, rows: width });
   }
 
   async serve() {
-    const replies = await Promise.all(this.workers.map((w, slot) => this._request(w, { kind: "serve", slot }, "serving")));
-    this.heapBytes = replies.reduce((sum, r) => sum + r.heapBytes, 0);
+    await Promise.all(this.workers.map((w, slot) => this._request(w, { kind: "serve", slot }, "serving")));
   }
 
   // -- commands -----------------------------------------------------------------------------
@@ -170,10 +166,9 @@ export class KernelPool {
     throw new KernelPoolError(message);
   }
 
-  _begin(kind, posts) {
-    if (this.lost) throw new KernelPoolError(this.lost);
+  _begin(kind, posted) {
     if (this.pending) throw new KernelPoolError(`a ${this.pending.kind} command is still in flight`);
-    this.pending = { kind, seqs: posts, at: performance.now() };
+    this.pending = { kind, posted, at: performance.now() };
   }
 
   _end(kind) {
@@ -182,7 +177,7 @@ export class KernelPool {
     this.pending = null;
     const started = performance.now();
     this.ownMs += started - p.at;
-    p.seqs.forEach((seq, slot) => this._wait(slot, seq, p.at));
+    for (const [slot, seq] of p.posted) this._wait(slot, seq, p.at);
     this.waitedMs += performance.now() - started;
     return p;
   }
@@ -205,16 +200,15 @@ export class KernelPool {
   _rowsBegin(kind, op, slices, id, N, K, xqPtr, xsPtr) {
     if (this.lost) throw new KernelPoolError(this.lost);
     if (!slices) throw new KernelPoolError(`${kind} ${id} was not registered`);
-    const xsOff = align16(N * K), inBytes = align16(xsOff + 4 * N);
+    const layout = activationLayout(N, K);
     const outOffs = [];
-    let end = inBytes;
+    let end = layout.end;
     for (const s of slices) { outOffs.push(end); end = align16(end + 4 * N * s.rows); }
     this._ensure(end);
     const d = new Uint8Array(this.data), h = this.heap();
     d.set(h.subarray(xqPtr, xqPtr + N * K), 0);
-    d.set(h.subarray(xsPtr, xsPtr + 4 * N), xsOff);
-    const seqs = slices.map((s, i) => this._post(s.worker, op, [id, N, 0, outOffs[i]]));
-    this._begin(kind, seqs);
+    d.set(h.subarray(xsPtr, xsPtr + 4 * N), layout.xs);
+    this._begin(kind, slices.map((s, i) => [s.worker, this._post(s.worker, op, [id, N, 0, outOffs[i]])]));
     Object.assign(this.pending, { slices, outOffs, N });
   }
 
@@ -243,8 +237,8 @@ export class KernelPool {
       d.set(h.subarray(ptr, ptr + bytes), at);
       at += bytes;
     }
-    const seqs = ranges.map(([h0, h1], slot) => this._post(slot, OP.ATTENTION, [T, D, dk, h0, h1, 0, outOff], [s]));
-    this._begin("attention", seqs);
+    this._begin("attention", ranges.map(([h0, h1], slot) =>
+      [slot, this._post(slot, OP.ATTENTION, [T, D, dk, h0, h1, 0, outOff], [s])]));
     Object.assign(this.pending, { T, D, dk, ranges, outOff });
   }
 
@@ -271,6 +265,5 @@ export class KernelPool {
 
   close() {
     this.workers.forEach((w, slot) => { this._post(slot, OP.STOP, []); w.terminate(); });
-    this.closed = true;
   }
 }

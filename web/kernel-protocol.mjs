@@ -3,8 +3,17 @@
 // SharedArrayBuffer. The engine writes OP, ARGS (and FLOATS), then bumps SEQ and notifies; the
 // worker runs the op, writes STATUS (0 = done, else a kernel status or -100 unknown op, -101
 // exception), sets DONE = SEQ and notifies.
-// HEAP: the worker's wasm memory in 64 KiB pages, BUSY: its ms spent on commands, both updated
-// after every command; ACK: the SEQ it woke up for (a live worker acknowledges within
-// milliseconds, a terminated one never).
+// HEAP: the worker's wasm memory in 64 KiB pages (from serving on, updated after every
+// command); BUSY: its ms spent on commands; ACK: the SEQ it woke up for (a live worker
+// acknowledges within milliseconds, a terminated one never).
 export const CONTROL = { WORDS: 32, SEQ: 0, DONE: 1, OP: 2, STATUS: 3, ARGS: 4, NARGS: 16, FLOATS: 20, HEAP: 24, BUSY: 25, ACK: 26 };
 export const OP = { STOP: 1, LINEAR: 2, ATTENTION: 3, CONV: 4 };
+
+export const align16 = (n) => Math.ceil(n / 16) * 16;
+
+// Where a linear's (or conv middle's) activations lie in the data buffer: xq [N][K] int8 at 0,
+// xs [N] float32 at `xs`; outputs may start at `end`.
+export function activationLayout(N, K) {
+  const xs = align16(N * K);
+  return { xs, end: align16(xs + 4 * N) };
+}

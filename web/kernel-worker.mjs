@@ -9,26 +9,27 @@
 //   {kind: "conv", id, value, gate, width, ksize, dw, dwb}   a channel range of a conv module
 //   {kind: "serve", slot}                          reply "serving", then block on the control
 //                                                  words of `slot` and run commands until "stop"
-// Replies: {kind: "ready"}, {kind: "serving", heapBytes}, {kind: "failed", message}.
+// Replies: {kind: "ready"}, {kind: "serving"}, {kind: "failed", message}.
 //
 // Commands (control words of this worker's slot, see kernel-pool.mjs): the engine writes the
 // arguments and bumps SEQ; this worker runs the op, writes STATUS, sets DONE = SEQ and notifies.
 // Inputs and outputs cross through the data SAB; the worker copies them into and out of its own
 // memory (a side module cannot import a shared memory it was not built for).
 
-import { CONTROL, OP } from "./kernel-protocol.mjs";
+import { CONTROL, OP, activationLayout } from "./kernel-protocol.mjs";
 
 let wasm = null, tier = "", control = null, data = null;
 const linears = new Map();              // id -> {fmt, rows, K, act, packed, lut, ws, q, scale, bias} (pointers)
 const convs = new Map();                // id -> {value, gate (linear ids), width, ksize, dw, dwb}
-let heapTop = 0, permanentTop = 0;
-const busy = [0];                       // ms spent running commands      // bump allocator: weights below permanentTop, per-command above
+let heapTop = 0, permanentTop = 0;      // bump allocator: weights below permanentTop, per-command above
+let busyMs = 0;                         // time spent running commands
 
 // ------------------------------------------------------------------------------------------
 // the side module: its dylink.0 memory needs, data at __memory_base, a stack, memset
 
-function dylinkMemory(module) {
-  // dylink.0 subsection 1 (WASM_DYLINK_MEM_INFO): memorysize, memoryalignment, tablesize, ... (LEB128)
+function dylinkMemorySize(module) {
+  // dylink.0 subsection 1 (WASM_DYLINK_MEM_INFO): memorysize, memoryalignment, ... (LEB128); the
+  // data goes at a 1024-byte base, aligned for any memoryalignment up to 2^10
   const [section] = WebAssembly.Module.customSections(module, "dylink.0");
   const bytes = new Uint8Array(section || new ArrayBuffer(0));
   let at = 0;
@@ -39,18 +40,17 @@ function dylinkMemory(module) {
   };
   while (at < bytes.length) {
     const type = bytes[at++], size = leb(), end = at + size;
-    if (type === 1) return { size: leb(), align: 2 ** leb() };
+    if (type === 1) return leb();
     at = end;
   }
-  return { size: 0, align: 16 };
+  return 0;
 }
 
 const STACK_BYTES = 1 << 20;
 
 function instantiate(module) {
-  const need = dylinkMemory(module);
   const memoryBase = 1024;
-  const stackTop = Math.ceil((memoryBase + need.size + STACK_BYTES) / 16) * 16;
+  const stackTop = Math.ceil((memoryBase + dylinkMemorySize(module) + STACK_BYTES) / 16) * 16;
   const memory = new WebAssembly.Memory({ initial: Math.ceil((stackTop + 65536) / 65536) });
   const env = {
     memory,
@@ -109,21 +109,25 @@ function copyOut(at, offset, bytes) {
   u8().set(heap().subarray(at, at + bytes), offset);
 }
 
+// A linear's activations (kernel-protocol.mjs activationLayout) copied in, and GEMM scratch.
+function activations(inOff, N, K) {
+  const layout = activationLayout(N, K);
+  const need = wasm.exports.gemm_scratch_bytes(N, K);            // size_t: i32 in wasm32
+  return { xq: copyIn(inOff, N * K), xs: copyIn(inOff + layout.xs, 4 * N), scratch: alloc(need), need };
+}
+
 function runLinear(args) {
   const [id, N, inOff, outOff] = args;
   const w = linears.get(id);
   if (!w) throw new Error(`no linear ${id} on this worker`);
-  const xq = copyIn(inOff, N * w.K);
-  const xs = copyIn(inOff + align16(N * w.K), 4 * N);
-  const need = wasm.exports.gemm_scratch_bytes(N, w.K);          // size_t: i32 in wasm32
-  const scratch = alloc(need), y = alloc(4 * N * w.rows);
-  const status = gemm(w, N, xq, xs, y, scratch, need);
+  const x = activations(inOff, N, w.K), y = alloc(4 * N * w.rows);
+  const status = gemm(w, N, x, y);
   if (status === 0) copyOut(y, outOff, 4 * N * w.rows);
   return status;
 }
 
 // One slice's y [N][rows] = x W^T (+ b), then its activation (1: silu), as the engine does.
-function gemm(w, N, xq, xs, y, scratch, need) {
+function gemm(w, N, { xq, xs, scratch, need }, y) {
   let status = w.fmt === "fv5"
     ? fn("fv5_gemm")(N, w.rows, w.K, xq, xs, w.packed, w.lut, w.ws, w.bias, y, scratch, need)
     : fn("int8_gemm")(N, w.rows, w.K, xq, xs, w.q, w.scale, w.bias, y, scratch, need);
@@ -138,12 +142,9 @@ function runConv(args) {
   const c = convs.get(id);
   if (!c) throw new Error(`no conv ${id} on this worker`);
   const value = linears.get(c.value), gate = linears.get(c.gate);
-  const xq = copyIn(inOff, N * value.K);
-  const xs = copyIn(inOff + align16(N * value.K), 4 * N);
-  const need = wasm.exports.gemm_scratch_bytes(N, value.K);
-  const scratch = alloc(need), a = alloc(4 * N * c.width), b = alloc(4 * N * c.width);
-  let status = gemm(value, N, xq, xs, a, scratch, need);
-  if (status === 0) status = gemm(gate, N, xq, xs, b, scratch, need);
+  const x = activations(inOff, N, value.K), a = alloc(4 * N * c.width), b = alloc(4 * N * c.width);
+  let status = gemm(value, N, x, a);
+  if (status === 0) status = gemm(gate, N, x, b);
   if (status === 0) status = wasm.exports.pk_glu_split(N, c.width, a, b, a);
   if (status === 0) status = wasm.exports.pk_dwconv1d(N, c.width, c.ksize, a, c.dw, c.dwb, b);
   if (status === 0) status = fn("silu")(N * c.width, b, b);
@@ -168,14 +169,13 @@ function runAttention(args, floats) {
   return status;
 }
 
-const align16 = (n) => Math.ceil(n / 16) * 16;
-
 // ------------------------------------------------------------------------------------------
 // the command loop: blocks in Atomics.wait between commands (a worker may block; nothing else
 // runs here)
 
 function serve(slot) {
   const base = slot * CONTROL.WORDS;
+  control[base + CONTROL.HEAP] = wasm.memory.buffer.byteLength / 65536;
   const floats = new Float32Array(control.buffer, 4 * (base + CONTROL.FLOATS), 4);
   let seen = Atomics.load(control, base + CONTROL.SEQ);
   for (;;) {
@@ -199,8 +199,8 @@ function serve(slot) {
     }
     control[base + CONTROL.STATUS] = status;
     control[base + CONTROL.HEAP] = wasm.memory.buffer.byteLength / 65536;
-    busy[0] += performance.now() - started;          // microseconds would overflow Float32 sums: ms in f64
-    control[base + CONTROL.BUSY] = Math.round(busy[0]);
+    busyMs += performance.now() - started;
+    control[base + CONTROL.BUSY] = Math.round(busyMs);
     Atomics.store(control, base + CONTROL.DONE, seq);
     Atomics.notify(control, base + CONTROL.DONE);
   }
@@ -222,7 +222,7 @@ self.onmessage = ({ data: m }) => {
       convs.set(m.id, { value: m.value, gate: m.gate, width: m.width, ksize: m.ksize, dw: place(m.dw), dwb: place(m.dwb) });
       permanentTop = heapTop;
     } else if (m.kind === "serve") {
-      postMessage({ kind: "serving", heapBytes: wasm.memory.buffer.byteLength });
+      postMessage({ kind: "serving" });
       serve(m.slot);
     }
   } catch (e) {

@@ -6,13 +6,14 @@
 //                                                           file the user opened before, if cached)
 //                  {kind: "open-model", name, bytes}         switch to a local .gguf (kept on failure)
 //                  {kind: "cancel-file"}                     stop the file being transcribed
+//                  {kind: "kill-kernel-worker", slot}        (debug) a kernel worker stops, as if crashed
 //                  {kind: "start", rate, port, ring}         open a stream; audio arrives on port
 //                  {kind: "file", name, wav} | {kind: "file", name, pcm, rate, channels}
 //                  {kind: "ping"}                            heartbeat
 //                  {kind: "captured"}                        (debug) the samples fed so far
 // port (worklet)   {kind: "audio", samples} ... {kind: "end"}   (with a ring: only "end")
 // worker -> page   stage, progress, ready, model-switched, started, partial, final, file-busy,
-//                  file-progress, file-result, file-cancelled,
+//                  file-progress, file-result, file-cancelled, workers-lost,
 //                  pong, error (recoverable), fatal (the worker cannot go on)
 import { bootPyodide } from "./pyodide-boot.mjs";
 import { KernelPool } from "./kernel-pool.mjs";
@@ -58,7 +59,7 @@ class WebApp:
 
     def workers_lost(self):
         """Why the kernel workers are gone (the engine then computes alone), or None."""
-        return getattr(self.engine.team, "lost", None)
+        return self.engine.team.lost
 
     def start(self, rate):
         self.session = self.engine.stream(int(rate))
@@ -394,10 +395,9 @@ async function startPool(tier, modelBytes) {
     return null;
   }
   try {
-    const path = pyodide.globals.get("wasm_module_path")(tier);
-    const module = await WebAssembly.compile(pyodide.FS.readFile(path));
-    return await KernelPool.start({ module, tier, workers: threadsWanted - 1, heap: () => pyodide._module.HEAPU8,
-                                    workerURL: new URL("kernel-worker.mjs", self.location.href) });
+    return await KernelPool.forPyodide({ pyodide, tier, workers: threadsWanted - 1,
+                                         modulePath: pyodide.globals.get("wasm_module_path")(tier),
+                                         workerURL: new URL("kernel-worker.mjs", self.location.href) });
   } catch (e) {
     threadsNote = `one worker: the kernel workers did not start (${lastLine(e)})`;
     return null;
@@ -581,9 +581,7 @@ self.onmessage = ({ data }) => guard(async () => {
     case "file": return refuseWhileFileRuns(`transcribe ${data.name}`) || transcribeFile(data);
     case "open-model": return refuseWhileFileRuns("switch models") || openModelFile(data);
     case "cancel-file": if (fileJob) fileJob.cancelled = true; return;
-    case "kill-kernel-worker":                                  // tests: a crash
-      if (debug && pool) pool.kill(data.slot || 0);
-      return post({ kind: "debug", text: `kill-kernel-worker: ${debug && pool ? "done" : "no pool"}` });
+    case "kill-kernel-worker": if (debug && pool) pool.kill(data.slot || 0); return;     // tests: a crash
     case "captured": {
       const n = captured.reduce((s, c) => s + c.length, 0);
       const all = new Float32Array(n);

@@ -17,9 +17,8 @@ async function start() {
 // Kernel workers for the engine (issue 23): Python awaits js.makeKernelPool(tier, n, path of
 // the tier's side module in Pyodide's file system), passes the pool to Engine(workers=...),
 // then awaits pool.serve().
-self.makeKernelPool = async (tier, workers, modulePath) => KernelPool.start({
-  module: await WebAssembly.compile(pyodide.FS.readFile(modulePath)), tier, workers,
-  heap: () => pyodide._module.HEAPU8, workerURL: new URL("/web/kernel-worker.mjs", self.location.href) });
+self.makeKernelPool = (tier, workers, modulePath) => KernelPool.forPyodide({
+  pyodide, tier, workers, modulePath, workerURL: new URL("/web/kernel-worker.mjs", self.location.href) });
 
 // ORT Web MatMulInteger benchmark: spec = {model: url, N, K, O, seconds}.
 let ort;
