@@ -3,8 +3,8 @@
 
     python3 build.py setup     install what a fresh Debian machine lacks (apt, npm, .venv)
     python3 build.py native    host shared library with every native tier
-    python3 build.py wasm      wasm side modules for Pyodide (scalar, simd128, relaxed_simd)
-    python3 build.py wheel     the wheel Pyodide installs offline (engine/ + wasm modules)
+    python3 build.py wasm      wasm side modules for Pyodide (one per wasm tier of engine/tiers.py)
+    python3 build.py wheel     the wheels Pyodide installs offline (runtime: engine/ + wasm; checks/)
     python3 build.py test      all of the above as needed, then pytest (native, Node, Chromium)
     python3 build.py bench     GMAC/s of every tier in every runtime, then end-to-end RTFx on
                                the full-size synthetic model (--json FILE, --no-e2e, --e2e-only)
@@ -38,6 +38,9 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from engine.tiers import cpu_tiers_header, page_tiers, tier, tiers_of   # noqa: E402  (stdlib only)
+
 ROOT = Path(__file__).resolve().parent
 PINS = json.loads((ROOT / "pins.json").read_text())
 KERNELS = ROOT / "kernels"
@@ -47,9 +50,7 @@ CACHE = ROOT / ".cache"
 VENV = ROOT / ".venv"
 VENV_PY = VENV / "bin" / "python"
 NATIVE_LIB = LIB_DIR / f"phonon_kernels.{platform.machine()}-linux.so"
-WASM_MODULES = {"scalar": LIB_DIR / "phonon_kernels_scalar.wasm",
-                "simd128": LIB_DIR / "phonon_kernels_simd128.wasm",
-                "relaxed_simd": LIB_DIR / "phonon_kernels_relaxed_simd.wasm"}
+WASM_MODULES = {t.name: LIB_DIR / t.module for t in tiers_of("wasm")}      # engine/tiers.py
 COMMON_SOURCES = ["fv5_grid.c"]
 CFLAGS = ["-O3", "-fPIC", "-std=c11", "-ffp-contract=off", "-fno-fast-math",
           "-Wall", "-Wextra", "-fvisibility=hidden"]
@@ -203,25 +204,30 @@ def sources(*patterns):
     return out
 
 
-NATIVE_ISA_FLAGS = {"avx2": ["-mavx2"],
-                    "avx512vnni": ["-mavx2", "-mavx512vl", "-mavx512bw", "-mavx512vnni"]}
+def write_if_changed(path: Path, text: str) -> Path:
+    """Write a generated file only when its text changes (so make-style checks stay quiet)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
 
 
 def cmd_native(args=None):
-    """Host library: scalar + common + cpu_features, and each SIMD tier with its ISA flags on
-    its own files only (the library runs anywhere; engine/kernels.py picks tiers at run time)."""
+    """Host library: scalar + common + cpu_features, and each SIMD tier of engine/tiers.py with
+    its flags on its own files only (the library runs anywhere; engine/kernels.py picks tiers at
+    run time, from pk_cpu_features(), whose tests cpu_tiers.h generates from the same table)."""
+    obj_dir = BUILD / "native"
+    header = write_if_changed(obj_dir / "cpu_tiers.h", cpu_tiers_header())
     plain = [KERNELS / s for s in COMMON_SOURCES] + sources("*__scalar.c") + [KERNELS / "cpu_features.c"]
-    isa = {src: flags for tier, flags in NATIVE_ISA_FLAGS.items() for src in sources(f"*__{tier}.c")}
-    deps = plain + list(isa) + sources("*.h")
+    isa = {src: list(t.cflags) for t in tiers_of("native") if t.cflags for src in sources(f"*__{t.name}.c")}
+    deps = plain + list(isa) + sources("*.h") + [header]
     if not newer(NATIVE_LIB, deps):
         print(f"native: {NATIVE_LIB.relative_to(ROOT)} is up to date")
         return NATIVE_LIB
-    obj_dir = BUILD / "native"
-    obj_dir.mkdir(parents=True, exist_ok=True)
     objects = []
     for src in plain + list(isa):
         obj = obj_dir / (src.stem + ".o")
-        run(["cc", *CFLAGS, *isa.get(src, []), "-c", src, "-o", obj])
+        run(["cc", *CFLAGS, *isa.get(src, []), "-I", obj_dir, "-c", src, "-o", obj])
         objects.append(obj)
     LIB_DIR.mkdir(parents=True, exist_ok=True)
     run(["cc", "-shared", "-o", NATIVE_LIB, *objects, "-lm"])
@@ -256,29 +262,31 @@ def compile_module(out: Path, srcs: list, isa_of, compile_cmd: list, link_cmd: l
 
 
 def cmd_wasm(args=None):
-    """Three side modules: scalar (common + scalar sources, no SIMD), simd128 (+ the SIMD128
-    sources), both with Debian's emcc; and relaxed_simd (all of those + the relaxed-SIMD
-    sources) with zig's clang and wasm-ld. In the SIMD modules the shared sources are built
-    with -msimd128 too, so the compiler may vectorise their independent-lane loops (the float
-    ops, the frontend); without fast-math it cannot reorder a sum, so the bits stay the same,
-    which the parity tests check. The scalar module stays SIMD-free for browsers without it."""
+    """A side module per wasm tier of engine/tiers.py: scalar (common + scalar sources, no
+    SIMD); each SIMD tier adds its own sources and those of the tiers it builds on (relaxed
+    SIMD holds the SIMD128 ones), built with Debian's emcc or, for relaxed SIMD, zig's clang and
+    wasm-ld. In a SIMD module the shared sources are built with -msimd128 too, so the compiler
+    may vectorise their independent-lane loops (the float ops, the frontend); without fast-math
+    it cannot reorder a sum, so the bits stay the same, which the parity tests check. The scalar
+    module stays SIMD-free for browsers without it."""
     setup_apt()
     found, want = emcc_version(), PINS["emscripten"]["version"]
     if found != want and not emcc_is_emsdk():
         raise BuildError(f"need emcc {want}, found {found}")
     common = [KERNELS / s for s in COMMON_SOURCES] + sources("*__scalar.c")
-    simd = sources("*__wasm_simd128.c")
-    relaxed = sources("*__wasm_relaxed_simd.c")
-    emcc_link = ["emcc", "-O3", "-fPIC", "-sSIDE_MODULE=1", "-sWASM_BIGINT"]
-    compile_module(WASM_MODULES["scalar"], common, lambda src: [], ["emcc"], emcc_link, "scalar")
-    compile_module(WASM_MODULES["simd128"], common + simd, lambda src: ["-msimd128"], ["emcc"],
-                   emcc_link, "simd128")
-    z = zig()
-    compile_module(WASM_MODULES["relaxed_simd"], common + simd + relaxed,
-                   lambda src: ["-msimd128", "-mrelaxed-simd"] if src in relaxed else ["-msimd128"],
-                   [*z, "cc", "--target=wasm32-wasi"],
-                   [*z, "wasm-ld", "--experimental-pic", "-shared", "--export-dynamic", "-O2"],
-                   "relaxed")
+    for t in tiers_of("wasm"):
+        own = {tier_name: sources(f"*__{tier_name}.c") for tier_name in (*t.builds_on, t.name) if tier_name != "scalar"}
+        flags = {src: list(tier("wasm", tier_name).cflags) for tier_name, srcs in own.items() for src in srcs}
+        base = ["-msimd128"] if "-msimd128" in t.cflags else []      # the shared sources in a SIMD module
+        srcs = common + [src for srcs in own.values() for src in srcs]
+        if t.compiler == "zig":
+            z = zig()
+            compile_cmd = [*z, "cc", "--target=wasm32-wasi"]
+            link_cmd = [*z, "wasm-ld", "--experimental-pic", "-shared", "--export-dynamic", "-O2"]
+        else:
+            compile_cmd, link_cmd = ["emcc"], ["emcc", "-O3", "-fPIC", "-sSIDE_MODULE=1", "-sWASM_BIGINT"]
+        compile_module(WASM_MODULES[t.name], srcs, lambda src, flags=flags, base=base: flags.get(src, base),
+                       compile_cmd, link_cmd, t.name)
     (BUILD / "wasm").mkdir(parents=True, exist_ok=True)
     (BUILD / "wasm" / "toolchain.json").write_text(json.dumps(
         {"emcc": found, "emsdk": emcc_is_emsdk(), "ziglang": PINS["ziglang"]["version"]}, indent=1) + "\n")
@@ -292,34 +300,56 @@ def project_version() -> str:
     return m.group(1)
 
 
-def wheel_path() -> Path:
+def wheel_path(name: str = "phonon_web") -> Path:
     tag = f"py3-none-{PINS['pyodide']['wheel_platform']}"
-    return BUILD / "wheel" / f"phonon_web-{project_version()}-{tag}.whl"
+    return BUILD / "wheel" / f"{name}-{project_version()}-{tag}.whl"
+
+
+def checks_wheel_path() -> Path:
+    return wheel_path("phonon_web_checks")
+
+
+def runtime_wheel_files() -> dict:
+    """What the browser runs: engine/*.py (the runtime package) and the kernel side modules
+    (named .wasm so Pyodide does not load them eagerly: the engine picks one with ctypes).
+    Archive name -> source file. tests/test_build.py checks this list."""
+    files = {str(p.relative_to(ROOT)): p for p in sorted((ROOT / "engine").glob("*.py"))
+             if p.name != "__main__.py"}       # the command line is a checkout's, not the browser's
+    files.update({str(p.relative_to(ROOT)): p for p in WASM_MODULES.values()})
+    return files
 
 
 def cmd_wheel(args=None):
-    """A wheel for pyodide.loadPackage: engine/*.py and the wasm modules (named .wasm so
-    Pyodide does not load them eagerly: the engine picks one with ctypes). Deterministic:
-    sorted entries, fixed timestamps."""
+    """The wheels pyodide.loadPackage installs offline: the runtime (phonon_web: what the site
+    ships) and, for the tests and benchmarks only, the checks (phonon_web_checks: checks/*.py,
+    the kernel sweep, the kernel benchmark and the jobs the harness runs in Pyodide)."""
     cmd_wasm()
-    version = project_version()
-    files = sorted(p for p in (ROOT / "engine").rglob("*.py") if "__pycache__" not in p.parts)
-    files += list(WASM_MODULES.values())
-    out = wheel_path()
-    if not newer(out, files + [ROOT / "pyproject.toml", ROOT / "pins.json"]):
+    write_wheel(wheel_path(), "phonon-web", "In-browser speech recognition kernels and engine (Pyodide build)",
+                runtime_wheel_files())
+    checks = {str(p.relative_to(ROOT)): p for p in sorted((ROOT / "checks").glob("*.py"))}
+    write_wheel(checks_wheel_path(), "phonon-web-checks",
+                "phonon-web's in-runtime checks: kernel sweep, kernel benchmark, harness jobs", checks)
+    return wheel_path()
+
+
+def write_wheel(out: Path, project: str, summary: str, files: dict) -> Path:
+    """A wheel of `files` (archive name -> source). Deterministic: sorted entries, fixed
+    timestamps; rewritten only when a source is newer."""
+    if not newer(out, list(files.values()) + [ROOT / "pyproject.toml", ROOT / "pins.json"]):
         print(f"wheel: {out} is up to date")
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    dist_info = f"phonon_web-{version}.dist-info"
+    version = project_version()
+    dist_info = f"{project.replace('-', '_')}-{version}.dist-info"
     tag = f"py3-none-{PINS['pyodide']['wheel_platform']}"
-    entries = [(str(p.relative_to(ROOT)), p.read_bytes()) for p in files]
+    entries = [(name, src.read_bytes()) for name, src in sorted(files.items())]
+    top_level = sorted({name.split("/")[0] for name in files if name.endswith(".py")})
     entries.append((f"{dist_info}/METADATA",
-                    f"Metadata-Version: 2.1\nName: phonon-web\nVersion: {version}\n"
-                    "Summary: In-browser speech recognition kernels and engine (Pyodide build)\n"
-                    "License: Apache-2.0\n".encode()))
+                    f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n"
+                    f"Summary: {summary}\nLicense: Apache-2.0\n".encode()))
     entries.append((f"{dist_info}/WHEEL", f"Wheel-Version: 1.0\nGenerator: phonon-web build.py\n"
                                           f"Root-Is-Purelib: false\nTag: {tag}\n".encode()))
-    entries.append((f"{dist_info}/top_level.txt", b"engine\n"))
+    entries.append((f"{dist_info}/top_level.txt", "".join(f"{t}\n" for t in top_level).encode()))
     record = []
     for name, data in entries:
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
@@ -467,6 +497,7 @@ def cmd_site(args=None) -> Path:
     manifest = {"name": "phonon-web", "version": project_version(), "build": build_id,
                 "pyodide": {"version": PINS["pyodide"]["version"], "path": "pyodide/"},
                 "wheel": f"wheel/{wheel.name}", "model": model_entry,
+                "tiers": page_tiers(),                       # best first: the page probes each
                 "files": {rel: files[rel] for rel in sorted(files)}}
     (stage / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     if site.exists():
@@ -529,7 +560,7 @@ def test_env() -> dict:
     return dict(os.environ,
                 PHONON_PYODIDE_DIR=str(npm_package_dir("pyodide")),
                 PHONON_ORT_DIR=str(npm_package_dir("onnxruntime_web")),
-                PHONON_WHEEL=str(wheel_path()),
+                PHONON_WHEEL=str(wheel_path()), PHONON_CHECKS_WHEEL=str(checks_wheel_path()),
                 PHONON_SITE=str(SITE), PHONON_SITE_TINY=str(SITE_TINY))
 
 
@@ -592,7 +623,7 @@ def demo_model(args) -> tuple:
     M = FILE, `phonon-2` (fetched if it is not cached; an error if that fails) or `bundled`.
     Without --model: Phonon-2 when it is cached or can be fetched, else the bundled model, with
     a note (terminal and page) saying why."""
-    from engine.fetch import cached_model
+    from modeltools.fetch import cached_model
     choice = args.model or "auto"
     if choice == "bundled":
         return default_model()[0], None, "The bundled demo model, as asked (--model bundled)."
@@ -654,8 +685,8 @@ def cmd_clean(args=None):
 
 
 def add_fetch_arguments(parser):
-    """The engine's own fetch options (engine/fetch.py is standard library until it converts)."""
-    from engine.fetch import add_arguments
+    """The engine's own fetch options (modeltools/fetch.py is standard library until it converts)."""
+    from modeltools.fetch import add_arguments
     add_arguments(parser)
 
 

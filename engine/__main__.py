@@ -1,5 +1,8 @@
 """Command line: python3 -m engine <command>.
 
+The runtime's commands (transcribe, stream, tiers) use engine/ alone; convert, fetch and synth
+are host tools (modeltools/, numpy), parity a check (checks/): a source checkout has them all.
+
     parity [--tier T] [--only SUBSTR] [--json]   kernel sweep digests (compare runtimes)
     tiers                                         kernel tiers this machine can run
     convert phonon2 (--archive F | --container F --config F) --out F [--verify] [--notice F]
@@ -47,7 +50,7 @@ def main(argv=None) -> int:
     synth.add_argument("--seed", type=int, default=0)
     synth.add_argument("--archive", action="store_true", help="also write the .bps.tar.zst archive")
     synth.add_argument("--out", required=True)
-    from . import fetch
+    from modeltools import fetch      # host tools: a source checkout's command line reaches them too
     fetch.add_arguments(sub.add_parser("fetch", help="download a model release into the cache and convert it"))
     tr = sub.add_parser("transcribe", help="transcribe a WAV file (or raw float32 samples)")
     tr.add_argument("file")
@@ -87,8 +90,8 @@ def main(argv=None) -> int:
     if args.command == "convert":
         if args.container and not args.config:
             parser.error("--container needs --config")
-        from .convert import ConversionError, main as convert_main
-        from .fermion import ContainerError
+        from modeltools.convert import ConversionError, main as convert_main
+        from modeltools.fermion import ContainerError
         try:
             return convert_main(args)
         except (ConversionError, ContainerError, OSError) as e:
@@ -96,7 +99,7 @@ def main(argv=None) -> int:
             return 1
     if args.command == "synth":
         from pathlib import Path
-        from .synth import make
+        from modeltools.synth import make
         container = make(args.size, args.seed, Path(args.out), archive=args.archive)
         print(f"wrote {container} ({container.stat().st_size:,} bytes) and {Path(args.out) / 'config.json'}")
         return 0
@@ -105,13 +108,13 @@ def main(argv=None) -> int:
     if args.command == "tiers":
         print(" ".join(kernels.available_tiers()))
         return 0
-    from . import parity as sweep
+    from checks import parity as sweep
     table = sweep.digests(args.tier, args.only)
     if args.json:
         json.dump(table, sys.stdout, indent=1)
         print()
     else:
-        combined = sweep_digest(table)
+        combined = sweep.combined_digest(table)
         print(f"tier {table['tier']}: {len(table['cases'])} cases, combined sha256 {combined}")
     return 0
 
@@ -195,12 +198,6 @@ def stream_command(args) -> int:
               f"= {m['compute_per_audio']} x audio, commit lag p50 {m['commit_lag_p50_seconds']} s "
               f"p95 {m['commit_lag_p95_seconds']} s", file=sys.stderr)
     return 0
-
-
-def sweep_digest(table: dict) -> str:
-    import hashlib
-    text = "\n".join(f"{k} {v}" for k, v in sorted(table["cases"].items()))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def run_cli() -> int:

@@ -2,8 +2,7 @@
 
 Natively the host library ``engine/_lib/phonon_kernels.<machine>-linux.so`` (built by
 ``python3 build.py native``) holds every native tier; in Pyodide (``sys.platform ==
-"emscripten"``) the wheel ships three side modules, ``phonon_kernels_{scalar,simd128,
-relaxed_simd}.wasm`` (emcc for the first two, zig's clang for the third), loaded with
+"emscripten"``) the wheel ships a side module per wasm tier (engine/tiers.py), loaded with
 ``ctypes.CDLL`` like any shared library.
 
 Every C call is made only after its arguments were checked here: in Pyodide a bad call
@@ -22,16 +21,17 @@ import sys
 from array import array
 from pathlib import Path
 
+from .tiers import cpu_detected_tiers, tiers_of
+
 LIB_DIR = Path(__file__).resolve().parent / "_lib"
 IN_PYODIDE = sys.platform == "emscripten"
 
-# Tiers in order of preference. Each is a suffix of the C function names (fv5_gemm__avx2).
-NATIVE_TIERS = ("avx512vnni", "avx2", "scalar")
-WASM_TIERS = ("wasm_relaxed_simd", "wasm_simd128", "scalar")
-CPU_FEATURE_BITS = {"avx2": 1, "avx512vnni": 2}
-WASM_MODULE_OF_TIER = {"scalar": "phonon_kernels_scalar.wasm",
-                       "wasm_simd128": "phonon_kernels_simd128.wasm",
-                       "wasm_relaxed_simd": "phonon_kernels_relaxed_simd.wasm"}
+# Tiers in order of preference (engine/tiers.py). Each is a suffix of the C function names
+# (fv5_gemm__avx2).
+NATIVE_TIERS = tuple(t.name for t in tiers_of("native"))
+WASM_TIERS = tuple(t.name for t in tiers_of("wasm"))
+CPU_FEATURE_BITS = {t.name: 1 << bit for bit, t in enumerate(cpu_detected_tiers())}   # pk_cpu_features()
+WASM_MODULE_OF_TIER = {t.name: t.module for t in tiers_of("wasm")}
 
 MAX_DIM = 65536                  # PK_MAX_DIM in kernels/common.h
 QUANT_TINY_BITS = 0x0D800000     # 2^-100, PK_QUANT_TINY_BITS
@@ -247,7 +247,7 @@ def available_tiers() -> list[str]:
         return tiers
     lib = _load(native_library_path())
     features = _declare(lib, "pk_cpu_features", _i, [])()
-    return [t for t in NATIVE_TIERS if t == "scalar" or features & CPU_FEATURE_BITS[t]]
+    return [t for t in NATIVE_TIERS if t not in CPU_FEATURE_BITS or features & CPU_FEATURE_BITS[t]]
 
 
 class Kernels:

@@ -1,6 +1,6 @@
 """The project's Parakeet-TDT GGUF (docs/gguf-layout.md): metadata keys, tensor names, and
 the loader that validates a file against them. Standard library only: runs natively and in
-Pyodide. The writer is engine/convert.py (host side, with the `gguf` package).
+Pyodide. The writer is modeltools/convert.py (host side, with the `gguf` package).
 """
 
 from __future__ import annotations

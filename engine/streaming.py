@@ -520,17 +520,30 @@ def stream_samples(session: StreamSession, samples, chunk: int, realtime: bool =
     return {"events": events, "final": final, "metrics": stream_metrics(events, final, session.stats)}
 
 
-def stream_metrics(events: list, final: dict, stats: StreamStats) -> dict:
-    lags = sorted(stats.commit_lags)
+def _lag_seconds(lags: list, q: float):
+    """The q-quantile of sorted commit lags (samples), in seconds; None before any commit."""
+    return round(lags[min(len(lags) - 1, int(q * len(lags)))] / MODEL_RATE, 2) if lags else None
 
-    def pct(q):
-        return round(lags[min(len(lags) - 1, int(q * len(lags)))] / MODEL_RATE, 2) if lags else None
+
+def live_metrics(stats: StreamStats, audio_seconds: float) -> dict:
+    """What a live view shows while the stream runs (the page's metrics panel)."""
+    lags = sorted(stats.commit_lags)
+    return {"audio_seconds": round(audio_seconds, 3), "compute_seconds": round(stats.compute_seconds, 3),
+            "rtf": round(stats.compute_seconds / audio_seconds, 3) if audio_seconds else None,
+            "decodes": stats.decodes, "skipped_lag": stats.skipped_lag,
+            "commit_lag_last": round(stats.commit_lags[-1] / MODEL_RATE, 2) if lags else None,
+            "commit_lag_p50": _lag_seconds(lags, 0.5)}
+
+
+def stream_metrics(events: list, final: dict, stats: StreamStats) -> dict:
+    """A finished stream's figures: first-partial latency, commit lags, compute per audio."""
+    lags = sorted(stats.commit_lags)
     first_text = next((e["audio_seconds"] for e in events if e["committed"] or e["tentative"]), None)
     first_word = final["words"][0]["start"] if final["words"] else None
     audio = final["audio_seconds"]
     return {"first_partial_latency_seconds": round(first_text - first_word, 2)
             if first_text is not None and first_word is not None else None,
-            "commit_lag_p50_seconds": pct(0.5), "commit_lag_p95_seconds": pct(0.95),
+            "commit_lag_p50_seconds": _lag_seconds(lags, 0.5), "commit_lag_p95_seconds": _lag_seconds(lags, 0.95),
             **stats.as_dict(),
             "compute_per_audio": round(stats.compute_seconds / audio, 3) if audio else None}
 
@@ -549,4 +562,4 @@ def _common_prefix(a: list, b: list) -> int:
     return n
 
 
-__all__ = ["stream_samples", "StreamSession", "StreamConfig", "StreamError", "StreamResampler", "Word", "Cancelled"]
+__all__ = ["stream_samples", "stream_metrics", "live_metrics", "StreamSession", "StreamConfig", "StreamError", "StreamResampler", "Word", "Cancelled"]

@@ -1,6 +1,6 @@
 """Kernel benchmarks in every runtime, run by `python3 build.py bench [--json FILE]`.
 
-native   engine.kernel_bench in this process (ctypes on the host library: avx512vnni, avx2,
+native   checks.kernel_bench in this process (ctypes on the host library: avx512vnni, avx2,
          scalar)
 node     the same code in Pyodide under Node (wasm_simd128, wasm scalar)
 chromium the same code in Pyodide in headless Chromium (wasm_relaxed_simd too), and in the
@@ -19,16 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-from engine import kernel_bench
+from checks import kernel_bench
+from engine.tiers import TIERS
 
 from .ort_models import matmul_integer_model
 from .runtimes import Chromium, run_in_node
-
-
-def bench_code(runtime: str, min_seconds: float, shapes, tokens) -> str:
-    return (f"import json\nfrom engine import kernel_bench as kb\n"
-            f"json.dumps(kb.run({runtime!r}, shapes={tuple(shapes)!r}, tokens={tuple(tokens)!r}, "
-            f"min_seconds={min_seconds!r}))")
 
 
 def bench_ort(browser: Chromium, shapes, tokens, min_seconds: float) -> list:
@@ -71,13 +66,17 @@ def ratios(records: list) -> str:
         return {(r["O"], r["K"], r["N"]): r["gmacs"] for r in records
                 if r["runtime"] == runtime and r["tier"] == tier and r["op"] == op}
     out = []
-    pairs = [("chromium", ("wasm_relaxed_simd", "fv5_gemm"), ("ort-web-wasm-1t", "ort_int8_gemm"), "relaxed-SIMD fv5 / ORT Web int8"),
-             ("chromium", ("wasm_simd128", "fv5_gemm"), ("ort-web-wasm-1t", "ort_int8_gemm"), "simd128 fv5 / ORT Web int8"),
-             ("chromium", ("wasm_simd128", "fv5_gemm"), ("scalar", "fv5_gemm"), "simd128 / wasm scalar (chromium)"),
-             ("node", ("wasm_simd128", "fv5_gemm"), ("scalar", "fv5_gemm"), "simd128 / wasm scalar (node)"),
-             ("native", ("avx2", "fv5_gemm"), ("scalar", "fv5_gemm"), "avx2 / native scalar"),
-             ("native", ("avx512vnni", "fv5_gemm"), ("scalar", "fv5_gemm"), "avx512vnni / native scalar"),
-             ("chromium", ("wasm_simd128", "fv5_gemm"), ("wasm_simd128", "peak_int8_gemm"), "simd128 fv5 / simd128 int8 peak (chromium)")]
+    # every SIMD tier of engine/tiers.py against its runtime's scalar and, in Chromium, against
+    # ORT Web's int8 GEMM and its own peak int8 tile
+    pairs = []
+    for t in TIERS:
+        if t.name == "scalar":
+            continue
+        runtimes = ("chromium", "node") if t.runtime == "wasm" else ("native",)
+        pairs += [(r, (t.name, "fv5_gemm"), ("scalar", "fv5_gemm"), f"{t.name} / {r} scalar") for r in runtimes]
+        if t.runtime == "wasm":
+            pairs += [("chromium", (t.name, "fv5_gemm"), ("ort-web-wasm-1t", "ort_int8_gemm"), f"{t.name} fv5 / ORT Web int8"),
+                      ("chromium", (t.name, "fv5_gemm"), (t.name, "peak_int8_gemm"), f"{t.name} fv5 / its int8 peak (chromium)")]
     for runtime, (ta, oa), (tb, ob), label in pairs:
         a, b = gm(runtime, ta, oa), gm(runtime, tb, ob)
         common = sorted(set(a) & set(b))
@@ -104,11 +103,13 @@ def main(argv=None):
         records += kernel_bench.run("native", min_seconds=min_seconds)
     if "node" in runtimes:
         print("node ...", flush=True)
-        records += json.loads(run_in_node(bench_code("node", min_seconds, shapes, tokens), timeout=3600))
+        records += run_in_node("kernel_throughput", timeout=3600, runtime="node", shapes=shapes, tokens=tokens,
+                               min_seconds=min_seconds)
     if "chromium" in runtimes:
         print("chromium ...", flush=True)
         with Chromium(timeout_ms=3_600_000) as browser:
-            records += json.loads(browser.run_python(bench_code("chromium", min_seconds, shapes, tokens)))
+            records += browser.run_job("kernel_throughput", runtime="chromium", shapes=shapes, tokens=tokens,
+                                       min_seconds=min_seconds)
             records += bench_ort(browser, shapes, tokens, min_seconds)
             print(f"chromium {browser.version()}")
     print(f"\n{platform.processor() or platform.machine()}, {time.time() - started:.0f} s\n")

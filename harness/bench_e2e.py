@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.convert import convert, read_config
+from modeltools.convert import convert, read_config
 from engine.kernels import available_tiers
-from engine.synth import make
+from modeltools.synth import make
 from engine.timing import Timer
 from engine.transcribe import Engine
 
-from .runtimes import FETCH_INTO_BYTEARRAY, Chromium
+from .runtimes import Chromium
 
 MODEL_NAME = "phonon2-full-synthetic.gguf"
 
@@ -69,36 +69,14 @@ def native(gguf: Path, seconds_list) -> list:
     return out
 
 
-BROWSER = FETCH_INTO_BYTEARRAY + """
-import json
-from array import array
-from pyodide.http import pyfetch
-import pyodide_js
-from engine.kernels import available_tiers
-from engine.timing import Timer
-from engine.transcribe import Engine
-import js
-model = await fetch_into_bytearray("/models/{model}")
-out = []
-for seconds in {seconds}:
-    audio = array("f")
-    audio.frombytes(await (await pyfetch(f"/models/audio-{{seconds}}s.f32")).bytes())
-    for tier in {tiers}:
-        engine = Engine.from_buffer(model, tier)
-        with Timer() as timer:
-            result = engine.transcribe(audio)
-        out.append({{"tier": tier, "seconds": seconds, "result": result, "split": timer.seconds,
-                     "wasm_heap_bytes": pyodide_js._module.HEAPU8.length}})
-json.dumps(out)
-"""
 
 
 def chromium(gguf: Path, seconds_list, tiers) -> list:
     for seconds in seconds_list:
         (Chromium.models_dir() / f"audio-{seconds}s.f32").write_bytes(speechlike(seconds).tobytes())
-    code = BROWSER.format(model=gguf.name, seconds=list(seconds_list), tiers=list(tiers))
     with Chromium(timeout_ms=3_600_000) as browser:
-        rows = json.loads(browser.run_python(code))
+        rows = browser.run_job("bench_transcribe", model={"url": f"/models/{gguf.name}"},
+                               seconds=list(seconds_list), tiers=list(tiers))
         version = browser.version()
     print(f"chromium {version}")
     return [record("chromium", r["tier"], r["seconds"], r["result"], r["split"],

@@ -29,7 +29,7 @@ import numpy as np
 
 from harness.bench_e2e import full_model
 from harness.bench_threads import cpu_name
-from harness.runtimes import FETCH_INTO_BYTEARRAY, Chromium
+from harness.runtimes import Chromium
 
 ORT_DIR = Chromium.models_dir() / "ort"
 INT8 = ORT_DIR / "encoder-int8.onnx"
@@ -44,7 +44,7 @@ def export_encoder() -> Path:
 
     import training.model as tm
     from engine.model_layout import PHONON2
-    from engine.synth import make
+    from modeltools.synth import make
     from training.export import load_container
 
     src = Chromium.models_dir() / "full-synthetic"
@@ -119,37 +119,6 @@ def native(seconds_list: list, counts: list, repeats: int) -> dict:
     return {"tier": engines[counts[0]].tier, "onnxruntime": ort.__version__, "seconds": out}
 
 
-BROWSER = FETCH_INTO_BYTEARRAY + """
-import json, statistics, time
-from array import array
-import js
-from pyodide.http import pyfetch
-from engine.kernels import wasm_module_path
-from engine.transcribe import Engine
-
-model = await fetch_into_bytearray("/models/{model}")
-out = {{}}
-for n in {counts}:
-    pool = await js.makeKernelPool("{tier}", n - 1, wasm_module_path("{tier}")) if n > 1 else None
-    engine = Engine.from_buffer(model, "{tier}", workers=pool)
-    if pool is not None:
-        await pool.serve()
-    for seconds in {seconds}:
-        T = 100 * seconds
-        feats = array("f")
-        feats.frombytes(await (await pyfetch(f"/models/ort/features-{{T}}.f32")).bytes())
-        engine.encoder(feats, T)
-        times = []
-        for _ in range({repeats}):
-            started = time.perf_counter()
-            engine.encoder(feats, T)
-            times.append(time.perf_counter() - started)
-        out[f"{{seconds}}/phonon {{n}}"] = round(statistics.median(times), 3)
-    if pool is not None:
-        pool.close()
-    del engine
-json.dumps(out)
-"""
 
 
 def chromium(seconds_list: list, counts: list, repeats: int, tier: str) -> dict:
@@ -157,8 +126,8 @@ def chromium(seconds_list: list, counts: list, repeats: int, tier: str) -> dict:
         (ORT_DIR / f"features-{100 * seconds}.f32").write_bytes(features(100 * seconds)[0].tobytes())
     out = {}
     with Chromium(timeout_ms=7_200_000, isolate=True) as browser:
-        ours = json.loads(browser.run_python(BROWSER.format(model=full_model().name, counts=counts, seconds=seconds_list,
-                                                            repeats=repeats, tier=tier)))
+        ours = browser.run_job("bench_encoder_features", model={"url": f"/models/{full_model().name}"},
+                               counts=counts, seconds=seconds_list, repeats=repeats, tier=tier)
         for n in counts:
             spec = {"model": "/models/ort/" + INT8.name, "threads": n, "lengths": [100 * s for s in seconds_list],
                     "reps": repeats}

@@ -19,7 +19,7 @@ import numpy as np
 
 from harness.bench_e2e import full_model
 from harness.bench_threads import cpu_name
-from harness.runtimes import FETCH_INTO_BYTEARRAY, Chromium
+from harness.runtimes import Chromium
 
 DEFAULT_MODEL = "models/phonon-small.gguf"
 
@@ -52,35 +52,6 @@ def schedule(recordings: int, seed: int = 5) -> tuple:
     return np.concatenate(audio).astype(np.float32), windows
 
 
-CODE = FETCH_INTO_BYTEARRAY + """
-import json, time
-from array import array
-import js, pyodide_js
-from pyodide.http import pyfetch
-from engine.kernels import wasm_module_path
-from engine.transcribe import Engine
-
-model = await fetch_into_bytearray("/models/{model}")
-audio = array("f")
-audio.frombytes(await (await pyfetch("/models/schedule-audio.f32")).bytes())
-windows = json.loads((await (await pyfetch("/models/schedule.json")).string()))
-engines = {{}}
-for n in {counts}:
-    pool = await js.makeKernelPool("{tier}", n - 1, wasm_module_path("{tier}")) if n > 1 else None
-    engines[n] = Engine.from_buffer(model, "{tier}", workers=pool)
-    if pool is not None:
-        await pool.serve()
-view = memoryview(audio)
-for n, e in engines.items():                     # warm-up
-    e.tokens(view[:16000 * 4])
-seconds = {{n: 0.0 for n in engines}}
-for start, length in windows:
-    for n, e in engines.items():
-        t = time.perf_counter()
-        e.tokens(view[start:start + length])
-        seconds[n] += time.perf_counter() - t
-json.dumps({{"seconds": seconds}})
-"""
 
 
 def main(argv=None) -> int:
@@ -97,9 +68,9 @@ def main(argv=None) -> int:
     (models / "schedule-audio.f32").write_bytes(audio.tobytes())
     (models / "schedule.json").write_text(json.dumps(windows))
     model = full_model()
-    code = CODE.format(model=model.name, counts=args.workers, tier=args.tier)
     with Chromium(timeout_ms=7_200_000, isolate=True) as browser:
-        out = json.loads(browser.run_python(code))
+        out = browser.run_job("bench_schedule", model={"url": f"/models/{model.name}"}, tier=args.tier,
+                              counts=args.workers)
         version = browser.version()
     print(f"CPU: {cpu_name()}; Chromium {version}; tier {args.tier}; {model.name}")
     print(f"schedule: {len(windows)} decodes by the default model's stream over {args.recordings} recordings, "

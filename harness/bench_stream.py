@@ -61,33 +61,13 @@ def native(gguf: Path, audio: np.ndarray, hops: list) -> list:
     return rows
 
 
-BROWSER = """
-import json
-from array import array
-from pyodide.http import pyfetch
-import js
-from engine.streaming import stream_samples
-from engine.transcribe import Engine
-response = await pyfetch("/models/{model}")
-data = js.Uint8Array.new(await response.js_response.arrayBuffer())
-model = bytearray(data.length)
-data.assign_to(model)
-del data
-audio = array("f")
-audio.frombytes(await (await pyfetch("/models/stream-audio.f32")).bytes())
-engine = Engine.from_buffer(model, "wasm_simd128")
-out = []
-for hop in {hops}:
-    run = stream_samples(engine.stream(16000, hop_ms=hop), audio, 320)
-    out.append({{"hop": hop, "run": run}})
-json.dumps(out)
-"""
 
 
 def chromium(gguf: Path, audio: np.ndarray, hops: list) -> list:
     (Chromium.models_dir() / "stream-audio.f32").write_bytes(audio.tobytes())
     with Chromium(timeout_ms=7_200_000) as browser:
-        rows = json.loads(browser.run_python(BROWSER.format(model=gguf.name, hops=list(hops))))
+        rows = browser.run_job("bench_stream_hops", model={"url": f"/models/{gguf.name}"},
+                               audio={"url": "/models/stream-audio.f32"}, hops=list(hops))
     out = [summary("chromium", "wasm_simd128", r["hop"], r["run"]) for r in rows]
     for row in out:
         print(json.dumps(row), flush=True)

@@ -19,52 +19,8 @@ from pathlib import Path
 
 from harness.bench_e2e import full_model, speechlike
 from harness.bench_threads import cpu_name
-from harness.runtimes import FETCH_INTO_BYTEARRAY, Chromium
+from harness.runtimes import Chromium
 
-CODE = FETCH_INTO_BYTEARRAY + """
-import hashlib, json, statistics, time
-from array import array
-import js, pyodide_js
-from pyodide.http import pyfetch
-from engine.kernels import wasm_module_path
-from engine.timing import Timer
-from engine.transcribe import Engine
-
-model = await fetch_into_bytearray("/models/{model}")
-engines, pools = {{}}, {{}}
-for n in {counts}:                                # n = workers in all: the engine's + n - 1 kernel workers
-    pool = await js.makeKernelPool("{tier}", n - 1, wasm_module_path("{tier}")) if n > 1 else None
-    engines[n] = Engine.from_buffer(model, "{tier}", workers=pool)
-    if pool is not None:
-        await pool.serve()
-    pools[n] = pool
-records = []
-for seconds in {seconds}:
-    audio = array("f")
-    audio.frombytes(await (await pyfetch(f"/models/audio-{{seconds}}s.f32")).bytes())
-    times, digests, splits = {{n: [] for n in engines}}, {{}}, {{}}
-    for n, e in engines.items():
-        e.encode(audio)                           # warm-up
-    for _ in range({repeats}):
-        for n, e in engines.items():
-            busy = []
-            if pools[n] is not None:
-                busy, pools[n].waitedMs, pools[n].ownMs = list(pools[n].busyMs), 0, 0
-            with Timer() as timer:
-                start = time.perf_counter()
-                enc, _ = e.encode(audio)
-                times[n].append(time.perf_counter() - start)
-            digests[n] = hashlib.sha256(enc.tobytes()).hexdigest()
-            splits[n] = {{k: round(v, 3) for k, v in timer.seconds.items()}}
-            if pools[n] is not None:            # this encode's: the engine's own part, its wait, each kernel worker's busy time
-                splits[n]["own"] = round(pools[n].ownMs / 1000, 3)
-                splits[n]["pool_wait"] = round(pools[n].waitedMs / 1000, 3)
-                splits[n]["kernel_busy"] = [round((b - a) / 1000, 3) for a, b in zip(busy, pools[n].busyMs)]
-    records.append({{"audio_seconds": seconds, "median_seconds": {{n: statistics.median(t) for n, t in times.items()}},
-                     "digests": digests, "split": splits}})
-heaps = {{n: (pools[n].heapBytes if pools[n] is not None else 0) for n in engines}}
-json.dumps({{"records": records, "engine_heap_bytes": pyodide_js._module.HEAPU8.length, "kernel_heap_bytes": heaps}})
-"""
 
 
 def main(argv=None) -> int:
@@ -82,10 +38,9 @@ def main(argv=None) -> int:
         shutil.copyfile(model, Chromium.models_dir() / model.name)
     for seconds in args.seconds:
         (Chromium.models_dir() / f"audio-{seconds}s.f32").write_bytes(speechlike(seconds).tobytes())
-    code = CODE.format(model=model.name, counts=args.workers, seconds=args.seconds, repeats=args.repeats,
-                       tier=args.tier)
     with Chromium(timeout_ms=3_600_000, isolate=True) as browser:
-        out = json.loads(browser.run_python(code))
+        out = browser.run_job("bench_workers", model={"url": f"/models/{model.name}"}, tier=args.tier,
+                              counts=args.workers, seconds=args.seconds, repeats=args.repeats)
         version = browser.version()
     print(f"CPU: {cpu_name()}; Chromium {version}; tier {args.tier}; model {model.name} "
           f"({model.stat().st_size / 2**20:.0f} MiB)")

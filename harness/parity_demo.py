@@ -5,33 +5,20 @@ then transcribe the bundled sample with the tiny model natively and in Pyodide."
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
-from engine import kernel_bench, parity
-from engine.__main__ import sweep_digest
+from checks import kernel_bench, parity
 from engine.kernels import available_tiers
 
-from .runtimes import run_in_node
+from .runtimes import inline, run_in_node
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "kitchen-lights.wav"
 
-NODE_TRANSCRIBE = """
-import base64, json
-from engine.audio import load_audio
-from engine.transcribe import Engine
-engine = Engine.from_buffer(bytearray(base64.b64decode("{model}")), "wasm_simd128")
-result = engine.transcribe(load_audio(engine.k, base64.b64decode("{wav}")))
-json.dumps([result["text"], result["tokens"]])
-"""
-
-
 def transcribe_everywhere():
-    import base64
     from engine.audio import load_audio
-    from engine.convert import convert, read_config
+    from modeltools.convert import convert, read_config
     from engine.transcribe import Engine
     data = ROOT / "tests" / "data" / "tiny"
     with tempfile.TemporaryDirectory(prefix="phonon-parity-") as tmp:
@@ -40,26 +27,13 @@ def transcribe_everywhere():
         model = gguf.read_bytes()
         engine = Engine.open(gguf)
     native = engine.transcribe(load_audio(engine.k, SAMPLE.read_bytes()))
-    node = json.loads(run_in_node(NODE_TRANSCRIBE.format(model=base64.b64encode(model).decode(),
-                                                         wav=base64.b64encode(SAMPLE.read_bytes()).decode())))
+    node = run_in_node("transcribe", model=inline(model), wav=inline(SAMPLE.read_bytes()))
     print(f"\n{SAMPLE.name} with the tiny synthetic model (random weights: the words are nonsense):")
     print(f"  native {engine.tier:13s} {native['text']!r}  RTFx {native['timing']['rtfx']}")
     print(f"  Pyodide wasm_simd128 {node[0]!r}")
     same = node == [native["text"], native["tokens"]]
     print("  identical tokens natively and in Pyodide" if same else "  MISMATCH")
     return same
-
-NODE_CODE = """
-import json
-from engine import parity, kernel_bench
-from engine.__main__ import sweep_digest
-out = {}
-for tier in ("wasm_simd128", "scalar"):
-    speed = kernel_bench.run("node", tiers=[tier], shapes=((1024, 1024),), tokens=(64,),
-                             min_seconds=0.1, ops=("fv5_gemm",))[0]["gmacs"]
-    out[tier] = [sweep_digest(parity.digests(tier)), speed]
-json.dumps(out)
-"""
 
 
 def main():
@@ -68,8 +42,8 @@ def main():
     for tier in available_tiers():
         speed = kernel_bench.run("native", tiers=[tier], shapes=((1024, 1024),), tokens=(64,),
                                  min_seconds=0.1, ops=("fv5_gemm",))[0]["gmacs"]
-        rows.append(("native CPython", tier, sweep_digest(parity.digests(tier)), speed))
-    for tier, (digest, speed) in json.loads(run_in_node(NODE_CODE)).items():
+        rows.append(("native CPython", tier, parity.combined_digest(parity.digests(tier)), speed))
+    for tier, (digest, speed) in run_in_node("parity_summary", tiers=["wasm_simd128", "scalar"]).items():
         rows.append(("Pyodide in Node", tier, digest, speed))
     for runtime, tier, digest, speed in rows:
         print(f"  {runtime:16s} {tier:13s} sweep sha256 {digest[:16]}...  fv5 GEMM 1024x1024 N=64: "

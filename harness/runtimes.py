@@ -1,12 +1,14 @@
-"""Run Python in Pyodide: under Node (one process per call) or in headless Chromium (one
-page with a module worker, kept open for several calls). Host-side, used by tests and bench.
+"""Run checks.jobs jobs in Pyodide: under Node (one process per call) or in headless Chromium
+(one page with a module worker, kept open for several calls). Host-side, used by tests and
+bench. No Python source crosses: a job is a name and JSON arguments.
 
 Paths come from the environment build.py sets: PHONON_PYODIDE_DIR, PHONON_ORT_DIR,
-PHONON_WHEEL.
+PHONON_WHEEL, PHONON_CHECKS_WHEEL.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -19,22 +21,6 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
                   "--disable-quic"]
 
 
-# Python for the harness page's Pyodide, prefixed to benchmark code: a served file fetched into
-# one Python bytearray in the wasm heap (JS ArrayBuffer -> bytearray: one copy; writable, so the
-# kernels take its tensors zero-copy; resp.bytes() + bytearray() would hold two copies).
-FETCH_INTO_BYTEARRAY = """
-import js
-from pyodide.http import pyfetch
-
-async def fetch_into_bytearray(url):
-    response = await pyfetch(url)
-    data = js.Uint8Array.new(await response.js_response.arrayBuffer())
-    out = bytearray(data.length)
-    data.assign_to(out)
-    return out
-"""
-
-
 def env_path(name: str) -> Path:
     value = os.environ.get(name)
     if not value or not Path(value).exists():
@@ -42,34 +28,44 @@ def env_path(name: str) -> Path:
     return Path(value)
 
 
-def run_in_node(code: str, timeout: float = 600) -> str:
-    """Run `code` in Pyodide under Node; returns the string value of its last expression."""
+def inline(data: bytes) -> dict:
+    """Bytes for a job's argument, inlined (checks/jobs.py read_bytes)."""
+    return {"base64": base64.b64encode(data).decode()}
+
+
+def wheels() -> list[Path]:
+    """The runtime wheel and the checks wheel (checks/: the jobs tests send)."""
+    return [env_path("PHONON_WHEEL"), env_path("PHONON_CHECKS_WHEEL")]
+
+
+def run_in_node(job: str, timeout: float = 600, **args):
+    """Run checks.jobs `job` with `args` in Pyodide under Node; its result."""
     proc = subprocess.run(
-        ["node", str(HERE / "pyodide_node.mjs"), str(env_path("PHONON_PYODIDE_DIR")),
-         str(env_path("PHONON_WHEEL"))],
-        input=code, capture_output=True, text=True, timeout=timeout)
+        ["node", str(HERE / "pyodide_node.mjs"), str(env_path("PHONON_PYODIDE_DIR"))] + [str(w) for w in wheels()],
+        input=json.dumps({"job": job, "args": args}), capture_output=True, text=True, timeout=timeout)
     for line in proc.stdout.splitlines():
         if line.startswith("@@result "):
-            return line[len("@@result "):]
+            return json.loads(line[len("@@result "):])
     raise RuntimeError(f"Pyodide under Node failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
 
 
-def run_in_chromium(code: str) -> tuple:
-    """Run `code` once in a fresh headless Chromium session: (result string, problems seen:
-    console errors, page errors, failed requests)."""
+def run_in_chromium(job: str, **args) -> tuple:
+    """Run checks.jobs `job` once in a fresh headless Chromium session: (its result, problems
+    seen: console errors, page errors, failed requests)."""
     with Chromium() as browser:
-        return browser.run_python(code), list(browser.problems)
+        return browser.run_job(job, **args), list(browser.problems)
 
 
 class Chromium:
-    """Headless Debian Chromium on the harness page; `run_python(code)` runs in its worker.
+    """Headless Debian Chromium on the harness page; `run_job(job, **args)` runs a checks.jobs
+    job in its worker.
 
     Console errors, page errors and failed requests are collected in `problems`."""
 
     def __init__(self, timeout_ms: int = 300_000, isolate: bool = False):
         from .server import StaticServer
-        wheel = env_path("PHONON_WHEEL")
-        (wheel.parent / "name.txt").write_text(wheel.name)
+        wheel, checks = wheels()
+        (wheel.parent / "name.txt").write_text(f"{wheel.name}\n{checks.name}\n")
         self.server = StaticServer({"/": HERE / "page", "/pyodide/": env_path("PHONON_PYODIDE_DIR"),
                                     "/wheel/": wheel.parent, "/web/": HERE.parent / "web",
                                     "/ort/": env_path("PHONON_ORT_DIR") / "dist",
@@ -109,8 +105,8 @@ class Chromium:
     def version(self) -> str:
         return self.browser.version
 
-    def run_python(self, code: str) -> str:
-        return self.page.evaluate("(code) => window.runPython(code)", code)
+    def run_job(self, job: str, **args):
+        return json.loads(self.page.evaluate("([job, args]) => window.runJob(job, args)", [job, json.dumps(args)]))
 
     def run_ort(self, spec: dict) -> dict:
         return json.loads(self.page.evaluate("(spec) => window.runOrt(spec)", spec))

@@ -1,17 +1,16 @@
 /* Native run-time CPU detection (host library only): which native tiers this CPU can run.
- * Bit 0: avx2 (with the SSE4.1/SSSE3 it implies). Bit 1: avx512vnni (with AVX512VL/BW and
- * AVX2, for 256-bit vpdpbusd). The Python side (engine/kernels.py) maps
- * bits to tier names and picks the best one for tier "auto". */
+ * Bit i is the i-th native tier of engine/tiers.py that needs CPU features (cpu_tiers.h, which
+ * build.py generates from that table: one PK_CPU_TIER(bit, condition) each); the Python side
+ * (engine/kernels.py) maps the bits back to tier names with the same table. */
 #include "common.h"
 
 PK_API int pk_cpu_features(void) {
     int bits = 0;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) bits |= 1;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni"))
-        bits |= 2;
+#define PK_CPU_TIER(bit, supported) if (supported) bits |= 1 << (bit);
+#include "cpu_tiers.h"
+#undef PK_CPU_TIER
 #endif
     return bits;
 }

@@ -13,9 +13,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.kernels import Kernels, available_tiers  # noqa: E402
+from engine.tiers import tiers_of  # noqa: E402
 
 NATIVE_TIERS = available_tiers()
 SIMD_TIERS = [t for t in NATIVE_TIERS if t != "scalar"]
+# Chromium here runs every wasm tier of engine/tiers.py (best first)
+CHROMIUM_TIERS = [t.name for t in tiers_of("wasm")]
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +43,7 @@ def build_artifact(env_name: str) -> Path:
 @pytest.fixture(scope="session")
 def tiny_gguf_path(tmp_path_factory) -> Path:
     """The committed tiny synthetic model converted once (random weights: tokens on any audio)."""
-    from engine.convert import convert, read_config
+    from modeltools.convert import convert, read_config
     data = ROOT / "tests" / "data" / "tiny"
     out = tmp_path_factory.mktemp("tiny-shared") / "tiny.gguf"
     convert(data / "model.fermion", read_config(data / "config.json"), out, "n", "tiny")

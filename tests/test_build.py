@@ -1,9 +1,10 @@
-"""build.py: pins enforced with "need X, found Y", the wheel reproducible and well-formed."""
+"""build.py: pins enforced with "need X, found Y", the wheels reproducible, well-formed and\nholding what their role says; the tier table matching the kernel sources and the CPU."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import zipfile
 from pathlib import Path
 
@@ -37,6 +38,44 @@ def test_toolchain_version_mismatch_stops_loudly(build, monkeypatch):
         build.check_versions()
 
 
+# What the browser runs, and nothing else: host tools (modeltools/) and checks (checks/) stay out,
+# and a new engine/ module must be added here on purpose.
+RUNTIME_WHEEL = {f"engine/{m}.py" for m in (
+    "__init__", "audio", "decoder", "encoder", "gguf_file", "kernels", "longform", "model_file",
+    "model_layout", "parallel", "streaming", "tiers", "timing", "transcribe", "webapp")} | {
+    f"engine/_lib/phonon_kernels_{t}.wasm" for t in ("scalar", "simd128", "relaxed_simd")}
+
+
+def test_runtime_wheel_holds_the_runtime_only(build):
+    assert set(build.runtime_wheel_files()) == RUNTIME_WHEEL
+
+
+def test_runtime_imports_only_the_standard_library_and_itself():
+    """The browser has no numpy and no host tools: every runtime module (the wheel's .py files)
+    imports the standard library, Pyodide's own modules or engine/ only."""
+    import ast
+    import sys
+    allowed = set(sys.stdlib_module_names) | {"engine", "js", "pyodide", "pyodide_js"}
+    for name in sorted(n for n in RUNTIME_WHEEL if n.endswith(".py")):
+        tree = ast.parse((ROOT / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                roots = [] if node.level else [node.module.split(".")[0]]
+            else:
+                continue
+            assert set(roots) <= allowed, f"{name}:{node.lineno} imports {roots}"
+
+
+def test_checks_wheel_holds_the_checks(build):
+    path = build.checks_wheel_path()
+    assert path.exists(), "run through `python3 build.py test`"
+    with zipfile.ZipFile(path) as zf:
+        names = {n for n in zf.namelist() if ".dist-info/" not in n}
+    assert names == {f"checks/{p.name}" for p in (ROOT / "checks").glob("*.py")}
+
+
 def test_wheel_is_reproducible_and_complete(build, tmp_path, monkeypatch):
     first = build.wheel_path()
     assert first.exists(), "run through `python3 build.py test`"
@@ -47,9 +86,38 @@ def test_wheel_is_reproducible_and_complete(build, tmp_path, monkeypatch):
     with zipfile.ZipFile(second) as zf:
         names = set(zf.namelist())
         wheel_meta = zf.read("phonon_web-0.1.0.dist-info/WHEEL").decode()
-    assert {"engine/kernels.py", "engine/parity.py", "engine/_lib/phonon_kernels_scalar.wasm",
-            "engine/_lib/phonon_kernels_simd128.wasm",
-            "engine/_lib/phonon_kernels_relaxed_simd.wasm"} <= names
+    assert {n for n in names if ".dist-info/" not in n} == RUNTIME_WHEEL
     assert not any(n.endswith(".so") for n in names)     # no native library in the wasm wheel
     assert "Tag: py3-none-pyemscripten_2026_0_wasm32" in wheel_meta
     assert second.name.endswith("-py3-none-pyemscripten_2026_0_wasm32.whl")
+
+
+def test_the_tier_table_matches_the_kernel_sources(build):
+    """engine/tiers.py is the one list of tiers: every `kernels/<op>__<tier>.c` names a tier in
+    it, every SIMD tier has sources, every wasm tier a module in the wheel, and the page gets the
+    wasm tiers (best first) with their probes through manifest.json."""
+    from engine.tiers import TIERS, cpu_tiers_header, page_tiers, tiers_of
+    names = {t.name for t in TIERS}
+    suffixes = {p.stem.split("__", 1)[1] for p in (ROOT / "kernels").glob("*__*.c")}
+    assert suffixes == names, f"tier sources without a table row, or rows without sources: {suffixes ^ names}"
+    assert set(build.WASM_MODULES) == {t.name for t in tiers_of("wasm")}
+    assert all(path.exists() for path in build.WASM_MODULES.values()), "run through `python3 build.py test`"
+    manifest = json.loads((ROOT / "dist" / "site" / "manifest.json").read_text())
+    assert manifest["tiers"] == page_tiers() and manifest["tiers"][-1] == {"name": "scalar", "probe": []}
+    header = cpu_tiers_header()
+    assert header.count("PK_CPU_TIER(") == sum(1 for t in tiers_of("native") if t.cpu_features) >= 2
+    assert (ROOT / "build" / "native" / "cpu_tiers.h").read_text() == header
+
+
+def test_cpu_detection_follows_the_table():
+    """pk_cpu_features() bit i is the i-th CPU-detected tier: on this machine the native tiers
+    it reports are exactly those whose features /proc/cpuinfo lists."""
+    from engine.kernels import available_tiers
+    from engine.tiers import tiers_of
+    flags = set()
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            flags = {f.replace("_", "") for f in line.split(":", 1)[1].split()}   # avx512_vnni -> avx512vnni
+            break
+    want = [t.name for t in tiers_of("native") if all(f in flags for f in t.cpu_features)]
+    assert available_tiers() == want

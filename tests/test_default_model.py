@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import build_artifact
+from conftest import CHROMIUM_TIERS, build_artifact
 
 corpus = pytest.importorskip("training.corpus")
 
@@ -79,7 +79,7 @@ def test_int8_tokens_follow_the_float_reference(engine, heldout):
     the reference's best and second joint logits, of the tokens and of the durations, are not
     a near-tie (a duration tie moves every later frame: small-v13 has one, gap 0.04, in the
     third of these utterances)."""
-    from engine import reference
+    from modeltools import reference
     from engine.model_file import load
     model = load(MODEL)
     weights = reference.DenseWeights(model)
@@ -98,37 +98,15 @@ def test_int8_tokens_follow_the_float_reference(engine, heldout):
     assert checked >= 2
 
 
-RUN = """
-import base64, json
-from array import array
-from engine.kernels import available_tiers
-from engine.transcribe import Engine
-model = bytearray(base64.b64decode("{model}"))
-clips = [base64.b64decode(c) for c in {clips}]
-out = {{}}
-for tier in available_tiers():
-    engine = Engine.from_buffer(model, tier)
-    texts = []
-    for raw in clips:
-        audio = array("f")
-        audio.frombytes(raw)
-        texts.append(engine.transcribe(audio)["tokens"])
-    out[tier] = texts
-json.dumps(out)
-"""
-
-
 @pytest.mark.browser
 def test_heldout_transcripts_identical_in_chromium(engine, heldout):
     build_artifact("PHONON_WHEEL")
-    from harness.runtimes import run_in_chromium
+    from harness.runtimes import inline, run_in_chromium
     clips = [x for _, x in heldout[:4]]
     native = [engine.transcribe(x)["tokens"] for x in clips]
-    code = RUN.format(model=base64.b64encode(MODEL.read_bytes()).decode(),
-                      clips=[base64.b64encode(x.astype(np.float32).tobytes()).decode() for x in clips])
-    result, problems = run_in_chromium(code)
-    got = json.loads(result)
-    assert set(got) == {"wasm_relaxed_simd", "wasm_simd128", "scalar"}
+    got, problems = run_in_chromium("tokens_per_tier", model=inline(MODEL.read_bytes()),
+                                    clips=[inline(x.astype(np.float32).tobytes()) for x in clips])
+    assert set(got) == set(CHROMIUM_TIERS)
     for tier, tokens in got.items():
         assert tokens == native, tier
     assert not problems, problems

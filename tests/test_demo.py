@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.synth import write_release_archive
+from modeltools.synth import write_release_archive
 from harness.release_host import ReleaseHost
 from harness.site_check import SiteBrowser
 

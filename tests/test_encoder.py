@@ -1,4 +1,4 @@
-"""The encoder against the independent float64 reference (engine/reference.py) on the tiny
+"""The encoder against the independent float64 reference (modeltools/reference.py) on the tiny
 model: with float activations the graph must match tightly; with int8 activations the
 per-layer relative L2 is bounded and every tier gives the same bits."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from conftest import NATIVE_TIERS
-from engine import reference
-from engine.convert import convert, read_config
+from modeltools import reference
+from modeltools.convert import convert, read_config
 from engine.encoder import Encoder
 from engine.kernels import Kernels
 from engine.model_file import load
@@ -133,7 +133,7 @@ def test_five_value_width_comes_from_the_layout(scalar, tmp_path):
     the layout, not from the packed size: a d_model-48 model runs and matches the reference."""
     from dataclasses import replace
     from engine.kernels import fv5_block_bytes
-    from engine.synth import TINY, make
+    from modeltools.synth import TINY, make
     assert fv5_block_bytes(40) == fv5_block_bytes(48)
     dims = replace(TINY, d_model=48, n_heads=4, ff_dim=96)
     make("tiny", 3, tmp_path, dims=dims)

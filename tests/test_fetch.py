@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.fetch import FetchError, Release, cache_dir, cached_model, fetch
+from modeltools.fetch import FetchError, Release, cache_dir, cached_model, fetch
 from engine.model_file import load
-from engine.synth import write_release_archive
+from modeltools.synth import write_release_archive
 from harness.release_host import ReleaseHost
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,8 +153,8 @@ def test_an_unpinned_digest_is_recorded_and_said_loudly(host, rel, tmp_path):
 
 
 def test_a_failed_conversion_leaves_no_model(tmp_path, rel):
-    from engine.convert import ConversionError
-    from engine.synth import write_tar_zst
+    from modeltools.convert import ConversionError
+    from modeltools.synth import write_tar_zst
     folder = tmp_path / "host"
     folder.mkdir()
     write_tar_zst(folder / ARCHIVE, [("config.json", (DATA / "config.json").read_bytes()),

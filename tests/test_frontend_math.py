@@ -8,7 +8,7 @@ from array import array
 import numpy as np
 import pytest
 
-from engine.convert import hann_window, slaney_mel_filterbank
+from modeltools.convert import hann_window, slaney_mel_filterbank
 from engine.kernels import KernelError
 
 SR, HOP, WIN, NFFT = 16000, 160, 400, 512

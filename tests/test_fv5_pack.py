@@ -1,4 +1,4 @@
-"""engine.fv5.pack_b5x3t7 against the spec page (docs/b5x3t7.md), with an independent,
+"""modeltools.fv5.pack_b5x3t7 against the spec page (docs/b5x3t7.md), with an independent,
 literal loop implementation of the spec as the oracle."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.fv5 import pack_b5x3t7, unpack_b5x3t7
+from modeltools.fv5 import pack_b5x3t7, unpack_b5x3t7
 from engine.kernels import fv5_block_bytes
 
 SPEC_K = (8, 16, 24, 48, 80, 256, 1024, 4096)

@@ -6,15 +6,13 @@ really ran commands; a page that is not cross-origin isolated gets a clear error
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import build_artifact
-from engine.convert import convert, read_config
+from conftest import CHROMIUM_TIERS, build_artifact
+from modeltools.convert import convert, read_config
 from engine.model_file import load
 from engine.transcribe import Engine
 from test_frontend_math import speechlike
@@ -23,32 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "tiny"
 
 pytestmark = pytest.mark.browser
-
-RUN = """
-import base64, hashlib, json, js
-from array import array
-from engine.kernels import wasm_module_path
-from engine.transcribe import Engine
-model = bytearray(base64.b64decode("{model}"))
-audio = array("f")
-audio.frombytes(base64.b64decode("{audio}"))
-out = {{}}
-for tier in ("wasm_relaxed_simd", "wasm_simd128", "scalar"):
-    for n in (0, 1, 2, 3):
-        pool = await js.makeKernelPool(tier, n, wasm_module_path(tier)) if n else None
-        engine = Engine.from_buffer(model, tier, workers=pool)
-        if pool is not None:
-            await pool.serve()
-        enc, frames = engine.encode(audio)
-        result = engine.transcribe(audio)
-        commands = sum(pool.commands) if pool is not None else 0
-        out[f"{{tier}}/{{n}}"] = {{"encoder_sha256": hashlib.sha256(enc.tobytes()).hexdigest(),
-                                  "tokens": result["tokens"], "threads": engine.threads, "commands": commands}}
-        if pool is not None:
-            pool.close()
-json.dumps(out)
-"""
-
 
 def native_summary(model: Path, audio) -> dict:
     engine = Engine.open(model, "scalar", 1)
@@ -61,17 +33,7 @@ def test_without_isolation_the_pool_says_why():
     Playwright at a time per thread)."""
     build_artifact("PHONON_WHEEL")
     from harness.runtimes import run_in_chromium
-    code = """
-import js
-from engine.kernels import wasm_module_path
-try:
-    await js.makeKernelPool("scalar", 1, wasm_module_path("scalar"))
-    message = "started"
-except Exception as e:
-    message = str(e)
-message
-"""
-    message, problems = run_in_chromium(code)
+    message, problems = run_in_chromium("kernel_pool_start", tier="scalar", workers=1)
     assert "cross-origin isolation" in message, message
 
 
@@ -102,9 +64,9 @@ def test_kernel_workers_give_the_native_bits(isolated_browser, tiny_model, which
         audio = load_audio(Kernels("scalar"), (ROOT / "samples" / "two-commands.wav").read_bytes())
     native = native_summary(model, audio)
     assert native["tokens"], "the case must decode some tokens to compare"
-    code = RUN.format(model=base64.b64encode(model.read_bytes()).decode(),
-                      audio=base64.b64encode(audio.tobytes()).decode())
-    results = json.loads(isolated_browser.run_python(code))
+    from harness.runtimes import inline
+    results = isolated_browser.run_job("worker_digests", model=inline(model.read_bytes()), audio=inline(audio.tobytes()),
+                                       tiers=CHROMIUM_TIERS, counts=[0, 1, 2, 3])
     assert len(results) == 12
     for key, got in results.items():
         workers = int(key.split("/")[1])
@@ -128,28 +90,8 @@ def test_a_lost_kernel_worker_leaves_the_engine_alone_and_exact(isolated_browser
     output is still native scalar's; later encodes run with one worker."""
     audio = speechlike(3.0, seed=22)
     native = native_summary(tiny_model, audio)
-    code = f'''
-import base64, hashlib, json, js, time
-from array import array
-from engine.kernels import wasm_module_path
-from engine.transcribe import Engine
-model = bytearray(base64.b64decode("{base64.b64encode(tiny_model.read_bytes()).decode()}"))
-audio = array("f")
-audio.frombytes(base64.b64decode("{base64.b64encode(audio.tobytes()).decode()}"))
-pool = await js.makeKernelPool("wasm_simd128", 2, wasm_module_path("wasm_simd128"))
-engine = Engine.from_buffer(model, "wasm_simd128", workers=pool)
-await pool.serve()
-engine.encode(audio)
-pool.kill(1)
-started = time.perf_counter()
-enc, _ = engine.encode(audio)
-seconds = time.perf_counter() - started
-again, _ = engine.encode(audio)
-json.dumps({{"lost": engine.team.lost, "threads": engine.threads, "seconds": seconds,
-            "digests": [hashlib.sha256(enc.tobytes()).hexdigest(), hashlib.sha256(again.tobytes()).hexdigest()],
-            "tokens": engine.transcribe(audio)["tokens"]}})
-'''
-    out = json.loads(isolated_browser.run_python(code))
+    from harness.runtimes import inline
+    out = isolated_browser.run_job("worker_lost", model=inline(tiny_model.read_bytes()), audio=inline(audio.tobytes()))
     assert "kernel worker 1 stopped answering" in out["lost"], out["lost"]
     assert out["threads"] == 1 and 2.9 < out["seconds"] < 30
     assert out["digests"] == [native["encoder_sha256"]] * 2

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import NATIVE_TIERS, SIMD_TIERS
-from engine.fv5 import pack_b5x3t7
+from modeltools.fv5 import pack_b5x3t7
 from engine.kernels import Kernels, KernelError, fv5_block_bytes
 
 SPEC_K = (8, 16, 24, 48, 80, 256, 1024, 4096)

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import fermion
-from engine.convert import ConversionError, convert, extract_archive, read_config, verify
-from engine.fermion import ContainerError
+from modeltools import fermion
+from modeltools.convert import ConversionError, convert, extract_archive, read_config, verify
+from modeltools.fermion import ContainerError
 from engine.gguf_file import GGUFError, GGUFFile
 from engine.model_file import fingerprint, load
-from engine.synth import TINY, vocabulary, write_archive
+from modeltools.synth import TINY, vocabulary, write_archive
 
 DATA = Path(__file__).resolve().parent / "data" / "tiny"
 
@@ -133,7 +133,7 @@ def test_cli_converts_and_verifies(tmp_path):
 
 
 def test_folded_batch_norm_matches_unfolded():
-    from engine.convert import fold_batch_norm
+    from modeltools.convert import fold_batch_norm
     rng = np.random.default_rng(0)
     C, k, T = 6, 9, 20
     w = rng.standard_normal((C, 1, k)).astype(np.float16)
@@ -148,7 +148,7 @@ def test_folded_batch_norm_matches_unfolded():
 
 
 def test_mel_filterbank_properties():
-    from engine.convert import hann_window, slaney_mel_filterbank
+    from modeltools.convert import hann_window, slaney_mel_filterbank
     fb = slaney_mel_filterbank()
     assert fb.shape == (128, 257) and (fb >= 0).all()
     # slaney norm: each triangle has area 1 in Hz (sum * bin width 31.25 Hz ~ 1 for wide filters)
@@ -241,7 +241,7 @@ def test_trit_byte_in_a_record_stops_conversion(tmp_path):
 
 
 def test_pinned_artifact_mismatch_stops(tmp_path):
-    from engine.convert import check_artifact
+    from modeltools.convert import check_artifact
     config = read_config(DATA / "config.json")
     copy = tmp_path / "model.fermion"
     shutil.copy(DATA / "model.fermion", copy)
@@ -252,7 +252,7 @@ def test_pinned_artifact_mismatch_stops(tmp_path):
 
 
 def test_release_pins_apply_to_the_release_name(tmp_path):
-    from engine.convert import check_release_pins
+    from modeltools.convert import check_release_pins
     archive = tmp_path / "phonon-2.bps.tar.zst"
     archive.write_bytes(b"x" * 10)
     with pytest.raises(ConversionError, match="archive_bytes is 10, pins.json says 163516338"):

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.convert import ConversionError, convert, read_config
-from engine.fermion import ContainerError
+from modeltools.convert import ConversionError, convert, read_config
+from modeltools.fermion import ContainerError
 from engine.gguf_file import GGUFError
 from engine.model_file import load
 

@@ -3,25 +3,15 @@ the tiny model: same metadata digest, same sha256 for every tensor."""
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 
 import pytest
 
 from conftest import build_artifact
-from engine.convert import convert, read_config
+from modeltools.convert import convert, read_config
 from engine.model_file import fingerprint, load
 
 DATA = Path(__file__).resolve().parent / "data" / "tiny"
-
-LOAD = """
-import base64, json
-from engine.model_file import load, fingerprint
-model = load(bytearray(base64.b64decode("{payload}")))
-json.dumps(fingerprint(model))
-"""
-
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
@@ -32,7 +22,8 @@ def tiny(tmp_path_factory):
         native = fingerprint(model)
     finally:
         model.close()
-    return LOAD.replace("{payload}", base64.b64encode(out.read_bytes()).decode()), native
+    from harness.runtimes import inline
+    return inline(out.read_bytes()), native
 
 
 def assert_same(got: dict, native: dict, where: str):
@@ -47,15 +38,15 @@ def assert_same(got: dict, native: dict, where: str):
 def test_loader_in_pyodide_node_matches_native(tiny):
     build_artifact("PHONON_WHEEL")
     from harness.runtimes import run_in_node
-    code, native = tiny
-    assert_same(json.loads(run_in_node(code)), native, "node")
+    payload, native = tiny
+    assert_same(run_in_node("model_fingerprint", model=payload), native, "node")
 
 
 @pytest.mark.browser
 def test_loader_in_chromium_matches_native(tiny):
     build_artifact("PHONON_WHEEL")
     from harness.runtimes import run_in_chromium
-    code, native = tiny
-    result, problems = run_in_chromium(code)
-    assert_same(json.loads(result), native, "chromium")
+    payload, native = tiny
+    result, problems = run_in_chromium("model_fingerprint", model=payload)
+    assert_same(result, native, "chromium")
     assert not problems, problems

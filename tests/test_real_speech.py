@@ -109,7 +109,7 @@ def test_clips_become_16khz_files_cut_to_their_span(fake_sources, tmp_path, scal
 
 
 def test_the_table_end_to_end_with_the_tiny_model(fake_sources, tmp_path, monkeypatch, capsys):
-    from engine.convert import convert, read_config
+    from modeltools.convert import convert, read_config
     data = ROOT / "tests" / "data" / "tiny"
     model = tmp_path / "tiny.gguf"
     convert(data / "model.fermion", read_config(data / "config.json"), model, "n", "tiny")

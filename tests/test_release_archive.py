@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import bps
-from engine.convert import (ConversionError, check_artifact, convert, extract_archive, model_id,
+from modeltools import bps
+from modeltools.convert import (ConversionError, check_artifact, convert, extract_archive, model_id,
                             read_config, verify)
-from engine.synth import float16_spans, write_release_archive, write_tar_zst
+from modeltools.synth import float16_spans, write_release_archive, write_tar_zst
 
 DATA = Path(__file__).resolve().parent / "data" / "tiny"
 POINTWISE = ("encoder.subsampling.layers.3.weight", "encoder.subsampling.layers.6.weight")

@@ -406,7 +406,7 @@ def test_real_engine_stream_at_48k_equals_batch_on_one_window(scalar):
     from engine.transcribe import Engine
     model = Path(__file__).resolve().parent.parent / "build" / "tiny.gguf"
     if not model.exists():
-        from engine.convert import convert, read_config
+        from modeltools.convert import convert, read_config
         data = Path(__file__).resolve().parent / "data" / "tiny"
         convert(data / "model.fermion", read_config(data / "config.json"), model, "n", "tiny")
     engine = Engine.open(model, "scalar")
@@ -484,7 +484,7 @@ def test_feeding_from_another_thread_while_polling(fake):
 @pytest.fixture(scope="module")
 def tiny_engine():
     from pathlib import Path
-    from engine.convert import convert, read_config
+    from modeltools.convert import convert, read_config
     from engine.transcribe import Engine
     data = Path(__file__).resolve().parent / "data" / "tiny"
     out = Path(__file__).resolve().parent.parent / "build" / "tiny.gguf"

@@ -1,7 +1,7 @@
 """The PyTorch training model (training/model.py) and its export (training/export.py): padded
 batches equal single utterances, the five-value straight-through estimator, and - the key check
 - a random tiny model exported to model.fermion, converted to GGUF by the project's converter,
-computes the same encoder, joint and greedy tokens as engine/reference.py and the engine."""
+computes the same encoder, joint and greedy tokens as modeltools/reference.py and the engine."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from engine import fermion, reference  # noqa: E402
+from modeltools import fermion, reference  # noqa: E402
 from engine.model_file import load  # noqa: E402
 from engine.model_layout import records, tensor_name  # noqa: E402
-from engine.synth import TINY, vocabulary  # noqa: E402
+from modeltools.synth import TINY, vocabulary  # noqa: E402
 from engine.transcribe import Engine  # noqa: E402
 from test_frontend_math import speechlike  # noqa: E402
 from training import model as tm  # noqa: E402

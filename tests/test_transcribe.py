@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import NATIVE_TIERS
-from engine.convert import convert, read_config
+from modeltools.convert import convert, read_config
 from engine.decoder import Token, detokenize, punctuation_marks, words_with_times
 from engine.kernels import KernelError
 from engine.transcribe import Cancelled, Engine

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.convert import hann_window, slaney_mel_filterbank
+from modeltools.convert import hann_window, slaney_mel_filterbank
 from engine.kernels import Kernels
 
 N_MELS = 128

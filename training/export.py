@@ -1,5 +1,5 @@
 """A trained ParakeetTDT -> `model.fermion` + `config.json` (the release's form, as
-engine/synth.py writes them), then the engine's GGUF through the project's converter.
+modeltools/synth.py writes them), then the engine's GGUF through the project's converter.
 
     export(model, vocabulary, out_dir, model_id)            # out_dir/model.fermion, config.json
     to_gguf(out_dir, gguf_path)                              # python3 -m engine convert phonon2 --verify
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine import fermion
+from modeltools import fermion
 from engine.model_layout import records, tensor_name
 
 from .model import FP16_MAX, ParakeetTDT

@@ -90,7 +90,7 @@ def read_sidecar(path: Path) -> tuple:
 def load_shipped(gguf: Path) -> tuple:
     """GGUF + its sidecar -> (ParakeetTDT in five-value mode, CTC head state, tokenizer bytes)."""
     from engine.model_file import load
-    from engine.reference import DenseWeights
+    from modeltools.reference import DenseWeights
     meta, side, tokenizer = read_sidecar(sidecar_path(gguf))
     shipped = load(gguf)
     try:

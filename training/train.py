@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.convert import slaney_mel_filterbank
+from modeltools.convert import slaney_mel_filterbank
 from engine.decoder import detokenize, punctuation_marks
 from engine.model_layout import Dims
 from engine.encoder import subsampled_length

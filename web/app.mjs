@@ -116,18 +116,13 @@ function captureSupport() {
   return { ok: true };
 }
 
-// The smallest modules using a SIMD128 instruction and a relaxed-SIMD one (i8x16.popcnt and
-// i8x16.relaxed_swizzle): WebAssembly.validate tells whether the engine's SIMD kernels can run.
-const SIMD128 = Uint8Array.of(0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0,
-                              65, 0, 253, 15, 253, 98, 11);
-const RELAXED = Uint8Array.of(0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 15, 1, 13, 0,
-                              65, 1, 253, 15, 65, 2, 253, 15, 253, 128, 2, 11);
-
+// The wasm tiers, best first (engine/tiers.py, through manifest.json): each with the smallest
+// module using its instructions; WebAssembly.validate tells whether its kernels can run here.
 function chooseTier() {
   if (FORCED_TIER) return FORCED_TIER;
-  if (WebAssembly.validate(RELAXED)) return "wasm_relaxed_simd";
-  if (WebAssembly.validate(SIMD128)) return "wasm_simd128";
-  return "scalar";
+  const runs = (t) => !t.probe.length || WebAssembly.validate(Uint8Array.from(t.probe));
+  const best = manifest.tiers.find(runs);
+  return best ? best.name : "scalar";
 }
 
 // ------------------------------------------------------------------------------------------

@@ -21,105 +21,7 @@ import { KernelPool } from "./kernel-pool.mjs";
 const MODEL_CACHE = "phonon-web-model";
 const TICK_MS = 150;                        // partial() cadence while listening (wall time)
 
-// The Python side: thin glue over engine.transcribe.Engine and engine.streaming.
-const GLUE = `
-import json, time
-from array import array
-from engine.audio import AudioError, load_audio, resample
-from engine.streaming import StreamError, stream_metrics
-from engine.longform import SteppedTranscription
-from engine.kernels import wasm_module_path
-from engine.transcribe import Engine
-
-
-class WebApp:
-    def __init__(self):
-        self.engine = self.model = self.session = None
-
-    def load(self, model, tier, workers=None):
-        self.model = model                  # the engine reads its tensors from these bytes
-        self.engine = Engine.from_buffer(model, tier, workers=workers)
-        return self.engine.tier
-
-    def switch(self, model, tier, workers=None):
-        """Another model: the loader validates it first; on any error the current one stays."""
-        if self.session is not None:
-            raise RuntimeError("a live stream is open: stop it before changing the model")
-        engine = Engine.from_buffer(model, tier, workers=workers)
-        self.engine, self.model = engine, model
-        return self.model_info()
-
-    def model_info(self):
-        m = self.engine.model
-        return json.dumps({"name": m.name, "notice": m.notice, "tier": self.engine.tier,
-                           "threads": self.engine.threads})
-
-    def threads(self):
-        return self.engine.threads
-
-    def workers_lost(self):
-        """Why the kernel workers are gone (the engine then computes alone), or None."""
-        return self.engine.team.lost
-
-    def start(self, rate):
-        self.session = self.engine.stream(int(rate))
-        self.events, self.last = [], ("", "")
-
-    def feed(self, samples):
-        self.session.feed(samples.to_memoryview())
-
-    def partial(self):
-        view = self.session.partial()
-        if (view["committed"], view["tentative"]) != self.last:
-            self.last = (view["committed"], view["tentative"])
-            self.events.append({"audio_seconds": view["audio_seconds"], "committed": self.last[0],
-                                "tentative": self.last[1]})
-        return json.dumps({"view": view, "metrics": self.live_metrics()})
-
-    def live_metrics(self):
-        stats, audio = self.session.stats, self.session.audio_seconds
-        lags = sorted(stats.commit_lags)
-        return {"audio_seconds": round(audio, 3), "compute_seconds": round(stats.compute_seconds, 3),
-                "rtf": round(stats.compute_seconds / audio, 3) if audio else None,
-                "decodes": stats.decodes, "skipped_lag": stats.skipped_lag,
-                "commit_lag_last": round(stats.commit_lags[-1] / 16000, 2) if lags else None,
-                "commit_lag_p50": round(lags[len(lags) // 2] / 16000, 2) if lags else None}
-
-    def finish(self):
-        final = self.session.finish()
-        metrics = stream_metrics(self.events, final, self.session.stats)
-        self.session = None
-        return json.dumps({"result": final, "metrics": metrics})
-
-    def prepare_wav(self, data):
-        self.pending = load_audio(self.engine.k, data.to_bytes())
-        return len(self.pending) / 16000
-
-    def prepare_pcm(self, data, rate, channels):
-        mono = self.engine.k.pcm_to_mono(data.to_bytes(), "f32", int(channels))
-        self.pending = resample(self.engine.k, mono, int(rate))
-        return len(self.pending) / 16000
-
-    def begin_file(self):
-        samples, self.pending = self.pending, None
-        self.file = SteppedTranscription(self.engine, samples)
-        return self.file.total_seconds
-
-    def file_step(self):
-        finished = self.file.step()
-        out = {"done": round(self.file.done_seconds, 2)}
-        if finished:
-            out["result"], self.file = self.file.result, None
-        return json.dumps(out)
-
-    def cancel_file(self):
-        self.file = None
-
-
-app = WebApp()
-`;
-
-let pyodide, app, debug = false, currentTier = null;
+let pyodide, app, webapp, debug = false, currentTier = null;
 let pool = null;                            // the engine's kernel workers (web/kernel-pool.mjs), if any
 let threadsWanted = 1, threadsForced = false;  // workers asked for (?threads=N forces them)
 let threadsNote = null, threadsNoteFromPage = null;  // why fewer run, if they do
@@ -153,8 +55,8 @@ async function init({ manifest, tier, debug: debugMode, localModel, threads = 1,
   } catch (e) {
     throw new Fatal("boot", `The speech engine could not start: ${lastLine(e)}`);
   }
-  pyodide.runPython(GLUE);
-  app = pyodide.globals.get("app");
+  webapp = pyodide.pyimport("engine.webapp");      // the Python side: engine/webapp.py
+  app = webapp.WebApp();
   t.model = performance.now();
   post({ kind: "stage", stage: "model" });
   currentTier = tier;
@@ -215,9 +117,7 @@ async function loadModel(entry, base) {
     if (cached) await cache.delete(key);
     throw integrity(`it has ${blob.size.toLocaleString("en")} bytes, the manifest lists ${entry.size.toLocaleString("en")}`);
   }
-  pyodide.runPython(`model_buffer = bytearray(${entry.size})`);
-  const buffer = pyodide.globals.get("model_buffer");
-  pyodide.runPython("del model_buffer");
+  const buffer = webapp.new_buffer(entry.size);
   let view = buffer.getBuffer("u8");
   try {
     for (let at = 0; at < entry.size; at += SLICE) {
@@ -396,7 +296,7 @@ async function startPool(tier, modelBytes) {
   }
   try {
     return await KernelPool.forPyodide({ pyodide, tier, workers: threadsWanted - 1,
-                                         modulePath: pyodide.globals.get("wasm_module_path")(tier),
+                                         modulePath: pyodide.pyimport("engine.kernels").wasm_module_path(tier),
                                          workerURL: new URL("kernel-worker.mjs", self.location.href) });
   } catch (e) {
     threadsNote = `one worker: the kernel workers did not start (${lastLine(e)})`;
@@ -405,9 +305,7 @@ async function startPool(tier, modelBytes) {
 }
 
 function pyBytes(data) {
-  pyodide.runPython(`model_buffer = bytearray(${data.length})`);
-  const buffer = pyodide.globals.get("model_buffer");
-  pyodide.runPython("del model_buffer");
+  const buffer = webapp.new_buffer(data.length);
   const view = buffer.getBuffer("u8");
   view.data.set(data);
   view.release();

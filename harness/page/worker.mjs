@@ -1,22 +1,24 @@
-// Harness worker: Pyodide (pinned npm build, served under /pyodide/) with the phonon-web wheel
-// (under /wheel/), started by the site's own boot module (/web/), and ONNX Runtime Web (under
-// /ort/) for the peer benchmark.
+// Harness worker: Pyodide (pinned npm build, served under /pyodide/) with the phonon-web runtime
+// and checks wheels (under /wheel/), started by the site's own boot module (/web/), running
+// checks.jobs jobs by name; and ONNX Runtime Web (under /ort/) for the peer benchmark.
 import { bootPyodide } from "/web/pyodide-boot.mjs";
 import { KernelPool } from "/web/kernel-pool.mjs";
 
 const params = new URL(self.location.href).searchParams;
-let pyodide;
+let pyodide, jobs;
 
 async function start() {
-  const wheel = await (await fetch("/wheel/name.txt")).text();
+  const [wheel, ...more] = (await (await fetch("/wheel/name.txt")).text()).trim().split("\n");
+  const url = (name) => new URL("/wheel/" + name, self.location.href).href;
   pyodide = await bootPyodide({ indexURL: new URL("/pyodide/", self.location.href).href,
-                                wheelURL: new URL("/wheel/" + wheel.trim(), self.location.href).href });
+                                wheelURL: url(wheel), moreWheels: more.map(url) });
+  jobs = pyodide.pyimport("checks.jobs");
   postMessage({ kind: "ready" });
 }
 
-// Kernel workers for the engine (issue 23): Python awaits js.makeKernelPool(tier, n, path of
+// Kernel workers for the engine (issue 23): a job awaits js.makeKernelPool(tier, n, path of
 // the tier's side module in Pyodide's file system), passes the pool to Engine(workers=...),
-// then awaits pool.serve().
+// then awaits pool.serve() (checks/jobs.py engine_with_workers).
 self.makeKernelPool = (tier, workers, modulePath) => KernelPool.forPyodide({
   pyodide, tier, workers, modulePath, workerURL: new URL("/web/kernel-worker.mjs", self.location.href) });
 
@@ -33,7 +35,7 @@ async function runOrt(spec) {
   const a = new Uint8Array(spec.N * spec.K);
   for (let i = 0; i < a.length; i++) a[i] = (i * 2654435761) >>> 24;
   const feeds = { A: new ort.Tensor("uint8", a, [spec.N, spec.K]) };
-  // Same timing rule as engine/kernel_bench.py: batches of >= 20 ms, fastest batch counts.
+  // Same timing rule as checks/kernel_bench.py: batches of >= 20 ms, fastest batch counts.
   let t = performance.now();
   await session.run(feeds);
   const reps = Math.max(1, Math.floor(20 / Math.max(performance.now() - t, 0.001)));
@@ -53,7 +55,7 @@ async function runOrt(spec) {
 self.onmessage = async ({ data }) => {
   try {
     let result;
-    if (data.kind === "python") result = await pyodide.runPythonAsync(data.code);
+    if (data.kind === "job") result = await jobs.run(data.job, data.args);
     else if (data.kind === "ort") result = await runOrt(data.spec);
     else throw new Error("unknown request " + data.kind);
     postMessage({ id: data.id, result: String(result) });

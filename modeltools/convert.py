@@ -23,8 +23,8 @@ from pathlib import Path
 from . import bps, fermion
 from .fetch import sha256_file
 from .fv5 import pack_b5x3t7, unpack_b5x3t7
-from .model_file import ARCHITECTURE, DIM_KEYS, FRONTEND, WEIGHTS_FORMAT
-from .model_layout import Dims, dims_from_records, layout_shapes, tensor_name
+from engine.model_file import ARCHITECTURE, DIM_KEYS, FRONTEND, WEIGHTS_FORMAT
+from engine.model_layout import Dims, dims_from_records, layout_shapes, tensor_name
 
 ARCHIVE_MEMBERS = ("config.json", "model.fermion")
 MAX_CONFIG_BYTES = 64 << 20
@@ -56,7 +56,7 @@ def extract_archive(archive: Path, into: Path) -> tuple:
     """Safely extract config.json and model.fermion from the .bps.tar.zst: only those two
     members, regular files, plain names, size limits, no duplicates. The real release stores
     model.fermion as byte planes (`model.fermion.bps`) behind a first member
-    `bps_manifest.json` (engine/bps.py); such members are joined back, and every member the
+    `bps_manifest.json` (modeltools/bps.py); such members are joined back, and every member the
     manifest lists is checked against its original size and sha256. Plain archives (no
     manifest) are read as they are."""
     import zstandard
@@ -383,7 +383,7 @@ def _bn_complete(bn: dict, prefix: str) -> bool:
 
 def verify(container_path: Path, gguf_path: Path) -> str:
     import numpy as np
-    from .model_file import load
+    from engine.model_file import load
     model = load(gguf_path)
     counts = {"five_value": 0, "int": 0, "fp16": 0, "folded": 0}
     consumed = 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .fv5 import unpack_b5x3t7
-from .model_file import fv5_columns
+from engine.model_file import fv5_columns
 
 
 class DenseWeights:

@@ -16,7 +16,7 @@ import random
 import struct
 from array import array
 
-from .kernels import Kernels, fv5_block_bytes
+from engine.kernels import Kernels, fv5_block_bytes
 
 # Shapes include the awkward ones: K whose last code group is short (24, 80, 256, 1024, 4096;
 # K = 48 is exactly one full group), K = 8 (a single code vector with one padding digit),
@@ -298,3 +298,9 @@ def digests(tier: str = "auto", only: str | None = None) -> dict:
             continue
         table[name] = hashlib.sha256(run_case(kernels, name, op, params)).hexdigest()
     return {"tier": kernels.tier, "cases": table}
+
+
+def combined_digest(table: dict) -> str:
+    """One sha256 over a digests() table's cases (sorted): equal tables, equal digests."""
+    text = "\n".join(f"{k} {v}" for k, v in sorted(table["cases"].items()))
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -19,7 +19,7 @@ import tarfile
 from pathlib import Path
 
 from . import fermion
-from .model_layout import PHONON2, Dims, INT_TABLES, records
+from engine.model_layout import PHONON2, Dims, INT_TABLES, records
 
 LEVEL_FREQUENCIES = (0.091, 0.153, 0.513, 0.153, 0.090)   # -hi, -lo, 0, +lo, +hi (seed 000)
 TINY = Dims(d_model=32, n_layers=2, n_heads=2, ff_dim=64, conv_kernel=9, sub_channels=8,
@@ -141,7 +141,7 @@ def float16_spans(container: bytes) -> tuple:
 def write_release_archive(path: Path, config: Path, container: Path):
     """An archive shaped like the real phonon-2.bps.tar.zst: bps_manifest.json first, then
     config.json, model.fermion stored as byte planes (model.fermion.bps) and a
-    packed_manifest.json that converters ignore (engine/bps.py describes the transform)."""
+    packed_manifest.json that converters ignore (modeltools/bps.py describes the transform)."""
     from . import bps
     data = container.read_bytes()
     stored, transform = bps.split_planes(data, *float16_spans(data))

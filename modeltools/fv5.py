@@ -10,7 +10,7 @@ Layout: docs/b5x3t7.md. The browser engine never packs: it only decodes, in C.
 
 from __future__ import annotations
 
-from .kernels import fv5_block_bytes
+from engine.kernels import fv5_block_bytes
 
 LEVELS = 5
 

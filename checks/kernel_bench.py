@@ -17,7 +17,7 @@ import random
 import time
 from array import array
 
-from .kernels import Kernels, available_tiers, fv5_block_bytes
+from engine.kernels import Kernels, available_tiers, fv5_block_bytes
 
 SHAPES = ((4096, 1024), (1024, 4096), (1024, 1024), (2048, 1024))   # Phonon-2's linears (O, K)
 TOKENS = (8, 64, 375)

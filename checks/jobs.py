@@ -1,0 +1,349 @@
+"""The jobs tests and benchmarks run inside a runtime (CPython, Pyodide under Node, Pyodide in
+the harness page's worker), named so that no Python source crosses as a string.
+
+    result_json = await run("parity_sweep", '{"tiers": ["scalar"]}')
+
+Each job is an async function of keyword arguments (JSON values) returning JSON-able data.
+Bytes arrive as {"base64": "..."} (small models and clips, inlined by the caller) or
+{"url": "/models/x"} (large files the harness serves; Pyodide in a page only).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import statistics
+import time
+from array import array
+
+from engine.kernels import Kernels, KernelError, available_tiers, wasm_module_path
+from engine.model_file import fingerprint, load
+from engine.streaming import stream_samples
+from engine.timing import Timer
+from engine.transcribe import Engine
+
+from . import kernel_bench, parity
+
+JOBS = {}
+
+
+def job(fn):
+    JOBS[fn.__name__] = fn
+    return fn
+
+
+async def run(name: str, args_json: str = "{}") -> str:
+    """Run job `name` with the JSON object `args_json` as keyword arguments; its result as JSON."""
+    if name not in JOBS:
+        raise ValueError(f"unknown job {name!r}; jobs: {', '.join(sorted(JOBS))}")
+    return json.dumps(await JOBS[name](**json.loads(args_json)))
+
+
+# ------------------------------------------------------------------------------------------
+# data in
+
+async def read_bytes(source: dict) -> bytearray:
+    """{"base64": s} or {"url": u} -> one writable bytearray (the kernels take its tensors
+    zero-copy). A URL is fetched into the wasm heap with one copy: JS ArrayBuffer -> bytearray
+    (response.bytes() + bytearray() would hold two)."""
+    if "base64" in source:
+        return bytearray(base64.b64decode(source["base64"]))
+    import js
+    from pyodide.http import pyfetch
+    response = await pyfetch(source["url"])
+    if not response.ok:
+        raise OSError(f"{source['url']}: HTTP {response.status}")
+    data = js.Uint8Array.new(await response.js_response.arrayBuffer())
+    out = bytearray(data.length)
+    data.assign_to(out)
+    return out
+
+
+async def read_floats(source: dict) -> array:
+    samples = array("f")
+    samples.frombytes(bytes(await read_bytes(source)))
+    return samples
+
+
+def digest(values) -> str:
+    return hashlib.sha256(values.tobytes()).hexdigest()
+
+
+async def engine_with_workers(model, tier: str, workers: int):
+    """An Engine with `workers` kernel workers beside it (0: alone) and their pool (or None).
+    The pool comes from the harness page (js.makeKernelPool, web/kernel-pool.mjs)."""
+    pool = None
+    if workers:
+        import js
+        pool = await js.makeKernelPool(tier, workers, wasm_module_path(tier))
+    engine = Engine.from_buffer(model, tier, workers=pool)
+    if pool is not None:
+        await pool.serve()
+    return engine, pool
+
+
+# ------------------------------------------------------------------------------------------
+# kernels
+
+@job
+async def tiers():
+    return available_tiers()
+
+
+@job
+async def parity_sweep(tiers=None):
+    """Every case's digest per tier: {tier: {case: sha256}}."""
+    return {tier: parity.digests(tier)["cases"] for tier in (tiers or available_tiers())}
+
+
+@job
+async def parity_summary(tiers, shape=(1024, 1024), tokens=64):
+    """Per tier: [the sweep's combined digest, fv5 GEMM GMAC/s on one shape]."""
+    out = {}
+    for tier in tiers:
+        speed = kernel_bench.run("node", tiers=[tier], shapes=(tuple(shape),), tokens=(tokens,),
+                                 min_seconds=0.1, ops=("fv5_gemm",))[0]["gmacs"]
+        out[tier] = [parity.combined_digest(parity.digests(tier)), speed]
+    return out
+
+
+@job
+async def kernel_errors(tier):
+    """Bad calls each give a KernelError (not a crash) and the runtime stays alive: the error
+    texts, then the first values of a good call made afterwards."""
+    k = Kernels(tier)
+    x = array("f", [1.0] * 32)
+    x[17] = float("nan")
+    calls = (lambda: k.quantize(x, 2, 16),
+             lambda: k.prepare_fv5(bytearray(48), array("f", [0] * 12), array("f", [1] * 12), 12, 16),
+             lambda: k.int8_gemm(bytearray(8), array("f", [1]), 1, bytearray(7), array("f", [1]), 1, 8),
+             lambda: k.check_blocks(bytearray([125] * 48), 8, 16))
+    errors = []
+    for call in calls:
+        try:
+            call()
+            errors.append("no error")
+        except KernelError as e:
+            errors.append(str(e))
+    xq, _ = k.quantize(array("f", [0.5] * 16), 1, 16)
+    errors.append(list(xq[:2]))
+    return errors
+
+
+@job
+async def kernel_throughput(runtime, shapes, tokens, min_seconds):
+    return kernel_bench.run(runtime, shapes=tuple(tuple(s) for s in shapes), tokens=tuple(tokens),
+                            min_seconds=min_seconds)
+
+
+# ------------------------------------------------------------------------------------------
+# models and the engine
+
+@job
+async def model_fingerprint(model):
+    return fingerprint(load(await read_bytes(model)))
+
+
+@job
+async def transcribe(model, wav, tier="wasm_simd128"):
+    """[text, tokens] of a WAV file."""
+    from engine.audio import load_audio
+    engine = Engine.from_buffer(await read_bytes(model), tier)
+    result = engine.transcribe(load_audio(engine.k, bytes(await read_bytes(wav))))
+    return [result["text"], result["tokens"]]
+
+
+@job
+async def tokens_per_tier(model, clips):
+    """{tier: [tokens of each float32 clip]} for every tier this runtime has."""
+    model = await read_bytes(model)
+    audio = [await read_floats(c) for c in clips]
+    return {tier: [Engine.from_buffer(model, tier).transcribe(a)["tokens"] for a in audio]
+            for tier in available_tiers()}
+
+
+def batch_summary(engine, audio) -> dict:
+    enc, frames = engine.encode(audio)
+    result = engine.transcribe(audio)
+    return {"encoder_sha256": digest(enc), "frames": frames, "tokens": result["tokens"],
+            "text": result["text"], "words": result["words"]}
+
+
+def stream_summary(engine, audio) -> dict:
+    """A 48 kHz stream in 20 ms feeds, windows of at most 4 s."""
+    run = stream_samples(engine.stream(48000, max_window_ms=4000), audio, 960)
+    return {"events": run["events"], "text": run["final"]["text"], "words": run["final"]["words"],
+            "tokens": run["final"]["tokens"], "decodes": run["metrics"]["decodes"]}
+
+
+SUMMARIES = {"batch": batch_summary, "stream": stream_summary}
+
+
+@job
+async def engine_summary(model, audio, kind):
+    """{tier: batch_summary or stream_summary} for every tier this runtime has."""
+    model, audio = await read_bytes(model), await read_floats(audio)
+    return {tier: SUMMARIES[kind](Engine.from_buffer(model, tier), audio) for tier in available_tiers()}
+
+
+# ------------------------------------------------------------------------------------------
+# kernel workers (the harness page only: they need js.makeKernelPool)
+
+@job
+async def kernel_pool_start(tier="scalar", workers=1):
+    """"started", or why a kernel pool could not start (e.g. no cross-origin isolation)."""
+    import js
+    try:
+        pool = await js.makeKernelPool(tier, workers, wasm_module_path(tier))
+    except Exception as e:                           # a JavaScript error, as Pyodide raises it
+        return str(e)
+    pool.close()
+    return "started"
+
+
+@job
+async def worker_digests(model, audio, tiers, counts):
+    """{"tier/n": encoder digest, tokens, threads, commands sent} with n kernel workers."""
+    model, audio = await read_bytes(model), await read_floats(audio)
+    out = {}
+    for tier in tiers:
+        for n in counts:
+            engine, pool = await engine_with_workers(model, tier, n)
+            enc, _ = engine.encode(audio)
+            tokens = engine.transcribe(audio)["tokens"]
+            out[f"{tier}/{n}"] = {"encoder_sha256": digest(enc), "tokens": tokens, "threads": engine.threads,
+                                  "commands": sum(pool.commands) if pool is not None else 0}
+            if pool is not None:
+                pool.close()
+    return out
+
+
+@job
+async def worker_lost(model, audio, tier="wasm_simd128"):
+    """Two kernel workers, one killed after the first encode: what the engine says and computes."""
+    model, audio = await read_bytes(model), await read_floats(audio)
+    engine, pool = await engine_with_workers(model, tier, 2)
+    engine.encode(audio)
+    pool.kill(1)
+    started = time.perf_counter()
+    enc, _ = engine.encode(audio)
+    seconds = time.perf_counter() - started
+    again, _ = engine.encode(audio)
+    return {"lost": engine.team.lost, "threads": engine.threads, "seconds": seconds,
+            "digests": [digest(enc), digest(again)], "tokens": engine.transcribe(audio)["tokens"]}
+
+
+# ------------------------------------------------------------------------------------------
+# benchmarks (the harness page; files under /models/)
+
+def wasm_heap_bytes() -> int:
+    import pyodide_js
+    return pyodide_js._module.HEAPU8.length
+
+
+@job
+async def bench_transcribe(model, seconds, tiers):
+    """Batch transcription of /models/audio-{s}s.f32 per tier, with time by section."""
+    model = await read_bytes(model)
+    out = []
+    for s in seconds:
+        audio = await read_floats({"url": f"/models/audio-{s}s.f32"})
+        for tier in tiers:
+            engine = Engine.from_buffer(model, tier)
+            with Timer() as timer:
+                result = engine.transcribe(audio)
+            out.append({"tier": tier, "seconds": s, "result": result, "split": timer.seconds,
+                        "wasm_heap_bytes": wasm_heap_bytes()})
+    return out
+
+
+@job
+async def bench_stream_hops(model, audio, hops, tier="wasm_simd128"):
+    model, audio = await read_bytes(model), await read_floats(audio)
+    engine = Engine.from_buffer(model, tier)
+    return [{"hop": hop, "run": stream_samples(engine.stream(16000, hop_ms=hop), audio, 320)} for hop in hops]
+
+
+async def engines_by_count(model, tier, counts) -> tuple:
+    """{n: Engine} with n workers in all (the engine's own + n - 1 kernel workers), and their pools."""
+    engines, pools = {}, {}
+    for n in counts:
+        engines[n], pools[n] = await engine_with_workers(model, tier, n - 1)
+    return engines, pools
+
+
+@job
+async def bench_encoder_features(model, tier, counts, seconds, repeats):
+    """Median seconds of the encoder alone on /models/ort/features-{100 s}.f32, per worker count."""
+    model = await read_bytes(model)
+    out = {}
+    for n in counts:
+        engine, pool = await engine_with_workers(model, tier, n - 1)
+        for s in seconds:
+            frames = 100 * s
+            feats = await read_floats({"url": f"/models/ort/features-{frames}.f32"})
+            engine.encoder(feats, frames)
+            times = []
+            for _ in range(repeats):
+                started = time.perf_counter()
+                engine.encoder(feats, frames)
+                times.append(time.perf_counter() - started)
+            out[f"{s}/phonon {n}"] = round(statistics.median(times), 3)
+        if pool is not None:
+            pool.close()
+        del engine
+    return out
+
+
+@job
+async def bench_schedule(model, tier, counts):
+    """Seconds per worker count to decode every window of /models/schedule.json (start, length
+    in samples of /models/schedule-audio.f32), interleaved."""
+    model = await read_bytes(model)
+    audio = await read_floats({"url": "/models/schedule-audio.f32"})
+    windows = json.loads(bytes(await read_bytes({"url": "/models/schedule.json"})))
+    engines, _ = await engines_by_count(model, tier, counts)
+    view = memoryview(audio)
+    for e in engines.values():                       # warm-up
+        e.tokens(view[:16000 * 4])
+    spent = {n: 0.0 for n in engines}
+    for start, length in windows:
+        for n, e in engines.items():
+            started = time.perf_counter()
+            e.tokens(view[start:start + length])
+            spent[n] += time.perf_counter() - started
+    return {"seconds": spent}
+
+
+@job
+async def bench_workers(model, tier, counts, seconds, repeats):
+    """Encodes of /models/audio-{s}s.f32 per worker count, interleaved: median seconds, digests,
+    time by section (with the engine's own part, its wait and each kernel worker's busy time)."""
+    model = await read_bytes(model)
+    engines, pools = await engines_by_count(model, tier, counts)
+    records = []
+    for s in seconds:
+        audio = await read_floats({"url": f"/models/audio-{s}s.f32"})
+        times, digests, splits = {n: [] for n in engines}, {}, {}
+        for e in engines.values():
+            e.encode(audio)                          # warm-up
+        for _ in range(repeats):
+            for n, e in engines.items():
+                pool, busy = pools[n], []
+                if pool is not None:
+                    busy, pool.waitedMs, pool.ownMs = list(pool.busyMs), 0, 0
+                with Timer() as timer:
+                    started = time.perf_counter()
+                    enc, _ = e.encode(audio)
+                    times[n].append(time.perf_counter() - started)
+                digests[n] = digest(enc)
+                splits[n] = {k: round(v, 3) for k, v in timer.seconds.items()}
+                if pool is not None:
+                    splits[n]["own"] = round(pool.ownMs / 1000, 3)
+                    splits[n]["pool_wait"] = round(pool.waitedMs / 1000, 3)
+                    splits[n]["kernel_busy"] = [round((b - a) / 1000, 3) for a, b in zip(busy, pool.busyMs)]
+        records.append({"audio_seconds": s, "median_seconds": {n: statistics.median(t) for n, t in times.items()},
+                        "digests": digests, "split": splits})
+    heaps = {n: (pools[n].heapBytes if pools[n] is not None else 0) for n in engines}
+    return {"records": records, "engine_heap_bytes": wasm_heap_bytes(), "kernel_heap_bytes": heaps}

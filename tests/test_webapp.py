@@ -1,0 +1,95 @@
+"""The engine worker's Python side (engine/webapp.py), natively: what web/worker.mjs calls
+through Pyodide, with Python buffers where the page passes typed arrays. The browser tests
+(tests/test_site.py) run the same module in the page."""
+
+from __future__ import annotations
+
+import json
+from array import array
+from pathlib import Path
+
+import pytest
+
+from engine.audio import load_audio
+from engine.gguf_file import GGUFError
+from engine.streaming import stream_metrics, stream_samples
+from engine.transcribe import Engine
+from engine.webapp import WebApp, new_buffer
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "models" / "phonon-small.gguf"
+WAV = ROOT / "samples" / "two-commands.wav"
+
+
+@pytest.fixture()
+def app() -> WebApp:
+    app = WebApp()
+    buffer = new_buffer(MODEL.stat().st_size)
+    buffer[:] = MODEL.read_bytes()
+    assert app.load(buffer, "scalar") == "scalar"
+    return app
+
+
+def test_model_info_names_the_model(app):
+    info = json.loads(app.model_info())
+    assert info["tier"] == "scalar" and info["threads"] == app.threads() >= 1 and info["name"]
+    assert app.workers_lost() is None
+
+
+def test_a_file_in_steps_is_the_engines_transcript(app):
+    engine = Engine.open(MODEL, "scalar", 1)
+    want = engine.transcribe(load_audio(engine.k, WAV.read_bytes()))
+    seconds = app.prepare_wav(WAV.read_bytes())
+    assert app.begin_file() == pytest.approx(seconds)
+    steps = [json.loads(app.file_step())]
+    while "result" not in steps[-1]:
+        steps.append(json.loads(app.file_step()))
+    result, want = steps[-1]["result"], json.loads(json.dumps(want))    # as the page receives both
+    assert result["text"] == want["text"] and result["tokens"] == want["tokens"] and result["words"] == want["words"]
+    assert steps[-1]["done"] == pytest.approx(seconds, abs=0.01)
+
+
+def test_raw_pcm_is_downmixed_and_resampled(app):
+    engine = Engine.open(MODEL, "scalar", 1)
+    mono = load_audio(engine.k, WAV.read_bytes())           # 16 kHz
+    stereo = array("f")
+    for x in mono:
+        stereo.extend((x, x))
+    assert app.prepare_pcm(stereo.tobytes(), 16000, 2) == pytest.approx(len(mono) / 16000)
+    app.begin_file()
+    while "result" not in (step := json.loads(app.file_step())):
+        pass
+    assert step["result"]["text"] == engine.transcribe(mono)["text"]
+
+
+def test_a_stream_matches_a_session_fed_the_same_way(app):
+    engine = Engine.open(MODEL, "scalar", 1)
+    audio = load_audio(engine.k, WAV.read_bytes())
+    want = stream_samples(engine.stream(16000), audio, 1600)
+    app.start(16000)
+    for i in range(0, len(audio), 1600):
+        app.feed(memoryview(audio[i:i + 1600]))
+        live = json.loads(app.partial())
+        assert set(live) == {"view", "metrics"}
+        assert live["metrics"]["audio_seconds"] == pytest.approx((i + len(audio[i:i + 1600])) / 16000, abs=1e-3)
+    out = json.loads(app.finish())
+    assert out["result"]["text"] == want["final"]["text"]
+    assert [e["committed"] for e in app.events] == [e["committed"] for e in want["events"]]
+    assert out["metrics"].keys() == stream_metrics([], want["final"], engine.stream(16000).stats).keys()
+    assert app.session is None
+
+
+def test_switch_keeps_the_model_in_use_on_a_bad_file(app):
+    before = app.engine
+    with pytest.raises(GGUFError):
+        app.switch(bytearray(b"GGUF" + bytes(60)), "scalar")
+    assert app.engine is before
+    app.start(16000)
+    with pytest.raises(RuntimeError, match="a live stream is open"):
+        app.switch(bytearray(MODEL.read_bytes()), "scalar")
+    assert app.engine is before
+
+
+def test_begin_file_needs_prepared_audio(app):
+    with pytest.raises(RuntimeError, match="before prepare_wav"):
+        app.begin_file()
