@@ -9,6 +9,8 @@
     python3 build.py bench     GMAC/s of every tier in every runtime, then end-to-end RTFx on
                                the full-size synthetic model (--json FILE, --no-e2e, --e2e-only)
     python3 build.py site      the static web app in dist/site/ (wheel, Pyodide, model, manifest)
+    python3 build.py package   the runtime alone with its JavaScript API in dist/phonon-web/
+                               (phonon.mjs, phonon.d.ts, package.json with exports)
     python3 build.py serve     serve dist/site on localhost (--port N, --coop-coep)
     python3 build.py demo      set up, build everything, serve the web app and print its URL
                                (--model FILE|phonon-2|bundled; default: Phonon-2 when cached or
@@ -61,9 +63,12 @@ TRAINED_MODEL = ROOT / "models" / "phonon-small.gguf"
 TINY_MODEL = BUILD / "tiny.gguf"
 TINY_SOURCE = ROOT / "tests" / "data" / "tiny"
 # the site's own files (web/), copied as they are; index.html and sw.js are rendered
-SITE_STATIC = ["app.mjs", "worker.mjs", "pyodide-boot.mjs", "capture-worklet.mjs", "formats.mjs",
-               "kernel-pool.mjs", "kernel-worker.mjs", "kernel-protocol.mjs",
-               "style.css", "icon.svg"]
+# the runtime: the JavaScript API (phonon.mjs + types), its engine worker and kernel workers
+RUNTIME_STATIC = ["phonon.mjs", "phonon.d.ts", "worker.mjs", "pyodide-boot.mjs",
+                  "kernel-pool.mjs", "kernel-worker.mjs", "kernel-protocol.mjs"]
+# the demo app on top of it
+APP_STATIC = ["app.mjs", "capture-worklet.mjs", "formats.mjs", "style.css", "icon.svg"]
+SITE_STATIC = RUNTIME_STATIC + APP_STATIC
 # what loadPyodide() fetches from its indexURL (pyodide.mjs imports pyodide.asm.mjs)
 PYODIDE_RUNTIME = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
                    "pyodide-lock.json"]
@@ -441,11 +446,34 @@ def remote_model(args) -> dict | None:
     return {"url": url, "sha256": digest, "size": size, "name": name, "test_model": False, "description": ""}
 
 
-def cmd_site(args=None) -> Path:
+PACKAGE = ROOT / "dist" / "phonon-web"
+
+
+def cmd_package(args=None) -> Path:
+    """dist/phonon-web/ (or --out DIR): the runtime alone, for developers' own pages - the
+    JavaScript API (phonon.mjs, phonon.d.ts), the engine and kernel workers, Pyodide, the wheel,
+    the model, manifest.json and a package.json with `exports` (a bundler or a plain
+    <script type="module"> can use it). No demo app, no service worker."""
+    args = args or argparse.Namespace()
+    if not getattr(args, "out", None):
+        args.out = str(PACKAGE)
+    return cmd_site(args, package=True)
+
+
+def package_json() -> dict:
+    return {"name": "phonon-web", "version": project_version(), "type": "module", "license": "Apache-2.0",
+            "description": "Private, offline speech recognition in the browser (Parakeet-TDT on WebAssembly in a worker)",
+            "exports": {".": {"types": "./phonon.d.ts", "import": "./phonon.mjs", "default": "./phonon.mjs"},
+                        "./manifest.json": "./manifest.json"},
+            "types": "./phonon.d.ts", "sideEffects": False}
+
+
+def cmd_site(args=None, package: bool = False) -> Path:
     """dist/site/ (or --out DIR): the app (web/), the Pyodide runtime files from the pinned npm
     package, the engine wheel, the model (default_model(), or --model F), NOTICE and LICENSE,
     and manifest.json with every file's sha256 and size. Relative URLs only, so it works from
-    any sub-path of any static host. Built in a staging folder and swapped in whole."""
+    any sub-path of any static host. Built in a staging folder and swapped in whole. With
+    `package`, the runtime alone (cmd_package)."""
     setup_venv()
     wheel = cmd_wheel()
     pyodide = npm_package_dir("pyodide")
@@ -462,7 +490,7 @@ def cmd_site(args=None) -> Path:
     if stage.exists():
         shutil.rmtree(stage)
     print(f"+ assemble {stage}")
-    copies = {name: WEB / name for name in SITE_STATIC}
+    copies = {name: WEB / name for name in (RUNTIME_STATIC + ["example.html"] if package else SITE_STATIC)}
     copies.update({f"pyodide/{name}": pyodide / name for name in PYODIDE_RUNTIME})
     copies.update({f"wheel/{wheel.name}": wheel, "NOTICE.txt": ROOT / "NOTICE", "LICENSE.txt": ROOT / "LICENSE"})
     if model is not None:
@@ -483,17 +511,22 @@ def cmd_site(args=None) -> Path:
         model_rel, model_entry = None, model_info            # on another origin: not a site file
     context = {"version": project_version(), "pyodide_version": PINS["pyodide"]["version"],
                "model": model_entry, "wheel": f"wheel/{wheel.name}"}
-    render(WEB / "index.html.j2", stage / "index.html", context)
-    add("index.html")
+    if package:
+        (stage / "package.json").write_text(json.dumps(package_json(), indent=1) + "\n")
+        add("package.json")
+    else:
+        render(WEB / "index.html.j2", stage / "index.html", context)
+        add("index.html")
     # the build id names the service worker's cache: any change to any file makes a new one
     listing = "".join(f"{rel} {files[rel]['sha256']}\n" for rel in sorted(files))
     listing += f"sw.js.j2 {sha256_of(WEB / 'sw.js.j2')}\n"
     build_id = hashlib.sha256(listing.encode()).hexdigest()[:16]
-    shell = sorted((rel for rel in files if rel != model_rel), key=lambda r: (-files[r]["size"], r))
-    shell_bytes = sum(files[r]["size"] for r in shell)
-    shell.append("manifest.json")                   # written last (it lists sw.js's digest)
-    render(WEB / "sw.js.j2", stage / "sw.js", dict(context, build=build_id, shell=shell, shell_bytes=shell_bytes))
-    add("sw.js")
+    if not package:
+        shell = sorted((rel for rel in files if rel != model_rel), key=lambda r: (-files[r]["size"], r))
+        shell_bytes = sum(files[r]["size"] for r in shell)
+        shell.append("manifest.json")                   # written last (it lists sw.js's digest)
+        render(WEB / "sw.js.j2", stage / "sw.js", dict(context, build=build_id, shell=shell, shell_bytes=shell_bytes))
+        add("sw.js")
     manifest = {"name": "phonon-web", "version": project_version(), "build": build_id,
                 "pyodide": {"version": PINS["pyodide"]["version"], "path": "pyodide/"},
                 "wheel": f"wheel/{wheel.name}", "model": model_entry,
@@ -505,7 +538,7 @@ def cmd_site(args=None) -> Path:
     stage.rename(site)
     total = sum(f["size"] for f in files.values())
     where = model.name if model is not None else model_entry["url"]
-    print(f"site: {site} ({len(files) + 1} files, {total / 2**20:.1f} MiB; "
+    print(f"{'package' if package else 'site'}: {site} ({len(files) + 1} files, {total / 2**20:.1f} MiB; "
           f"model {where} {model_entry['size']:,} bytes; build {build_id})")
     return site
 
@@ -550,10 +583,12 @@ def build_all(site: bool = False):
 
 
 def build_test_sites():
-    """dist/site as shipped, and dist/site-tiny with the tiny test model (whose random weights
-    always emit tokens, so the browser tests can check live text whatever the default model)."""
+    """dist/site as shipped, dist/site-tiny with the tiny test model (whose random weights
+    always emit tokens, so the browser tests can check live text whatever the default model),
+    and dist/phonon-web, the runtime package the API tests load."""
     build_all(site=True)
     cmd_site(argparse.Namespace(model=str(tiny_model()), out=str(SITE_TINY)))
+    cmd_package()
 
 
 def test_env() -> dict:
@@ -561,7 +596,7 @@ def test_env() -> dict:
                 PHONON_PYODIDE_DIR=str(npm_package_dir("pyodide")),
                 PHONON_ORT_DIR=str(npm_package_dir("onnxruntime_web")),
                 PHONON_WHEEL=str(wheel_path()), PHONON_CHECKS_WHEEL=str(checks_wheel_path()),
-                PHONON_SITE=str(SITE), PHONON_SITE_TINY=str(SITE_TINY))
+                PHONON_SITE=str(SITE), PHONON_SITE_TINY=str(SITE_TINY), PHONON_PACKAGE=str(PACKAGE))
 
 
 def cmd_test(args):
@@ -703,6 +738,10 @@ def main(argv=None):
     site.add_argument("--model-sha256", help="the --model-url model's sha256 (64 hex digits)")
     site.add_argument("--model-bytes", type=int, help="the --model-url model's size in bytes")
     site.add_argument("--model-name", help="the name the page shows for the --model-url model")
+    package = sub.add_parser("package", help="the runtime alone with its JavaScript API (dist/phonon-web)")
+    for flag in ("--model", "--out", "--model-url", "--model-sha256", "--model-name"):
+        package.add_argument(flag, help=site._option_string_actions[flag].help)
+    package.add_argument("--model-bytes", type=int, help=site._option_string_actions["--model-bytes"].help)
     for name in ("serve", "demo"):
         serve = sub.add_parser(name, help="serve dist/site on 127.0.0.1" + (" after building it" if name == "demo" else ""))
         serve.add_argument("--port", type=int, help="default 8000 (any free port if 8000 is taken)")

@@ -87,6 +87,12 @@ class WebApp:
         self.session = None
         return json.dumps({"result": final, "metrics": metrics})
 
+    def cancel_stream(self) -> None:
+        """Drop the open stream: a decode in progress stops, nothing is committed."""
+        if self.session is not None:
+            self.session.cancel()
+        self.session = None
+
     # -- a file, a window per step --------------------------------------------------------------
 
     def prepare_wav(self, data) -> float:

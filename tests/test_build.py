@@ -121,3 +121,19 @@ def test_cpu_detection_follows_the_table():
             break
     want = [t.name for t in tiers_of("native") if all(f in flags for f in t.cpu_features)]
     assert available_tiers() == want
+
+
+def test_the_runtime_package_is_the_runtime_and_its_api():
+    """dist/phonon-web: the API, its workers, Pyodide, the wheel, a model - no demo app, no
+    service worker - and a package.json whose exports name files that are there."""
+    package = ROOT / "dist" / "phonon-web"
+    assert package.exists(), "run through `python3 build.py test`"
+    meta = json.loads((package / "package.json").read_text())
+    for target in [meta["types"], *meta["exports"]["."].values(), meta["exports"]["./manifest.json"]]:
+        assert (package / target).is_file(), target
+    top = {p.name for p in package.iterdir()}
+    assert {"phonon.mjs", "phonon.d.ts", "worker.mjs", "kernel-worker.mjs", "manifest.json", "example.html",
+            "pyodide", "wheel", "models", "NOTICE.txt", "LICENSE.txt"} <= top
+    assert not top & {"index.html", "app.mjs", "sw.js", "capture-worklet.mjs", "style.css"}
+    manifest = json.loads((package / "manifest.json").read_text())
+    assert set(manifest["files"]) | {"manifest.json"} == {str(p.relative_to(package)) for p in package.rglob("*") if p.is_file()}

@@ -1,11 +1,14 @@
 // The engine worker: Pyodide + the phonon-web engine, the model, live streams and files.
 // Everything slow happens here; the page only posts messages and never waits on a decode.
 //
-// page -> worker   {kind: "init", manifest, tier, debug, localModel}   boot, fetch/verify/cache the
-//                                                           model (localModel: {sha256, name} of a
-//                                                           file the user opened before, if cached)
+// page -> worker   {kind: "init", manifest, tier, debug, localModel, modelBytes, threads}
+//                                                           boot, fetch/verify/cache the model
+//                                                           (localModel: {sha256, name} of a file the
+//                                                           user opened before, if cached; modelBytes:
+//                                                           {name, bytes} to use instead)
 //                  {kind: "open-model", name, bytes}         switch to a local .gguf (kept on failure)
 //                  {kind: "cancel-file"}                     stop the file being transcribed
+//                  {kind: "cancel-stream"}                   drop the open stream (no final)
 //                  {kind: "kill-kernel-worker", slot}        (debug) a kernel worker stops, as if crashed
 //                  {kind: "start", rate, port, ring}         open a stream; audio arrives on port
 //                  {kind: "file", name, wav} | {kind: "file", name, pcm, rate, channels}
@@ -13,7 +16,7 @@
 //                  {kind: "captured"}                        (debug) the samples fed so far
 // port (worklet)   {kind: "audio", samples} ... {kind: "end"}   (with a ring: only "end")
 // worker -> page   stage, progress, ready, model-switched, started, partial, final, file-busy,
-//                  file-progress, file-result, file-cancelled, workers-lost,
+//                  file-progress, file-result, file-cancelled, stream-cancelled, workers-lost,
 //                  pong, error (recoverable), fatal (the worker cannot go on)
 import { bootPyodide } from "./pyodide-boot.mjs";
 import { KernelPool } from "./kernel-pool.mjs";
@@ -38,7 +41,7 @@ class Fatal extends Error {
 // ------------------------------------------------------------------------------------------
 // boot: runtime, engine wheel, model
 
-async function init({ manifest, tier, debug: debugMode, localModel, threads = 1, threadsForced: forced = false,
+async function init({ manifest, tier, debug: debugMode, localModel, modelBytes, threads = 1, threadsForced: forced = false,
                       threadsNote: note = null }) {
   debug = !!debugMode;
   threadsWanted = threads;
@@ -62,6 +65,18 @@ async function init({ manifest, tier, debug: debugMode, localModel, threads = 1,
   currentTier = tier;
   const local = localModel ? await openCachedLocalModel(localModel, tier) : null;
   let model = null, usedTier = local && local.tier, localNote = local && local.note;
+  if (modelBytes) {                           // the API's Recognizer.load({model: bytes})
+    const buffer = pyBytes(new Uint8Array(modelBytes.bytes));
+    t.compile = performance.now();
+    post({ kind: "stage", stage: "compile" });
+    try {
+      usedTier = await loadEngine(buffer, tier, "load", modelBytes.bytes.byteLength);
+    } catch (e) {
+      throw new Fatal("model-file", `${modelBytes.name} is not a model this engine can use: ${lastLine(e)}`);
+    } finally {
+      buffer.destroy();
+    }
+  }
   if (!usedTier) {
     model = await loadModel(manifest.model, base);
     t.compile = performance.now();
@@ -77,7 +92,8 @@ async function init({ manifest, tier, debug: debugMode, localModel, threads = 1,
   t.compile = t.compile || performance.now();
   t.ready = performance.now();
   post({
-    kind: "ready", tier: usedTier, threads: app.threads(), threadsNote, modelSource: model ? model.source : "local-cache",
+    kind: "ready", tier: usedTier, threads: app.threads(), threadsNote, model: JSON.parse(app.model_info()),
+    modelSource: modelBytes ? "bytes" : model ? model.source : "local-cache",
     cacheNote: model ? model.cacheNote : null, localModel: local && local.info, localNote,
     heapBytes: heapBytes(),
     timings: { runtime: t.engine - t.start, engine: t.model - t.engine, model: t.compile - t.model,
@@ -344,11 +360,11 @@ function lastLine(e) {
 // ------------------------------------------------------------------------------------------
 // live stream
 
-function startStream({ rate, port, ring }) {
+function startStream({ rate, port, ring, id = null }) {
   if (stream) throw new Fatal("state", "a stream is already open");
   app.start(rate);
   captured = [];
-  stream = { rate, port, ring: ring ? openRing(ring) : null, timer: null, started: performance.now() };
+  stream = { id, rate, port, ring: ring ? openRing(ring) : null, timer: null, started: performance.now() };
   port.onmessage = ({ data }) => guard(() => {
     if (!stream) return;
     if (data.kind === "audio") feed(data.samples);
@@ -392,21 +408,33 @@ function tick() {
     const { view, metrics } = JSON.parse(app.partial());
     if (stream.ring) metrics.dropped_samples = Atomics.load(stream.ring.header, 2);
     checkWorkers();
-    post({ kind: "partial", view, metrics });
+    post({ kind: "partial", id: stream.id, view, metrics });
   });
   if (stream) stream.timer = setTimeout(tick, TICK_MS);   // after the decode: never overlapping
+}
+
+// The API's stream.cancel(): the session is dropped, nothing more is decoded or posted.
+function cancelStream() {
+  if (!stream) return;
+  clearTimeout(stream.timer);
+  stream.port.close();
+  const id = stream.id;
+  stream = null;
+  app.cancel_stream();
+  post({ kind: "stream-cancelled", id });
 }
 
 function endStream() {
   clearTimeout(stream.timer);
   if (stream.ring) drainRing();
   const dropped = stream.ring ? Atomics.load(stream.ring.header, 2) : 0;
+  const id = stream.id;
   stream.port.close();
   stream = null;
   const { result, metrics } = JSON.parse(app.finish());
   metrics.dropped_samples = dropped;
   checkWorkers();
-  post({ kind: "final", result, metrics, heapBytes: heapBytes() });
+  post({ kind: "final", id, result, metrics, heapBytes: heapBytes() });
 }
 
 // ------------------------------------------------------------------------------------------
@@ -479,6 +507,7 @@ self.onmessage = ({ data }) => guard(async () => {
     case "file": return refuseWhileFileRuns(`transcribe ${data.name}`) || transcribeFile(data);
     case "open-model": return refuseWhileFileRuns("switch models") || openModelFile(data);
     case "cancel-file": if (fileJob) fileJob.cancelled = true; return;
+    case "cancel-stream": return cancelStream();
     case "kill-kernel-worker": if (debug && pool) pool.kill(data.slot || 0); return;     // tests: a crash
     case "captured": {
       const n = captured.reduce((s, c) => s + c.length, 0);

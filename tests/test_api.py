@@ -1,0 +1,217 @@
+"""The JavaScript API (web/phonon.mjs) in Chromium, through the API alone: the runtime package
+(dist/phonon-web, `build.py package`) served as a developer would host it, a blank page that
+imports phonon.mjs. Batch and stream results are the native engine's; cancel, close and every
+misuse give a PhononError with a code and the recogniser goes on; the 30-line example page works."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import build_artifact
+
+ROOT = Path(__file__).resolve().parent.parent
+WAV = ROOT / "samples" / "two-commands.wav"
+MODEL = ROOT / "models" / "phonon-small.gguf"
+
+pytestmark = pytest.mark.browser
+
+# page.evaluate helper: the code of the PhononError a call gives ("no error" if none)
+CODE_OF = """const codeOf = async (f) => { try { await f(); return "no error"; }
+                                      catch (e) { return e.name === "PhononError" ? e.code : `not a PhononError: ${e}`; } };"""
+
+
+@pytest.fixture(scope="module")
+def native():
+    from engine.audio import load_audio
+    from engine.streaming import stream_samples
+    from engine.transcribe import Engine
+    engine = Engine.open(MODEL, "scalar", 1)
+    samples = load_audio(engine.k, WAV.read_bytes())
+    batch = json.loads(json.dumps(engine.transcribe(samples)))
+    stream = json.loads(json.dumps(stream_samples(engine.stream(16000), samples, 320)["final"]))
+    return {"samples": list(samples), "batch": batch, "stream": stream}
+
+
+@pytest.fixture(scope="module")
+def server():
+    from harness.server import StaticServer
+    package = build_artifact("PHONON_PACKAGE")
+    with StaticServer({"/": package, "/test/": ROOT / "tests" / "data" / "api-page"}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from harness.site_check import SiteBrowser
+    with SiteBrowser() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def page(server, browser):
+    """A page with window.api (the module) and window.r (a loaded Recognizer)."""
+    page = browser.browser.new_context().new_page()
+    page.set_default_timeout(180_000)
+    page.problems = []
+    page.on("pageerror", lambda e: page.problems.append(str(e)))
+    page.goto(server.url + "/test/index.html")
+    page.evaluate("""async () => {
+        window.api = await import("/phonon.mjs");
+        window.stages = [];
+        window.r = await window.api.Recognizer.load({ onProgress: (p) => window.stages.push(p.stage) });
+    }""")
+    yield page
+    page.context.close()
+
+
+def test_load_reports_progress_and_what_runs(page):
+    info = page.evaluate("({ tier: r.tier, threads: r.threads, model: r.model, stages: [...new Set(stages)] })")
+    assert info["tier"] == "wasm_relaxed_simd" and info["threads"] == 1
+    assert info["model"]["name"] and info["stages"] == ["runtime", "engine", "model", "compile"]
+
+
+def test_transcribe_samples_a_wav_and_a_blob_give_the_native_transcript(page, native):
+    got = page.evaluate("""async ({ samples, wav }) => {
+        const bytes = Uint8Array.from(atob(wav), (c) => c.charCodeAt(0));
+        return [await r.transcribe(Float32Array.from(samples), 16000),
+                await r.transcribe(bytes.buffer.slice(0)),
+                await r.transcribe(new Blob([bytes], { type: "audio/wav" }))];
+    }""", {"samples": native["samples"], "wav": base64.b64encode(WAV.read_bytes()).decode()})
+    want = native["batch"]
+    assert want["text"] and want["tokens"]
+    for result in got:
+        assert (result["text"], result["tokens"], result["words"]) == (want["text"], want["tokens"], want["words"])
+
+
+def test_a_stream_gives_the_native_final_with_partial_and_commit_events(page, native):
+    got = page.evaluate("""async ({ samples }) => {
+        const x = Float32Array.from(samples);
+        const s = r.stream({ sampleRate: 16000 });
+        const partials = [], commits = [];
+        s.addEventListener("partial", (e) => partials.push(e.detail));
+        s.addEventListener("commit", (e) => commits.push(...e.detail.words));
+        let finalEvent = null;
+        s.addEventListener("final", (e) => { finalEvent = e.detail; });
+        for (let i = 0; i < x.length; i += 320) {
+            s.feed(x.subarray(i, i + 320));
+            if (i % 16000 === 0) await new Promise((done) => setTimeout(done, 200));   // let partials run
+        }
+        const final = await s.finish();
+        return { final, partials: partials.length, commits, sameEvent: finalEvent === final, state: s.state };
+    }""", {"samples": native["samples"]})
+    want = native["stream"]
+    final = got["final"]
+    assert (final["text"], final["words"], final["tokens"]) == (want["text"], want["words"], want["tokens"])
+    assert got["partials"] > 0 and got["sameEvent"] and got["state"] == "finished"
+    assert got["commits"] == final["words"]          # every word committed once, in order
+    assert final["metrics"]["decodes"] > 0
+
+
+def test_cancel_a_stream_and_a_transcription_then_go_on(page, native):
+    got = page.evaluate(CODE_OF + """async ({ samples }) => {
+        const x = Float32Array.from(samples);
+        const s = r.stream({ sampleRate: 16000 });
+        s.feed(x.subarray(0, 32000));
+        await new Promise((done) => setTimeout(done, 300));
+        s.cancel();
+        const afterCancel = await codeOf(() => s.finish());
+        const feedAfterCancel = await codeOf(() => s.feed(x.subarray(0, 10)));
+        const controller = new AbortController();
+        const long = new Float32Array(16000 * 300);                    // 5 minutes: many steps
+        for (let i = 0; i < long.length; i++) long[i] = 0.1 * Math.sin(i * 0.05) * Math.sin(i * 0.0007);
+        const steps = [];
+        const cancelled = await codeOf(() => r.transcribe(long, 16000, { signal: controller.signal,
+            onProgress: (p) => { steps.push(p.done); controller.abort(); } }));
+        const again = await r.transcribe(x, 16000);
+        const s2 = r.stream({ sampleRate: 16000 });
+        s2.feed(x);
+        const final = await s2.finish();
+        return { afterCancel, feedAfterCancel, cancelled, steps, again: again.text, final: final.text };
+    }""", {"samples": native["samples"]})
+    assert got["afterCancel"] == "cancelled" and got["feedAfterCancel"] == "state"
+    assert got["cancelled"] == "cancelled" and 1 <= len(got["steps"]) <= 2
+    assert got["again"] == native["batch"]["text"] and got["final"] == native["stream"]["text"]
+
+
+def test_misuse_gives_clear_errors_and_loses_nothing(page, native):
+    got = page.evaluate(CODE_OF + """async ({ samples }) => {
+        const x = Float32Array.from(samples);
+        const out = {};
+        out.fractional_rate = await codeOf(() => r.transcribe(new Float32Array(10), 44100.5));
+        out.low_rate = await codeOf(() => r.stream({ sampleRate: 1000 }));
+        out.no_rate = await codeOf(() => r.stream({}));
+        out.not_audio = await codeOf(() => r.transcribe([0.1, 0.2], 16000));
+        out.nan_transcribe = await codeOf(() => r.transcribe(Float32Array.of(0, NaN, 0), 16000));
+        const s = r.stream({ sampleRate: 16000 });
+        out.second_stream = await codeOf(() => r.stream({ sampleRate: 16000 }));
+        out.nan_feed = await codeOf(() => s.feed(Float32Array.of(0.1, Infinity)));
+        out.array_feed = await codeOf(() => s.feed([0.1, 0.2]));
+        s.feed(x);
+        out.text = (await s.finish()).text;
+        out.feed_after_finish = await codeOf(() => s.feed(x));
+        out.garbage_file = await codeOf(() => r.transcribe(new Uint8Array(4000).fill(7).buffer));
+        const wav = new Uint8Array(44);
+        wav.set([82, 73, 70, 70], 0); wav.set([87, 65, 86, 69], 8);            // "RIFF" ... "WAVE", nothing else
+        out.broken_wav = await codeOf(() => r.transcribe(wav.buffer));
+        out.empty = (await r.transcribe(new Float32Array(0), 16000)).text;
+        out.still_works = (await r.transcribe(x, 16000)).text;
+        return out;
+    }""", {"samples": native["samples"]})
+    assert got == {"fractional_rate": "sample-rate", "low_rate": "sample-rate", "no_rate": "sample-rate",
+                   "not_audio": "audio", "nan_transcribe": "samples", "second_stream": "busy",
+                   "nan_feed": "samples", "array_feed": "samples", "text": native["stream"]["text"],
+                   "feed_after_finish": "state", "garbage_file": "audio", "broken_wav": "audio", "empty": "",
+                   "still_works": native["batch"]["text"]}
+    assert not page.problems, page.problems
+
+
+def test_loading_options_and_close(page, server):
+    manifest = json.loads((build_artifact("PHONON_PACKAGE") / "manifest.json").read_text())
+    model = manifest["model"]
+    got = page.evaluate(CODE_OF + """async ({ model, tinyUrl }) => {
+        const { Recognizer } = window.api;
+        const out = {};
+        out.unknown_tier = await codeOf(() => Recognizer.load({ tier: "avx9000" }));
+        out.bad_threads = await codeOf(() => Recognizer.load({ threads: 0 }));
+        out.bad_model = await codeOf(() => Recognizer.load({ model: 42 }));
+        out.not_a_model = await codeOf(() => Recognizer.load({ model: new Uint8Array(1000).fill(1) }));
+        out.wrong_digest = await codeOf(() => Recognizer.load({ model: { url: "/" + model.path, size: model.size,
+                                                                          sha256: "0".repeat(64) } }));
+        out.missing_url = await codeOf(() => Recognizer.load({ model: "/models/no-such.gguf" }));
+        const pinned = await Recognizer.load({ model: { url: "/" + model.path, size: model.size, sha256: model.sha256 } });
+        out.pinned = pinned.model.name;
+        const bytes = await (await fetch("/" + model.path)).arrayBuffer();
+        const fromBytes = await Recognizer.load({ model: bytes, tier: "scalar" });
+        out.from_bytes = [fromBytes.model.name, fromBytes.tier];
+        const running = fromBytes.transcribe(new Float32Array(16000 * 20), 16000);
+        fromBytes.close();
+        out.pending_on_close = await codeOf(() => running);
+        out.after_close = await codeOf(() => fromBytes.transcribe(new Float32Array(10), 16000));
+        out.stream_after_close = await codeOf(() => fromBytes.stream({ sampleRate: 16000 }));
+        out.closed = fromBytes.closed;
+        pinned.close();
+        return out;
+    }""", {"model": model, "tinyUrl": None})
+    assert got == {"unknown_tier": "state", "bad_threads": "state", "bad_model": "state",
+                   "not_a_model": "model-file", "wrong_digest": "model-digest", "missing_url": "model-fetch",
+                   "pinned": page.evaluate("r.model.name"), "from_bytes": [page.evaluate("r.model.name"), "scalar"],
+                   "pending_on_close": "closed", "after_close": "closed", "stream_after_close": "closed",
+                   "closed": True}
+
+
+def test_the_example_page_transcribes_a_file(server, browser, native):
+    page = browser.browser.new_context().new_page()
+    problems = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+    page.goto(server.url + "/example.html")
+    page.wait_for_function("document.getElementById('status').textContent.startsWith('Ready')", timeout=180_000)
+    page.set_input_files("#file", str(WAV))
+    page.wait_for_function("document.getElementById('text').textContent.length > 0", timeout=180_000)
+    assert page.text_content("#text") == native["batch"]["text"]
+    assert not problems, problems
+    page.context.close()

@@ -1,0 +1,394 @@
+// phonon-web's JavaScript API: speech recognition in a Web Worker (Pyodide + the engine +
+// WebAssembly kernels), nothing sent anywhere. The demo app (app.mjs) is one user of it.
+//
+//   import { Recognizer } from "./phonon.mjs";
+//   const r = await Recognizer.load({ onProgress: (p) => console.log(p.stage, p.loaded, p.total) });
+//   const { text, words, tokens } = await r.transcribe(float32Samples, 16000);   // or an ArrayBuffer/Blob
+//   const s = r.stream({ sampleRate: 48000 });
+//   s.addEventListener("partial", (e) => show(e.detail.committed, e.detail.tentative));
+//   s.addEventListener("commit", (e) => append(e.detail.words));
+//   s.feed(samples); ...; const final = await s.finish();       // or s.cancel()
+//   r.close();
+//
+// Files beside this module (the site or the package built by `python3 build.py site|package`):
+// manifest.json (runtime, wheel, tiers, default model), worker.mjs, pyodide/, wheel/, models/.
+// Types: phonon.d.ts.
+
+const RATE_MIN = 8000, RATE_MAX = 192000;
+
+/** An error from the engine or from misuse; `code` says which kind ("closed", "busy", "state",
+ *  "sample-rate", "samples", "audio", "model-file", "model-digest", "model-fetch", "boot",
+ *  "engine", "cancelled", "worker"). */
+export class PhononError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = "PhononError";
+    this.code = code;
+  }
+}
+
+const checkRate = (rate) => {
+  if (!Number.isInteger(rate) || rate < RATE_MIN || rate > RATE_MAX) {
+    throw new PhononError("sample-rate", `sample rate ${rate} is not supported: use an integer from ${RATE_MIN} to ${RATE_MAX} Hz`);
+  }
+};
+
+function checkSamples(samples, what) {
+  if (!(samples instanceof Float32Array)) {
+    throw new PhononError("samples", `${what}: expected a Float32Array of samples, got ${Object.prototype.toString.call(samples)}`);
+  }
+  for (let i = 0; i < samples.length; i++) {
+    if (!Number.isFinite(samples[i])) {
+      throw new PhononError("samples", `${what}: sample ${i} is ${samples[i]} (NaN or infinite); nothing was added`);
+    }
+  }
+}
+
+// The wasm tiers, best first (engine/tiers.py via manifest.json), each with the smallest module
+// using its instructions: the first that WebAssembly.validate accepts runs here.
+export function bestTier(tiers) {
+  const runs = (t) => !t.probe.length || WebAssembly.validate(Uint8Array.from(t.probe));
+  const best = tiers.find(runs);
+  return best ? best.name : "scalar";
+}
+
+export class Recognizer extends EventTarget {
+  /**
+   * Start the engine worker and load a model.
+   * options.base: the folder holding manifest.json (default: this module's folder).
+   * options.model: undefined (the manifest's model), {url, sha256, size} (downloaded, checked,
+   *   cached), a URL string (downloaded, not cached), or the model's bytes (ArrayBuffer,
+   *   Uint8Array, Blob).
+   * options.tier: "auto" or a tier name; options.threads: workers for the encoder (default: the
+   *   cores up to 4 when the page is cross-origin isolated and the model is large; else 1).
+   * options.onProgress({stage, loaded?, total?}): "runtime", "engine", "model" (with bytes), "compile".
+   */
+  static async load(options = {}) {
+    const r = new Recognizer();
+    await r.#start(options);
+    return r;
+  }
+
+  #worker = null;
+  #closed = false;
+  #pending = null;           // the running transcribe: {resolve, reject, onProgress}
+  #queue = Promise.resolve();
+  #stream = null;            // the open Stream
+  #streams = 0;              // ids: a cancelled stream's late messages never reach the next one
+  #onProgress = null;
+  #ready = null;             // {resolve, reject} during load
+
+  /** The kernel tier, encoder workers, why fewer run (or null), the model's name and notice. */
+  tier = null;
+  threads = 1;
+  threadsNote = null;
+  model = null;
+  timings = null;
+
+  async #start({ base, model, tier = "auto", threads, onProgress, debug = false } = {}) {
+    base = new URL(base || "./", base ? location.href : import.meta.url);
+    if (!base.href.endsWith("/")) base = new URL(base.href + "/");
+    this.#onProgress = onProgress || null;
+    let manifest;
+    try {
+      const response = await fetch(new URL("manifest.json", base));
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      manifest = await response.json();
+    } catch (e) {
+      throw new PhononError("boot", `phonon-web's manifest.json could not be loaded from ${base.href} (${e.message})`);
+    }
+    const init = { kind: "init", manifest: { ...manifest }, tier: tier === "auto" ? bestTier(manifest.tiers) : tier, debug };
+    const known = manifest.tiers.map((t) => t.name);
+    if (!known.includes(init.tier)) {
+      throw new PhononError("state", `unknown tier ${JSON.stringify(tier)}: use "auto" or one of ${known.join(", ")}`);
+    }
+    Object.assign(init, chooseThreads(threads));
+    const transfer = [];
+    if (model !== undefined && model !== null) {
+      if (typeof model === "string" || model instanceof URL) {
+        init.modelBytes = await download(new URL(model, location.href));
+      } else if (model instanceof Blob) {
+        init.modelBytes = { name: model.name || "the model", bytes: await model.arrayBuffer() };
+      } else if (model instanceof ArrayBuffer || ArrayBuffer.isView(model)) {
+        const bytes = model instanceof ArrayBuffer ? model.slice(0) : model.buffer.slice(model.byteOffset, model.byteOffset + model.byteLength);
+        init.modelBytes = { name: "the model", bytes };
+      } else if (typeof model === "object" && model.url && model.sha256 && Number.isInteger(model.size)) {
+        init.manifest.model = { url: new URL(model.url, location.href).href, sha256: model.sha256, size: model.size };
+      } else {
+        throw new PhononError("state", "model: expected a URL, {url, sha256, size}, or the model's bytes (ArrayBuffer, Uint8Array, Blob)");
+      }
+      if (init.modelBytes) transfer.push(init.modelBytes.bytes);
+    }
+    this.#worker = new Worker(new URL("worker.mjs", base), { type: "module" });
+    this.#worker.onmessage = ({ data }) => this.#onMessage(data);
+    this.#worker.onerror = (e) => { e.preventDefault(); this.#died(`the engine worker failed (${e.message || "it could not load"})`); };
+    const ready = new Promise((resolve, reject) => { this.#ready = { resolve, reject }; });
+    this.#worker.postMessage(init, transfer);
+    try {
+      await ready;
+    } catch (e) {
+      this.close();
+      throw e;
+    }
+  }
+
+  /**
+   * Transcribe a whole recording: a Float32Array of mono samples at `sampleRate`, or an encoded
+   * file (ArrayBuffer or Blob: WAV is read by the engine, other formats are decoded by the
+   * browser). Calls run one after another. options.signal (AbortSignal) cancels;
+   * options.onProgress({done, total}) reports seconds of audio done.
+   * Resolves to {text, words: [{word, start, end}], tokens: [{id, frame, duration}], ...}.
+   */
+  transcribe(audio, sampleRate, { signal, onProgress } = {}) {
+    this.#usable();
+    let message;
+    if (audio instanceof Float32Array) {
+      checkRate(sampleRate);
+      checkSamples(audio, "transcribe()");
+      const pcm = audio.slice();
+      message = [{ kind: "file", name: "audio", pcm, rate: sampleRate, channels: 1 }, [pcm.buffer]];
+    } else if (!(audio instanceof ArrayBuffer || audio instanceof Blob)) {
+      throw new PhononError("audio", "transcribe(): expected a Float32Array (with its sample rate), an ArrayBuffer or a Blob");
+    }
+    const run = async () => {
+      this.#usable();
+      if (signal && signal.aborted) throw new PhononError("cancelled", "the transcription was cancelled");
+      if (!message) message = await encodedFile(audio);
+      return new Promise((resolve, reject) => {
+        const abort = () => this.#worker.postMessage({ kind: "cancel-file" });
+        if (signal) signal.addEventListener("abort", abort, { once: true });
+        const done = () => { this.#pending = null; if (signal) signal.removeEventListener("abort", abort); };
+        this.#pending = { resolve: (v) => { done(); resolve(v); }, reject: (e) => { done(); reject(e); }, onProgress };
+        this.#worker.postMessage(...message);
+      });
+    };
+    const result = this.#queue.then(run, run);
+    this.#queue = result.catch(() => {});
+    return result;
+  }
+
+  /** A live stream: feed samples at `sampleRate` as they arrive; events "partial", "commit",
+   *  "final". One stream at a time, not while a transcription runs. */
+  stream({ sampleRate } = {}) {
+    this.#usable();
+    checkRate(sampleRate);
+    if (this.#stream) throw new PhononError("busy", "a stream is already open: finish() or cancel() it first");
+    if (this.#pending) throw new PhononError("busy", "a transcription is running: await it or cancel it first");
+    const channel = new MessageChannel(), id = ++this.#streams;
+    const stream = new Stream(channel.port1, sampleRate, () => {
+      this.#worker.postMessage({ kind: "cancel-stream" });
+      if (this.#stream === stream) this.#stream = null;
+    });
+    stream.id = id;
+    this.#stream = stream;
+    this.#worker.postMessage({ kind: "start", rate: sampleRate, port: channel.port2, id }, [channel.port2]);
+    return stream;
+  }
+
+  /** Stop the engine worker and free its memory; every later call throws. */
+  close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#worker) this.#worker.terminate();
+    const error = new PhononError("closed", "the recognizer was closed");
+    if (this.#pending) this.#pending.reject(error);
+    if (this.#stream) this.#stream._fail(error);
+    this.#stream = null;
+  }
+
+  get closed() { return this.#closed; }
+
+  #usable() {
+    if (this.#closed) throw new PhononError("closed", "the recognizer is closed: load a new one");
+  }
+
+  #died(why) {
+    if (this.#closed) return;
+    const error = new PhononError("worker", why);
+    if (this.#ready) this.#ready.reject(error);
+    this.close();
+    this.dispatchEvent(new CustomEvent("error", { detail: error }));
+  }
+
+  #current(id) {
+    return this.#stream !== null && this.#stream.id === id;
+  }
+
+  #onMessage(data) {
+    switch (data.kind) {
+      case "stage":
+        if (this.#onProgress && data.stage !== "model") this.#onProgress({ stage: data.stage });
+        return;
+      case "progress":
+        if (this.#onProgress) this.#onProgress({ stage: "model", loaded: data.loaded, total: data.total, source: data.source });
+        return;
+      case "ready":
+        Object.assign(this, { tier: data.tier, threads: data.threads, threadsNote: data.threadsNote,
+                              model: data.model, timings: data.timings });
+        this.#ready.resolve();
+        this.#ready = null;
+        return;
+      case "file-busy": return;
+      case "file-progress":
+        if (this.#pending && this.#pending.onProgress) this.#pending.onProgress({ done: data.done, total: data.total });
+        return;
+      case "file-result": return this.#pending && this.#pending.resolve(data.result);
+      case "file-cancelled": return this.#pending && this.#pending.reject(new PhononError("cancelled", "the transcription was cancelled"));
+      case "started": return;
+      case "partial": return this.#current(data.id) && this.#stream._partial(data.view, data.metrics);
+      case "final": {
+        if (!this.#current(data.id)) return;
+        const stream = this.#stream;
+        this.#stream = null;
+        return stream._final(data.result, data.metrics);
+      }
+      case "stream-cancelled": return;
+      case "workers-lost":
+        this.threads = data.threads;
+        this.dispatchEvent(new CustomEvent("workers-lost", { detail: { message: data.message, threads: data.threads } }));
+        return;
+      case "error": {
+        const error = new PhononError(data.code === "file" ? "audio" : data.code, data.message);
+        if (this.#pending) return this.#pending.reject(error);
+        return this.dispatchEvent(new CustomEvent("error", { detail: error }));
+      }
+      case "fatal": {
+        const error = new PhononError(data.code, data.message);
+        if (this.#ready) { this.#ready.reject(error); this.#ready = null; return; }
+        this.close();
+        this.dispatchEvent(new CustomEvent("error", { detail: error }));
+        return;
+      }
+      default: return;
+    }
+  }
+}
+
+/** A live stream (Recognizer.stream). Events: "partial" {committed, tentative, words, metrics},
+ *  "commit" {words: the newly committed ones, committed: all committed text}, "final" (the
+ *  result of finish()). */
+export class Stream extends EventTarget {
+  #port; #state = "open"; #cancel; #final = null; #committedWords = 0;
+  constructor(port, sampleRate, cancel) {
+    super();
+    this.#port = port;
+    this.#cancel = cancel;
+    this.sampleRate = sampleRate;
+    this.#final = {};
+    this.#final.promise = new Promise((resolve, reject) => { this.#final.resolve = resolve; this.#final.reject = reject; });
+    this.#final.promise.catch(() => {});
+  }
+
+  /** Add samples (a Float32Array at the stream's rate). Never waits for a decode. */
+  feed(samples) {
+    this.#open("feed()");
+    checkSamples(samples, "feed()");
+    const copy = samples.slice();
+    this.#port.postMessage({ kind: "audio", samples: copy }, [copy.buffer]);
+  }
+
+  /** Decode what is left and resolve to the final {text, words, tokens, audio_seconds, metrics}
+   *  (again the same on a second call; rejects with "cancelled" after cancel()). */
+  finish() {
+    if (this.#state === "open") {
+      this.#state = "finishing";
+      this.#port.postMessage({ kind: "end" });
+    }
+    return this.#final.promise;
+  }
+
+  /** Drop the stream: nothing more is decoded; finish() rejects. */
+  cancel() {
+    if (this.#state !== "open" && this.#state !== "finishing") return;
+    this.#state = "cancelled";
+    this.#cancel();
+    this.#final.reject(new PhononError("cancelled", "the stream was cancelled"));
+  }
+
+  get state() { return this.#state; }
+
+  #open(what) {
+    if (this.#state !== "open") {
+      const after = { finishing: "finish()", finished: "finish()", cancelled: "cancel()", failed: "an error" }[this.#state];
+      throw new PhononError("state", `${what} after ${after}: open a new stream`);
+    }
+  }
+
+  _partial(view, metrics) {
+    if (this.#state === "cancelled") return;
+    const committed = view.words.filter((w) => w.committed);
+    if (committed.length > this.#committedWords) {
+      const words = committed.slice(this.#committedWords).map(({ word, start, end }) => ({ word, start, end }));
+      this.#committedWords = committed.length;
+      this.dispatchEvent(new CustomEvent("commit", { detail: { words, committed: view.committed } }));
+    }
+    this.dispatchEvent(new CustomEvent("partial", { detail: { ...view, metrics } }));
+  }
+
+  _final(result, metrics) {
+    if (this.#state === "cancelled") return;
+    this.#state = "finished";
+    const final = { ...result, metrics };
+    const words = result.words.slice(this.#committedWords);
+    if (words.length) this.dispatchEvent(new CustomEvent("commit", { detail: { words, committed: result.text } }));
+    this.dispatchEvent(new CustomEvent("final", { detail: final }));
+    this.#final.resolve(final);
+  }
+
+  _fail(error) {
+    if (this.#state === "finished" || this.#state === "cancelled") return;
+    this.#state = "failed";
+    this.#final.reject(error);
+  }
+}
+
+// Encoder workers: the cores (up to 4) when the page can share memory, else one (and why).
+function chooseThreads(threads) {
+  if (threads !== undefined) {
+    if (!Number.isInteger(threads) || threads < 1 || threads > 8) {
+      throw new PhononError("state", `threads must be an integer from 1 to 8, got ${threads}`);
+    }
+  }
+  const wanted = threads || Math.max(1, Math.min(navigator.hardwareConcurrency || 1, 4));
+  if (wanted > 1 && !self.crossOriginIsolated) {
+    return { threads: 1, threadsForced: threads !== undefined,
+             threadsNote: "one worker: this page is not cross-origin isolated (no COOP/COEP headers), so workers cannot share memory" };
+  }
+  return { threads: wanted, threadsForced: threads !== undefined, threadsNote: null };
+}
+
+async function download(url) {
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (e) {
+    throw new PhononError("model-fetch", `the model ${url.href} could not be downloaded (${e.message})`);
+  }
+  if (!response.ok) throw new PhononError("model-fetch", `the model ${url.href} could not be downloaded (HTTP ${response.status})`);
+  return { name: url.pathname.split("/").pop() || url.href, bytes: await response.arrayBuffer() };
+}
+
+// An encoded file: WAV goes to the engine as bytes (its own parser and resampler); anything else
+// is decoded by the browser (WebAudio) and sent as interleaved float32 at the decoder's rate.
+async function encodedFile(audio) {
+  const bytes = audio instanceof Blob ? await audio.arrayBuffer() : audio.slice(0);
+  const name = audio.name || "audio";
+  const head = new Uint8Array(bytes, 0, Math.min(12, bytes.byteLength));
+  const text = String.fromCharCode(...head);
+  if (text.startsWith("RIFF") && text.slice(8, 12) === "WAVE") return [{ kind: "file", name, wav: bytes }, [bytes]];
+  const Context = self.OfflineAudioContext || self.webkitOfflineAudioContext;
+  if (!Context) throw new PhononError("audio", `${name}: only WAV can be read here (this browser has no WebAudio decoder)`);
+  let decoded;
+  try {
+    decoded = await new Context(1, 1, 48000).decodeAudioData(bytes);
+  } catch (e) {
+    throw new PhononError("audio", `${name} could not be decoded as audio (${e.message || e})`);
+  }
+  const channels = decoded.numberOfChannels, n = decoded.length;
+  const pcm = new Float32Array(n * channels);
+  for (let c = 0; c < channels; c++) {
+    const data = decoded.getChannelData(c);
+    for (let i = 0; i < n; i++) pcm[i * channels + c] = data[i];
+  }
+  return [{ kind: "file", name, pcm, rate: decoded.sampleRate, channels }, [pcm.buffer]];
+}
