@@ -194,6 +194,7 @@ def cmd_setup(args=None):
     check_versions()
     npm_package_dir("pyodide")
     npm_package_dir("onnxruntime_web")
+    npm_package_dir("typescript")
     setup_venv()
     print(f"setup: emcc {emcc_version()}, chromium {chromium_major()}, pyodide "
           f"{PINS['pyodide']['version']}, venv {VENV}")
@@ -595,6 +596,7 @@ def test_env() -> dict:
     return dict(os.environ,
                 PHONON_PYODIDE_DIR=str(npm_package_dir("pyodide")),
                 PHONON_ORT_DIR=str(npm_package_dir("onnxruntime_web")),
+                PHONON_TYPESCRIPT_DIR=str(npm_package_dir("typescript")),
                 PHONON_WHEEL=str(wheel_path()), PHONON_CHECKS_WHEEL=str(checks_wheel_path()),
                 PHONON_SITE=str(SITE), PHONON_SITE_TINY=str(SITE_TINY), PHONON_PACKAGE=str(PACKAGE))
 

@@ -215,3 +215,17 @@ def test_the_example_page_transcribes_a_file(server, browser, native):
     assert page.text_content("#text") == native["batch"]["text"]
     assert not problems, problems
     page.context.close()
+
+
+@pytest.mark.parametrize("config, error_lines", [("tsconfig.json", []), ("tsconfig.misuse.json", [4, 5, 6, 8, 9])])
+def test_the_typescript_declarations(config, error_lines):
+    """tsc (pinned) over a typed use of the API compiles clean against web/phonon.d.ts; over
+    misuse.ts it reports an error on each line that misuses the API, and nowhere else."""
+    import re
+    import subprocess
+    tsc = build_artifact("PHONON_TYPESCRIPT_DIR") / "bin" / "tsc"
+    proc = subprocess.run(["node", str(tsc), "-p", str(ROOT / "tests" / "data" / "api-types" / config)],
+                          capture_output=True, text=True, timeout=300)
+    lines = sorted({int(n) for n in re.findall(r"misuse\.ts\((\d+),", proc.stdout)})
+    assert lines == error_lines, proc.stdout
+    assert (proc.returncode == 0) == (not error_lines), proc.stdout

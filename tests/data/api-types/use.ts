@@ -1,0 +1,20 @@
+// A typed use of the API: tests/test_api.py runs tsc over this against web/phonon.d.ts, and over
+// misuse.ts, which must fail to compile on each marked line.
+import { Recognizer, PhononError, Stream, bestTier, type StreamFinal, type Transcript } from "phonon-web";
+
+async function main(samples: Float32Array, file: Blob): Promise<string> {
+  const r: Recognizer = await Recognizer.load({ tier: "auto", threads: 2, onProgress: (p) => console.log(p.stage, p.loaded) });
+  const a: Transcript = await r.transcribe(samples, 16000, { signal: new AbortController().signal });
+  const b: Transcript = await r.transcribe(file);
+  const ids: number[] = a.tokens.map((t) => t.id);
+  const s: Stream = r.stream({ sampleRate: 48000 });
+  s.addEventListener("partial", (e) => console.log(e.detail.committed, e.detail.tentative, e.detail.words[0]?.committed));
+  s.addEventListener("commit", (e) => console.log(e.detail.words.map((w) => w.word)));
+  s.feed(samples);
+  const final: StreamFinal = await s.finish();
+  r.addEventListener("error", (e) => console.log(e.detail.code));
+  try { s.feed(samples); } catch (e) { if (e instanceof PhononError) console.log(e.code); }
+  r.close();
+  return `${a.text} ${b.words.length} ${ids.length} ${final.text} ${bestTier([{ name: "scalar", probe: [] }])} ${r.threads}`;
+}
+export { main };
