@@ -1,12 +1,14 @@
 // phonon-web, the page: UI, microphone capture set-up, files, exports, the service worker.
-// The engine runs in a module worker (worker.mjs); microphone audio goes from an AudioWorklet
-// (capture-worklet.mjs) straight to that worker. Nothing here waits on a decode.
+// The engine is reached only through the JavaScript API (phonon.mjs: a Recognizer running the
+// engine in a module worker); microphone audio goes from an AudioWorklet (capture-worklet.mjs)
+// straight to that worker through the stream's port. Nothing here waits on a decode.
 //
 // URL parameters: ?tier=scalar|wasm_simd128|wasm_relaxed_simd forces the kernel tier;
 // ?threads=N forces the number of workers the encoder is split across (1 = the engine worker
 // alone; more need cross-origin isolation, which the service worker provides);
 // ?debug=1 keeps an event log and the captured samples for tests (window.phonon.debug).
 import { toJSON, toSRT, toText, toVTT } from "./formats.mjs";
+import { Recognizer, bestTier } from "./phonon.mjs";
 
 const params = new URLSearchParams(location.search);
 const DEBUG = params.get("debug") === "1";
@@ -16,8 +18,8 @@ const MAX_DEFAULT_THREADS = 4;              // past this a 2-core phone gains no
 const ISOLATION_RELOAD = "phonon-web-isolation-reload";
 const BLOCK = 2048;                         // samples per posted block (transferable transport)
 const RING_SECONDS = 30;                    // SharedArrayBuffer ring: audio the worker may lag by
-const HEARTBEAT_MS = 2000;
-// no word from an idle worker for this long: it died (?debug=1&silence_ms=N shortens it for tests)
+// no word from an idle engine worker for this long: it died (the API watches; ?debug=1&silence_ms=N
+// shortens it for tests)
 const SILENCE_MS = (DEBUG && Number(params.get("silence_ms"))) || 15000;
 
 const $ = (id) => document.getElementById(id);
@@ -35,16 +37,16 @@ const ui = {
 const LOCAL_MODEL = "phonon-web-local-model";     // localStorage: {sha256, name} of an opened .gguf
 
 // What tests and the measuring script read: state, timings (ms since navigation), the last
-// result; with ?debug=1 also every worker message and the captured samples.
+// result; with ?debug=1 also every engine worker message and the captured samples.
 const phonon = window.phonon = { state: "loading", timings: {}, log: [], result: null, metrics: null };
-if (DEBUG) phonon.toWorker = (message) => worker.postMessage(message);       // tests: e.g. kill-kernel-worker
+if (DEBUG) phonon.toWorker = (message) => recognizer.debug.post(message);   // tests: e.g. kill-kernel-worker
 
-let worker = null, manifest = null, tier = null;
+let recognizer = null, manifest = null, tier = null;
+let stream = null;                          // the open live Stream
+let fileAbort = null;                       // AbortController of the running file
 let mic = null;                             // {stream, context, node, source}
 let transcript = null;                      // {text, words, audio_seconds, source}
 let shownCommitted = 0;                     // committed words already in the DOM
-let lastHeard = 0, quietUntil = 0, heartbeat = 0;
-let onCaptured = null;
 let fileRunning = null;                     // name of the file the worker is transcribing
 
 // ------------------------------------------------------------------------------------------
@@ -84,7 +86,6 @@ function showAlert(text, { info = false, action = null } = {}) {
 function hideAlert() { ui.alert.hidden = true; }
 
 function fatal(text) {
-  stopHeartbeat();
   teardownMic();
   ui.loader.hidden = true;
   setState("error");
@@ -116,14 +117,8 @@ function captureSupport() {
   return { ok: true };
 }
 
-// The wasm tiers, best first (engine/tiers.py, through manifest.json): each with the smallest
-// module using its instructions; WebAssembly.validate tells whether its kernels can run here.
-function chooseTier() {
-  if (FORCED_TIER) return FORCED_TIER;
-  const runs = (t) => !t.probe.length || WebAssembly.validate(Uint8Array.from(t.probe));
-  const best = manifest.tiers.find(runs);
-  return best ? best.name : "scalar";
-}
+// The best tier this browser validates (engine/tiers.py via manifest.json), unless ?tier= forces one.
+const chooseTier = () => FORCED_TIER || bestTier(manifest.tiers);
 
 // ------------------------------------------------------------------------------------------
 // start-up: service worker (offline shell), then the engine worker
@@ -152,19 +147,20 @@ async function main() {
   tier = chooseTier();
   ui.tier.textContent = tier;
   try {
-    worker = new Worker(new URL("worker.mjs", import.meta.url), { type: "module" });
+    recognizer = await Recognizer.load({
+      manifest, tier, debug: DEBUG, localModel: storedLocalModel(), silenceMs: SILENCE_MS,
+      threads: FORCED_THREADS ?? undefined, isolationNote: threads.note, onProgress: onLoadProgress,
+      onWorkerMessage: DEBUG ? (data) => phonon.log.push({ t: performance.now(), ...data }) : null,
+    });
   } catch (e) {
-    fatal(`This browser cannot start module workers, which phonon-web needs (${e.message}). Use a current Chrome, Edge, Firefox or Safari.`);
-    return;
+    if (e.name !== "PhononError") {
+      return fatal(`This browser cannot start module workers, which phonon-web needs (${e.message}). Use a current Chrome, Edge, Firefox or Safari.`);
+    }
+    return onEngineError(e);
   }
-  worker.onmessage = onWorkerMessage;
-  worker.onerror = (e) => { e.preventDefault(); died(e.message || "it failed to load"); };
-  worker.onmessageerror = () => died("a message could not be read");
-  worker.postMessage({ kind: "init", manifest, tier, debug: DEBUG, localModel: storedLocalModel(),
-                       threads: threads.count, threadsForced: FORCED_THREADS !== null, threadsNote: threads.note });
-  lastHeard = performance.now();
-  quietUntil = lastHeard + 120000;              // start-up has long synchronous steps
-  heartbeat = setInterval(checkHeartbeat, HEARTBEAT_MS);
+  recognizer.addEventListener("error", (e) => onEngineError(e.detail));
+  recognizer.addEventListener("workers-lost", (e) => onWorkersLost(e.detail));
+  onReady(recognizer.details);
 }
 
 // How many workers share the encoder: ?threads=N, else the cores up to MAX_DEFAULT_THREADS.
@@ -241,58 +237,35 @@ function offerUpdates(registration) {
 const STAGES = { runtime: "Starting the Python runtime", engine: "Installing the engine",
                  model: "Loading the model", compile: "Preparing the model" };
 
-function onWorkerMessage({ data }) {
-  lastHeard = performance.now();
-  if (DEBUG && data.kind !== "pong" && data.kind !== "captured") phonon.log.push({ t: lastHeard, ...data });
-  switch (data.kind) {
-    case "stage":
-      phonon.engineStarted = true;
-      phonon.timings[data.stage] = lastHeard;
-      if (data.stage === "compile") quietUntil = lastHeard + 120000;
-      stage(STAGES[data.stage]);
-      break;
-    case "progress":
-      stage(data.source === "cache" ? "Loading the model from this device" : "Downloading the model",
-            data.loaded, data.total);
-      break;
-    case "ready": return onReady(data);
-    case "model-switched": return onModelSwitched(data);
-    case "workers-lost":
-      showTier({ tier: phonon.ready ? phonon.ready.tier : tier, threads: data.threads,
-                 threadsNote: `one worker: ${data.message}` });
-      return showAlert(`A kernel worker stopped (${data.message}). Transcription goes on with one worker; nothing is lost.`,
-                       { info: true });
-    case "started": break;
-    case "partial": return showPartial(data.view, data.metrics);
-    case "final": return showFinal(data);
-    case "file-busy":
-      fileRunning = data.name;
-      ui.cancelFile.disabled = false;
-      ui.fileProgress.value = 0;
-      showFileProgress(data.name, 0, data.seconds);
-      break;
-    case "file-progress": return showFileProgress(data.name, data.done, data.total);
-    case "file-result": return showFileResult(data);
-    case "file-cancelled":
-      setState(transcript && transcript.words.length ? "done" : "ready");
-      return showAlert(`Stopped transcribing ${data.name}.`, { info: true });
-    case "error":
-      showAlert(data.message);
-      if (data.code === "busy") break;          // refused while a file runs: that file goes on
-      setState(transcript && transcript.words.length ? "done" : "ready");
-      break;
-    case "fatal":
-      phonon.fatal = data;
-      if (data.detail) console.warn(data.detail);
-      return fatal(data.message);
-    case "pong":
-      phonon.heapBytes = data.heapBytes;
-      break;
-    case "captured":
-      if (onCaptured) onCaptured(data.samples);
-      break;
+function onLoadProgress(p) {
+  phonon.engineStarted = true;
+  if (p.loaded !== undefined) {
+    return stage(p.source === "cache" ? "Loading the model from this device" : "Downloading the model", p.loaded, p.total);
   }
+  phonon.timings[p.stage] = performance.now();
+  stage(STAGES[p.stage]);
 }
+
+// A PhononError the engine raised outside a call the page awaits (or a failed start-up): the
+// worker died, a fatal error (the recogniser is closed), or something the page can go on from.
+function onEngineError(error) {
+  if (error.code === "worker") return died(error.message);
+  if (recognizer && !recognizer.closed) {
+    showAlert(error.message);
+    if (error.code !== "busy") setState(idleState());     // refused while a file runs: that file goes on
+    return;
+  }
+  phonon.fatal = { code: error.code, message: error.message, detail: error.detail || null };
+  if (error.detail) console.warn(error.detail);
+  fatal(error.message);
+}
+
+function onWorkersLost({ message, threads }) {
+  showTier({ tier: recognizer.tier, threads, threadsNote: `one worker: ${message}` });
+  showAlert(`A kernel worker stopped (${message}). Transcription goes on with one worker; nothing is lost.`, { info: true });
+}
+
+const idleState = () => (transcript && transcript.words.length ? "done" : "ready");
 
 function showTier({ tier: t, threads = 1, threadsNote }) {
   ui.tier.textContent = t + (FORCED_TIER ? " (forced)" : "") + ` · ${threads} worker${threads === 1 ? "" : "s"}`;
@@ -305,7 +278,6 @@ function showTier({ tier: t, threads = 1, threadsNote }) {
 
 function onReady(data) {
   phonon.timings.ready = performance.now();
-  quietUntil = 0;
   phonon.ready = data;
   phonon.heapBytes = data.heapBytes;
   ui.loader.hidden = true;
@@ -338,16 +310,21 @@ function showModel({ file, name, size, notice }) {
 }
 
 async function openModelFile(file) {
-  if (!worker || !(phonon.state === "ready" || phonon.state === "done")) return;
+  if (!recognizer || !(phonon.state === "ready" || phonon.state === "done")) return;
   hideAlert();
   setState("transcribing", `Checking ${file.name}…`);
-  quietUntil = performance.now() + 120000;      // loading a model is one long synchronous step
-  const bytes = await file.arrayBuffer();
-  worker.postMessage({ kind: "open-model", name: file.name, bytes }, [bytes]);
+  let info;
+  try {
+    info = await recognizer.switchModel(await file.arrayBuffer(), file.name);
+  } catch (e) {
+    if (recognizer.closed) return;              // the error event says why
+    setState(idleState());
+    return showAlert(e.message);                // the model in use stays
+  }
+  onModelSwitched(info);
 }
 
 function onModelSwitched(data) {
-  quietUntil = 0;
   showModel(data);
   showTier({ tier: data.tier, threads: data.threads, threadsNote: data.threadsNote });
   try { localStorage.setItem(LOCAL_MODEL, JSON.stringify({ sha256: data.sha256, name: data.file })); } catch { /* none */ }
@@ -356,20 +333,10 @@ function onModelSwitched(data) {
             { info: true });
 }
 
-function checkHeartbeat() {
-  if (!worker) return;
-  const now = performance.now();
-  if (now - lastHeard > SILENCE_MS && now > quietUntil) return died("it stopped responding");
-  worker.postMessage({ kind: "ping" });
-}
-
-function stopHeartbeat() { clearInterval(heartbeat); }
-
 function died(reason) {
   if (phonon.state === "error") return;
   phonon.died = reason;
-  if (worker) worker.terminate();
-  worker = null;
+  if (recognizer) recognizer.close();
   fatal(`The speech engine stopped (${reason}). Reload the page to start it again; a transcript on screen is kept until then.`);
 }
 
@@ -458,23 +425,25 @@ function showFinal({ result, metrics, heapBytes }) {
 // The worker transcribes a file a step at a time (at most one 30 s window per step) and says
 // how far it got after each: the watchdog allows one step's worst case between messages.
 function showFileProgress(name, done, total) {
-  quietUntil = lastHeard + 30000 + 20000 * 40;
+  if (!fileRunning) {                            // the first report: the file is read, steps start
+    fileRunning = name;
+    ui.cancelFile.disabled = false;
+  }
   const share = total > 0 ? Math.min(1, done / total) : 0;
   ui.fileProgress.value = share;
   setState("transcribing", `Transcribing ${name}: ${Math.floor(share * 100)}% of ${total.toFixed(1)} s…`);
 }
 
 function cancelFile() {
-  if (!fileRunning) return;
+  if (!fileRunning || !fileAbort) return;
   ui.cancelFile.disabled = true;
   ui.status.textContent = `Stopping ${fileRunning}…`;
-  worker.postMessage({ kind: "cancel-file" });
+  fileAbort.abort();
 }
 
 function showFileResult({ name, result, heapBytes }) {
   phonon.result = result;
   phonon.heapBytes = heapBytes;
-  quietUntil = 0;
   transcript = { text: result.text, words: result.words.map((w) => ({ ...w, committed: true })),
                  audio_seconds: result.timing.audio_seconds, source: name };
   clearDom();
@@ -501,9 +470,9 @@ async function startListening() {
   if (!support.ok) return showAlert(support.why);
   hideAlert();
   setState("starting");
-  let stream;
+  let media;
   try {
-    stream = await navigator.mediaDevices.getUserMedia({
+    media = await navigator.mediaDevices.getUserMedia({
       audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false, autoGainControl: false },
     });
   } catch (e) {
@@ -521,14 +490,15 @@ async function startListening() {
       channelCount: 1, channelCountMode: "explicit", channelInterpretation: "speakers",
       processorOptions: { blockSize: BLOCK, ring },
     });
-    const channel = new MessageChannel();
-    worker.postMessage({ kind: "start", rate, port: channel.port2, ring }, [channel.port2]);
-    node.port.postMessage({ kind: "connect", port: channel.port1 }, [channel.port1]);
-    const source = context.createMediaStreamSource(stream);
+    stream = recognizer.stream({ sampleRate: rate, ring });
+    stream.addEventListener("partial", (e) => showPartial(e.detail, e.detail.metrics));
+    const port = stream.takePort();             // the worklet feeds the engine worker directly
+    node.port.postMessage({ kind: "connect", port }, [port]);
+    const source = context.createMediaStreamSource(media);
     source.connect(node).connect(context.destination);    // silent output: keeps the node pulled
     if (context.state !== "running") await context.resume();
-    mic = { stream, context, node, source };
-    for (const track of stream.getAudioTracks()) track.onended = () => stopListening();
+    mic = { media, context, node, source };
+    for (const track of media.getAudioTracks()) track.onended = () => stopListening();
     clearTranscript();
     phonon.transport = ring ? "shared-ring" : "transfer";
     phonon.sampleRate = rate;
@@ -538,8 +508,10 @@ async function startListening() {
     ui.micLabel.textContent = "Stop";
     setState("listening");
   } catch (e) {
-    for (const track of stream.getTracks()) track.stop();
-    setState(transcript && transcript.words.length ? "done" : "ready");
+    for (const track of media.getTracks()) track.stop();
+    if (stream) stream.cancel();
+    stream = null;
+    setState(idleState());
     showAlert(`Live transcription could not start: ${e.message}`);
   }
 }
@@ -569,15 +541,19 @@ function stopListening() {
   const { node } = mic;
   node.port.onmessage = ({ data }) => { if (data.kind === "stopped") teardownMic(); };
   node.port.postMessage({ kind: "stop" });      // the worklet sends its last block, then "end"
+  const live = stream;
+  stream = null;
+  live.finish().then((final) => showFinal({ result: final, metrics: final.metrics, heapBytes: recognizer.heapBytes }),
+                     () => {});                 // a failed stream: the recogniser's error event says why
 }
 
 function teardownMic() {
   if (!mic) return;
-  const { stream, context, node, source } = mic;
+  const { media, context, node, source } = mic;
   mic = null;
   source.disconnect();
   node.disconnect();
-  for (const track of stream.getTracks()) { track.onended = null; track.stop(); }
+  for (const track of media.getTracks()) { track.onended = null; track.stop(); }
   context.close();
   ui.mic.setAttribute("aria-pressed", "false");
   ui.micLabel.textContent = "Start listening";
@@ -586,40 +562,36 @@ function teardownMic() {
 // ------------------------------------------------------------------------------------------
 // files
 
-const isWav = (bytes) => {
-  const head = new Uint8Array(bytes, 0, Math.min(12, bytes.byteLength));
-  const text = String.fromCharCode(...head);
-  return text.startsWith("RIFF") && text.slice(8, 12) === "WAVE";
-};
-
 async function transcribeFile(file) {
-  if (!worker || !(phonon.state === "ready" || phonon.state === "done")) return;
+  if (!recognizer || !(phonon.state === "ready" || phonon.state === "done")) return;
   hideAlert();
   clearTranscript();
   setState("transcribing", `Reading ${file.name}…`);
-  const bytes = await file.arrayBuffer();
-  if (isWav(bytes) && !phonon.decodeAllFiles) {
-    // WAV goes to the engine as it is: its own parser and resampler, as natively (tests set
-    // phonon.decodeAllFiles to send WAV through decodeAudioData too)
-    worker.postMessage({ kind: "file", name: file.name, wav: bytes }, [bytes]);
-    return;
+  // The API reads WAV with the engine's own parser and resampler (as natively) and has the
+  // browser decode other formats; tests set phonon.decodeAllFiles to send WAV through WebAudio too.
+  let audio = file;
+  if (phonon.decodeAllFiles) {
+    try {
+      audio = await new OfflineAudioContext(1, 1, 48000).decodeAudioData(await file.arrayBuffer());
+    } catch {
+      setState("ready");
+      return showAlert(`${file.name} is not in an audio format this browser can decode.`);
+    }
   }
-  // other formats: WebAudio decodes them (at 48 kHz, the rate of most compressed audio)
-  let audio;
+  fileAbort = new AbortController();
   try {
-    audio = await new OfflineAudioContext(1, 1, 48000).decodeAudioData(bytes);
-  } catch {
-    setState("ready");
-    return showAlert(`${file.name} is not in an audio format this browser can decode. WAV, MP3, M4A/AAC, Ogg, Opus, FLAC and WebM usually work.`);
+    const result = await recognizer.transcribe(audio, undefined, {
+      name: file.name, signal: fileAbort.signal,
+      onProgress: ({ done, total }) => showFileProgress(file.name, done, total),
+    });
+    showFileResult({ name: file.name, result, heapBytes: recognizer.heapBytes });
+  } catch (e) {
+    if (recognizer.closed) return;              // the error event says why
+    setState(idleState());
+    showAlert(e.code === "cancelled" ? `Stopped transcribing ${file.name}.` : e.message, { info: e.code === "cancelled" });
+  } finally {
+    fileAbort = null;
   }
-  // interleaved channels at the decoded rate: the engine down-mixes and resamples
-  const channels = audio.numberOfChannels, n = audio.length;
-  const pcm = new Float32Array(n * channels);
-  for (let c = 0; c < channels; c++) {
-    const x = audio.getChannelData(c);
-    for (let i = 0; i < n; i++) pcm[i * channels + c] = x[i];
-  }
-  worker.postMessage({ kind: "file", name: file.name, pcm, rate: audio.sampleRate, channels }, [pcm.buffer]);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -710,16 +682,14 @@ window.addEventListener("drop", (e) => {
 if (DEBUG) {
   phonon.debug = {
     // the samples the worker fed to the stream, as base64 float32 at phonon.sampleRate
-    captured: () => new Promise((resolve) => {
-      onCaptured = (samples) => {
-        const bytes = new Uint8Array(samples.buffer);
-        let text = "";
-        for (let i = 0; i < bytes.length; i += 32768) text += String.fromCharCode(...bytes.subarray(i, i + 32768));
-        resolve({ rate: phonon.sampleRate, base64: btoa(text) });
-      };
-      worker.postMessage({ kind: "captured" });
-    }),
-    killWorker: () => { worker.terminate(); worker.onmessage = null; },
+    captured: async () => {
+      const samples = await recognizer.debug.captured();
+      const bytes = new Uint8Array(samples.buffer);
+      let text = "";
+      for (let i = 0; i < bytes.length; i += 32768) text += String.fromCharCode(...bytes.subarray(i, i + 32768));
+      return { rate: phonon.sampleRate, base64: btoa(text) };
+    },
+    killWorker: () => recognizer.debug.terminateWorker(),
   };
 }
 

@@ -33,6 +33,18 @@ export interface LoadOptions {
   /** Encoder workers 1..8 (default: the cores up to 4 when cross-origin isolated). */
   threads?: number;
   onProgress?: (progress: Progress) => void;
+  /** The parsed manifest.json, if the page has it already. */
+  manifest?: Record<string, unknown>;
+  /** A model kept on this device by switchModel(), used instead of the manifest's if still stored. */
+  localModel?: { sha256: string; name: string } | null;
+  /** Why the page is not cross-origin isolated (shown when threads fall back to one). */
+  isolationNote?: string | null;
+  /** A worker silent this long outside known long steps is declared dead (default 15000 ms). */
+  silenceMs?: number;
+  /** Enables `debug` hooks. */
+  debug?: boolean;
+  /** Every message of the engine worker (logs and tests). */
+  onWorkerMessage?: ((message: { kind: string; [key: string]: unknown }) => void) | null;
 }
 
 export interface Word {
@@ -52,6 +64,8 @@ export interface Transcript {
 
 export interface TranscribeOptions {
   signal?: AbortSignal;
+  /** names the audio in messages (default: a File's name) */
+  name?: string;
   /** seconds of audio done and in all */
   onProgress?: (progress: { done: number; total: number }) => void;
 }
@@ -83,6 +97,9 @@ export class Stream extends EventTarget {
   readonly state: "open" | "finishing" | "finished" | "cancelled" | "failed";
   /** Mono samples at the stream's rate; throws after finish()/cancel() or on NaN/infinity. */
   feed(samples: Float32Array): void;
+  /** The MessagePort for an AudioWorklet that feeds the stream from the audio thread
+   *  ({kind: "audio", samples} blocks, then {kind: "end"}); feed() is refused afterwards. */
+  takePort(): MessagePort;
   finish(): Promise<StreamFinal>;
   cancel(): void;
   addEventListener<K extends keyof StreamEventMap>(type: K, listener: (event: StreamEventMap[K]) => void,
@@ -104,10 +121,20 @@ export class Recognizer extends EventTarget {
   readonly model: { name: string; notice: string; tier: string; threads: number };
   readonly timings: Record<string, number>;
   readonly closed: boolean;
+  /** What the worker said when ready: modelSource, cacheNote, localModel, localNote, heapBytes. */
+  readonly details: Record<string, unknown>;
+  readonly heapBytes: number | null;
+  /** With load({debug: true}). */
+  readonly debug?: { post(message: object): void; captured(): Promise<Float32Array>; terminateWorker(): void };
   /** Float32Array needs its sample rate; ArrayBuffer and Blob are encoded files (WAV or what the browser decodes). */
   transcribe(audio: Float32Array, sampleRate: number, options?: TranscribeOptions): Promise<Transcript>;
-  transcribe(audio: ArrayBuffer | Blob, sampleRate?: undefined, options?: TranscribeOptions): Promise<Transcript>;
-  stream(options: { sampleRate: number }): Stream;
+  transcribe(audio: ArrayBuffer | Blob | AudioBuffer, sampleRate?: undefined, options?: TranscribeOptions): Promise<Transcript>;
+  /** ring: a SharedArrayBuffer the worklet writes samples into (int32 write/read/dropped counters, then float32). */
+  stream(options: { sampleRate: number; ring?: SharedArrayBuffer | null }): Stream;
+  /** Another model (a .gguf's bytes), checked by the engine first; the one in use stays on failure. */
+  switchModel(bytes: ArrayBuffer, name?: string): Promise<{ file: string; size: number; sha256: string; cacheNote: string | null;
+                                                            name: string; notice: string; tier: string; threads: number;
+                                                            threadsNote: string | null }>;
   close(): void;
   addEventListener<K extends keyof RecognizerEventMap>(type: K, listener: (event: RecognizerEventMap[K]) => void,
                                                        options?: boolean | AddEventListenerOptions): void;

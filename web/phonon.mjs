@@ -15,6 +15,9 @@
 // Types: phonon.d.ts.
 
 const RATE_MIN = 8000, RATE_MAX = 192000;
+const HEARTBEAT_MS = 2000;
+const LONG_STEP_MS = 120000;                 // loading or switching a model: one long synchronous step
+const FILE_STEP_MS = 30000 + 20000 * 40;     // a file step's worst case (one 30 s window, slow machine)
 
 /** An error from the engine or from misuse; `code` says which kind ("closed", "busy", "state",
  *  "sample-rate", "samples", "audio", "model-file", "model-digest", "model-fetch", "boot",
@@ -62,6 +65,14 @@ export class Recognizer extends EventTarget {
    * options.tier: "auto" or a tier name; options.threads: workers for the encoder (default: the
    *   cores up to 4 when the page is cross-origin isolated and the model is large; else 1).
    * options.onProgress({stage, loaded?, total?}): "runtime", "engine", "model" (with bytes), "compile".
+   * options.manifest: the parsed manifest.json, if the page has it already.
+   * options.localModel: {sha256, name} of a model kept on this device by switchModel(); used
+   *   instead of the manifest's if it is still stored (r.details.localNote says why not).
+   * options.isolationNote: why the page is not cross-origin isolated, shown instead of the
+   *   generic note when threads fall back to one.
+   * options.silenceMs: a worker silent this long (outside known long steps) is declared dead
+   *   (default 15000). options.debug: r.debug hooks; options.onWorkerMessage(message): every
+   *   message of the engine worker, for tests and logs.
    */
   static async load(options = {}) {
     const r = new Recognizer();
@@ -77,6 +88,12 @@ export class Recognizer extends EventTarget {
   #streams = 0;              // ids: a cancelled stream's late messages never reach the next one
   #onProgress = null;
   #ready = null;             // {resolve, reject} during load
+  #switching = null;         // {resolve, reject} during switchModel
+  #captured = null;          // resolve of a debug captured() request
+  #onWorkerMessage = null;
+  #lastHeard = 0;
+  #quietUntil = 0;           // a long synchronous step runs until then: silence is expected
+  #heartbeat = 0;
 
   /** The kernel tier, encoder workers, why fewer run (or null), the model's name and notice. */
   tier = null;
@@ -84,25 +101,35 @@ export class Recognizer extends EventTarget {
   threadsNote = null;
   model = null;
   timings = null;
+  /** What the worker said when ready: modelSource ("network", "cache", "local-cache", "bytes"),
+   *  cacheNote, localModel, localNote, heapBytes, timings. */
+  details = null;
+  /** The engine worker's wasm heap, as last reported. */
+  heapBytes = null;
 
-  async #start({ base, model, tier = "auto", threads, onProgress, debug = false } = {}) {
+  async #start({ base, model, tier = "auto", threads, onProgress, debug = false, manifest, localModel,
+                 isolationNote, silenceMs = 15000, onWorkerMessage } = {}) {
     base = new URL(base || "./", base ? location.href : import.meta.url);
     if (!base.href.endsWith("/")) base = new URL(base.href + "/");
     this.#onProgress = onProgress || null;
-    let manifest;
-    try {
-      const response = await fetch(new URL("manifest.json", base));
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      manifest = await response.json();
-    } catch (e) {
-      throw new PhononError("boot", `phonon-web's manifest.json could not be loaded from ${base.href} (${e.message})`);
+    this.#onWorkerMessage = onWorkerMessage || null;
+    if (!manifest) {
+      try {
+        const response = await fetch(new URL("manifest.json", base));
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        manifest = await response.json();
+      } catch (e) {
+        throw new PhononError("boot", `phonon-web's manifest.json could not be loaded from ${base.href} (${e.message})`);
+      }
     }
-    const init = { kind: "init", manifest: { ...manifest }, tier: tier === "auto" ? bestTier(manifest.tiers) : tier, debug };
+    const init = { kind: "init", manifest: { ...manifest }, tier: tier === "auto" ? bestTier(manifest.tiers) : tier, debug,
+                   localModel: localModel || null };
+    if (debug) this.debug = this.#debugHooks();
     const known = manifest.tiers.map((t) => t.name);
     if (!known.includes(init.tier)) {
       throw new PhononError("state", `unknown tier ${JSON.stringify(tier)}: use "auto" or one of ${known.join(", ")}`);
     }
-    Object.assign(init, chooseThreads(threads));
+    Object.assign(init, chooseThreads(threads, isolationNote));
     const transfer = [];
     if (model !== undefined && model !== null) {
       if (typeof model === "string" || model instanceof URL) {
@@ -121,9 +148,13 @@ export class Recognizer extends EventTarget {
     }
     this.#worker = new Worker(new URL("worker.mjs", base), { type: "module" });
     this.#worker.onmessage = ({ data }) => this.#onMessage(data);
-    this.#worker.onerror = (e) => { e.preventDefault(); this.#died(`the engine worker failed (${e.message || "it could not load"})`); };
+    this.#worker.onerror = (e) => { e.preventDefault(); this.#died(e.message || "it failed to load"); };
+    this.#worker.onmessageerror = () => this.#died("a message could not be read");
     const ready = new Promise((resolve, reject) => { this.#ready = { resolve, reject }; });
     this.#worker.postMessage(init, transfer);
+    this.#lastHeard = performance.now();
+    this.#quietUntil = this.#lastHeard + LONG_STEP_MS;      // start-up has long synchronous steps
+    this.#heartbeat = setInterval(() => this.#checkHeartbeat(silenceMs), HEARTBEAT_MS);
     try {
       await ready;
     } catch (e) {
@@ -133,27 +164,30 @@ export class Recognizer extends EventTarget {
   }
 
   /**
-   * Transcribe a whole recording: a Float32Array of mono samples at `sampleRate`, or an encoded
-   * file (ArrayBuffer or Blob: WAV is read by the engine, other formats are decoded by the
-   * browser). Calls run one after another. options.signal (AbortSignal) cancels;
+   * Transcribe a whole recording: a Float32Array of mono samples at `sampleRate`, a WebAudio
+   * AudioBuffer (any channels and rate), or an encoded file (ArrayBuffer or Blob: WAV is read
+   * by the engine, other formats are decoded by the browser). Calls run one after another. options.signal (AbortSignal) cancels;
    * options.onProgress({done, total}) reports seconds of audio done.
    * Resolves to {text, words: [{word, start, end}], tokens: [{id, frame, duration}], ...}.
    */
-  transcribe(audio, sampleRate, { signal, onProgress } = {}) {
+  transcribe(audio, sampleRate, { signal, onProgress, name } = {}) {
     this.#usable();
     let message;
+    name = name || audio.name || "audio";
     if (audio instanceof Float32Array) {
       checkRate(sampleRate);
       checkSamples(audio, "transcribe()");
       const pcm = audio.slice();
-      message = [{ kind: "file", name: "audio", pcm, rate: sampleRate, channels: 1 }, [pcm.buffer]];
+      message = [{ kind: "file", name, pcm, rate: sampleRate, channels: 1 }, [pcm.buffer]];
+    } else if (typeof AudioBuffer === "function" && audio instanceof AudioBuffer) {
+      message = audioBufferMessage(audio, name);
     } else if (!(audio instanceof ArrayBuffer || audio instanceof Blob)) {
-      throw new PhononError("audio", "transcribe(): expected a Float32Array (with its sample rate), an ArrayBuffer or a Blob");
+      throw new PhononError("audio", "transcribe(): expected a Float32Array (with its sample rate), an AudioBuffer, an ArrayBuffer or a Blob");
     }
     const run = async () => {
       this.#usable();
       if (signal && signal.aborted) throw new PhononError("cancelled", "the transcription was cancelled");
-      if (!message) message = await encodedFile(audio);
+      if (!message) message = await encodedFile(audio, name);
       return new Promise((resolve, reject) => {
         const abort = () => this.#worker.postMessage({ kind: "cancel-file" });
         if (signal) signal.addEventListener("abort", abort, { once: true });
@@ -168,8 +202,11 @@ export class Recognizer extends EventTarget {
   }
 
   /** A live stream: feed samples at `sampleRate` as they arrive; events "partial", "commit",
-   *  "final". One stream at a time, not while a transcription runs. */
-  stream({ sampleRate } = {}) {
+   *  "final". One stream at a time, not while a transcription runs. For capture on the audio
+   *  thread, stream.takePort() hands the stream's MessagePort to an AudioWorklet (blocks
+   *  {kind: "audio", samples}, then {kind: "end"}); with `ring` (a SharedArrayBuffer: int32
+   *  write, read and dropped counters, then float32 samples) the worklet writes there instead. */
+  stream({ sampleRate, ring = null } = {}) {
     this.#usable();
     checkRate(sampleRate);
     if (this.#stream) throw new PhononError("busy", "a stream is already open: finish() or cancel() it first");
@@ -181,17 +218,55 @@ export class Recognizer extends EventTarget {
     });
     stream.id = id;
     this.#stream = stream;
-    this.#worker.postMessage({ kind: "start", rate: sampleRate, port: channel.port2, id }, [channel.port2]);
+    this.#worker.postMessage({ kind: "start", rate: sampleRate, port: channel.port2, ring, id }, [channel.port2]);
     return stream;
+  }
+
+  /** Use another model (a .gguf's bytes): the engine's loader checks it first and the model in
+   *  use stays if it fails (PhononError "model-file"). It is kept on this device (Cache Storage);
+   *  the result's {sha256, file} reopen it with load({localModel}). Resolves to {file, size,
+   *  sha256, cacheNote, name, notice, tier, threads, threadsNote}. */
+  switchModel(bytes, name = "model.gguf") {
+    this.#usable();
+    if (this.#stream || this.#pending || this.#switching) {
+      return Promise.reject(new PhononError("busy", "switchModel() while a stream, a transcription or another switch runs"));
+    }
+    if (!(bytes instanceof ArrayBuffer)) return Promise.reject(new PhononError("model-file", "switchModel(): expected an ArrayBuffer"));
+    this.#quietUntil = performance.now() + LONG_STEP_MS;
+    return new Promise((resolve, reject) => {
+      this.#switching = { resolve, reject };
+      this.#worker.postMessage({ kind: "open-model", name, bytes }, [bytes]);
+    });
+  }
+
+  #debugHooks() {
+    return {
+      post: (message) => this.#worker.postMessage(message),
+      /** every sample the last stream fed the engine, in order */
+      captured: () => new Promise((resolve) => {
+        this.#captured = resolve;
+        this.#worker.postMessage({ kind: "captured" });
+      }),
+      /** the engine worker dies (the heartbeat must notice) */
+      terminateWorker: () => { this.#worker.terminate(); this.#worker.onmessage = null; },
+    };
+  }
+
+  #checkHeartbeat(silenceMs) {
+    const now = performance.now();
+    if (now - this.#lastHeard > silenceMs && now > this.#quietUntil) return this.#died("it stopped responding");
+    this.#worker.postMessage({ kind: "ping" });
   }
 
   /** Stop the engine worker and free its memory; every later call throws. */
   close() {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#heartbeat);
     if (this.#worker) this.#worker.terminate();
     const error = new PhononError("closed", "the recognizer was closed");
     if (this.#pending) this.#pending.reject(error);
+    if (this.#switching) this.#switching.reject(error);
     if (this.#stream) this.#stream._fail(error);
     this.#stream = null;
   }
@@ -206,7 +281,11 @@ export class Recognizer extends EventTarget {
     if (this.#closed) return;
     const error = new PhononError("worker", why);
     if (this.#ready) this.#ready.reject(error);
+    this.#ready = null;
+    const pending = this.#pending, stream = this.#stream;
     this.close();
+    if (pending) pending.reject(error);
+    if (stream) stream._fail(error);
     this.dispatchEvent(new CustomEvent("error", { detail: error }));
   }
 
@@ -215,25 +294,53 @@ export class Recognizer extends EventTarget {
   }
 
   #onMessage(data) {
+    this.#lastHeard = performance.now();
+    if (this.#onWorkerMessage && data.kind !== "pong" && data.kind !== "captured") this.#onWorkerMessage(data);
+    if (data.heapBytes) this.heapBytes = data.heapBytes;
     switch (data.kind) {
       case "stage":
-        if (this.#onProgress && data.stage !== "model") this.#onProgress({ stage: data.stage });
+        if (data.stage === "compile") this.#quietUntil = this.#lastHeard + LONG_STEP_MS;
+        if (this.#onProgress) this.#onProgress({ stage: data.stage });
         return;
       case "progress":
         if (this.#onProgress) this.#onProgress({ stage: "model", loaded: data.loaded, total: data.total, source: data.source });
         return;
       case "ready":
+        this.#quietUntil = 0;
         Object.assign(this, { tier: data.tier, threads: data.threads, threadsNote: data.threadsNote,
-                              model: data.model, timings: data.timings });
+                              model: data.model, timings: data.timings, details: data });
         this.#ready.resolve();
         this.#ready = null;
         return;
-      case "file-busy": return;
+      case "model-switched": {
+        this.#quietUntil = 0;
+        const { kind, ...info } = data;
+        Object.assign(this, { tier: data.tier, threads: data.threads, threadsNote: data.threadsNote,
+                              model: { name: data.name, notice: data.notice, tier: data.tier, threads: data.threads } });
+        const switching = this.#switching;
+        this.#switching = null;
+        return switching && switching.resolve(info);
+      }
+      case "file-busy":
+        this.#quietUntil = this.#lastHeard + FILE_STEP_MS;
+        if (this.#pending && this.#pending.onProgress) this.#pending.onProgress({ done: 0, total: data.seconds });
+        return;
       case "file-progress":
+        this.#quietUntil = this.#lastHeard + FILE_STEP_MS;
         if (this.#pending && this.#pending.onProgress) this.#pending.onProgress({ done: data.done, total: data.total });
         return;
-      case "file-result": return this.#pending && this.#pending.resolve(data.result);
-      case "file-cancelled": return this.#pending && this.#pending.reject(new PhononError("cancelled", "the transcription was cancelled"));
+      case "file-result":
+        this.#quietUntil = 0;
+        return this.#pending && this.#pending.resolve(data.result);
+      case "file-cancelled":
+        this.#quietUntil = 0;
+        return this.#pending && this.#pending.reject(new PhononError("cancelled", "the transcription was cancelled"));
+      case "captured": {
+        const resolve = this.#captured;
+        this.#captured = null;
+        return resolve && resolve(data.samples);
+      }
+      case "pong": return;
       case "started": return;
       case "partial": return this.#current(data.id) && this.#stream._partial(data.view, data.metrics);
       case "final": {
@@ -248,14 +355,24 @@ export class Recognizer extends EventTarget {
         this.dispatchEvent(new CustomEvent("workers-lost", { detail: { message: data.message, threads: data.threads } }));
         return;
       case "error": {
+        this.#quietUntil = 0;
         const error = new PhononError(data.code === "file" ? "audio" : data.code, data.message);
+        if (data.code === "model-file" && this.#switching) {
+          const switching = this.#switching;
+          this.#switching = null;
+          return switching.reject(error);
+        }
         if (this.#pending) return this.#pending.reject(error);
         return this.dispatchEvent(new CustomEvent("error", { detail: error }));
       }
       case "fatal": {
         const error = new PhononError(data.code, data.message);
+        error.detail = data.detail || null;
         if (this.#ready) { this.#ready.reject(error); this.#ready = null; return; }
+        const pending = this.#pending, stream = this.#stream;
         this.close();
+        if (pending) pending.reject(error);
+        if (stream) stream._fail(error);
         this.dispatchEvent(new CustomEvent("error", { detail: error }));
         return;
       }
@@ -279,9 +396,20 @@ export class Stream extends EventTarget {
     this.#final.promise.catch(() => {});
   }
 
+  /** The stream's MessagePort, to transfer to an AudioWorklet that feeds it from the audio
+   *  thread (feed() is then refused; the worklet ends the stream with {kind: "end"}). */
+  takePort() {
+    this.#open("takePort()");
+    if (!this.#port) throw new PhononError("state", "takePort(): the port was taken already");
+    const port = this.#port;
+    this.#port = null;
+    return port;
+  }
+
   /** Add samples (a Float32Array at the stream's rate). Never waits for a decode. */
   feed(samples) {
     this.#open("feed()");
+    if (!this.#port) throw new PhononError("state", "feed(): this stream's port was handed to an audio worklet, which feeds it");
     checkSamples(samples, "feed()");
     const copy = samples.slice();
     this.#port.postMessage({ kind: "audio", samples: copy }, [copy.buffer]);
@@ -292,7 +420,7 @@ export class Stream extends EventTarget {
   finish() {
     if (this.#state === "open") {
       this.#state = "finishing";
-      this.#port.postMessage({ kind: "end" });
+      if (this.#port) this.#port.postMessage({ kind: "end" });      // else the worklet sends it
     }
     return this.#final.promise;
   }
@@ -343,7 +471,7 @@ export class Stream extends EventTarget {
 }
 
 // Encoder workers: the cores (up to 4) when the page can share memory, else one (and why).
-function chooseThreads(threads) {
+function chooseThreads(threads, isolationNote) {
   if (threads !== undefined) {
     if (!Number.isInteger(threads) || threads < 1 || threads > 8) {
       throw new PhononError("state", `threads must be an integer from 1 to 8, got ${threads}`);
@@ -352,7 +480,7 @@ function chooseThreads(threads) {
   const wanted = threads || Math.max(1, Math.min(navigator.hardwareConcurrency || 1, 4));
   if (wanted > 1 && !self.crossOriginIsolated) {
     return { threads: 1, threadsForced: threads !== undefined,
-             threadsNote: "one worker: this page is not cross-origin isolated (no COOP/COEP headers), so workers cannot share memory" };
+             threadsNote: isolationNote || "one worker: this page is not cross-origin isolated (no COOP/COEP headers), so workers cannot share memory" };
   }
   return { threads: wanted, threadsForced: threads !== undefined, threadsNote: null };
 }
@@ -370,9 +498,8 @@ async function download(url) {
 
 // An encoded file: WAV goes to the engine as bytes (its own parser and resampler); anything else
 // is decoded by the browser (WebAudio) and sent as interleaved float32 at the decoder's rate.
-async function encodedFile(audio) {
+async function encodedFile(audio, name) {
   const bytes = audio instanceof Blob ? await audio.arrayBuffer() : audio.slice(0);
-  const name = audio.name || "audio";
   const head = new Uint8Array(bytes, 0, Math.min(12, bytes.byteLength));
   const text = String.fromCharCode(...head);
   if (text.startsWith("RIFF") && text.slice(8, 12) === "WAVE") return [{ kind: "file", name, wav: bytes }, [bytes]];
@@ -380,15 +507,20 @@ async function encodedFile(audio) {
   if (!Context) throw new PhononError("audio", `${name}: only WAV can be read here (this browser has no WebAudio decoder)`);
   let decoded;
   try {
-    decoded = await new Context(1, 1, 48000).decodeAudioData(bytes);
+    decoded = await new Context(1, 1, 48000).decodeAudioData(bytes);   // 48 kHz: most compressed audio's rate
   } catch (e) {
-    throw new PhononError("audio", `${name} could not be decoded as audio (${e.message || e})`);
+    throw new PhononError("audio", `${name} is not in an audio format this browser can decode. WAV, MP3, M4A/AAC, Ogg, Opus, FLAC and WebM usually work.`);
   }
-  const channels = decoded.numberOfChannels, n = decoded.length;
+  return audioBufferMessage(decoded, name);
+}
+
+// Interleaved channels at the buffer's rate: the engine down-mixes and resamples.
+function audioBufferMessage(buffer, name) {
+  const channels = buffer.numberOfChannels, n = buffer.length;
   const pcm = new Float32Array(n * channels);
   for (let c = 0; c < channels; c++) {
-    const data = decoded.getChannelData(c);
+    const data = buffer.getChannelData(c);
     for (let i = 0; i < n; i++) pcm[i * channels + c] = data[i];
   }
-  return [{ kind: "file", name, pcm, rate: decoded.sampleRate, channels }, [pcm.buffer]];
+  return [{ kind: "file", name, pcm, rate: buffer.sampleRate, channels }, [pcm.buffer]];
 }

@@ -14,6 +14,11 @@ async function main(samples: Float32Array, file: Blob): Promise<string> {
   const final: StreamFinal = await s.finish();
   r.addEventListener("error", (e) => console.log(e.detail.code));
   try { s.feed(samples); } catch (e) { if (e instanceof PhononError) console.log(e.code); }
+  const switched = await r.switchModel(new ArrayBuffer(8), "other.gguf");
+  const live: Stream = r.stream({ sampleRate: 48000, ring: new SharedArrayBuffer(1 << 20) });
+  const port: MessagePort = live.takePort();
+  const c: Transcript = await r.transcribe(new AudioBuffer({ length: 10, sampleRate: 8000 }), undefined, { name: "x" });
+  console.log(switched.sha256, port, c.text, r.heapBytes, r.details.modelSource);
   r.close();
   return `${a.text} ${b.words.length} ${ids.length} ${final.text} ${bestTier([{ name: "scalar", probe: [] }])} ${r.threads}`;
 }
