@@ -42,6 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine.tiers import cpu_tiers_header, page_tiers, tier, tiers_of   # noqa: E402  (stdlib only)
+from modeltools.fetch import sha256_file                                 # noqa: E402  (stdlib only)
 
 ROOT = Path(__file__).resolve().parent
 PINS = json.loads((ROOT / "pins.json").read_text())
@@ -401,12 +402,7 @@ def tiny_model() -> Path:
     return TINY_MODEL
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+sha256_of = sha256_file               # modeltools/fetch.py: standard library, a file read in 1 MiB blocks
 
 
 def render(template: Path, out: Path, context: dict):

@@ -145,10 +145,7 @@ def transcribe_command(args) -> int:
     except (OSError, AudioError, GGUFError, KernelError) as e:
         print(f"transcribe: error: {e}", file=sys.stderr)
         return 1
-    if args.json:
-        json.dump(result, sys.stdout, ensure_ascii=False, indent=1)
-        print()
-    else:
+    if not print_json(result, args.json):
         print(result["text"])
     return 0
 
@@ -188,16 +185,21 @@ def stream_command(args) -> int:
     except (OSError, AudioError, GGUFError, KernelError, StreamError) as e:
         print(f"stream: error: {e}", file=sys.stderr)
         return 1
-    if args.json:
-        json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
-        print()
-    else:
+    if not print_json(out, args.json):
         m = out["metrics"]
         print(f"final: {out['final']['text']}")
         print(f"{m['decodes']} decodes ({m['skipped_quiet']} skipped as quiet), compute {m['compute_seconds']} s "
               f"= {m['compute_per_audio']} x audio, commit lag p50 {m['commit_lag_p50_seconds']} s "
               f"p95 {m['commit_lag_p95_seconds']} s", file=sys.stderr)
     return 0
+
+
+def print_json(value, wanted: bool) -> bool:
+    """`value` as JSON on stdout if `wanted` (--json); whether it was printed."""
+    if wanted:
+        json.dump(value, sys.stdout, ensure_ascii=False, indent=1)
+        print()
+    return wanted
 
 
 def run_cli() -> int:

@@ -12,18 +12,16 @@ Prints a table and the headline ratios; --json writes the list of records.
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import sys
 import time
-from pathlib import Path
 
 from checks import kernel_bench
 from engine.tiers import TIERS
 
 from .ort_models import matmul_integer_model
-from .runtimes import Chromium, run_in_node
+from .runtimes import Chromium, bench_parser, run_in_node
 
 
 def bench_ort(browser: Chromium, shapes, tokens, min_seconds: float) -> list:
@@ -88,10 +86,8 @@ def ratios(records: list) -> str:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m harness.bench")
-    parser.add_argument("--json", type=Path)
+    parser = bench_parser("python3 -m harness.bench", "native,node,chromium")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--runtimes", default="native,node,chromium")
     args = parser.parse_args(argv)
     shapes, tokens = kernel_bench.SHAPES, kernel_bench.TOKENS
     min_seconds = 0.1 if args.quick else 0.4

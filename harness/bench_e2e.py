@@ -10,7 +10,6 @@ use into build/bench-models/; the audio is a deterministic speech-like signal.
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import sys
@@ -25,7 +24,7 @@ from modeltools.synth import make
 from engine.timing import Timer
 from engine.transcribe import Engine
 
-from .runtimes import Chromium
+from .runtimes import Chromium, bench_parser
 
 MODEL_NAME = "phonon2-full-synthetic.gguf"
 
@@ -97,10 +96,8 @@ def table(records: list) -> str:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m harness.bench_e2e")
-    parser.add_argument("--json", type=Path)
+    parser = bench_parser("python3 -m harness.bench_e2e", "native,chromium")
     parser.add_argument("--seconds", default="10,30")
-    parser.add_argument("--runtimes", default="native,chromium")
     parser.add_argument("--browser-tiers", default="wasm_relaxed_simd,wasm_simd128,scalar")
     args = parser.parse_args(argv)
     seconds = [int(s) for s in args.seconds.split(",")]

@@ -6,11 +6,12 @@ Standard library only."""
 from __future__ import annotations
 
 import re
-import threading
 import time
 from functools import partial
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from .server import LoopbackServer
 
 
 class Faults:
@@ -90,23 +91,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class ReleaseHost:
+class ReleaseHost(LoopbackServer):
     """Serve `root` on 127.0.0.1 (any free port); `faults` changes behaviour between requests;
     `log` holds (path, Range header) of every GET. Use as a context manager."""
 
     def __init__(self, root: Path):
         self.faults, self.log = Faults(), []
-        handler = partial(_Handler, root=Path(root), faults=self.faults, log=self.log)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        super().__init__(partial(_Handler, root=Path(root), faults=self.faults, log=self.log))
         self.httpd.daemon_threads = True
         self.httpd.block_on_close = False          # a stalled response must not hold up the exit
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()

@@ -28,6 +28,15 @@ def env_path(name: str) -> Path:
     return Path(value)
 
 
+def bench_parser(prog: str, runtimes: str):
+    """A benchmark's command line: --json FILE (the records) and --runtimes (a comma list)."""
+    import argparse
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--json", type=Path, help="write the records to this file")
+    parser.add_argument("--runtimes", default=runtimes, help=f"comma list (default {runtimes})")
+    return parser
+
+
 def inline(data: bytes) -> dict:
     """Bytes for a job's argument, inlined (checks/jobs.py read_bytes)."""
     return {"base64": base64.b64encode(data).decode()}

@@ -56,13 +56,11 @@ class _Handler(SimpleHTTPRequestHandler):
         pass
 
 
-class StaticServer:
-    """`routes`: {"/prefix/": directory}; longest prefix wins. Use as a context manager."""
+class LoopbackServer:
+    """An HTTP server on 127.0.0.1 (port 0: any free one) running in a daemon thread while used
+    as a context manager; `url` is its address."""
 
-    def __init__(self, routes: dict, port: int = 0, isolate: bool = False, cors: bool = False):
-        ordered = sorted(((p, Path(d)) for p, d in routes.items()), key=lambda r: -len(r[0]))
-        self.log: list[str] = []                 # every path requested (GET and HEAD), in order
-        handler = partial(_Handler, routes=ordered, isolate=isolate, log=self.log, cors=cors)
+    def __init__(self, handler, port: int = 0):
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -74,6 +72,15 @@ class StaticServer:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class StaticServer(LoopbackServer):
+    """`routes`: {"/prefix/": directory}; longest prefix wins. Use as a context manager."""
+
+    def __init__(self, routes: dict, port: int = 0, isolate: bool = False, cors: bool = False):
+        ordered = sorted(((p, Path(d)) for p, d in routes.items()), key=lambda r: -len(r[0]))
+        self.log: list[str] = []                 # every path requested (GET and HEAD), in order
+        super().__init__(partial(_Handler, routes=ordered, isolate=isolate, log=self.log, cors=cors), port)
 
     def serve_forever(self):
         """In the foreground until Ctrl-C."""

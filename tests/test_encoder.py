@@ -4,7 +4,6 @@ per-layer relative L2 is bounded and every tier gives the same bits."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,14 +16,9 @@ from engine.kernels import Kernels
 from engine.model_file import load
 from test_frontend_math import speechlike
 
-DATA = Path(__file__).resolve().parent / "data" / "tiny"
-
-
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    out = tmp_path_factory.mktemp("enc") / "tiny.gguf"
-    convert(DATA / "model.fermion", read_config(DATA / "config.json"), out, "n", "tiny")
-    model = load(out)
+def tiny_model(tiny_gguf_path):
+    model = load(tiny_gguf_path)
     yield model
     model.close()
 

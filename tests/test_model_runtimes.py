@@ -3,20 +3,15 @@ the tiny model: same metadata digest, same sha256 for every tensor."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from conftest import build_artifact
-from modeltools.convert import convert, read_config
 from engine.model_file import fingerprint, load
 
-DATA = Path(__file__).resolve().parent / "data" / "tiny"
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    out = tmp_path_factory.mktemp("rt") / "tiny.gguf"
-    convert(DATA / "model.fermion", read_config(DATA / "config.json"), out, "notice", "tiny")
+def tiny(tiny_gguf_path):
+    out = tiny_gguf_path
     model = load(out)
     try:
         native = fingerprint(model)
