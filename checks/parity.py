@@ -158,7 +158,7 @@ def cases():
     for rate in (8000, 22050, 44100, 48000):
         out.append((f"resample/{rate}", "resample", {"rate": rate}))
     for op in ("f16", "layernorm", "silu", "glu", "dwconv1d", "softmax", "matmul_nt", "matmul_nn", "conv2d", "dwconv2d",
-               "subsampling_head"):
+               "subsampling_head", "block_sums"):
         out.append((f"ops/{op}", "ops", {"op": op}))
     for fmt in ("u8", "s16", "s24", "s32", "f32", "f64"):
         out.append((f"pcm/{fmt}/stereo", "pcm", {"fmt": fmt}))
@@ -199,6 +199,9 @@ def run_op(kernels: Kernels, rng: random.Random, op: str) -> bytes:
             w0, b0, w2, b2 = floats(rng, 9 * C), floats(rng, C), floats(rng, 9 * C), floats(rng, C)
             out += kernels.subsampling_head(x, T, F, C, w0, b0, w2, b2)[0].tobytes()
         return out
+    if op == "block_sums":     # the stream's 80 ms frame energies and 20 ms quiet blocks, a short tail
+        x = floats(rng, 1280 * 7 + 333, 1.0)
+        return kernels.block_sums(x, len(x), 1280).tobytes() + kernels.block_sums(x, len(x), 320).tobytes()
     if op == "glu":
         return kernels.glu(floats(rng, 7 * 64, 10), 7, 32).tobytes()
     if op == "dwconv1d":

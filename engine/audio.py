@@ -12,7 +12,12 @@ from array import array
 
 from .kernels import Kernels, KernelError
 
-MODEL_RATE = 16000
+MODEL_RATE = 16000                      # Hz: what the frontend takes
+FEATURE_HOP = 160                       # samples per feature frame (10 ms)
+SUBSAMPLING = 8                         # feature frames per encoder frame
+# One encoder frame, 80 ms: the unit of token times, window starts and cuts. The one definition.
+FRAME_SAMPLES = FEATURE_HOP * SUBSAMPLING
+FRAME_SECONDS = FRAME_SAMPLES / MODEL_RATE
 WAVE_FORMAT_PCM, WAVE_FORMAT_FLOAT, WAVE_FORMAT_EXTENSIBLE = 1, 3, 0xFFFE
 
 

@@ -9,11 +9,11 @@ import unicodedata
 from array import array
 from dataclasses import dataclass
 
+from .audio import FRAME_SECONDS
 from .encoder import Cancelled, Linear
 from .kernels import Kernels
 from .model_file import ModelFile
 
-FRAME_SECONDS = 0.08        # one encoder frame: 10 ms hop x subsampling 8
 
 
 class PredictionNetwork:

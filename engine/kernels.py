@@ -190,6 +190,7 @@ _COMMON_SIGNATURES = {
     "pk_attention_scratch_floats": (_sz, [_i, _i]),
     "pk_attention_heads": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, ctypes.c_float, _vp, _vp]),
     "pk_block_power": (_i, [_i, _i, _vp, _vp]),
+    "pk_block_sums": (_i, [_i, _i, _vp, _vp]),
     "pk_lstm_cell": (_i, [_i, _vp, _vp, _vp]),
     "pk_rel_scores": (_i, [_i, _i, _vp, _vp, _vp, _vp, ctypes.c_float, _vp, _vp]),
     "pk_rel_positions": (_i, [_i, _i, _vp]),
@@ -641,6 +642,19 @@ class Kernels:
         y = array("f", bytes(4 * (-(-n // block))))
         _raise_status(self._fn["pk_block_power"](n, block, _Arg(x, n, "float32", "x").pointer,
                                                  _Arg(y, len(y), "float32", "y", True).pointer), "pk_block_power")
+        return y
+
+    def block_sums(self, x, n: int, block: int) -> array:
+        """Sum of squares of each `block`-sample block of x[n] (the last one may be shorter), in
+        float64: a plain sum in sample order (what Python 3.11's sum() gives; 3.12+ sums floats
+        compensated, so the Python loop differed between CPython and Pyodide)."""
+        _check_count(n)
+        _check_dims(block=block)
+        if n == 0:
+            return array("d")
+        y = array("d", bytes(8 * (-(-n // block))))
+        _raise_status(self._fn["pk_block_sums"](n, block, _Arg(x, n, "float32", "x").pointer,
+                                                _Arg(y, len(y), "float64", "y", True).pointer), "pk_block_sums")
         return y
 
     def copy_cols(self, x, N: int, W: int, y, O: int, c0: int) -> None:

@@ -20,10 +20,9 @@ import time
 from array import array
 from dataclasses import dataclass
 
-from .audio import MODEL_RATE
+from .audio import FRAME_SAMPLES, MODEL_RATE
 from .decoder import Token, detokenize, words_with_times
 
-FRAME_SAMPLES = 1280               # one encoder frame: 10 ms hop x subsampling 8 at 16 kHz
 POWER_BLOCK = 160                  # 10 ms blocks for the pause search
 
 

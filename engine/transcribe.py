@@ -21,6 +21,7 @@ from .longform import WindowPolicy, transcribe_pieces
 from .model_file import ModelFile, load
 from .parallel import Team, WorkerTeam, default_threads
 from .timing import section
+from .streaming import StreamConfig, StreamSession
 
 
 class Engine:
@@ -69,7 +70,6 @@ class Engine:
 
     def stream(self, sample_rate: int, **config):
         """A streaming session (engine/streaming.py); config: StreamConfig fields."""
-        from .streaming import StreamConfig, StreamSession
         return StreamSession(self, sample_rate, StreamConfig(**config))
 
     def cancel(self):

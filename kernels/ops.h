@@ -48,6 +48,9 @@
  * pk_block_power(n, B, x, y)      y[i] = mean of x^2 over block i = x[iB, min(iB + B, n)): a double
  *                                   sum in sample order over the block, divided by its length,
  *                                   rounded to float (ceil(n / B) outputs; pauses in long files)
+ * pk_block_sums(n, B, x, y)       y[i] = the same double sum of x^2 over block i, not divided or
+ *                                   rounded (the stream's frame energies and quiet test: the
+ *                                   bits Python's plain float sum gave, on every platform)
  * pk_copy_cols(N, W, x, O, c0, y) x [N][W] -> columns c0..c0+W-1 of y [N][O] (data movement
  *                                   only; how a row slice of a split linear joins its output)
  * pk_take_cols(N, O, c0, W, x, y)  columns c0..c0+W-1 of x [N][O] -> y [N][W] (data movement
@@ -92,6 +95,7 @@ PK_API int pk_attention_heads(int T, int D, int dk, int h0, int h1, const float 
 PK_API int pk_glu_split(int N, int C, const float *a, const float *b, float *y);
 PK_API int pk_take_cols(int N, int O, int c0, int W, const float *x, float *y);
 PK_API int pk_block_power(int n, int B, const float *x, float *y);
+PK_API int pk_block_sums(int n, int B, const float *x, double *y);
 PK_API int pk_add_div(int n, const float *a, const float *b, float s, float *y);
 PK_API int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,
                         int groups, float *y);

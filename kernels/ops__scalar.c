@@ -183,13 +183,25 @@ int pk_transpose3(int A, int B, int C, const float *x, float *y) {
     return PK_OK;
 }
 
+static double sum_squares(const float *x, int n) {
+    double sum = 0.0;                                   /* in sample order, from 0.0 */
+    for (int j = 0; j < n; j++) sum += (double)x[j] * (double)x[j];
+    return sum;
+}
+
 int pk_block_power(int n, int B, const float *x, float *y) {
     if (n <= 0 || B <= 0) return PK_E_SHAPE;
     for (int i = 0, start = 0; start < n; i++, start += B) {
-        int end = start + B < n ? start + B : n;
-        double sum = 0.0;
-        for (int j = start; j < end; j++) sum += (double)x[j] * (double)x[j];
-        y[i] = (float)(sum / (double)(end - start));
+        int len = start + B < n ? B : n - start;
+        y[i] = (float)(sum_squares(x + start, len) / (double)len);
+    }
+    return PK_OK;
+}
+
+int pk_block_sums(int n, int B, const float *x, double *y) {
+    if (n <= 0 || B <= 0) return PK_E_SHAPE;
+    for (int i = 0, start = 0; start < n; i++, start += B) {
+        y[i] = sum_squares(x + start, start + B < n ? B : n - start);
     }
     return PK_OK;
 }

@@ -42,7 +42,8 @@ def test_toolchain_version_mismatch_stops_loudly(build, monkeypatch):
 # and a new engine/ module must be added here on purpose.
 RUNTIME_WHEEL = {f"engine/{m}.py" for m in (
     "__init__", "audio", "decoder", "encoder", "gguf_file", "kernels", "longform", "model_file",
-    "model_layout", "parallel", "streaming", "tiers", "timing", "transcribe", "webapp")} | {
+    "model_layout", "parallel", "stream_commit", "stream_schedule", "stream_view", "stream_window", "streaming",
+    "tiers", "timing", "transcribe", "webapp")} | {
     f"engine/_lib/phonon_kernels_{t}.wasm" for t in ("scalar", "simd128", "relaxed_simd")}
 
 

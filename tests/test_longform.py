@@ -192,6 +192,21 @@ def test_block_power(scalar):
     assert len(scalar.block_power(array("f"), 0, 160)) == 0
 
 
+def test_block_sums_are_plain_float64_sums_in_sample_order(scalar):
+    """The stream's frame energies: a left-to-right float64 sum from 0.0 (not math.fsum, not
+    Python 3.12's compensated sum()), so CPython and Pyodide agree bit for bit."""
+    rng = random.Random(5)
+    x = array("f", [rng.uniform(-1, 1) * 10 ** rng.uniform(-4, 1) for _ in range(1280 * 3 + 17)])
+    want = []
+    for start in range(0, len(x), 1280):
+        acc = 0.0
+        for v in x[start:start + 1280]:
+            acc += v * v
+        want.append(acc)
+    assert list(scalar.block_sums(x, len(x), 1280)) == want
+    assert len(scalar.block_sums(array("f"), 0, 320)) == 0
+
+
 def test_cli_transcribes_a_long_file_in_windows(tmp_path, tiny_gguf, tiny_engine):
     x = bursts([(3.1, True), (0.6, False)] * 12)                     # 44 s
     path = tmp_path / "long.wav"

@@ -177,11 +177,11 @@ def test_window_starts_in_pauses_and_covers_uncommitted_words(fake):
     for i in range(0, len(x), 640):
         session.feed(x[i:i + 640])
         session.partial()
-        s = session._win_start
+        s = session.window.start
         assert s % FRAME == 0
         if s:                                            # rule 2: the start is in a pause
             assert not loud[max(0, s - 80):s + 80].any(), s / SR
-        for w in session._tentative:
+        for w in session.policy.tentative:
             assert w.start >= s
     assert len(session.finish()["words"]) == 4
 
@@ -208,7 +208,7 @@ def test_window_start_needs_a_pause_in_the_audio_not_only_in_the_tokens(scalar):
     for i in range(0, len(x), 640):
         session.feed(x[i:i + 640])
         session.partial()
-        starts.add(session._win_start)
+        starts.add(session.window.start)
     inside = [s / SR for s in starts if murmur_span[0] <= s < murmur_span[1]]
     assert not inside, inside
     assert any(0.5 * SR < s <= 0.9 * SR for s in starts)            # it did move into the pause
@@ -226,7 +226,7 @@ def test_a_short_gap_between_words_is_not_a_pause(fake, min_pause_ms):
     for i in range(0, len(x), 640):
         session.feed(x[i:i + 640])
         session.partial()
-        starts.add(session._win_start / SR)
+        starts.add(session.window.start / SR)
     in_gaps = [s for s in starts if 0.5 < s < 0.74 or 2.34 < s < 2.58]
     assert bool(in_gaps) == (min_pause_ms < 240), sorted(starts)
     assert any(1.24 < s < 1.84 for s in starts), sorted(starts)          # the 600 ms pause is one

@@ -1,0 +1,130 @@
+"""A stream's commit policy (engine/streaming.py's third part): which decoded words are new,
+which are agreed and final, and which the window's move must commit by force.
+
+Words are `Word`s with absolute sample times at 16 kHz. The policy holds the committed words
+(never revised), the tentative tail of the last decode and that decode's limit for agreement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .audio import MODEL_RATE
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    start: int                      # absolute sample positions at 16 kHz
+    end: int
+    tokens: tuple                   # ((id, absolute frame, duration), ...)
+
+    @property
+    def ids(self) -> tuple:
+        return tuple(t[0] for t in self.tokens)
+
+    def as_dict(self) -> dict:
+        return {"word": self.text, "start": round(self.start / MODEL_RATE, 2),
+                "end": round(self.end / MODEL_RATE, 2)}
+
+
+class CommitPolicy:
+    def __init__(self):
+        self.committed: list = []
+        self.tentative: list = []
+        self.previous: list | None = None   # the last decode's uncommitted words (rule 1)
+        self.previous_limit = -1            # its position - right_context: agreed words ending
+                                            # by then had right_context in both decodes
+        self._shown: list = []              # words shown after the last decode (revisions)
+
+    @property
+    def last_end(self) -> int:
+        """Where the committed text ends (0 before any commit)."""
+        return self.committed[-1].end if self.committed else 0
+
+    def agreed(self, words: list) -> int:
+        """Rules 1 and 4: how many of a decode's leading words commit - the ones the previous
+        decode gave too (whole words, same pieces) that end `right_context` behind both decodes
+        (a word that agrees only because the earlier decode guessed it from too little audio is
+        not agreed yet)."""
+        agreed = _common_prefix(words, self.previous) if self.previous is not None else 0
+        n = 0
+        while n < agreed and words[n].end <= self.previous_limit:
+            n += 1
+        return n
+
+    def after_decode(self, words: list, n: int, limit: int) -> list:
+        """The decode's first n words commit (returned), the rest stay tentative and are what
+        the next decode must agree with, by `limit` (its position - right_context)."""
+        self.committed.extend(words[:n])
+        self.tentative, self.previous = words[n:], words[n:]
+        self.previous_limit = limit
+        return words[:n]
+
+    def force_before(self, cut: int) -> list:
+        """Rule 3: the tentative words ending by `cut` commit (returned), to make room."""
+        forced = []
+        while self.tentative and self.tentative[0].end <= cut:
+            forced.append(self.tentative.pop(0))
+        self.committed.extend(forced)
+        self.previous = list(self.tentative)
+        return forced
+
+    def finish(self, words: list) -> list:
+        """The stream closes: these words (the last decode's, or the tentative ones) commit."""
+        self.committed.extend(words)
+        self.tentative = []
+        return words
+
+    def new_words(self, decoded: list, window_start: int) -> list:
+        """The decoded words that are not committed yet. A word whose midpoint is inside the
+        committed text is a re-decoded committed word. The model's timing also moves between
+        decodes, so a committed word can come back a frame or two later, after the committed
+        end: if the window holds more committed words than the decode put before that end,
+        the first words after it that spell those missing committed words are them again
+        (a real repeat, "is is", has both copies in the decode and is kept). Timing can also
+        move earlier: if the words before that end spell the window's committed words and
+        then more, the more are new ("in the afternoon on", with "in the" committed, came
+        back two frames early and "afternoon" was dropped as committed). And a word whose
+        span holds a committed word's whole span, with the same text, is that word again,
+        whatever the decode put before it (_same_word): a later decode inserted "are" before
+        the committed "twenty" and stretched it past the committed end ("there twenty twenty
+        one")."""
+        floor = self.last_end
+        before = [w for w in decoded if w.start + w.end < 2 * floor]
+        after = [w for w in decoded if w.start + w.end >= 2 * floor]
+        first = len(self.committed)         # the committed words inside the window: the newest few
+        while first and self.committed[first - 1].end > window_start:
+            first -= 1
+        held = self.committed[first:]
+        if len(before) > len(held) and [w.text for w in before[:len(held)]] == [w.text for w in held]:
+            after = before[len(held):] + after      # timing moved earlier: the surplus is new
+            before = before[:len(held)]
+        missing = held[len(before):]
+        skip = 0
+        while skip < min(len(missing), len(after)) and after[skip].text == missing[skip].text:
+            skip += 1
+        while skip < len(after) and any(_same_word(after[skip], c) for c in held):
+            skip += 1
+        return after[skip:]
+
+    def is_revision(self, words: list) -> bool:
+        """Whether a decode's words change what was shown (neither extends the other)."""
+        shown = [w.text for w in self.committed] + [w.text for w in words]
+        revised = shown[:len(self._shown)] != self._shown and self._shown[:len(shown)] != shown
+        self._shown = shown
+        return revised
+
+
+def _same_word(new, committed) -> bool:
+    """A word of the same text whose span holds all of the committed word's is that word
+    decoded again, stretched. (Mere overlap is not enough: a real repeat, "is is", decoded a
+    frame or two early overlaps the first copy.)"""
+    return new.text == committed.text and new.start <= committed.start and committed.end <= new.end
+
+
+def _common_prefix(a: list, b: list) -> int:
+    n = 0
+    while n < len(a) and n < len(b) and a[n].text == b[n].text and a[n].ids == b[n].ids:
+        n += 1
+    return n

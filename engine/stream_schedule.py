@@ -1,0 +1,34 @@
+"""A stream's schedule (engine/streaming.py's second part): where decodes happen.
+
+Decodes happen at fixed audio positions (the previous position + the interval), not when
+partial() happens to be called, so the events depend only on the audio: any chunk size and
+any polling rate give the same decodes, natively and in the browser. Rule 3: the interval
+grows with the window (a tenth of it, at least `hop`). If the caller falls more than `max_lag`
+behind, the schedule jumps to the newest audio.
+"""
+
+from __future__ import annotations
+
+
+class Schedule:
+    def __init__(self, hop: int, max_lag: int):
+        self.hop, self.max_lag = hop, max_lag       # samples at 16 kHz
+        self.next = hop                             # the next decode position
+        self.last = 0                               # the last position decoded (or skipped as quiet)
+        self.skipped_lag = 0                        # positions dropped because the caller fell behind
+
+    def interval(self, p: int, window_start: int) -> int:
+        """Rule 3: a tenth of the window [window_start, p), at least hop."""
+        return max(self.hop, (p - window_start) // 10)
+
+    def due(self, total: int, window_start):
+        """The decode positions due with `total` samples in: each is yielded, then the next is
+        placed after it by the window's start at that time (window_start(), read after the
+        caller's step)."""
+        while self.next <= total:
+            p = self.next
+            if total - p > self.max_lag:            # fell behind: decode the newest audio
+                self.skipped_lag += (total - p) // self.hop
+                p = total
+            yield p
+            self.next = p + self.interval(p, window_start())

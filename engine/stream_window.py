@@ -1,0 +1,135 @@
+"""A stream's audio (engine/streaming.py's first part): intake and the current window.
+
+    window = AudioWindow(kernels, sample_rate)
+    window.push(chunk)            # any thread: resampled to 16 kHz into a pending buffer
+    window.drain()                # the decoding thread: pending audio joins the window
+    window.samples(p)             # [start, p) for a decode
+    window.move_start(s)          # forward only, on the 80 ms frame grid
+
+The window holds the 16 kHz audio from `start` to `total` and the energy of every whole 80 ms
+frame in it (mean square, from the C kernel pk_block_sums: the same float64 bits natively and
+in Pyodide). The audio tests of the rules live here: the quiet test of rule 5 and the pause
+search of rule 2.
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+
+from .audio import FRAME_SAMPLES, MODEL_RATE, StreamResampler
+
+FRAME = FRAME_SAMPLES           # one encoder frame, 80 ms: window starts and energies use its grid
+QUIET_BLOCK = 320               # 20 ms blocks for the quiet-audio test of rule 5
+PAUSE_LEVEL = 0.1               # rule 2: a pause frame has at most 1/10 (-10 dB) of the window's
+                                # loud level (its 75th-percentile frame mean square)
+
+
+def align(position: int) -> int:
+    """The frame boundary at or before `position` (never negative)."""
+    return max(0, position // FRAME * FRAME)
+
+
+class AudioWindow:
+    def __init__(self, k, sample_rate: int):
+        self.k = k
+        self.resampler = StreamResampler(k, sample_rate)     # ValueError for a rate it cannot take
+        self._lock = threading.Lock()
+        self._pending = array("f")          # resampled, not yet drained
+        self.audio = array("f")             # 16 kHz samples [start, total)
+        self.frame_power = array("d")       # mean square of each whole 80 ms frame from start
+        self.start = self.total = 0
+
+    # -- intake ---------------------------------------------------------------------------------
+
+    def push(self, x: array) -> None:
+        """Samples at the stream's rate (checked by the caller). Never decodes."""
+        with self._lock:
+            self._pending.extend(self.resampler.push(x))
+
+    def drain(self, flush: bool = False) -> None:
+        """Pending audio joins the window (with `flush`, the resampler's tail too)."""
+        with self._lock:
+            new, self._pending = self._pending, array("f")
+            if flush:
+                new.extend(self.resampler.flush())
+        self.audio.extend(new)
+        self.total += len(new)
+        self._measure_frames()
+
+    def _measure_frames(self) -> None:
+        done, whole = len(self.frame_power), len(self.audio) // FRAME
+        if whole > done:
+            sums = self.k.block_sums(memoryview(self.audio)[done * FRAME:whole * FRAME], (whole - done) * FRAME, FRAME)
+            self.frame_power.extend(s / FRAME for s in sums)
+
+    @property
+    def seconds(self) -> float:
+        return self.total / MODEL_RATE
+
+    # -- the window -----------------------------------------------------------------------------
+
+    def samples(self, p: int) -> memoryview:
+        return memoryview(self.audio)[:p - self.start]
+
+    def move_start(self, start: int) -> None:
+        """Move the window start forward (never back), on the frame grid: the frame energies
+        drop whole frames."""
+        if start <= self.start:
+            return
+        assert start % FRAME == 0, start
+        del self.audio[:start - self.start]
+        del self.frame_power[:(start - self.start) // FRAME]
+        self.start = start
+
+    # -- what the audio says --------------------------------------------------------------------
+
+    def quiet(self, a: int, b: int, quiet_power: float) -> bool:
+        """Rule 5: every 20 ms block of [a, b) (inside the window) has a mean square below
+        `quiet_power`."""
+        a = max(a, self.start)
+        n = max(0, b - a)
+        sums = self.k.block_sums(memoryview(self.audio)[a - self.start:b - self.start], n, QUIET_BLOCK)
+        limit = quiet_power * QUIET_BLOCK
+        for i, s in enumerate(sums):
+            length = min(QUIET_BLOCK, n - i * QUIET_BLOCK)
+            if s > limit * length / QUIET_BLOCK:
+                return False
+        return True
+
+    def pause_level(self, p: int):
+        """The mean square at or below which an 80 ms frame is quiet: PAUSE_LEVEL of the
+        window's loud level (its 75th-percentile frame before p); None for an empty window."""
+        window = sorted(self.frame_power[:(p - self.start) // FRAME])
+        return window[(3 * (len(window) - 1)) // 4] * PAUSE_LEVEL if window else None
+
+    def pause_in(self, a: int, b: int, p: int, limit, min_pause: int):
+        """Rule 2's start inside the token gap [a, b): the second frame of the first run of
+        quiet frames at least `min_pause` samples long (and at least two), where quiet is at
+        most `limit` (pause_level). The first quiet frame is left to the previous word's tail,
+        the rest of the pause leads into the next word (the model was trained on utterances
+        with leading silence). None when the gap is not quiet in the audio: the tokens' timing
+        lagged a word that has no token yet, and a start there would cut it."""
+        first = max(-(-a // FRAME), self.start // FRAME)           # whole frames inside [a, b)
+        last = min(b, p) // FRAME
+        base = self.start // FRAME
+        if last - first < 2 or limit is None:
+            return None
+        need = max(2, -(-min_pause // FRAME))
+        run = 0
+        for f in range(first, last):
+            run = run + 1 if self.frame_power[f - base] <= limit else 0
+            if run == need:
+                return (f - need + 2) * FRAME
+        return None
+
+    def heard(self, start: int, end: int, p: int, limit) -> bool:
+        """Whether any frame of the span [start, end) inside the window (before p) is above the
+        pause level. The trained model puts a window's first token at the window's first frame
+        wherever the sound begins ("play" at 1.28-1.60 s of a window from 1.28 s, spoken at
+        2.64 s): moving the start into the "pause" after such a word put the start before its
+        sound, and the next decode gave the word again ("lights play play some jazz")."""
+        base = self.start // FRAME
+        first, last = max(start // FRAME, base), min(-(-end // FRAME), p // FRAME)
+        return limit is None or first >= last or any(
+            self.frame_power[f - base] > limit for f in range(first, last))

@@ -1,0 +1,226 @@
+"""Each part of a stream alone (engine/stream_*.py), each rule against the part that holds it;
+tests/test_streaming.py runs them together through StreamSession."""
+
+from __future__ import annotations
+
+import random
+from array import array
+
+import pytest
+
+from engine.audio import FRAME_SAMPLES as FRAME
+from engine.kernels import Kernels
+from engine.stream_commit import CommitPolicy, Word
+from engine.stream_schedule import Schedule
+from engine.stream_view import StreamStats, StreamView, live_metrics, stream_metrics
+from engine.stream_window import PAUSE_LEVEL, QUIET_BLOCK, AudioWindow, align
+
+
+@pytest.fixture(scope="module")
+def k():
+    return Kernels("scalar")
+
+
+def plain_sum_squares(x) -> float:
+    acc = 0.0
+    for v in x:
+        acc += v * v
+    return acc
+
+
+def noise(n: int, level: float, seed: int = 1) -> array:
+    rng = random.Random(seed)
+    return array("f", [rng.uniform(-level, level) for _ in range(n)])
+
+
+# -- the audio window -----------------------------------------------------------------------
+
+def test_window_measures_whole_frames_as_they_complete(k):
+    w = AudioWindow(k, 16000)
+    x = noise(3 * FRAME + 500, 0.3)
+    w.push(x[:FRAME + 100])
+    w.drain()
+    assert w.total == FRAME + 100 and len(w.frame_power) == 1
+    w.push(x[FRAME + 100:])
+    w.drain()
+    assert len(w.frame_power) == 3
+    assert list(w.frame_power) == [plain_sum_squares(x[i * FRAME:(i + 1) * FRAME]) / FRAME for i in range(3)]
+
+
+def test_window_resamples_and_flushes(k):
+    w = AudioWindow(k, 48000)
+    w.push(noise(4800, 0.1))
+    w.drain()
+    held = w.total
+    w.drain(flush=True)
+    assert 1500 <= held <= 1600 and w.total == 1600       # 100 ms at 16 kHz once flushed
+
+
+def test_window_moves_forward_on_the_frame_grid_only(k):
+    w = AudioWindow(k, 16000)
+    w.push(noise(5 * FRAME, 0.2))
+    w.drain()
+    powers = list(w.frame_power)
+    w.move_start(2 * FRAME)
+    assert w.start == 2 * FRAME and len(w.audio) == 3 * FRAME and list(w.frame_power) == powers[2:]
+    w.move_start(FRAME)                                  # never back
+    assert w.start == 2 * FRAME
+    with pytest.raises(AssertionError):
+        w.move_start(2 * FRAME + 1)
+    assert align(FRAME * 3 + 7) == 3 * FRAME and align(-5) == 0
+
+
+def test_rule5_quiet_means_every_20ms_block_below_the_level(k):
+    w = AudioWindow(k, 16000)
+    x = noise(10 * QUIET_BLOCK + 37, 1e-4)
+    x[5 * QUIET_BLOCK + 3] = 0.2                          # one click in block 5
+    w.push(x)
+    w.drain()
+    level = 10 ** (-45 / 10)
+    assert w.quiet(0, 5 * QUIET_BLOCK, level)
+    assert not w.quiet(0, w.total, level)
+    assert w.quiet(6 * QUIET_BLOCK, w.total, level)      # the short last block counts by its length
+    assert w.quiet(w.total, w.total, level)               # nothing to hear: quiet
+
+
+def test_rule2_pause_search_needs_quiet_frames_in_the_audio(k):
+    w = AudioWindow(k, 16000)
+    loud, soft = noise(FRAME, 0.5), noise(FRAME, 0.001, seed=2)
+    frames = [loud] * 4 + [soft] * 5 + [loud] * 4          # a 400 ms pause at frames 4..8
+    for f in frames:
+        w.push(f)
+    w.drain()
+    p = w.total
+    level = w.pause_level(p)
+    powers = sorted(w.frame_power)
+    assert level == powers[(3 * (len(powers) - 1)) // 4] * PAUSE_LEVEL
+    # the token gap spans the pause: the start is its second quiet frame
+    assert w.pause_in(3 * FRAME, 10 * FRAME, p, level, 300 * 16) == 5 * FRAME
+    # a gap over loud audio only (the tokens lagged a word): no start
+    assert w.pause_in(0, 4 * FRAME, p, level, 300 * 16) is None
+    # a pause shorter than min_pause: no start
+    assert w.pause_in(3 * FRAME, 10 * FRAME, p, level, 600 * 16) is None
+    assert w.heard(0, 2 * FRAME, p, level) and not w.heard(5 * FRAME, 8 * FRAME, p, level)
+
+
+# -- the schedule ---------------------------------------------------------------------------
+
+def test_rule3_interval_grows_with_the_window():
+    s = Schedule(hop=6400, max_lag=64000)
+    assert s.interval(6400, 0) == 6400 and s.interval(160000, 0) == 16000 and s.interval(160000, 150000) == 6400
+
+
+def test_positions_depend_on_the_audio_not_on_the_polling():
+    def run(chunks):
+        s, out, total = Schedule(hop=6400, max_lag=10 ** 9), [], 0
+        for n in chunks:
+            total += n
+            out += list(s.due(total, lambda: 0))
+        return out
+    assert run([1000] * 200) == run([64000, 136000]) == run([200000])
+
+
+def test_a_caller_far_behind_jumps_to_the_newest_audio():
+    s = Schedule(hop=6400, max_lag=64000)
+    assert list(s.due(200000, lambda: 0)) == [200000]
+    assert s.skipped_lag == (200000 - 6400) // 6400
+
+
+# -- the commit policy ----------------------------------------------------------------------
+
+def word(text: str, start_frame: int, end_frame: int, token: int = 1) -> Word:
+    return Word(text, start_frame * FRAME, end_frame * FRAME, ((token, start_frame, end_frame - start_frame),))
+
+
+def test_rule1_a_word_commits_when_two_decodes_agree_and_right_context_passed():
+    policy = CommitPolicy()
+    first = [word("turn", 0, 3), word("on", 4, 5)]
+    assert policy.agreed(first) == 0                       # nothing to agree with yet
+    policy.after_decode(first, 0, limit=10 * FRAME)
+    second = [word("turn", 0, 3), word("off", 4, 6)]
+    assert policy.agreed(second) == 1                      # "on"/"off" differ: only "turn"
+    policy.after_decode(second, 1, limit=12 * FRAME)
+    assert [w.text for w in policy.committed] == ["turn"] and [w.text for w in policy.tentative] == ["off"]
+    # the same pieces but ending after the earlier decode's limit: not agreed yet
+    policy = CommitPolicy()
+    policy.after_decode([word("jazz", 0, 8)], 0, limit=5 * FRAME)
+    assert policy.agreed([word("jazz", 0, 8)]) == 0
+
+
+def test_rule4_the_newest_word_commits_without_a_next_token():
+    policy = CommitPolicy()
+    policy.after_decode([word("lights", 0, 4)], 0, limit=10 * FRAME)
+    assert policy.agreed([word("lights", 0, 4)]) == 1      # it is the last word: no boundary needed
+
+
+def test_rule3_forced_commits_take_the_words_before_the_cut():
+    policy = CommitPolicy()
+    policy.after_decode([word("a", 0, 2), word("b", 3, 5), word("c", 8, 9)], 0, limit=0)
+    forced = policy.force_before(5 * FRAME)
+    assert [w.text for w in forced] == ["a", "b"] and [w.text for w in policy.tentative] == ["c"]
+    assert policy.previous == policy.tentative and policy.last_end == 5 * FRAME
+
+
+def test_re_decoded_committed_words_are_dropped():
+    policy = CommitPolicy()
+    policy.after_decode([word("turn", 0, 3), word("on", 4, 5)], 2, limit=0)
+    # a midpoint inside the committed text: the same words again
+    assert [w.text for w in policy.new_words([word("turn", 0, 3), word("on", 4, 5), word("the", 6, 7)], 0)] == ["the"]
+    # timing moved later: "on" came back after the committed end, with the window holding it
+    assert [w.text for w in policy.new_words([word("turn", 0, 3), word("on", 5, 6), word("the", 7, 8)], 0)] == ["the"]
+    # timing moved earlier: the words before the committed end spell the committed ones, then more
+    assert [w.text for w in policy.new_words([word("turn", 0, 2), word("on", 2, 3), word("the", 3, 4)], 0)] == ["the"]
+    # a stretched copy of a committed word, whatever comes before it
+    stretched = policy.new_words([word("are", 0, 1), word("on", 3, 7), word("it", 8, 9)], 0)
+    assert [w.text for w in stretched] == ["it"]
+
+
+def test_a_real_repeat_is_kept():
+    policy = CommitPolicy()
+    policy.after_decode([word("is", 0, 2)], 1, limit=0)
+    # both copies decoded: the first is the committed one, the second is new
+    assert [w.text for w in policy.new_words([word("is", 0, 2), word("is", 3, 5)], 0)] == ["is"]
+
+
+def test_revisions_count_text_that_neither_extends_nor_shortens_the_shown_text():
+    policy = CommitPolicy()
+    assert not policy.is_revision([word("turn", 0, 2)])
+    assert not policy.is_revision([word("turn", 0, 2), word("on", 3, 4)])
+    assert policy.is_revision([word("turn", 0, 2), word("off", 3, 4)])
+
+
+# -- the view -------------------------------------------------------------------------------
+
+VOCAB = ["<unk>", "\u2581turn", "\u2581on", "glas", "gow", "."]
+
+
+def test_view_text_starts_every_word_as_a_word():
+    view = StreamView(VOCAB, {"."})
+    words = [Word("turn", 0, FRAME, ((1, 0, 1),)), Word("glasgow", FRAME, 3 * FRAME, ((3, 1, 1), (4, 2, 1))),
+             Word(".", 3 * FRAME, 3 * FRAME, ((5, 3, 0),))]
+    assert view.text(words) == "turn glasgow."
+
+
+def test_view_renders_the_committed_text_once_per_commit():
+    view = StreamView(VOCAB, set())
+    committed = [Word("turn", 0, FRAME, ((1, 0, 1),))]
+    view.committed(committed)
+    first = view.view(committed, [Word("on", FRAME, 2 * FRAME, ((2, 1, 1),))], 3 * FRAME)
+    assert first["committed"] == "turn" and first["tentative"] == "on"
+    assert [w["committed"] for w in first["words"]] == [True, False]
+    rendered, text = [], view.text
+    view.text = lambda words: rendered.append(len(words)) or text(words)
+    assert view.view(committed, [], 4 * FRAME)["committed"] == "turn"
+    assert rendered == [0]                                 # the tentative part only: no new commit
+
+
+def test_metrics_quantiles_and_rates():
+    stats = StreamStats(decodes=4, compute_seconds=1.5, commit_lags=[16000, 8000, 24000, 32000])
+    live = live_metrics(stats, 3.0)
+    assert live["rtf"] == 0.5 and live["commit_lag_last"] == 2.0 and live["commit_lag_p50"] == 1.5
+    final = {"words": [{"word": "a", "start": 0.4, "end": 0.6}], "audio_seconds": 3.0}
+    events = [{"audio_seconds": 0.4, "committed": "", "tentative": ""},
+              {"audio_seconds": 0.8, "committed": "", "tentative": "a"}]
+    m = stream_metrics(events, final, stats)
+    assert m["first_partial_latency_seconds"] == 0.4 and m["commit_lag_p95_seconds"] == 2.0
+    assert m["compute_per_audio"] == 0.5 and m["decodes"] == 4
