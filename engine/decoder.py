@@ -88,39 +88,55 @@ class Token:
     duration: int
 
 
-def tdt_greedy(k: Kernels, pred: PredictionNetwork, joint: Joint, enc, T: int, durations: list,
-               max_symbols: int = 10, float_acts: bool = False, cancelled=None) -> list:
-    """TDT greedy decoding, NeMo's label-looping rules (spec section 7) at batch 1."""
-    blank = joint.V
-    f = joint.project_encoder(enc, T, float_acts)
-    g, state = pred.step(blank, pred.initial_state(), float_acts)          # SOS = blank
-    g_proj = joint.project_prediction(g, float_acts)
-    hyp, t, last_ts, count = [], 0, -1, 0
+def greedy_rules(T: int, best, emit, blank: int, max_symbols: int = 10, cancelled=None) -> list:
+    """NeMo's TDT label-looping greedy rules at batch 1 (spec section 7), written once: the
+    engine, the float64 reference (modeltools/reference.py) and training (training/tdt.py)
+    all decode through this, each with its own joint.
+
+    best(t) -> (token, duration in frames) for frame t with the current prediction state;
+    emit(token) advances the prediction network on an emitted token. Returns [(token, frame,
+    duration)]. A blank with duration 0 advances by 1 (blank never stays on its frame); blanks
+    skip frames with the state fixed; at most max_symbols tokens on one frame."""
+    hyp, t, last_frame, count = [], 0, -1, 0
     while t < T:
         if cancelled is not None and cancelled():
             raise Cancelled()
-        label, di = joint.best(joint.logits(f, t, g_proj, float_acts))
-        d = durations[di]
-        if label == blank and d == 0:
-            d = 1                                                          # blank never stays
-        frame = t
-        t += d
-        while label == blank and t < T:                                    # decoder state fixed
+        token, d = best(t)
+        d = 1 if token == blank and d == 0 else d
+        frame, t = t, t + d
+        while token == blank and t < T:                                    # decoder state fixed
             frame = t
-            label, di = joint.best(joint.logits(f, t, g_proj, float_acts))
-            d = durations[di]
-            if label == blank and d == 0:
-                d = 1
+            token, d = best(t)
+            d = 1 if token == blank and d == 0 else d
             t += d
-        if label != blank:
-            hyp.append(Token(label, frame, d))
-            count = count + 1 if last_ts == frame else 1
-            last_ts = frame
-            g, state = pred.step(label, state, float_acts)
-            g_proj = joint.project_prediction(g, float_acts)
-            if count >= max_symbols and last_ts == t and t < T:
-                t += 1                                                     # max symbols per frame
+        if token == blank:                                                 # ran off the end on blanks
+            break
+        hyp.append((token, frame, d))                                      # d may be 0: it stays on frame
+        count = count + 1 if last_frame == frame else 1
+        last_frame = frame
+        emit(token)
+        if count >= max_symbols and last_frame == t and t < T:
+            t += 1                                                         # max symbols per frame
     return hyp
+
+
+def tdt_greedy(k: Kernels, pred: PredictionNetwork, joint: Joint, enc, T: int, durations: list,
+               max_symbols: int = 10, float_acts: bool = False, cancelled=None) -> list:
+    """TDT greedy decoding of one utterance with the engine's joint and prediction network."""
+    blank = joint.V
+    f = joint.project_encoder(enc, T, float_acts)
+    g, state = pred.step(blank, pred.initial_state(), float_acts)          # SOS = blank
+    current = {"g": joint.project_prediction(g, float_acts), "state": state}
+
+    def best(t):
+        label, di = joint.best(joint.logits(f, t, current["g"], float_acts))
+        return label, durations[di]
+
+    def emit(label):
+        g, current["state"] = pred.step(label, current["state"], float_acts)
+        current["g"] = joint.project_prediction(g, float_acts)
+
+    return [Token(*x) for x in greedy_rules(T, best, emit, blank, max_symbols, cancelled)]
 
 
 # ---------------------------------------------------------------------------------------------

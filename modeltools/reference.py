@@ -10,6 +10,7 @@ import numpy as np
 
 from .fv5 import unpack_b5x3t7
 from engine.model_file import fv5_columns
+from engine.decoder import greedy_rules
 
 
 class DenseWeights:
@@ -172,23 +173,10 @@ def decode(w: DenseWeights, dims, enc: np.ndarray, durations: list, max_symbols:
             duration_margins.append(float(ordered[-1] - ordered[-2]))
         return int(np.argmax(z[:V + 1])), durations[int(np.argmax(z[V + 1:]))]
 
-    T = enc.shape[0]
     g, state = pred(V, [(np.zeros(P), np.zeros(P)) for _ in range(dims.pred_layers)])
-    hyp, t, last, count = [], 0, -1, 0
-    while t < T:
-        k, d = joint(t, g)
-        d = 1 if k == V and d == 0 else d
-        frame, t = t, t + d
-        while k == V and t < T:
-            frame = t
-            k, d = joint(t, g)
-            d = 1 if k == V and d == 0 else d
-            t += d
-        if k != V:
-            hyp.append((k, frame, d))
-            count = count + 1 if last == frame else 1
-            last = frame
-            g, state = pred(k, state)
-            if count >= max_symbols and last == t and t < T:
-                t += 1
-    return hyp
+    current = {"g": g, "state": state}
+
+    def emit(token):
+        current["g"], current["state"] = pred(token, current["state"])
+
+    return greedy_rules(enc.shape[0], lambda t: joint(t, current["g"]), emit, V, max_symbols)

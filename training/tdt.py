@@ -36,6 +36,8 @@ from typing import NamedTuple
 
 import torch
 
+from engine.decoder import greedy_rules
+
 NEG = -1e30     # log of "impossible"; finite, so logsumexp stays finite and gradients never NaN
 
 
@@ -249,36 +251,23 @@ def tdt_greedy(encoder_out: torch.Tensor, predict_step: PredictStep, joint: Join
     (blank_id inside it), then one logit per entry of `durations`.
     """
     durations = tuple(int(d) for d in durations)
-    T = encoder_out.shape[0]
     g, state = predict_step(blank_id, None)            # start of sequence = blank, zero state
-    hyp, t, last_frame, count = [], 0, -1, 0
-    while t < T:
-        token, d = _greedy_step(joint(encoder_out[t], g), blank_id, durations)
-        frame, t = t, t + d
-        while token == blank_id and t < T:             # blanks skip frames; g stays the same
-            frame = t
-            token, d = _greedy_step(joint(encoder_out[t], g), blank_id, durations)
-            t += d
-        if token == blank_id:                          # ran off the end on blanks
-            break
-        hyp.append(Emission(token, frame, d))          # d may be 0: the token stays on frame
-        count = count + 1 if frame == last_frame else 1
-        last_frame = frame
-        g, state = predict_step(token, state)
-        if count >= max_symbols and last_frame == t and t < T:
-            t += 1                                     # max symbols on one frame: move on
-    return hyp
+    current = {"g": g, "state": state}
+
+    def best(t):
+        return _argmax_groups(joint(encoder_out[t], current["g"]), durations)
+
+    def emit(token):
+        current["g"], current["state"] = predict_step(token, current["state"])
+
+    # the rules themselves: engine/decoder.py greedy_rules, shared with the engine
+    return [Emission(*x) for x in greedy_rules(encoder_out.shape[0], best, emit, blank_id, max_symbols)]
 
 
-def _greedy_step(logits: torch.Tensor, blank_id: int, durations: tuple) -> tuple:
-    """(argmax token, its duration) by first-index argmax over each group; a blank predicted
-    with duration 0 advances by 1 (blank never stays on its frame)."""
+def _argmax_groups(logits: torch.Tensor, durations: tuple) -> tuple:
+    """(argmax token, its duration) by first-index argmax over each group."""
     n_tokens = logits.shape[-1] - len(durations)
-    token = int(torch.argmax(logits[:n_tokens]))
-    d = durations[int(torch.argmax(logits[n_tokens:]))]
-    if token == blank_id and d == 0:
-        d = 1
-    return token, d
+    return int(torch.argmax(logits[:n_tokens])), durations[int(torch.argmax(logits[n_tokens:]))]
 
 
 def tdt_greedy_batch(encoder_out: torch.Tensor, lengths, predict_step: PredictStep,
