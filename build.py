@@ -465,6 +465,19 @@ def package_json() -> dict:
             "types": "./phonon.d.ts", "sideEffects": False}
 
 
+def worker_csp(model_entry: dict) -> str:
+    """The engine and kernel workers' Content-Security-Policy (web/sw.js.j2 adds it to their
+    scripts' responses): own files, WebAssembly, no eval; connections to the site and, for a
+    model on another origin, that origin."""
+    connect = "'self'"
+    if model_entry.get("url"):
+        from urllib.parse import urlsplit
+        parts = urlsplit(model_entry["url"])
+        connect += f" {parts.scheme}://{parts.netloc}"
+    return (f"default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; connect-src {connect}; "
+            "object-src 'none'; base-uri 'self'")
+
+
 def cmd_site(args=None, package: bool = False) -> Path:
     """dist/site/ (or --out DIR): the app (web/), the Pyodide runtime files from the pinned npm
     package, the engine wheel, the model (default_model(), or --model F), NOTICE and LICENSE,
@@ -522,7 +535,8 @@ def cmd_site(args=None, package: bool = False) -> Path:
         shell = sorted((rel for rel in files if rel != model_rel), key=lambda r: (-files[r]["size"], r))
         shell_bytes = sum(files[r]["size"] for r in shell)
         shell.append("manifest.json")                   # written last (it lists sw.js's digest)
-        render(WEB / "sw.js.j2", stage / "sw.js", dict(context, build=build_id, shell=shell, shell_bytes=shell_bytes))
+        render(WEB / "sw.js.j2", stage / "sw.js", dict(context, build=build_id, shell=shell, shell_bytes=shell_bytes,
+                                                    worker_csp=worker_csp(model_entry)))
         add("sw.js")
     manifest = {"name": "phonon-web", "version": project_version(), "build": build_id,
                 "pyodide": {"version": PINS["pyodide"]["version"], "path": "pyodide/"},

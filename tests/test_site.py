@@ -260,8 +260,9 @@ def test_file_matches_native_transcribe(browser, server, site, manifest, speech,
 
 def test_content_security_policy_holds(browser, server, speech):
     """The page's Content-Security-Policy (no inline script, no eval; WebAssembly allowed) is
-    enforced here (no bypass), and the app still starts and transcribes a file with no
-    violation reported. Waits poll with page.evaluate: wait_for_function would need eval."""
+    enforced here (no bypass), the workers get theirs from the service worker, and the app
+    still starts and transcribes a file with no violation reported. Waits poll with
+    page.evaluate: wait_for_function would need eval."""
     import time
     context = browser.context(bypass_csp=False)
     page = context.new_page()
@@ -286,8 +287,14 @@ def test_content_security_policy_holds(browser, server, speech):
     page.set_input_files("#file", str(speech[0]))
     wait_until("window.phonon.result !== null || window.phonon.state === 'error'")
     assert page.evaluate("window.phonon.state") == "done"
+    # the engine worker runs under the workers' policy (the service worker adds it to their
+    # scripts): Pyodide and the kernels work there, and eval is refused
+    page.evaluate("window.phonon.toWorker({ kind: 'csp-probe' })")
+    wait_until("window.phonon.log.some((m) => m.kind === 'csp-probe')", 30)
+    probe = page.evaluate("window.phonon.log.find((m) => m.kind === 'csp-probe')")
     violations = page.evaluate("window.__csp")
     context.close()
+    assert probe["evalBlocked"] is True, probe
     assert not violations, violations
     assert not [p for p in problems if "Content Security Policy" in p], problems
 

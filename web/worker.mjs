@@ -485,6 +485,16 @@ function refuseWhileFileRuns(what) {
 
 // ------------------------------------------------------------------------------------------
 
+// (tests) whether this worker's Content-Security-Policy forbids eval, as the site's should
+function evalBlocked() {
+  try {
+    new Function("return 1")();    // eslint-disable-line no-new-func
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 function guard(fn) {
   try {
     const out = fn();
@@ -509,6 +519,7 @@ self.onmessage = ({ data }) => guard(async () => {
     case "cancel-file": if (fileJob) fileJob.cancelled = true; return;
     case "cancel-stream": return cancelStream();
     case "kill-kernel-worker": if (debug && pool) pool.kill(data.slot || 0); return;     // tests: a crash
+    case "csp-probe": if (debug) post({ kind: "csp-probe", evalBlocked: evalBlocked() }); return;   // tests: the policy holds
     case "captured": {
       const n = captured.reduce((s, c) => s + c.length, 0);
       const all = new Float32Array(n);
