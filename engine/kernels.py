@@ -635,26 +635,22 @@ class Kernels:
 
     def block_power(self, x, n: int, block: int) -> array:
         """Mean square of each `block`-sample block of x[n] (the last one may be shorter)."""
-        _check_count(n)
-        _check_dims(block=block)
-        if n == 0:
-            return array("f")
-        y = array("f", bytes(4 * (-(-n // block))))
-        _raise_status(self._fn["pk_block_power"](n, block, _Arg(x, n, "float32", "x").pointer,
-                                                 _Arg(y, len(y), "float32", "y", True).pointer), "pk_block_power")
-        return y
+        return self._per_block("pk_block_power", x, n, block, "float32")
 
     def block_sums(self, x, n: int, block: int) -> array:
         """Sum of squares of each `block`-sample block of x[n] (the last one may be shorter), in
         float64: a plain sum in sample order (what Python 3.11's sum() gives; 3.12+ sums floats
         compensated, so the Python loop differed between CPython and Pyodide)."""
+        return self._per_block("pk_block_sums", x, n, block, "float64")
+
+    def _per_block(self, name: str, x, n: int, block: int, kind: str) -> array:
+        """One value per block of x[n] from kernel `name`, as array('f') or array('d')."""
         _check_count(n)
         _check_dims(block=block)
-        if n == 0:
-            return array("d")
-        y = array("d", bytes(8 * (-(-n // block))))
-        _raise_status(self._fn["pk_block_sums"](n, block, _Arg(x, n, "float32", "x").pointer,
-                                                _Arg(y, len(y), "float64", "y", True).pointer), "pk_block_sums")
+        y = array(_FORMATS[kind][0], bytes(_ITEMSIZE[kind] * (-(-n // block))))
+        if n:
+            _raise_status(self._fn[name](n, block, _Arg(x, n, "float32", "x").pointer,
+                                         _Arg(y, len(y), kind, "y", True).pointer), name)
         return y
 
     def copy_cols(self, x, N: int, W: int, y, O: int, c0: int) -> None:
