@@ -1,0 +1,28 @@
+"""tools/continuous_speech.py's pieces: the run-on pauses and the error classes (the WERs
+themselves are measured by the tool, in docs/streaming.md)."""
+
+from __future__ import annotations
+
+from tools.continuous_speech import SENTENCES, align, error_kinds, pauses
+
+
+def test_pauses_are_fixed_by_the_seed_and_a_quarter_run_on():
+    assert pauses(41, 0) == pauses(41, 0) != pauses(42, 0)
+    all_pauses = [p for r in range(40) for p in pauses(41, r)]
+    assert all(len(pauses(41, r)) == SENTENCES - 1 for r in range(3))
+    assert all(0 <= p <= 1.2 for p in all_pauses)
+    assert 0.15 < sum(p == 0 for p in all_pauses) / len(all_pauses) < 0.35
+
+
+def test_alignment_marks_each_error_once():
+    ops = align("a b c d".split(), "a x c d e".split())
+    assert [op for op, _ in ops] == ["ok", "sub", "ok", "ok", "ins"]
+    assert [op for op, _ in align("a b c".split(), "a c".split())] == ["ok", "del", "ok"]
+
+
+def test_errors_are_classed_by_sentence_boundary():
+    sentences = ["video call ben", "the park closes at eight"]
+    # the second sentence's start dropped, a word inside the first changed
+    kinds = error_kinds(sentences, "video ball ben park closes at eight")
+    assert kinds == {"inside sub": 1, "boundary del": 1}
+    assert error_kinds(sentences, "video call ben the park closes at eight") == {}
