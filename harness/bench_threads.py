@@ -56,14 +56,60 @@ def bench(model: Path, seconds: float, counts: list, repeats: int) -> dict:
             "identical": len(set(digests.values())) == 1}
 
 
+def ceiling(tokens: int, repeats: int, O: int = 4096, K: int = 1024) -> dict:
+    """This machine's bound on a 2-thread split: one fv5 GEMM of the encoder's largest shape
+    (feed-forward [4096][1024], `tokens` encoder frames) on one thread against its two row
+    halves on two threads at once, each thread with its own Kernels and weights - no serial
+    work, one join, nothing shared but the activations. An engine split cannot beat this."""
+    import threading
+    from checks.kernel_bench import _magnitudes, random_packed
+    from engine.kernels import Kernels
+    rng = random.Random(11)
+    half = O // 2
+    kernels = [Kernels("auto"), Kernels("auto")]
+    packed = random_packed(rng, O, K)
+    lo, hi = _magnitudes(rng, O)
+    block = len(packed) // (O // 8)
+    whole = kernels[0].prepare_fv5(packed, lo, hi, O, K)
+    halves = [kernels[i].prepare_fv5(packed[i * half // 8 * block:(i + 1) * half // 8 * block],
+                                     lo[i * half:(i + 1) * half], hi[i * half:(i + 1) * half], half, K)
+              for i in range(2)]
+    x = array("f", [rng.uniform(-1, 1) for _ in range(tokens * K)])
+    acts = [k.quantize(x, tokens, K) for k in kernels]
+    one, two = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        kernels[0].fv5_gemm(*acts[0], tokens, whole)
+        one.append(time.perf_counter() - start)
+        threads = [threading.Thread(target=kernels[i].fv5_gemm, args=(*acts[i], tokens, halves[i])) for i in range(2)]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        two.append(time.perf_counter() - start)
+    return {"shape": [O, K, tokens], "tier": kernels[0].tier, "one_thread_seconds": round(statistics.median(one), 4),
+            "two_threads_seconds": round(statistics.median(two), 4),
+            "ceiling": round(statistics.median(one) / statistics.median(two), 2)}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, nargs="+", default=[10.0, 30.0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", help="write the records here")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="only the machine's bound: one GEMM on one thread vs its halves on two")
     args = parser.parse_args(argv)
     print(f"CPU: {cpu_name()}")
+    if args.ceiling:
+        for seconds in args.seconds:
+            r = ceiling(round(12.5 * seconds), max(args.repeats, 15))
+            print(f"fv5 GEMM {r['shape'][0]}x{r['shape'][1]}, {r['shape'][2]} tokens ({seconds:.0f} s) [{r['tier']}]: "
+                  f"1 thread {r['one_thread_seconds']} s, its halves on 2 threads {r['two_threads_seconds']} s "
+                  f"-> ceiling x{r['ceiling']}", flush=True)
+        return 0
     records = []
     for model in (full_model(), ROOT / "models" / "phonon-small.gguf"):
         for seconds in args.seconds:

@@ -133,7 +133,9 @@ def test_cancel_a_stream_and_a_transcription_then_go_on(page, native):
         return { afterCancel, feedAfterCancel, cancelled, steps, again: again.text, final: final.text };
     }""", {"samples": native["samples"]})
     assert got["afterCancel"] == "cancelled" and got["feedAfterCancel"] == "state"
-    assert got["cancelled"] == "cancelled" and 1 <= len(got["steps"]) <= 2
+    # cancelled at its first report; the steps already under way may report before the cancel
+    # lands (how many depends on the machine's load), but the 5 minutes are never finished
+    assert got["cancelled"] == "cancelled" and got["steps"] and max(got["steps"]) < 300
     assert got["again"] == native["batch"]["text"] and got["final"] == native["stream"]["text"]
 
 
