@@ -7,6 +7,9 @@ are host tools (modeltools/, numpy), parity a check (checks/): a source checkout
     tiers                                         kernel tiers this machine can run
     convert phonon2 (--archive F | --container F --config F) --out F [--verify] [--notice F]
                                                   Phonon-2 release -> GGUF (host: numpy, gguf)
+    convert parakeet --hf DIR [--weights int8] --out F [--verify]
+                                                  a transformers ParakeetForTDT folder (NVIDIA's
+                                                  Parakeet-TDT checkpoints) -> GGUF
     fetch phonon-2 [--from URL] [--cache DIR] [--timeout S] [--retries N] [--force]
                                                   download the pinned release (resumable), check
                                                   it, convert with --verify into the cache
@@ -37,10 +40,14 @@ def main(argv=None) -> int:
     parity.add_argument("--json", action="store_true", help="print the digest table as JSON")
     sub.add_parser("tiers", help="list the kernel tiers this machine can run")
     convert = sub.add_parser("convert", help="convert a model release to the project's GGUF")
-    convert.add_argument("source", choices=["phonon2"])
-    src = convert.add_mutually_exclusive_group(required=True)
+    convert.add_argument("source", choices=["phonon2", "parakeet"],
+                         help="phonon2: the Phonon-2 release; parakeet: a transformers ParakeetForTDT folder")
+    src = convert.add_mutually_exclusive_group()
     src.add_argument("--archive", help="the release archive phonon-2.bps.tar.zst")
     src.add_argument("--container", help="an extracted model.fermion (with --config)")
+    src.add_argument("--hf", help="(parakeet) a save_pretrained folder: config.json, model.safetensors, tokenizer.json")
+    convert.add_argument("--weights", choices=["int8"], default="int8",
+                         help="(parakeet) how the encoder's linears are stored (default int8: per-row with a float scale)")
     convert.add_argument("--config", help="the release's config.json (with --container)")
     convert.add_argument("--out", required=True, help="the GGUF to write")
     convert.add_argument("--verify", action="store_true", help="re-read and compare bit for bit")
@@ -88,6 +95,10 @@ def main(argv=None) -> int:
     if args.command == "stream":
         return stream_command(args)
     if args.command == "convert":
+        if args.source == "phonon2" and not (args.archive or args.container):
+            parser.error("convert phonon2 needs --archive or --container")
+        if args.source == "parakeet" and not args.hf:
+            parser.error("convert parakeet needs --hf DIR")
         if args.container and not args.config:
             parser.error("--container needs --config")
         from modeltools.convert import ConversionError, main as convert_main

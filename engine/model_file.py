@@ -13,7 +13,11 @@ from .kernels import fv5_block_bytes
 from .model_layout import Dims, records
 
 ARCHITECTURE = "parakeet-tdt"
-WEIGHTS_FORMAT = "fv5-b5x3t7-v1"
+WEIGHTS_FORMAT = "fv5-b5x3t7-v1"            # Phonon-2's: five-value encoder linears
+# parakeet.weights.format -> how the encoder's linears are stored (every other tensor is the
+# same in all formats): five_value (.fv5t7 + .lo + .hi) or int8 (.q8 + a float .scale per row,
+# what modeltools/parakeet_hf.py writes for NVIDIA's checkpoints)
+WEIGHTS_FORMATS = {WEIGHTS_FORMAT: "five_value", "int8-rows-v1": "int8"}
 
 # Metadata: key -> GGUF type. Dims fields map to parakeet.<group>.<field> below.
 DIM_KEYS = {
@@ -49,8 +53,9 @@ def fv5_columns(d: Dims) -> dict:
     return {name + ".weight": shape[1] for name, kind, shape in records(d) if kind == "five_value"}
 
 
-def gguf_tensors(d: Dims) -> dict:
-    """Every tensor the file must hold: {name: (dtype, shape)} (numpy order)."""
+def gguf_tensors(d: Dims, linears: str = "five_value") -> dict:
+    """Every tensor the file must hold: {name: (dtype, shape)} (numpy order); `linears`: how
+    the encoder's linears are stored (WEIGHTS_FORMATS' values)."""
     out = {"frontend.window": ("F32", (400,)), "frontend.mel_filterbank": ("F32", (d.n_mels, 257))}
     folded_away = set()
     for layer in range(d.n_layers):
@@ -60,7 +65,10 @@ def gguf_tensors(d: Dims) -> dict:
         out[p + "depthwise_conv.weight"] = ("F32", (d.d_model, 1, d.conv_kernel))
         out[p + "depthwise_conv.bias"] = ("F32", (d.d_model,))
     for name, kind, shape in records(d):
-        if kind == "five_value":
+        if kind == "five_value" and linears == "int8":
+            out[name + ".weight.q8"] = ("I8", tuple(shape))
+            out[name + ".weight.scale"] = ("F32", (shape[0],))
+        elif kind == "five_value":
             w = name + ".weight"
             rows, cols = shape
             out[w + ".fv5t7"] = ("I8", (rows // 8, fv5_block_bytes(cols)))
@@ -85,6 +93,7 @@ class ModelFile:
     durations: list
     notice: str
     name: str
+    weights_format: str = WEIGHTS_FORMAT
 
     def tensor(self, name: str):
         return self.file.tensors[name]
@@ -113,8 +122,8 @@ def validate(f: GGUFFile) -> ModelFile:
     if arch != ARCHITECTURE:
         raise GGUFError(f"general.architecture is {arch!r}; this engine runs {ARCHITECTURE!r}")
     fmt = f.get("parakeet.weights.format", "string")
-    if fmt != WEIGHTS_FORMAT:
-        raise GGUFError(f"parakeet.weights.format is {fmt!r}; this engine accepts {WEIGHTS_FORMAT!r}")
+    if fmt not in WEIGHTS_FORMATS:
+        raise GGUFError(f"parakeet.weights.format is {fmt!r}; this engine accepts {', '.join(map(repr, WEIGHTS_FORMATS))}")
     values = {field: f.get(key, "uint32") for field, key in DIM_KEYS.items()}
     durations = f.get("parakeet.tdt.durations", "array[int32]")
     if not durations:
@@ -137,13 +146,13 @@ def validate(f: GGUFFile) -> ModelFile:
         f.get(key, kind)
     notice = f.get("parakeet.notice", "string")
     name = f.get("general.name", "string")
-    for tname, (dtype, shape) in gguf_tensors(dims).items():
+    expected = gguf_tensors(dims, WEIGHTS_FORMATS[fmt])
+    for tname, (dtype, shape) in expected.items():
         f.tensor(tname, dtype, shape)
-    expected = gguf_tensors(dims)
     extra = [n for n in f.tensors if n not in expected]
     if extra:
         raise GGUFError(f"unexpected tensors for this layout: {extra[:5]}")
-    return ModelFile(f, dims, vocabulary, blank_id, durations, notice, name)
+    return ModelFile(f, dims, vocabulary, blank_id, durations, notice, name, fmt)
 
 
 

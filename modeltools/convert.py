@@ -480,6 +480,14 @@ def main(args) -> int:
     out = Path(args.out)
     if out.exists() and out.is_dir():
         raise ConversionError(f"--out {out} is a directory")
+    if args.source == "parakeet":
+        from .parakeet_hf import convert_hf, verify_hf
+        summary = convert_hf(Path(args.hf), out, args.weights,
+                             Path(args.notice).read_text(encoding="utf-8") if args.notice else "")
+        print(f"wrote {out}: {summary['bytes']:,} bytes, {summary['tensors']} tensors ({args.weights} encoder linears)")
+        if args.verify:
+            print(verify_hf(Path(args.hf), out))
+        return 0
     with tempfile.TemporaryDirectory(prefix="phonon-convert-") as tmp:
         if args.archive:
             archive = Path(args.archive)

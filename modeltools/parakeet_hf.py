@@ -1,0 +1,221 @@
+"""NVIDIA Parakeet-TDT checkpoints as transformers saves them -> the engine's GGUF (issue 26).
+
+    python3 -m engine convert parakeet --hf DIR --weights int8 --out X.gguf [--verify]
+
+DIR is a `save_pretrained` folder of transformers' `ParakeetForTDT`: config.json,
+model.safetensors, tokenizer.json. The state-dict names are the engine's own (they are
+transformers' names: engine/model_layout.py), so the conversion is: the dimensions from the
+config, every encoder linear and integer table quantised per row to int8 with a float scale
+(symmetric: scale = max|w| / 127, q = round(w / scale); what ONNX Runtime's dynamic
+quantisation and q8_0 do), the conv module's BatchNorm folded into its depthwise conv, the
+other tensors in float16 as the Phonon-2 converter writes them, and the vocabulary from
+tokenizer.json. The result has parakeet.weights.format "int8-rows-v1".
+
+What the engine runs today is Parakeet-TDT's FastConformer as Phonon-2 has it: no linear or
+conv-module biases (attention_bias and convolution_bias false), no input scaling
+(scale_input false), 8x depthwise-striding subsampling with 3x3 kernels, TDT durations
+0..n-1. A checkpoint with other settings is refused with the setting named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from engine.model_file import ARCHITECTURE, DIM_KEYS, FRONTEND
+from engine.model_layout import Dims, INT_TABLES, records
+
+from .convert import BATCH_NORM_EPS, ConversionError, fold_batch_norm, hann_window, slaney_mel_filterbank
+
+WEIGHTS_FORMAT = "int8-rows-v1"
+
+
+# config settings the engine's graph fixes: (where, key, the value it needs)
+REQUIRED = [("encoder", "attention_bias", False), ("encoder", "convolution_bias", False),
+            ("encoder", "scale_input", False), ("encoder", "subsampling_factor", 8),
+            ("encoder", "subsampling_conv_kernel_size", 3), ("encoder", "subsampling_conv_stride", 2),
+            ("encoder", "hidden_act", "silu"), ("model", "hidden_act", "relu")]
+
+
+def read_hf_config(folder: Path) -> tuple:
+    """(Dims, config dict) of a ParakeetForTDT folder; ConversionError for what the engine
+    does not run."""
+    path = folder / "config.json"
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ConversionError(f"{path}: not a readable config.json ({e})") from None
+    if config.get("model_type") != "parakeet_tdt":
+        raise ConversionError(f"{path}: model_type is {config.get('model_type')!r}; this converter reads "
+                              "transformers' ParakeetForTDT (model_type 'parakeet_tdt')")
+    enc = config.get("encoder_config") or {}
+    for where, key, want in REQUIRED:
+        got = (enc if where == "encoder" else config).get(key, want)
+        if got != want:
+            raise ConversionError(f"{path}: {'encoder_config.' if where == 'encoder' else ''}{key} is {got!r}; "
+                                  f"the engine runs Parakeet-TDT with {key} = {want!r} only")
+    durations = list(config.get("durations", []))
+    vocab_with_blank = config["vocab_size"]
+    if durations != list(range(len(durations))) or not durations:
+        raise ConversionError(f"{path}: durations {durations} are not 0..n-1, the only TDT durations the engine decodes")
+    if config.get("blank_token_id", vocab_with_blank - 1) != vocab_with_blank - 1:
+        raise ConversionError(f"{path}: blank_token_id {config.get('blank_token_id')} is not the last id "
+                              f"({vocab_with_blank - 1})")
+    hidden = config["decoder_hidden_size"]
+    dims = Dims(d_model=enc["hidden_size"], n_layers=enc["num_hidden_layers"], n_heads=enc["num_attention_heads"],
+                ff_dim=enc["intermediate_size"], conv_kernel=enc["conv_kernel_size"],
+                sub_channels=enc["subsampling_conv_channels"], n_mels=enc["num_mel_bins"],
+                pred_hidden=hidden, pred_layers=config["num_decoder_layers"], joint_hidden=hidden,
+                vocab_size=vocab_with_blank - 1, n_durations=len(durations))
+    try:
+        dims.check()
+    except ValueError as e:
+        raise ConversionError(f"{path}: {e}") from None
+    return dims, config
+
+
+def read_vocabulary(folder: Path, size: int) -> list:
+    """The pieces of tokenizer.json's model vocabulary, in id order (Unigram: [piece, score]
+    pairs; WordPiece/BPE: {piece: id})."""
+    path = folder / "tokenizer.json"
+    try:
+        model = json.loads(path.read_text())["model"]
+    except (OSError, ValueError, KeyError) as e:
+        raise ConversionError(f"{path}: not a readable tokenizer.json ({e})") from None
+    vocab = model.get("vocab")
+    if isinstance(vocab, list):
+        pieces = [entry[0] for entry in vocab]
+    elif isinstance(vocab, dict):
+        pieces = [None] * len(vocab)
+        for piece, i in vocab.items():
+            if 0 <= i < len(pieces):
+                pieces[i] = piece
+    else:
+        raise ConversionError(f"{path}: no vocabulary in its model")
+    if len(pieces) < size or any(p is None for p in pieces[:size]):
+        raise ConversionError(f"{path}: {len(pieces)} pieces; the model has {size} tokens besides blank")
+    return pieces[:size]
+
+
+def _squeezed(shape) -> list:
+    """A shape without its trailing 1s."""
+    out = list(shape)
+    while len(out) > 1 and out[-1] == 1:
+        out.pop()
+    return out
+
+
+def quantize_rows(w):
+    """Per-row symmetric int8: (q int8 [O][K], scale float32 [O]); an all-zero row gets scale 0."""
+    import numpy as np
+    w = np.asarray(w, np.float32).reshape(w.shape[0], -1)
+    peak = np.abs(w).max(axis=1)
+    scale = (peak / 127.0).astype(np.float32)
+    safe = np.where(scale > 0, scale, 1.0).astype(np.float32)
+    q = np.clip(np.rint(w / safe[:, None]), -127, 127).astype(np.int8)
+    return q, scale
+
+
+def convert_hf(folder: Path, out: Path, weights: str = "int8", notice: str = "", name: str = "") -> dict:
+    """Write the GGUF (atomically: nothing is left at `out` on failure); returns a summary."""
+    import gguf
+    import numpy as np
+    from safetensors.numpy import load_file
+    if weights != "int8":
+        raise ConversionError(f"--weights {weights}: only int8 is written so far")
+    folder = Path(folder)
+    dims, config = read_hf_config(folder)
+    vocab = read_vocabulary(folder, dims.vocab_size)
+    path = folder / "model.safetensors"
+    try:
+        state = load_file(str(path))
+    except (OSError, ValueError) as e:
+        raise ConversionError(f"{path}: {e}") from None
+    encoder_linears = {n for n, kind, _ in records(dims) if kind == "five_value"}
+    tmp = Path(str(out) + ".partial")
+    writer = gguf.GGUFWriter(str(tmp), ARCHITECTURE)
+    try:
+        writer.add_name(name or folder.name)
+        writer.add_string("parakeet.weights.format", WEIGHTS_FORMAT)
+        for field, key in DIM_KEYS.items():
+            writer.add_uint32(key, getattr(dims, field))
+        for key, (kind, value) in FRONTEND.items():
+            (writer.add_uint32 if kind == "uint32" else writer.add_float32)(key, value)
+        writer.add_uint32("parakeet.blank_id", dims.vocab_size)
+        writer.add_array("parakeet.tdt.durations", list(range(dims.n_durations)))
+        writer.add_array("parakeet.tokenizer.pieces", vocab)
+        writer.add_string("parakeet.notice", notice or f"Converted from {folder.name} (transformers ParakeetForTDT)")
+        writer.add_tensor("frontend.window", hann_window(400))
+        writer.add_tensor("frontend.mel_filterbank", slaney_mel_filterbank(n_mels=dims.n_mels))
+        written = 0
+        for rec, kind, shape in records(dims):
+            tensor = rec + ".weight" if kind == "five_value" else rec
+            if ".conv.norm." in rec:
+                continue                                   # folded into the depthwise conv below
+            if tensor not in state:
+                raise ConversionError(f"{path}: no tensor {tensor!r} (shape {shape})")
+            w = state[tensor].astype(np.float32)
+            if _squeezed(w.shape) != _squeezed(shape):        # a 1x1 conv's [O, K, 1] is the linear [O, K]
+                raise ConversionError(f"{path}: {tensor} is {list(w.shape)}, the layout expects {shape}")
+            w = w.reshape(shape)
+            if rec in encoder_linears or rec in INT_TABLES:
+                q, scale = quantize_rows(w)
+                writer.add_tensor(tensor + ".q8", q.reshape(shape), raw_dtype=gguf.GGMLQuantizationType.I8)
+                writer.add_tensor(tensor + ".scale", scale)
+            elif rec.endswith(".conv.depthwise_conv.weight"):
+                p = rec[:-len("depthwise_conv.weight")]
+                folded_w, folded_b = fold_batch_norm(w, *(state[p + f"norm.{k}"].astype(np.float32) for k in
+                                                          ("weight", "bias", "running_mean", "running_var")),
+                                                     eps=BATCH_NORM_EPS)
+                writer.add_tensor(p + "depthwise_conv.weight", folded_w)
+                writer.add_tensor(p + "depthwise_conv.bias", folded_b)
+            else:
+                writer.add_tensor(tensor, w.astype(np.float16))
+            written += 1
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        os.replace(tmp, out)
+    except BaseException:
+        writer.close()
+        if tmp.exists():
+            tmp.unlink()
+        raise
+    return {"dims": dims, "tensors": written, "bytes": out.stat().st_size}
+
+
+def verify_hf(folder: Path, gguf_path: Path) -> str:
+    """Re-read the GGUF with the engine's own loader and compare every tensor with the
+    checkpoint: int8 rows and scales recomputed, float16 tensors rounded, the folded depthwise
+    convs refolded. Raises ConversionError on the first difference."""
+    import numpy as np
+    from safetensors.numpy import load_file
+    from engine.model_file import load
+    state = load_file(str(Path(folder) / "model.safetensors"))
+    model = load(str(gguf_path))
+    try:
+        checked = 0
+        for name, t in model.file.tensors.items():
+            got = np.frombuffer(t.data, {"I8": np.int8, "F16": np.float16, "F32": np.float32}[t.dtype])
+            if name.endswith(".q8") or name.endswith(".scale"):
+                source = name.rsplit(".", 1)[0]
+                q, scale = quantize_rows(state[source])
+                want = q if name.endswith(".q8") else scale
+            elif name.startswith("frontend."):
+                continue                                       # computed, as for Phonon-2
+            elif ".conv.depthwise_conv." in name:
+                p = name[:name.index("depthwise_conv.")]
+                w, b = fold_batch_norm(state[p + "depthwise_conv.weight"].astype(np.float32),
+                                       *(state[p + f"norm.{k}"].astype(np.float32) for k in
+                                         ("weight", "bias", "running_mean", "running_var")), eps=BATCH_NORM_EPS)
+                want = w if name.endswith("weight") else b
+            else:
+                want = state[name].astype(np.float16)
+            if not np.array_equal(got, np.asarray(want).reshape(-1)):
+                raise ConversionError(f"verify: {name} differs from the checkpoint")
+            checked += 1
+    finally:
+        model.close()
+    return f"verified {gguf_path}: {checked} tensors equal the checkpoint's (int8 rows recomputed)"
