@@ -7,7 +7,7 @@ are host tools (modeltools/, numpy), parity a check (checks/): a source checkout
     tiers                                         kernel tiers this machine can run
     convert phonon2 (--archive F | --container F --config F) --out F [--verify] [--notice F]
                                                   Phonon-2 release -> GGUF (host: numpy, gguf)
-    convert parakeet --hf DIR [--weights int8] --out F [--verify]
+    convert parakeet --hf DIR [--weights int8|fv5] --out F [--verify]
                                                   a transformers ParakeetForTDT folder (NVIDIA's
                                                   Parakeet-TDT checkpoints) -> GGUF
     fetch phonon-2 [--from URL] [--cache DIR] [--timeout S] [--retries N] [--force]
@@ -46,8 +46,9 @@ def main(argv=None) -> int:
     src.add_argument("--archive", help="the release archive phonon-2.bps.tar.zst")
     src.add_argument("--container", help="an extracted model.fermion (with --config)")
     src.add_argument("--hf", help="(parakeet) a save_pretrained folder: config.json, model.safetensors, tokenizer.json")
-    convert.add_argument("--weights", choices=["int8"], default="int8",
-                         help="(parakeet) how the encoder's linears are stored (default int8: per-row with a float scale)")
+    convert.add_argument("--weights", choices=["int8", "fv5"], default="int8",
+                         help="(parakeet) the encoder's linears: int8 rows with a float scale (default), or a "
+                              "post-training five-value projection (fv5, for comparison)")
     convert.add_argument("--config", help="the release's config.json (with --container)")
     convert.add_argument("--out", required=True, help="the GGUF to write")
     convert.add_argument("--verify", action="store_true", help="re-read and compare bit for bit")

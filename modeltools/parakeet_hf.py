@@ -9,7 +9,9 @@ config, every encoder linear and integer table quantised per row to int8 with a 
 (symmetric: scale = max|w| / 127, q = round(w / scale); what ONNX Runtime's dynamic
 quantisation and q8_0 do), the conv module's BatchNorm folded into its depthwise conv, the
 other tensors in float16 as the Phonon-2 converter writes them, and the vocabulary from
-tokenizer.json. The result has parakeet.weights.format "int8-rows-v1".
+tokenizer.json. The result has parakeet.weights.format "int8-rows-v1"; with `--weights fv5` the
+encoder linears are projected to five values per row instead (project_five_values) and the
+file is Phonon-2's format, for comparison.
 
 What the engine runs today is Parakeet-TDT's FastConformer as Phonon-2 has it: no linear or
 conv-module biases (attention_bias and convolution_bias false), no input scaling
@@ -28,7 +30,8 @@ from engine.model_layout import Dims, INT_TABLES, records
 
 from .convert import BATCH_NORM_EPS, ConversionError, fold_batch_norm, hann_window, slaney_mel_filterbank
 
-WEIGHTS_FORMAT = "int8-rows-v1"
+WEIGHTS_FORMATS = {"int8": "int8-rows-v1", "fv5": "fv5-b5x3t7-v1"}   # --weights -> parakeet.weights.format
+FV5_ITERATIONS = 8
 
 
 # config settings the engine's graph fixes: (where, key, the value it needs)
@@ -117,13 +120,46 @@ def quantize_rows(w):
     return q, scale
 
 
+def project_five_values(w):
+    """A post-training five-value projection per row (for comparison with int8, `--weights
+    fv5`): levels {-hi, -lo, 0, +lo, +hi} fitted by a few Lloyd iterations on |w| (each weight
+    to its nearest level, each level to the mean of its weights), starting at lo = mean|w|,
+    hi = max|w| * 3/4. Returns (codes uint8 [O][K] in 0..4: -hi, -lo, 0, +lo, +hi; lo, hi
+    float32 [O]). It is a projection, not training: Phonon-2's five values were learnt."""
+    import numpy as np
+    w = np.asarray(w, np.float32).reshape(w.shape[0], -1)
+    a = np.abs(w)
+    lo = a.mean(axis=1)
+    hi = np.maximum(a.max(axis=1) * 0.75, lo)
+    for _ in range(FV5_ITERATIONS):
+        to_lo = (a > lo[:, None] / 2) & (a <= (lo + hi)[:, None] / 2)
+        to_hi = a > (lo + hi)[:, None] / 2
+        count_lo, count_hi = to_lo.sum(axis=1), to_hi.sum(axis=1)
+        lo = np.where(count_lo > 0, (a * to_lo).sum(axis=1) / np.maximum(count_lo, 1), lo).astype(np.float32)
+        hi = np.where(count_hi > 0, (a * to_hi).sum(axis=1) / np.maximum(count_hi, 1), hi).astype(np.float32)
+        hi = np.maximum(hi, lo)
+    to_lo = (a > lo[:, None] / 2) & (a <= (lo + hi)[:, None] / 2)
+    to_hi = a > (lo + hi)[:, None] / 2
+    magnitude = np.where(to_hi, 2, np.where(to_lo, 1, 0))
+    codes = (2 + np.sign(w).astype(np.int8) * magnitude).astype(np.uint8)
+    return codes, lo.astype(np.float32), hi.astype(np.float32)
+
+
+def five_value_dense(codes, lo, hi):
+    """The weights codes/lo/hi stand for, float32 [O][K]."""
+    import numpy as np
+    levels = np.stack([-hi, -lo, np.zeros_like(lo), lo, hi], axis=1)      # [O][5]
+    return np.take_along_axis(levels, codes.astype(np.int64), axis=1)
+
+
 def convert_hf(folder: Path, out: Path, weights: str = "int8", notice: str = "", name: str = "") -> dict:
     """Write the GGUF (atomically: nothing is left at `out` on failure); returns a summary."""
     import gguf
     import numpy as np
     from safetensors.numpy import load_file
-    if weights != "int8":
-        raise ConversionError(f"--weights {weights}: only int8 is written so far")
+    from .fv5 import pack_b5x3t7
+    if weights not in WEIGHTS_FORMATS:
+        raise ConversionError(f"--weights {weights}: use one of {', '.join(WEIGHTS_FORMATS)}")
     folder = Path(folder)
     dims, config = read_hf_config(folder)
     vocab = read_vocabulary(folder, dims.vocab_size)
@@ -137,7 +173,7 @@ def convert_hf(folder: Path, out: Path, weights: str = "int8", notice: str = "",
     writer = gguf.GGUFWriter(str(tmp), ARCHITECTURE)
     try:
         writer.add_name(name or folder.name)
-        writer.add_string("parakeet.weights.format", WEIGHTS_FORMAT)
+        writer.add_string("parakeet.weights.format", WEIGHTS_FORMATS[weights])
         for field, key in DIM_KEYS.items():
             writer.add_uint32(key, getattr(dims, field))
         for key, (kind, value) in FRONTEND.items():
@@ -159,7 +195,13 @@ def convert_hf(folder: Path, out: Path, weights: str = "int8", notice: str = "",
             if _squeezed(w.shape) != _squeezed(shape):        # a 1x1 conv's [O, K, 1] is the linear [O, K]
                 raise ConversionError(f"{path}: {tensor} is {list(w.shape)}, the layout expects {shape}")
             w = w.reshape(shape)
-            if rec in encoder_linears or rec in INT_TABLES:
+            if rec in encoder_linears and weights == "fv5":
+                codes, lo, hi = project_five_values(w)
+                packed = np.frombuffer(pack_b5x3t7(codes), np.int8).reshape(shape[0] // 8, -1)
+                writer.add_tensor(tensor + ".fv5t7", packed, raw_dtype=gguf.GGMLQuantizationType.I8)
+                writer.add_tensor(tensor + ".lo", lo)
+                writer.add_tensor(tensor + ".hi", hi)
+            elif rec in encoder_linears or rec in INT_TABLES:
                 q, scale = quantize_rows(w)
                 writer.add_tensor(tensor + ".q8", q.reshape(shape), raw_dtype=gguf.GGMLQuantizationType.I8)
                 writer.add_tensor(tensor + ".scale", scale)
@@ -199,7 +241,11 @@ def verify_hf(folder: Path, gguf_path: Path) -> str:
         checked = 0
         for name, t in model.file.tensors.items():
             got = np.frombuffer(t.data, {"I8": np.int8, "F16": np.float16, "F32": np.float32}[t.dtype])
-            if name.endswith(".q8") or name.endswith(".scale"):
+            if name.endswith((".fv5t7", ".lo", ".hi")):
+                from .fv5 import pack_b5x3t7
+                codes, lo, hi = project_five_values(state[name.rsplit(".", 1)[0]])
+                want = {"fv5t7": np.frombuffer(pack_b5x3t7(codes), np.int8), "lo": lo, "hi": hi}[name.rsplit(".", 1)[1]]
+            elif name.endswith(".q8") or name.endswith(".scale"):
                 source = name.rsplit(".", 1)[0]
                 q, scale = quantize_rows(state[source])
                 want = q if name.endswith(".q8") else scale

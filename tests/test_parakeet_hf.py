@@ -24,7 +24,8 @@ from transformers import ParakeetEncoderConfig, ParakeetFeatureExtractor, Parake
 from engine.model_file import load
 from engine.transcribe import Engine
 from modeltools.convert import ConversionError
-from modeltools.parakeet_hf import convert_hf, quantize_rows
+from modeltools.fv5 import unpack_b5x3t7
+from modeltools.parakeet_hf import convert_hf, five_value_dense, project_five_values, quantize_rows
 from test_frontend_math import speechlike
 
 VOCAB = 40                                   # tokens besides blank
@@ -68,13 +69,19 @@ def save(model: ParakeetForTDT, folder: Path) -> Path:
 
 
 def as_quantized(model: ParakeetForTDT, gguf_path: Path) -> ParakeetForTDT:
-    """The transformers model with the weights the GGUF holds (int8 rows x scale, float16
-    tensors): the reference then differs from the engine by the graph alone."""
+    """The transformers model with the weights the GGUF holds (int8 rows x scale, or five-value
+    levels read back with the host unpacker; float16 tensors): the reference then differs from
+    the engine by the graph alone."""
     m = load(gguf_path)
     state = model.state_dict()
     with torch.no_grad():
         for name, p in state.items():
-            if name + ".q8" in m.file.tensors:
+            if name + ".fv5t7" in m.file.tensors:
+                O, K = p.shape[0], p.shape[1]
+                codes = unpack_b5x3t7(bytes(m.tensor(name + ".fv5t7").data), O, K)
+                lo, hi = (np.frombuffer(m.tensor(name + s).data, np.float32) for s in (".lo", ".hi"))
+                p.copy_(torch.from_numpy(five_value_dense(codes, lo, hi).reshape(p.shape)))
+            elif name + ".q8" in m.file.tensors:
                 q = np.frombuffer(m.tensor(name + ".q8").data, np.int8).reshape(p.shape[0], -1).astype(np.float32)
                 scale = np.frombuffer(m.tensor(name + ".scale").data, np.float32)
                 p.copy_(torch.from_numpy((q * scale[:, None]).reshape(p.shape)))
@@ -84,21 +91,39 @@ def as_quantized(model: ParakeetForTDT, gguf_path: Path) -> ParakeetForTDT:
     return model
 
 
-@pytest.fixture(scope="module")
-def converted(tmp_path_factory):
+@pytest.fixture(scope="module", params=["int8", "fv5"])
+def converted(request, tmp_path_factory):
     folder = save(random_model(), tmp_path_factory.mktemp("hf") / "tiny-parakeet")
-    out = folder.parent / "tiny-int8.gguf"
-    summary = convert_hf(folder, out)
+    out = folder.parent / f"tiny-{request.param}.gguf"
+    summary = convert_hf(folder, out, request.param)
     return folder, out, summary
 
 
-def test_conversion_writes_int8_rows(converted):
+def test_conversion_writes_the_chosen_weights(converted):
     folder, out, summary = converted
     m = load(out)
-    assert m.weights_format == "int8-rows-v1" and m.dims.vocab_size == VOCAB and m.dims.n_layers == 2
-    assert "encoder.layers.0.feed_forward1.linear1.weight.q8" in m.file.tensors
-    assert not any(n.endswith(".fv5t7") for n in m.file.tensors)
+    fv5 = out.name.endswith("fv5.gguf")
+    assert m.weights_format == ("fv5-b5x3t7-v1" if fv5 else "int8-rows-v1")
+    assert m.dims.vocab_size == VOCAB and m.dims.n_layers == 2
+    w = "encoder.layers.0.feed_forward1.linear1.weight"
+    assert (w + ".fv5t7" in m.file.tensors) == fv5 and (w + ".q8" in m.file.tensors) != fv5
+    assert "joint.head.weight.q8" in m.file.tensors            # the integer tables stay int8 rows
     m.close()
+
+
+def test_five_value_projection_recovers_five_valued_rows():
+    rng = np.random.default_rng(4)
+    levels = np.array([-0.6, -0.3, 0.0, 0.3, 0.6], np.float32)
+    index = rng.integers(0, 5, (8, 64))
+    w = levels[index]
+    codes, lo, hi = project_five_values(w)
+    assert np.array_equal(codes, index)                        # every weight on its own level
+    assert np.allclose(lo, 0.3, rtol=1e-6) and np.allclose(hi, 0.6, rtol=1e-6)
+    noisy = rng.standard_normal((16, 256)).astype(np.float32)
+    codes, lo, hi = project_five_values(noisy)
+    assert codes.max() <= 4 and (0 < lo).all() and (lo <= hi).all()
+    error = np.linalg.norm(five_value_dense(codes, lo, hi) - noisy) / np.linalg.norm(noisy)
+    assert error < 0.29, error        # Gaussian rows: Lloyd-Max's best 5 levels give MSE 0.0799, rel-L2 0.283
 
 
 def test_quantize_rows_is_symmetric_per_row():
