@@ -203,8 +203,8 @@ class Linear:
 
 
 class LayerNorm:
-    def __init__(self, k: Kernels, model: ModelFile, name: str, eps: float = 1e-5):
-        self.k, self.eps = k, eps
+    def __init__(self, k: Kernels, model: ModelFile, name: str):
+        self.k, self.eps = k, model.layer_norm_eps         # the file's (float32, as the kernel takes it)
         w, b = model.tensor(name + ".weight"), model.tensor(name + ".bias")
         self.D = w.count
         self.g, self.b = k.f16_to_f32(w.data, w.count), k.f16_to_f32(b.data, b.count)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from .audio import FEATURE_HOP, MODEL_RATE, SUBSAMPLING
 from .gguf_file import GGUFError, GGUFFile
 from .kernels import fv5_block_bytes
 from .model_layout import Dims, records
@@ -82,6 +83,18 @@ def gguf_tensors(d: Dims, linears: str = "five_value") -> dict:
     return out
 
 
+def check_time_grid(f: GGUFFile):
+    """The runtime's time grid is compiled in (engine/audio.py: 16 kHz, 10 ms features, 80 ms
+    encoder frames: token times, stream windows, file cuts): a file on another grid is refused
+    by name rather than run with wrong times."""
+    rate = f.get("parakeet.frontend.sample_rate", "uint32")
+    hop = f.get("parakeet.frontend.hop_length", "uint32")
+    factor = f.get("parakeet.encoder.subsampling_factor", "uint32")
+    if (rate, hop, factor) != (MODEL_RATE, FEATURE_HOP, SUBSAMPLING):
+        raise GGUFError(f"this model's time grid is {rate} Hz, hop {hop}, subsampling {factor}; this engine runs "
+                        f"{MODEL_RATE} Hz, hop {FEATURE_HOP}, subsampling {SUBSAMPLING} (80 ms encoder frames)")
+
+
 @dataclass
 class ModelFile:
     """A validated Parakeet-TDT GGUF: dims, vocabulary, TDT settings, NOTICE, and the file."""
@@ -97,6 +110,10 @@ class ModelFile:
 
     def tensor(self, name: str):
         return self.file.tensors[name]
+
+    @property
+    def layer_norm_eps(self) -> float:
+        return self.file.get("parakeet.encoder.layer_norm_eps", "float32")
 
     def fv5_cols(self, weight: str) -> int:
         """K of a five-value linear, from the layout: the packed bytes alone are ambiguous
@@ -144,6 +161,7 @@ def validate(f: GGUFFile) -> ModelFile:
         raise GGUFError(f"parakeet.tokenizer.pieces has {len(vocabulary)} pieces, vocab_size is {dims.vocab_size}")
     for key, (kind, _) in FRONTEND.items():
         f.get(key, kind)
+    check_time_grid(f)
     notice = f.get("parakeet.notice", "string")
     name = f.get("general.name", "string")
     expected = gguf_tensors(dims, WEIGHTS_FORMATS[fmt])

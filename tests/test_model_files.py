@@ -374,7 +374,10 @@ def rewrite(src: Path, out: Path, set_kv=None, drop_kv=(), drop_tensor=(), retyp
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(set_kv={"parakeet.weights.format": ("string", "fv5-pair16-v1")}), "fv5-pair16-v1.*accepts 'fv5-b5x3t7-v1'"),
+    (dict(set_kv={"parakeet.weights.format": ("string", "fv5-pair16-v1")}), "fv5-pair16-v1.*accepts 'fv5-b5x3t7-v1', 'int8-rows-v1'"),
+    (dict(set_kv={"parakeet.weights.format": ("string", "int8-rows-v1")}), "'encoder.layers.0.*weight.q8' is missing"),
+    (dict(set_kv={"parakeet.frontend.hop_length": ("uint32", 320)}), "time grid is 16000 Hz, hop 320"),
+    (dict(set_kv={"parakeet.frontend.sample_rate": ("uint32", 8000)}), "time grid is 8000 Hz"),
     (dict(set_kv={"parakeet.blank_id": ("uint32", 3)}), "blank_id is 3"),
     (dict(set_kv={"parakeet.tdt.durations": ("array", [])}), "durations|element type"),
     (dict(set_kv={"parakeet.tdt.durations": ("array", [0, -1, 2, 3, 4])}), "negative duration"),
