@@ -187,6 +187,35 @@ async def engine_summary(model, audio, kind):
     return {tier: SUMMARIES[kind](Engine.from_buffer(model, tier), audio) for tier in available_tiers()}
 
 
+@job
+async def profile_crossings(model, audio, tier, repeats=3):
+    """Where a transcription's time goes, by C entry point: every ctypes call of one engine
+    (one worker) counted and timed from Python, i.e. with its crossing. {"calls": {name:
+    [count, seconds]}, "total_seconds", "audio_seconds"} for the last of `repeats` runs."""
+    model, audio = await read_bytes(model), await read_floats(audio)
+    engine = Engine.from_buffer(model, tier, threads=1)
+    table = {}
+
+    def counted(name, fn):
+        def call(*args):
+            started = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                entry = table.setdefault(name, [0, 0.0])
+                entry[0] += 1
+                entry[1] += time.perf_counter() - started
+        return call
+    engine.k._fn = {name: counted(name, fn) for name, fn in engine.k._fn.items()}
+    for _ in range(repeats):
+        table.clear()
+        started = time.perf_counter()
+        engine.transcribe(audio)
+        total = time.perf_counter() - started
+    return {"calls": {n: [c, round(s, 6)] for n, (c, s) in sorted(table.items(), key=lambda kv: -kv[1][1])},
+            "total_seconds": round(total, 4), "audio_seconds": round(len(audio) / 16000, 3), "tier": engine.tier}
+
+
 # ------------------------------------------------------------------------------------------
 # kernel workers (the harness page only: they need js.makeKernelPool)
 
