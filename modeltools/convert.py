@@ -272,7 +272,6 @@ def _check_magnitudes(name: str, lo, hi):
 def convert(container_path: Path, config: dict, out: Path, notice: str, name: str) -> dict:
     """Write the GGUF; returns a summary. Raises ContainerError/ConversionError on bad input
     (nothing is left at `out`)."""
-    import gguf
     start = time.time()
     with fermion.Container(container_path) as container:
         try:
@@ -283,30 +282,40 @@ def convert(container_path: Path, config: dict, out: Path, notice: str, name: st
         if len(vocab) != dims.vocab_size:
             raise ConversionError(f"config.json has {len(vocab)} vocabulary pieces; the container's "
                                   f"embedding has {dims.vocab_size} + blank rows")
-        tmp = Path(str(out) + ".partial")
-        writer = gguf.GGUFWriter(str(tmp), ARCHITECTURE)
-        try:
-            _write_metadata(writer, dims, vocab, notice, name)
-            writer.add_tensor("frontend.window", hann_window(400))
-            writer.add_tensor("frontend.mel_filterbank", slaney_mel_filterbank(n_mels=dims.n_mels))
-            consumed = _write_tensors(writer, container, dims, lambda i: _progress(i, len(container.records), start))
-            writer.write_header_to_file()
-            writer.write_kv_data_to_file()
-            writer.write_tensors_to_file()
-            writer.close()
-            os.replace(tmp, out)
-        except BaseException:
-            writer.close()
-            if tmp.exists():
-                tmp.unlink()
-            raise
+        consumed = write_gguf(out, dims, vocab, notice, name, WEIGHTS_FORMAT, lambda writer: _write_tensors(
+            writer, container, dims, lambda i: _progress(i, len(container.records), start)))
     return {"dims": dims, "records": consumed, "seconds": time.time() - start, "bytes": out.stat().st_size}
 
 
-def _write_metadata(writer, dims: Dims, vocab: list, notice: str, name: str):
+def write_gguf(out: Path, dims: Dims, vocab: list, notice: str, name: str, weights_format: str, write_tensors):
+    """The GGUF at `out`, atomically (a .partial file renamed at the end; nothing is left on
+    failure): the metadata, the computed frontend tensors, then write_tensors(writer), whose
+    result is returned. Shared by the Phonon-2 and the transformers converters."""
+    import gguf
+    tmp = Path(str(out) + ".partial")
+    writer = gguf.GGUFWriter(str(tmp), ARCHITECTURE)
+    try:
+        _write_metadata(writer, dims, vocab, notice, name, weights_format)
+        writer.add_tensor("frontend.window", hann_window(400))
+        writer.add_tensor("frontend.mel_filterbank", slaney_mel_filterbank(n_mels=dims.n_mels))
+        result = write_tensors(writer)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        os.replace(tmp, out)
+    except BaseException:
+        writer.close()
+        if tmp.exists():
+            tmp.unlink()
+        raise
+    return result
+
+
+def _write_metadata(writer, dims: Dims, vocab: list, notice: str, name: str, weights_format: str):
     writer.add_name(name)
     writer.add_license("CC-BY-4.0")
-    writer.add_string("parakeet.weights.format", WEIGHTS_FORMAT)
+    writer.add_string("parakeet.weights.format", weights_format)
     for field, key in DIM_KEYS.items():
         writer.add_uint32(key, getattr(dims, field))
     for key, (kind, value) in FRONTEND.items():

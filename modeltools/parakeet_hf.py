@@ -22,13 +22,11 @@ conv-module biases (attention_bias and convolution_bias false), no input scaling
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from engine.model_file import ARCHITECTURE, DIM_KEYS, FRONTEND
 from engine.model_layout import Dims, INT_TABLES, records
 
-from .convert import BATCH_NORM_EPS, ConversionError, fold_batch_norm, hann_window, slaney_mel_filterbank
+from .convert import BATCH_NORM_EPS, ConversionError, fold_batch_norm, write_gguf
 
 WEIGHTS_FORMATS = {"int8": "int8-rows-v1", "fv5": "fv5-b5x3t7-v1"}   # --weights -> parakeet.weights.format
 FV5_ITERATIONS = 8
@@ -169,21 +167,8 @@ def convert_hf(folder: Path, out: Path, weights: str = "int8", notice: str = "",
     except (OSError, ValueError) as e:
         raise ConversionError(f"{path}: {e}") from None
     encoder_linears = {n for n, kind, _ in records(dims) if kind == "five_value"}
-    tmp = Path(str(out) + ".partial")
-    writer = gguf.GGUFWriter(str(tmp), ARCHITECTURE)
-    try:
-        writer.add_name(name or folder.name)
-        writer.add_string("parakeet.weights.format", WEIGHTS_FORMATS[weights])
-        for field, key in DIM_KEYS.items():
-            writer.add_uint32(key, getattr(dims, field))
-        for key, (kind, value) in FRONTEND.items():
-            (writer.add_uint32 if kind == "uint32" else writer.add_float32)(key, value)
-        writer.add_uint32("parakeet.blank_id", dims.vocab_size)
-        writer.add_array("parakeet.tdt.durations", list(range(dims.n_durations)))
-        writer.add_array("parakeet.tokenizer.pieces", vocab)
-        writer.add_string("parakeet.notice", notice or f"Converted from {folder.name} (transformers ParakeetForTDT)")
-        writer.add_tensor("frontend.window", hann_window(400))
-        writer.add_tensor("frontend.mel_filterbank", slaney_mel_filterbank(n_mels=dims.n_mels))
+
+    def write_tensors(writer) -> int:
         written = 0
         for rec, kind, shape in records(dims):
             tensor = rec + ".weight" if kind == "five_value" else rec
@@ -215,16 +200,10 @@ def convert_hf(folder: Path, out: Path, weights: str = "int8", notice: str = "",
             else:
                 writer.add_tensor(tensor, w.astype(np.float16))
             written += 1
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-        os.replace(tmp, out)
-    except BaseException:
-        writer.close()
-        if tmp.exists():
-            tmp.unlink()
-        raise
+        return written
+
+    written = write_gguf(out, dims, vocab, notice or f"Converted from {folder.name} (transformers ParakeetForTDT)",
+                         name or folder.name, WEIGHTS_FORMATS[weights], write_tensors)
     return {"dims": dims, "tensors": written, "bytes": out.stat().st_size}
 
 
