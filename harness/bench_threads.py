@@ -37,9 +37,14 @@ def noise(seconds: float) -> array:
 
 
 def bench(model: Path, seconds: float, counts: list, repeats: int) -> dict:
+    """The engine at each thread count, interleaved with the ideal 2-thread split of its largest
+    linear (IdealSplit, 5 samples per repeat): `efficiency` is the engine's 2-thread speed-up
+    over the ideal split's, measured under the same noise."""
     engines = {n: Engine.open(model, "auto", n) for n in counts}
+    ideal = IdealSplit(round(seconds * 12.5))
     x = noise(seconds)
     times = {n: [] for n in counts}
+    ideal_samples = []
     digests = {}
     for n in counts:                                   # warm-up (first-touch of the weights)
         engines[n].encode(x)
@@ -49,48 +54,64 @@ def bench(model: Path, seconds: float, counts: list, repeats: int) -> dict:
             enc, _ = engines[n].encode(x)
             times[n].append(time.perf_counter() - start)
             digests[n] = hashlib.sha256(bytes(memoryview(enc).cast("B"))).hexdigest()
+        ideal_samples += [ideal.sample() for _ in range(5)]
     base = statistics.median(times[counts[0]])
+    ideal_ratio = statistics.median(s[0] for s in ideal_samples) / statistics.median(s[1] for s in ideal_samples)
+    speedup = {n: round(base / statistics.median(t), 2) for n, t in times.items()}
     return {"model": model.name, "audio_seconds": seconds, "tier": engines[counts[0]].tier,
             "median_seconds": {n: round(statistics.median(t), 3) for n, t in times.items()},
-            "speedup": {n: round(base / statistics.median(t), 2) for n, t in times.items()},
+            "speedup": speedup, "ideal_split": round(ideal_ratio, 2),
+            "efficiency": round(speedup[2] / ideal_ratio, 2) if 2 in speedup else None,
             "identical": len(set(digests.values())) == 1}
 
 
-def ceiling(tokens: int, repeats: int, O: int = 4096, K: int = 1024) -> dict:
+class IdealSplit:
     """This machine's bound on a 2-thread split: one fv5 GEMM of the encoder's largest shape
     (feed-forward [4096][1024], `tokens` encoder frames) on one thread against its two row
     halves on two threads at once, each thread with its own Kernels and weights - no serial
-    work, one join, nothing shared but the activations. An engine split cannot beat this."""
-    import threading
-    from checks.kernel_bench import _magnitudes, random_packed
-    from engine.kernels import Kernels
-    rng = random.Random(11)
-    half = O // 2
-    kernels = [Kernels("auto"), Kernels("auto")]
-    packed = random_packed(rng, O, K)
-    lo, hi = _magnitudes(rng, O)
-    block = len(packed) // (O // 8)
-    whole = kernels[0].prepare_fv5(packed, lo, hi, O, K)
-    halves = [kernels[i].prepare_fv5(packed[i * half // 8 * block:(i + 1) * half // 8 * block],
-                                     lo[i * half:(i + 1) * half], hi[i * half:(i + 1) * half], half, K)
-              for i in range(2)]
-    x = array("f", [rng.uniform(-1, 1) for _ in range(tokens * K)])
-    acts = [k.quantize(x, tokens, K) for k in kernels]
-    one, two = [], []
-    for _ in range(repeats):
+    work, one join, nothing shared but the activations. An engine split cannot beat this.
+    sample() times one of each; interleave it with the engine's runs to share their noise."""
+
+    def __init__(self, tokens: int, O: int = 4096, K: int = 1024):
+        from checks.kernel_bench import _magnitudes, random_packed
+        from engine.kernels import Kernels
+        rng = random.Random(11)
+        half = O // 2
+        self.tokens = tokens
+        self.kernels = [Kernels("auto"), Kernels("auto")]
+        packed = random_packed(rng, O, K)
+        lo, hi = _magnitudes(rng, O)
+        block = len(packed) // (O // 8)
+        self.whole = self.kernels[0].prepare_fv5(packed, lo, hi, O, K)
+        self.halves = [self.kernels[i].prepare_fv5(packed[i * half // 8 * block:(i + 1) * half // 8 * block],
+                                                   lo[i * half:(i + 1) * half], hi[i * half:(i + 1) * half], half, K)
+                       for i in range(2)]
+        x = array("f", [rng.uniform(-1, 1) for _ in range(tokens * K)])
+        self.acts = [k.quantize(x, tokens, K) for k in self.kernels]
+        self.shape, self.tier = [O, K, tokens], self.kernels[0].tier
+
+    def sample(self) -> tuple:
+        """(seconds on one thread, seconds for the halves on two)."""
+        import threading
         start = time.perf_counter()
-        kernels[0].fv5_gemm(*acts[0], tokens, whole)
-        one.append(time.perf_counter() - start)
-        threads = [threading.Thread(target=kernels[i].fv5_gemm, args=(*acts[i], tokens, halves[i])) for i in range(2)]
+        self.kernels[0].fv5_gemm(*self.acts[0], self.tokens, self.whole)
+        one = time.perf_counter() - start
+        threads = [threading.Thread(target=self.kernels[i].fv5_gemm, args=(*self.acts[i], self.tokens, self.halves[i]))
+                   for i in range(2)]
         start = time.perf_counter()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        two.append(time.perf_counter() - start)
-    return {"shape": [O, K, tokens], "tier": kernels[0].tier, "one_thread_seconds": round(statistics.median(one), 4),
-            "two_threads_seconds": round(statistics.median(two), 4),
-            "ceiling": round(statistics.median(one) / statistics.median(two), 2)}
+        return one, time.perf_counter() - start
+
+
+def ceiling(tokens: int, repeats: int) -> dict:
+    ideal = IdealSplit(tokens)
+    samples = [ideal.sample() for _ in range(repeats)]
+    one, two = statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+    return {"shape": ideal.shape, "tier": ideal.tier, "one_thread_seconds": round(one, 4),
+            "two_threads_seconds": round(two, 4), "ceiling": round(one / two, 2)}
 
 
 def main(argv=None) -> int:
@@ -117,7 +138,8 @@ def main(argv=None) -> int:
             records.append(r)
             cells = "  ".join(f"{n} thr {r['median_seconds'][n]:.3f} s (x{r['speedup'][n]:.2f})" for n in args.threads)
             print(f"{r['model']:34s} {seconds:4.0f} s audio [{r['tier']}]  {cells}  "
-                  f"{'identical' if r['identical'] else 'DIFFERENT OUTPUTS'}", flush=True)
+                  f"{'identical' if r['identical'] else 'DIFFERENT OUTPUTS'}  (ideal 2-thread split of its largest "
+                  f"linear x{r['ideal_split']}: efficiency {r['efficiency']})", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"cpu": cpu_name(), "records": records}, indent=1) + "\n")
     return 0 if all(r["identical"] for r in records) else 1
