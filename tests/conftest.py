@@ -31,6 +31,20 @@ def tier_kernels(request):
     return Kernels(request.param)
 
 
+def assert_tokens_in_chromium(model: bytes, clips: list, native: list):
+    """Every wasm tier in one fresh Chromium (checks.jobs tokens_per_tier) transcribes the float32
+    clips to `native` (the native engine's tokens, as JSON gives them), with no page problem."""
+    import numpy as np
+    build_artifact("PHONON_WHEEL")
+    from harness.runtimes import inline, run_in_chromium
+    got, problems = run_in_chromium("tokens_per_tier", model=inline(model),
+                                    clips=[inline(np.asarray(x, np.float32).tobytes()) for x in clips])
+    assert set(got) == set(CHROMIUM_TIERS)
+    for tier, tokens in got.items():
+        assert tokens == native, tier
+    assert not problems, problems
+
+
 def build_artifact(env_name: str) -> Path:
     """A build output passed in by build.py; a clear failure (not a skip) when missing, so a
     CI run cannot pass without the browser parity tests."""

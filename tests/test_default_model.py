@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import CHROMIUM_TIERS, build_artifact
+from conftest import assert_tokens_in_chromium
 
 corpus = pytest.importorskip("training.corpus")
 
@@ -100,16 +100,8 @@ def test_int8_tokens_follow_the_float_reference(engine, heldout):
 
 @pytest.mark.browser
 def test_heldout_transcripts_identical_in_chromium(engine, heldout):
-    build_artifact("PHONON_WHEEL")
-    from harness.runtimes import inline, run_in_chromium
     clips = [x for _, x in heldout[:4]]
-    native = [engine.transcribe(x)["tokens"] for x in clips]
-    got, problems = run_in_chromium("tokens_per_tier", model=inline(MODEL.read_bytes()),
-                                    clips=[inline(x.astype(np.float32).tobytes()) for x in clips])
-    assert set(got) == set(CHROMIUM_TIERS)
-    for tier, tokens in got.items():
-        assert tokens == native, tier
-    assert not problems, problems
+    assert_tokens_in_chromium(MODEL.read_bytes(), clips, [engine.transcribe(x)["tokens"] for x in clips])
 
 
 def test_quiet_tail_skips_decodes(engine, heldout):

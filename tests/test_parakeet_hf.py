@@ -197,17 +197,10 @@ def test_the_command_line_converts_verifies_and_transcribes(converted, tmp_path)
 @pytest.mark.browser
 def test_a_converted_int8_model_gives_the_native_tokens_in_chromium(converted):
     """Every wasm tier in Chromium against native scalar, on the int8 linears' GEMM path."""
-    from conftest import CHROMIUM_TIERS, build_artifact
-    from harness.runtimes import inline, run_in_chromium
-    build_artifact("PHONON_WHEEL")
+    from conftest import assert_tokens_in_chromium
     _, out, _ = converted
     clips = [speechlike(3.0, seed=33), speechlike(2.0, seed=34)]
     engine = Engine.open(out, "scalar", 1)
     native = [json.loads(json.dumps(engine.transcribe(x)["tokens"])) for x in clips]
     assert all(len(t) >= 3 for t in native)
-    got, problems = run_in_chromium("tokens_per_tier", model=inline(out.read_bytes()),
-                                    clips=[inline(x.astype(np.float32).tobytes()) for x in clips])
-    assert set(got) == set(CHROMIUM_TIERS)
-    for tier, tokens in got.items():
-        assert tokens == native, tier
-    assert not problems, problems
+    assert_tokens_in_chromium(out.read_bytes(), clips, native)
