@@ -11,11 +11,11 @@ from __future__ import annotations
 
 
 class Schedule:
-    def __init__(self, hop: int, max_lag: int):
+    def __init__(self, hop: int, max_lag: int, stats):
         self.hop, self.max_lag = hop, max_lag       # samples at 16 kHz
+        self.stats = stats                          # StreamStats: skipped_lag counts the dropped positions
         self.next = hop                             # the next decode position
         self.last = 0                               # the last position decoded (or skipped as quiet)
-        self.skipped_lag = 0                        # positions dropped because the caller fell behind
 
     def interval(self, p: int, window_start: int) -> int:
         """Rule 3: a tenth of the window [window_start, p), at least hop."""
@@ -28,7 +28,7 @@ class Schedule:
         while self.next <= total:
             p = self.next
             if total - p > self.max_lag:            # fell behind: decode the newest audio
-                self.skipped_lag += (total - p) // self.hop
+                self.stats.skipped_lag += (total - p) // self.hop
                 p = total
             yield p
             self.next = p + self.interval(p, window_start())

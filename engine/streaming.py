@@ -151,10 +151,10 @@ class StreamSession:
             self.window = AudioWindow(engine.k, sample_rate)
         except ValueError as e:
             raise StreamError(f"sample rate {sample_rate} Hz: {e}") from None
-        self.schedule = Schedule(self.config.samples("hop_ms"), self.config.samples("max_lag_ms"))
+        self.stats = StreamStats()
+        self.schedule = Schedule(self.config.samples("hop_ms"), self.config.samples("max_lag_ms"), self.stats)
         self.policy = CommitPolicy()
         self.view = StreamView(engine.model.vocabulary, engine.marks)
-        self.stats = StreamStats()
         self._decode_lock = threading.Lock()
         self._state = "open"
         self._final = None
@@ -230,7 +230,6 @@ class StreamSession:
     def _run_schedule(self):
         for p in self.schedule.due(self.window.total, lambda: self.window.start):
             self._step(p)
-        self.stats.skipped_lag = self.schedule.skipped_lag
 
     def _step(self, p: int):
         """One scheduled decode at absolute position p (rules 1-6)."""
@@ -308,9 +307,6 @@ class StreamSession:
         return self.window.quiet(a, b, self._quiet_power)
 
     # -- views ----------------------------------------------------------------------------------
-
-    def _text(self, words: list) -> str:
-        return self.view.text(words)
 
     def _view(self) -> dict:
         return self.view.view(self.policy.committed, self.policy.tentative, self.window.total)

@@ -2,6 +2,7 @@
 #include <math.h>
 #include "ops.h"
 #include "pk_math.h"
+#include "subsampling.h"
 
 int pk_f16_to_f32(int n, const uint16_t *h, float *y) {
     if (n < 0) return PK_E_SHAPE;
@@ -144,19 +145,9 @@ int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w
         for (int i = 0; i < Ho; i++)
             for (int j = 0; j < Wo; j++) {
                 float acc = 0.0f;
-                for (int ci = 0; ci < cig; ci++) {
-                    const float *xc = x + (size_t)(g * cig + ci) * H * W;
-                    const float *wc = w + ((size_t)co * cig + ci) * 9;
-                    for (int a = 0; a < 3; a++) {
-                        int r = 2 * i + a - 1;
-                        if (r < 0 || r >= H) continue;
-                        for (int e = 0; e < 3; e++) {
-                            int col = 2 * j + e - 1;
-                            if (col < 0 || col >= W) continue;
-                            acc = acc + wc[a * 3 + e] * xc[(size_t)r * W + col];
-                        }
-                    }
-                }
+                for (int ci = 0; ci < cig; ci++)
+                    acc = pk_conv_s2_taps(acc, H, W, x + (size_t)(g * cig + ci) * H * W,
+                                          w + ((size_t)co * cig + ci) * 9, i, j);
                 y[((size_t)co * Ho + i) * Wo + j] = acc + b[co];
             }
     }

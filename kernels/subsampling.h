@@ -26,9 +26,10 @@
     int T, int F, int C, const float *x, const float *w0, const float *b0, const float *w2, \
         const float *b2, float *scratch, float *y
 
-/* One output element of a one-channel 3x3 stride-2 padding-1 conv: the scalar steps. */
-static inline float pk_conv1_s2_at(int H, int W, const float *x, const float *w, float b, int i, int j) {
-    float acc = 0.0f;
+/* acc plus one input channel's taps for output (i, j) of a 3x3 stride-2 padding-1 conv, in
+ * the written order (rows, then columns; taps outside the map skipped): the scalar steps every
+ * conv of the subsampling shares (ops__scalar.c pk_conv2d_s2 sums them over input channels). */
+static inline float pk_conv_s2_taps(float acc, int H, int W, const float *x, const float *w, int i, int j) {
     for (int a = 0; a < 3; a++) {
         int r = 2 * i + a - 1;
         if (r < 0 || r >= H) continue;
@@ -38,7 +39,12 @@ static inline float pk_conv1_s2_at(int H, int W, const float *x, const float *w,
             acc = acc + w[a * 3 + e] * x[(size_t)r * W + col];
         }
     }
-    return acc + b;
+    return acc;
+}
+
+/* One output element of a one-channel 3x3 stride-2 padding-1 conv: the scalar steps. */
+static inline float pk_conv1_s2_at(int H, int W, const float *x, const float *w, float b, int i, int j) {
+    return pk_conv_s2_taps(0.0f, H, W, x, w, i, j) + b;
 }
 
 static inline float pk_relu_one(float v) { return v > 0.0f ? v : 0.0f; }

@@ -214,6 +214,7 @@ def verify_hf(folder: Path, gguf_path: Path) -> str:
     import numpy as np
     from safetensors.numpy import load_file
     from engine.model_file import load
+    from .fv5 import pack_b5x3t7
     state = load_file(str(Path(folder) / "model.safetensors"))
     model = load(str(gguf_path))
     try:
@@ -221,7 +222,6 @@ def verify_hf(folder: Path, gguf_path: Path) -> str:
         for name, t in model.file.tensors.items():
             got = np.frombuffer(t.data, {"I8": np.int8, "F16": np.float16, "F32": np.float32}[t.dtype])
             if name.endswith((".fv5t7", ".lo", ".hi")):
-                from .fv5 import pack_b5x3t7
                 codes, lo, hi = project_five_values(state[name.rsplit(".", 1)[0]])
                 want = {"fv5t7": np.frombuffer(pack_b5x3t7(codes), np.int8), "lo": lo, "hi": hi}[name.rsplit(".", 1)[1]]
             elif name.endswith(".q8") or name.endswith(".scale"):

@@ -106,13 +106,13 @@ def test_rule2_pause_search_needs_quiet_frames_in_the_audio(k):
 # -- the schedule ---------------------------------------------------------------------------
 
 def test_rule3_interval_grows_with_the_window():
-    s = Schedule(hop=6400, max_lag=64000)
+    s = Schedule(hop=6400, max_lag=64000, stats=StreamStats())
     assert s.interval(6400, 0) == 6400 and s.interval(160000, 0) == 16000 and s.interval(160000, 150000) == 6400
 
 
 def test_positions_depend_on_the_audio_not_on_the_polling():
     def run(chunks):
-        s, out, total = Schedule(hop=6400, max_lag=10 ** 9), [], 0
+        s, out, total = Schedule(hop=6400, max_lag=10 ** 9, stats=StreamStats()), [], 0
         for n in chunks:
             total += n
             out += list(s.due(total, lambda: 0))
@@ -121,9 +121,9 @@ def test_positions_depend_on_the_audio_not_on_the_polling():
 
 
 def test_a_caller_far_behind_jumps_to_the_newest_audio():
-    s = Schedule(hop=6400, max_lag=64000)
+    s = Schedule(hop=6400, max_lag=64000, stats=StreamStats())
     assert list(s.due(200000, lambda: 0)) == [200000]
-    assert s.skipped_lag == (200000 - 6400) // 6400
+    assert s.stats.skipped_lag == (200000 - 6400) // 6400
 
 
 # -- the commit policy ----------------------------------------------------------------------

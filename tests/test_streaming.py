@@ -240,7 +240,7 @@ def test_a_window_starting_without_a_word_marker_still_starts_a_word(fake):
     session = StreamSession(fake, SR)
     words = [Word("w2", 0, FRAME, ((2, 0, 1),)), Word("ing", FRAME, 2 * FRAME, ((41, 1, 1),)),
              Word(".", 2 * FRAME, 2 * FRAME, ((40, 2, 0),))]
-    assert session._text(words) == "w2 ing."
+    assert session.view.text(words) == "w2 ing."
 
 
 class JitteryEngine(LoudRunEngine):

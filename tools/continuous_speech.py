@@ -46,8 +46,8 @@ def recording(seed: int, index: int):
     return long_recording(seed * 1000 + index, SENTENCES, pauses(seed, index))
 
 
-def stream_text(engine, x: np.ndarray) -> str:
-    session = engine.stream(RATE)
+def stream_text(engine, x: np.ndarray, **config) -> str:
+    session = engine.stream(RATE, **config)
     for i in range(0, x.size, 320):
         session.feed(x[i:i + 320])
         session.partial()
@@ -108,7 +108,6 @@ def evaluate(gguf: Path, seed: int, recordings: int, kinds: bool = False, **conf
     from engine.transcribe import Engine
     from training.metrics import wer
     engine = Engine.open(gguf)
-    stream_cfg = dict(config)
     refs, streams, files, singles, audio_s, kinds_out = [], [], [], [], 0.0, {"stream": {}, "file": {}}
     started = time.perf_counter()
     for r in range(recordings):
@@ -116,8 +115,7 @@ def evaluate(gguf: Path, seed: int, recordings: int, kinds: bool = False, **conf
         audio_s += x.size / RATE
         sentences = [t for t, _, _ in spans]
         refs.append(" ".join(sentences))
-        session_text = stream_text(engine if not stream_cfg else _Configured(engine, stream_cfg), x)
-        streams.append(session_text)
+        streams.append(stream_text(engine, x, **config))
         files.append(engine.transcribe(x)["text"])
         singles.append(" ".join(one_at_a_time(engine, x, spans)))
         if kinds:
@@ -133,16 +131,6 @@ def evaluate(gguf: Path, seed: int, recordings: int, kinds: bool = False, **conf
     if kinds:
         out["error_kinds"] = kinds_out
     return out
-
-
-class _Configured:
-    """An engine whose stream() takes these StreamConfig fields."""
-
-    def __init__(self, engine, config: dict):
-        self._engine, self._config = engine, config
-
-    def stream(self, rate):
-        return self._engine.stream(rate, **self._config)
 
 
 def main(argv=None) -> int:
