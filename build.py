@@ -317,11 +317,11 @@ def checks_wheel_path() -> Path:
 
 
 def runtime_wheel_files() -> dict:
-    """What the browser runs: engine/*.py (the runtime package) and the kernel side modules
+    """What the browser runs: engine/**/*.py (the runtime package, its family packages too) and the kernel side modules
     (named .wasm so Pyodide does not load them eagerly: the engine picks one with ctypes).
     Archive name -> source file. tests/test_build.py checks this list."""
-    files = {str(p.relative_to(ROOT)): p for p in sorted((ROOT / "engine").glob("*.py"))
-             if p.name != "__main__.py"}       # the command line is a checkout's, not the browser's
+    files = {str(p.relative_to(ROOT)): p for p in sorted((ROOT / "engine").rglob("*.py"))
+             if p.relative_to(ROOT).as_posix() != "engine/__main__.py"}       # the command line is a checkout's, not the browser's
     files.update({str(p.relative_to(ROOT)): p for p in WASM_MODULES.values()})
     return files
 

@@ -18,7 +18,7 @@ import time
 from array import array
 
 from engine.kernels import Kernels, KernelError, available_tiers, wasm_module_path
-from engine.model_file import fingerprint, load
+from engine.family import fingerprint, load
 from engine.streaming import stream_samples
 from engine.timing import Timer
 from engine.transcribe import Engine
@@ -312,11 +312,11 @@ async def bench_encoder_features(model, tier, counts, seconds, repeats):
         for s in seconds:
             frames = 100 * s
             feats = await read_floats({"url": f"/models/ort/features-{frames}.f32"})
-            engine.encoder(feats, frames)
+            engine.network.encoder(feats, frames)
             times = []
             for _ in range(repeats):
                 started = time.perf_counter()
-                engine.encoder(feats, frames)
+                engine.network.encoder(feats, frames)
                 times.append(time.perf_counter() - started)
             out[f"{s}/phonon {n}"] = round(statistics.median(times), 3)
         if pool is not None:

@@ -21,7 +21,7 @@ from array import array
 from dataclasses import dataclass
 
 from .audio import FRAME_SAMPLES, MODEL_RATE
-from .decoder import Token, detokenize, words_with_times
+from .text import Token, detokenize, words_with_times
 
 POWER_BLOCK = 160                  # 10 ms blocks for the pause search
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .audio import MODEL_RATE
-from .decoder import detokenize
+from .text import detokenize
 
 
 @dataclass

@@ -58,8 +58,8 @@ from decimal import Decimal
 from typing import Callable, Protocol
 
 from .audio import MODEL_RATE, StreamResampler
-from .decoder import Token, word_spans
-from .encoder import Cancelled
+from .text import Token, word_spans
+from .family import Cancelled
 from .stream_commit import CommitPolicy, Word
 from .stream_schedule import Schedule
 from .stream_view import StreamStats, StreamView, live_metrics, stream_metrics

@@ -14,18 +14,17 @@ import time
 from array import array
 
 from .audio import MODEL_RATE
-from .decoder import Joint, PredictionNetwork, detokenize, punctuation_marks, tdt_greedy, words_with_times
-from .encoder import Cancelled, Encoder
+from .family import Cancelled, load, network
 from .kernels import Kernels
 from .longform import WindowPolicy, transcribe_pieces
-from .model_file import ModelFile, load
 from .parallel import Team, WorkerTeam, default_threads
-from .timing import section
 from .streaming import StreamConfig, StreamSession
+from .text import detokenize, punctuation_marks, words_with_times
+from .timing import section
 
 
 class Engine:
-    def __init__(self, model: ModelFile, tier: str = "auto", threads: int | None = None, workers=None):
+    def __init__(self, model, tier: str = "auto", threads: int | None = None, workers=None):
         """threads: encoder threads (default: all cores natively, 1 in Pyodide); workers: in the
         browser, a web/kernel-pool.mjs KernelPool whose kernel workers share the encoder's work
         instead. Results are bit-identical for every count (engine/parallel.py)."""
@@ -37,20 +36,10 @@ class Engine:
             self.team = WorkerTeam(self.k, workers)
         else:
             self.team = Team(self.k, default_threads() if threads is None else threads)
-        self.encoder = Encoder(self.k, model, self.team)
-        self.prediction = PredictionNetwork(self.k, model)
-        self.joint = Joint(self.k, model)
+        self.network = network(self.k, model, self.team)      # the model family's (engine/family.py)
         self.marks = punctuation_marks(model.vocabulary)
-        self.max_symbols = model.file.get("parakeet.tdt.max_symbols_per_step", "uint32")
         self._cancel = threading.Event()
-        tensors = model.file.tensors
-        self.window = tensors["frontend.window"].data.cast("f")
-        self.filterbank = tensors["frontend.mel_filterbank"].data.cast("f")
-        meta = model.file.metadata
-        self.frontend_args = dict(win=meta["parakeet.frontend.win_length"], n_fft=meta["parakeet.frontend.n_fft"],
-                                  hop=meta["parakeet.frontend.hop_length"], preemph=meta["parakeet.frontend.preemph"],
-                                  log_guard=meta["parakeet.frontend.log_guard"],
-                                  norm_eps=meta["parakeet.frontend.norm_eps"])
+        self.frontend_settings = model.frontend()
 
     @classmethod
     def open(cls, path, tier: str = "auto", threads: int | None = None) -> "Engine":
@@ -79,14 +68,13 @@ class Engine:
     def features(self, samples) -> tuple:
         n = len(samples)
         with section("frontend"):
-            return self.k.frontend(samples, n, self.window, self.filterbank, self.model.dims.n_mels,
-                               **self.frontend_args)
+            return self.k.frontend(samples, n, **self.frontend_settings)
 
     def encode(self, samples, float_acts: bool = False, on_layer=None, cancelled=None) -> tuple:
         feats, T = self.features(samples)
         if T == 0:
             return array("f"), 0
-        return self.encoder(feats, T, float_acts, on_layer, cancelled=cancelled or self._cancel.is_set)
+        return self.network.encode(feats, T, float_acts, on_layer, cancelled=cancelled or self._cancel.is_set)
 
     def tokens(self, samples, float_acts: bool = False, cancelled=None) -> list:
         """TDT tokens (id, frame, duration) of 16 kHz samples; `cancelled` (a callable, default
@@ -96,8 +84,7 @@ class Engine:
         if not T:
             return []
         with section("decode"):
-            return tdt_greedy(self.k, self.prediction, self.joint, enc, T, self.model.durations,
-                              self.max_symbols, float_acts, cancelled=cancelled)
+            return self.network.decode(enc, T, float_acts, cancelled=cancelled)
 
     def transcribe(self, samples, float_acts: bool = False, on_window=None,
                    policy: WindowPolicy | None = None) -> dict:

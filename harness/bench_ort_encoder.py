@@ -43,7 +43,7 @@ def export_encoder() -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     import training.model as tm
-    from engine.model_layout import PHONON2
+    from engine.parakeet_tdt.layout import PHONON2
     from modeltools.synth import make
     from training.export import load_container
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from . import bps, fermion
 from .fetch import sha256_file
 from .fv5 import pack_b5x3t7, unpack_b5x3t7
-from engine.model_file import ARCHITECTURE, DIM_KEYS, FRONTEND, WEIGHTS_FORMAT
-from engine.model_layout import Dims, dims_from_records, layout_shapes, tensor_name
+from engine.parakeet_tdt.model_file import ARCHITECTURE, DIM_KEYS, FRONTEND, WEIGHTS_FORMAT
+from engine.parakeet_tdt.layout import Dims, dims_from_records, layout_shapes, tensor_name
 
 ARCHIVE_MEMBERS = ("config.json", "model.fermion")
 MAX_CONFIG_BYTES = 64 << 20
@@ -392,7 +392,7 @@ def _bn_complete(bn: dict, prefix: str) -> bool:
 
 def verify(container_path: Path, gguf_path: Path) -> str:
     import numpy as np
-    from engine.model_file import load
+    from engine.family import load
     model = load(gguf_path)
     counts = {"five_value": 0, "int": 0, "fp16": 0, "folded": 0}
     consumed = 0

@@ -4,7 +4,7 @@
 
 DIR is a `save_pretrained` folder of transformers' `ParakeetForTDT`: config.json,
 model.safetensors, tokenizer.json. The state-dict names are the engine's own (they are
-transformers' names: engine/model_layout.py), so the conversion is: the dimensions from the
+transformers' names: engine/parakeet_tdt/layout.py), so the conversion is: the dimensions from the
 config, every encoder linear and integer table quantised per row to int8 with a float scale
 (symmetric: scale = max|w| / 127, q = round(w / scale); what ONNX Runtime's dynamic
 quantisation and q8_0 do), the conv module's BatchNorm folded into its depthwise conv, the
@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.model_layout import Dims, INT_TABLES, records
+from engine.parakeet_tdt.layout import Dims, INT_TABLES, records
 
 from .convert import BATCH_NORM_EPS, ConversionError, fold_batch_norm, write_gguf
 
@@ -213,7 +213,7 @@ def verify_hf(folder: Path, gguf_path: Path) -> str:
     convs refolded. Raises ConversionError on the first difference."""
     import numpy as np
     from safetensors.numpy import load_file
-    from engine.model_file import load
+    from engine.family import load
     from .fv5 import pack_b5x3t7
     state = load_file(str(Path(folder) / "model.safetensors"))
     model = load(str(gguf_path))

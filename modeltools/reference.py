@@ -9,15 +9,15 @@ from __future__ import annotations
 import numpy as np
 
 from .fv5 import unpack_b5x3t7
-from engine.model_file import fv5_columns
-from engine.decoder import greedy_rules
+from engine.parakeet_tdt.model_file import fv5_columns
+from engine.parakeet_tdt.decoder import greedy_rules
 
 
 class DenseWeights:
     """All tensors of a model GGUF as float64 numpy arrays, five-value linears exact."""
 
     def __init__(self, model):
-        """model: a ModelFile (engine/model_file.py): its GGUF and its layout's K per linear
+        """model: a ModelFile (engine/parakeet_tdt/model_file.py): its GGUF and its layout's K per linear
         (five-value blocks do not determine K: 184 and 192 pack to the same bytes)."""
         self.f = model.file
         self.cols = fv5_columns(model.dims)

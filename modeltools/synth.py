@@ -19,7 +19,7 @@ import tarfile
 from pathlib import Path
 
 from . import fermion
-from engine.model_layout import PHONON2, Dims, INT_TABLES, records
+from engine.parakeet_tdt.layout import PHONON2, Dims, INT_TABLES, records
 
 LEVEL_FREQUENCIES = (0.091, 0.153, 0.513, 0.153, 0.090)   # -hi, -lo, 0, +lo, +hi (seed 000)
 TINY = Dims(d_model=32, n_layers=2, n_heads=2, ff_dim=64, conv_kernel=9, sub_channels=8,

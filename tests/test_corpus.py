@@ -372,6 +372,42 @@ def test_pauses_corpus_has_joined_transcripts_and_quiet_empty_ones(tmp_path):
             assert 1.0 <= row["seconds"] <= 6.0 and db(power(x)) <= -29.0
 
 
+def test_runon_groups_join_sentences_some_starting_mid_sentence():
+    groups = C.runon_groups(seed=11, count=400)
+    assert groups == C.runon_groups(seed=11, count=400)
+    assert {len(g) for g in groups} == {2, 3, 4}
+    whole = set(C.corpus_sentences("train", 11, sum(len(g) for g in groups)))
+    tails = [g[0] for g in groups if g[0] not in whole]
+    assert 0.15 <= len(tails) / len(groups) <= 0.35                 # RUNON_MID_START of the long ones
+    assert all(len(t.split()) >= 2 and any(s.endswith(" " + t) for s in whole) for t in tails)
+    assert all(t in whole for g in groups for t in g[1:])
+
+
+def test_speech_run_on_leaves_short_or_no_gaps_and_changes_voice(monkeypatch):
+    sentences = ["turn on the kitchen lights", "what time is it", "play some jazz"]
+    voice, tts = "flite:awb", {"stretch": 1.0, "f0": 130}
+    alone = sum(len(C.speech(t, voice, tts)) for t in sentences)
+    monkeypatch.setattr(C, "RUNON_VOICE_CHANGE", 0.0)
+    gaps = [len(C.speech_run_on(sentences, voice, tts, random.Random(seed), "train",
+                                np.random.default_rng(seed))) - alone for seed in range(8)]
+    assert all(0 <= g <= 2 * C.RUNON_GAP_S[1] * SR + 2 for g in gaps)
+    assert any(g < C.RUNON_GAP_S[0] * SR for g in gaps)             # a run-on join (30% per join)
+    same = C.speech_run_on(sentences, voice, tts, random.Random(1), "train", np.random.default_rng(1))
+    assert C._rms(same) == pytest.approx(10 ** (C.REF_DBFS / 20), rel=1e-3)
+    monkeypatch.setattr(C, "RUNON_VOICE_CHANGE", 1.0)
+    other = C.speech_run_on(sentences, voice, tts, random.Random(1), "train", np.random.default_rng(1))
+    assert len(other) != len(same)                                  # sentences 2 and 3 in other voices
+
+
+def test_runon_corpus_transcripts_are_the_joined_sentences(tmp_path):
+    count = 6
+    groups = C.runon_groups(seed=11, count=count)
+    C.write_corpus(tmp_path, "train", count, seed=11, condition="runon", progress=False)
+    rows = [json.loads(line) for line in (tmp_path / "manifest.jsonl").read_text().splitlines()]
+    assert [row["text"] for row in rows] == [" ".join(g) for g in groups]
+    assert all(row["id"].endswith("-r") and row["seconds"] > 2.0 for row in rows)
+
+
 def spectral_centroid(x: np.ndarray) -> float:
     spec = np.abs(np.fft.rfft(x.astype(np.float64))) ** 2
     f = np.fft.rfftfreq(len(x), 1 / SR)

@@ -80,7 +80,7 @@ def test_int8_tokens_follow_the_float_reference(engine, heldout):
     a near-tie (a duration tie moves every later frame: small-v13 has one, gap 0.04, in the
     third of these utterances)."""
     from modeltools import reference
-    from engine.model_file import load
+    from engine.family import load
     model = load(MODEL)
     weights = reference.DenseWeights(model)
     checked = 0

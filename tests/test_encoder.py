@@ -11,9 +11,9 @@ import pytest
 from conftest import NATIVE_TIERS
 from modeltools import reference
 from modeltools.convert import convert, read_config
-from engine.encoder import Encoder
+from engine.parakeet_tdt.encoder import Encoder
 from engine.kernels import Kernels
-from engine.model_file import load
+from engine.family import load
 from test_frontend_math import speechlike
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_encoder_bits_identical_across_native_tiers(tiny_model):
 
 
 def test_cancel_between_layers(scalar, tiny_model):
-    from engine.encoder import Cancelled
+    from engine.family import Cancelled
     feats, T = features(scalar, tiny_model, 0.5)
     with pytest.raises(Cancelled):
         Encoder(scalar, tiny_model)(feats, T, cancelled=lambda: True)
@@ -112,7 +112,7 @@ def test_generated_speech_float_path_matches_reference_tokens(tiny_model, text):
 def test_chunked_subsampling_is_bit_identical(scalar, tiny_model, seconds, float_acts):
     """Subsampling in chunks of 3 frames (every chunk boundary, short last chunks) gives the
     same bytes as one pass over the whole input."""
-    from engine.encoder import Subsampling
+    from engine.parakeet_tdt.encoder import Subsampling
     feats, T = features(scalar, tiny_model, seconds)
     whole, chunked = Subsampling(scalar, tiny_model), Subsampling(scalar, tiny_model)
     whole.CHUNK, chunked.CHUNK = 1 << 30, 3

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from modeltools.fetch import FetchError, Release, cache_dir, cached_model, fetch
-from engine.model_file import load
+from engine.family import load
 from modeltools.synth import write_release_archive
 from harness.release_host import ReleaseHost
 

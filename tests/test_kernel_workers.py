@@ -13,7 +13,7 @@ import pytest
 
 from conftest import CHROMIUM_TIERS, build_artifact
 from modeltools.convert import convert, read_config
-from engine.model_file import load
+from engine.family import load
 from engine.transcribe import Engine
 from test_frontend_math import speechlike
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine.audio import AudioError, load_audio, wav_pieces
-from engine.encoder import Cancelled
+from engine.family import Cancelled
 from engine.longform import (FRAME_SAMPLES, SteppedTranscription, WindowedTranscription, WindowPolicy, choose_cut,
                              transcribe_pieces)
 from engine.transcribe import Engine

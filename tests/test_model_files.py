@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+from array import array
 import json
 import shutil
 import struct
@@ -16,7 +17,7 @@ from modeltools import fermion
 from modeltools.convert import ConversionError, convert, extract_archive, read_config, verify
 from modeltools.fermion import ContainerError
 from engine.gguf_file import GGUFError, GGUFFile
-from engine.model_file import fingerprint, load
+from engine.family import fingerprint, load
 from modeltools.synth import TINY, vocabulary, write_archive
 
 DATA = Path(__file__).resolve().parent / "data" / "tiny"
@@ -419,3 +420,51 @@ def test_loader_is_zero_copy_and_writable(tiny_gguf):
         assert t.data.obj is model.file.view.obj
     finally:
         model.close()
+
+
+def test_general_architecture_chooses_the_family(tiny_gguf, monkeypatch):
+    """engine/family.py: the file's general.architecture picks the package that validates it
+    and builds its network; Engine runs any family through that seam alone. A stand-in family
+    (every 80 ms frame louder than the clip's mean log-mel becomes one token) under another
+    architecture name transcribes through the ordinary Engine."""
+    import sys
+    import types
+
+    from engine import family
+    from engine.parakeet_tdt import validate as parakeet_validate
+    from engine.text import Token
+    from engine.transcribe import Engine
+
+    toy = types.ModuleType("toy_loudness_family")
+    toy.ARCHITECTURE = "toy-loudness"
+
+    def validate(f):
+        model = parakeet_validate(f)             # the stand-in reads the same keys and tensors
+        model.architecture = "toy-loudness"
+        return model
+
+    class Network:
+        def __init__(self, k, model, team):
+            self.n_mels = model.dims.n_mels
+
+        def encode(self, features, T, float_acts=False, on_layer=None, cancelled=None):
+            frames = [sum(features[m * T + t] for m in range(self.n_mels) for t in range(t0, min(T, t0 + 8)))
+                      for t0 in range(0, T, 8)]
+            return frames, len(frames)
+
+        def decode(self, enc, T, float_acts=False, cancelled=None):
+            mean = sum(enc) / T
+            return [Token(5, t, 1) for t in range(T) if enc[t] > mean]
+
+    toy.validate, toy.Network = validate, Network
+    monkeypatch.setitem(sys.modules, "toy_loudness_family", toy)
+    monkeypatch.setitem(family.FAMILIES, "toy-loudness", "toy_loudness_family")
+    data = bytearray(tiny_gguf.read_bytes().replace(b"parakeet-tdt", b"toy-loudness", 1))
+    engine = Engine(family.load(data), "scalar", 1)
+    assert type(engine.network) is Network
+    samples = array("f", [0.0] * 8000 + [0.3 * ((i * 7919) % 200 - 100) / 100 for i in range(8000)])
+    tokens = engine.transcribe(samples)["tokens"]
+    assert tokens and all(t["id"] == 5 for t in tokens)
+    assert min(t["frame"] for t in tokens) >= 5            # the silent first half makes no token
+    with pytest.raises(GGUFError, match="'parakeet-tdt', 'toy-loudness'"):
+        family.load(bytearray(tiny_gguf.read_bytes().replace(b"parakeet-tdt", b"llamallama12", 1)))

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from modeltools.convert import ConversionError, convert, read_config
 from modeltools.fermion import ContainerError
 from engine.gguf_file import GGUFError
-from engine.model_file import load
+from engine.family import load
 
 DATA = Path(__file__).resolve().parent / "data" / "tiny"
 CONTAINER = (DATA / "model.fermion").read_bytes()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import build_artifact
-from engine.model_file import fingerprint, load
+from engine.family import fingerprint, load
 
 
 @pytest.fixture(scope="module")

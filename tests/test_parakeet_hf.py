@@ -21,7 +21,7 @@ import pytest
 import torch
 from transformers import ParakeetEncoderConfig, ParakeetFeatureExtractor, ParakeetForTDT, ParakeetTDTConfig
 
-from engine.model_file import load
+from engine.family import load
 from engine.transcribe import Engine
 from modeltools.convert import ConversionError
 from modeltools.fv5 import unpack_b5x3t7
@@ -152,7 +152,7 @@ def test_encoder_and_tokens_match_transformers(converted):
     x = speechlike(4.0, seed=32)
     feats, T = engine.features(x)
     inputs = torch.from_numpy(np.frombuffer(feats, np.float32).reshape(128, T).T.copy())[None]
-    enc, frames = engine.encoder(feats, T, True)
+    enc, frames = engine.network.encoder(feats, T, True)
     with torch.no_grad():
         theirs = reference.encoder(input_features=inputs).last_hidden_state[0].numpy()
     ours = np.frombuffer(enc, np.float32).reshape(frames, -1)

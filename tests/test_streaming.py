@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from engine.audio import resample
-from engine.decoder import Token
-from engine.encoder import Cancelled
+from engine.text import Token
+from engine.family import Cancelled
 from engine.streaming import (FRAME, StreamConfig, StreamError, StreamResampler, StreamSession, Word,
                               stream_samples)
 

@@ -1,5 +1,5 @@
 """training/tdt.py: the TDT loss against brute-force enumeration of every alignment, padding,
-gradients, sigma; the greedy decoder on hand-made logits and against engine/decoder.py."""
+gradients, sigma; the greedy decoder on hand-made logits and against engine/parakeet_tdt/decoder.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from engine.decoder import tdt_greedy as engine_tdt_greedy
+from engine.parakeet_tdt.decoder import tdt_greedy as engine_tdt_greedy
 from training.tdt import Emission, path_occupancy, tdt_greedy, tdt_greedy_batch, tdt_loss
 
 torch.set_num_threads(1)
@@ -334,7 +334,7 @@ def _lookup(table):
 
 def test_greedy_agrees_with_engine_decoder():
     """Random scripts with many ties, blanks and zero durations: same tokens, frames, durations
-    as engine/decoder.py's tdt_greedy."""
+    as engine/parakeet_tdt/decoder.py's tdt_greedy."""
     for seed in range(300):
         gen = torch.Generator().manual_seed(seed)
         T = int(torch.randint(1, 9, (1,), generator=gen))

@@ -50,12 +50,12 @@ def test_every_thread_count_gives_the_same_bits(tier, which, tiny_model):
 
 def test_linears_are_really_split(tiny_model):
     engine = Engine.open(tiny_model, "scalar", 3)
-    layer = engine.encoder.layers[0]
+    layer = engine.network.encoder.layers[0]
     slices = layer.feed_forward1.linear1.slices
     assert [(s.r0, s.rows) for s in slices] == [(0, 24), (24, 24), (48, 16)]      # 64 rows, 8 blocks
     assert engine.threads == 3 and engine.transcribe(array("f", bytes(4 * 8000)))["timing"]["threads"] == 3
     single = Engine.open(tiny_model, "scalar", 1)
-    assert single.encoder.layers[0].feed_forward1.linear1.slices is None
+    assert single.network.encoder.layers[0].feed_forward1.linear1.slices is None
 
 
 def test_even_ranges():

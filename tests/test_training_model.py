@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from modeltools import fermion, reference  # noqa: E402
-from engine.model_file import load  # noqa: E402
-from engine.model_layout import records, tensor_name  # noqa: E402
+from engine.family import load  # noqa: E402
+from engine.parakeet_tdt.layout import records, tensor_name  # noqa: E402
 from modeltools.synth import TINY, vocabulary  # noqa: E402
 from engine.transcribe import Engine  # noqa: E402
 from test_frontend_math import speechlike  # noqa: E402
@@ -296,13 +296,13 @@ def test_greedy_rules_match_on_varied_frames(exported, scale):
     """Random encoder frames make the joint pick varied tokens, blanks and durations (0 too,
     up to the max-symbols rule): torch, the reference and the engine decode the same."""
     from array import array
-    from engine.decoder import tdt_greedy
+    from engine.parakeet_tdt.decoder import tdt_greedy
     model, w, dims, engine = exported["model"], exported["weights"], exported["gguf"].dims, exported["engine"]
     enc = (np.random.default_rng(0).standard_normal((40, dims.d_model)) * scale).astype(np.float32).astype(np.float64)
     ref_tokens = reference.decode(w, dims, enc, exported["gguf"].durations)
     ours = model.greedy_decode(torch.from_numpy(enc))
-    theirs = tdt_greedy(engine.k, engine.prediction, engine.joint, array("f", enc.astype(np.float32).tobytes()),
-                        enc.shape[0], exported["gguf"].durations, engine.max_symbols, float_acts=True)
+    theirs = tdt_greedy(engine.k, engine.network.prediction, engine.network.joint, array("f", enc.astype(np.float32).tobytes()),
+                        enc.shape[0], exported["gguf"].durations, engine.network.max_symbols, float_acts=True)
     durations = {d for _, _, d in ref_tokens}
     print(f"scale {scale}: {len(ref_tokens)} tokens, {len({k for k, _, _ in ref_tokens})} distinct, "
           f"durations {sorted(durations)}")

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from engine.model_layout import Dims  # noqa: E402
+from engine.parakeet_tdt.layout import Dims  # noqa: E402
 from training.export import export, load_container, to_gguf  # noqa: E402
 from training.model import ParakeetTDT  # noqa: E402
 from training.sidecar import (CONV_PARTS, SidecarError, load_shipped, sidecar_path,  # noqa: E402

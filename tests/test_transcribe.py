@@ -11,7 +11,7 @@ import pytest
 
 from conftest import NATIVE_TIERS
 from modeltools.convert import convert, read_config
-from engine.decoder import Token, detokenize, punctuation_marks, words_with_times
+from engine.text import Token, detokenize, punctuation_marks, words_with_times
 from engine.kernels import KernelError
 from engine.transcribe import Cancelled, Engine
 from test_frontend_math import speechlike
@@ -57,7 +57,7 @@ def test_cancel_is_noticed(engine):
     x = speechlike(1.0)
     feats = engine.features(x)
     with pytest.raises(Cancelled):
-        engine.encoder(*feats, cancelled=lambda: True)
+        engine.network.encoder(*feats, cancelled=lambda: True)
     assert engine.transcribe(x)["timing"]["tier"] == "scalar"     # a new transcribe starts clean
 
 
@@ -124,7 +124,7 @@ def test_detokenize_and_word_times():
 def test_a_bare_word_marker_starts_the_next_word():
     """SentencePiece spells a word without a "\u2581word" piece as "\u2581" + "word": the
     text has a space there, so the words must too ("david love", not "davidlove")."""
-    from engine.decoder import word_spans
+    from engine.text import word_spans
     vocab = ["<unk>", "\u2581david", "\u2581", "love", "\u2581you", "."]
     marks = punctuation_marks(vocab)
     tokens = [Token(1, 0, 2), Token(2, 3, 0), Token(3, 3, 2), Token(2, 6, 0), Token(5, 6, 0), Token(4, 7, 2)]

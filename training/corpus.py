@@ -56,7 +56,7 @@ PEAK = 0.99                     # no output sample exceeds this (int16 conversio
 SPLITS = ("train", "test")
 TEST_CONDITIONS = ("clean", "noise10db")
 TRAIN_CONDITIONS = (None, "by_words", "pauses", "formant", "noisy", "formant_fast",
-                    "clustergen")  # None: one sentence per utterance
+                    "clustergen", "runon")  # None: one sentence per utterance
 NOISY_SNR_DB = (5.0, 15.0)      # the "noisy" condition: noise always, around the 10 dB test SNR
 NOISE_KINDS = ("white", "pink", "brown", "babble")
 
@@ -734,6 +734,47 @@ def speech_with_pauses(sentences: list, voice: str, tts: dict,
     return audio, [(t, round(a, 6), round(b, 6)) for t, a, b in spans]
 
 
+RUNON_GAP_S = (0.05, 1.2)       # silences between the sentences of a `runon` utterance ...
+RUNON_ZERO_SHARE = 0.3          # ... except this share, which run on with no gap at all
+RUNON_VOICE_CHANGE = 0.5        # chance that the next sentence has another voice
+RUNON_MID_START = 0.3           # chance that the first sentence starts mid-sentence (a word tail)
+
+
+def runon_groups(seed: int, count: int) -> list[list[str]]:
+    """The sentences of each `runon` utterance: 2-4 train sentences of the same seed, in order;
+    with RUNON_MID_START the first one keeps only its last words (at least two; what a stream
+    window that starts at a commit point inside a sentence hears). Depends only on (seed, count)."""
+    r = random.Random(f"runon/{seed}")
+    plan = [r.randint(2, 4) for _ in range(count)]
+    pool = iter(corpus_sentences("train", seed, sum(plan)))
+    groups = []
+    for k in plan:
+        group = [next(pool) for _ in range(k)]
+        words = group[0].split()
+        if len(words) > 3 and r.random() < RUNON_MID_START:
+            group[0] = " ".join(words[r.randint(1, len(words) - 2):])
+        groups.append(group)
+    return groups
+
+
+def speech_run_on(sentences: list, voice: str, tts: dict, r: random.Random, split: str,
+                  rng: np.random.Generator) -> np.ndarray:
+    """Sentences joined by short or no silences, the voice changing between them with
+    RUNON_VOICE_CHANGE (each sentence at REF_DBFS): what a conversation or a dictation without
+    pauses sounds like. The single-sentence and `pauses` corpora never put one sentence's end
+    against the next one's start, and the model trained on them drops the start of the second
+    (docs/streaming.md, continuous speech)."""
+    clips = []
+    for i, text in enumerate(sentences):
+        if i and r.random() < RUNON_VOICE_CHANGE:
+            voice = draw_voice(r, split)
+            tts = draw_tts(r, voice)
+        clips.append((text, speech(text, voice, tts)))
+    gaps = [0.0 if rng.random() < RUNON_ZERO_SHARE else float(rng.uniform(*RUNON_GAP_S))
+            for _ in sentences[1:]] + [0.0]
+    return normalize(join_with_pauses(clips, gaps, 0.0)[0])
+
+
 def join_with_pauses(clips: list, gaps_s: list, lead_s: float) -> tuple[np.ndarray, list]:
     """[(text, float32 audio)] joined by silences: lead_s before the first clip, gaps_s[i]
     after clip i (the last one is the trailing silence). Returns (float32 [L],
@@ -989,6 +1030,9 @@ def make_utterance(split: str, seed: int, index: int, text: str,
         else:
             x, augs = no_speech_chain(rng, babble_pool(split, seed))
         text = " ".join(text)
+    elif condition == "runon":              # text: 2-4 sentences, run together (runon_groups)
+        x, augs = train_chain(speech_run_on(text, voice, tts, r, split, rng), rng, babble_pool(split, seed))
+        text = " ".join(text)
     elif condition in ("formant", "formant_fast", "clustergen"):   # flite voices, re-voiced
         if condition == "clustergen":       # awb, half of it raised to a female range
             voice, tts, factor = draw_clustergen_voice(r)
@@ -1009,7 +1053,7 @@ def make_utterance(split: str, seed: int, index: int, text: str,
     else:
         x, augs = heldout_chain(speech(text, voice, tts), rng, noise_rng, condition, babble_pool(split, seed))
     suffix = {"by_words": "-w", "pauses": "-p", "formant": "-f", "noisy": "-n",
-              "formant_fast": "-ff", "clustergen": "-cg"}.get(condition, "")
+              "formant_fast": "-ff", "clustergen": "-cg", "runon": "-r"}.get(condition, "")
     meta = {"id": f"{split}-{seed}-{index:06d}{suffix}", "text": text, "voice": voice,
             "tts": tts, "augmentations": augs, "seconds": round(len(x) / SR, 4), **extra}
     return x, meta
@@ -1136,7 +1180,8 @@ def write_corpus(out: Path, split: str, count: int, seed: int, workers: int = 1,
         raise RuntimeError("this machine's TTS lacks: " + ", ".join(missing))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    texts = pause_groups(seed, count) if condition == "pauses" else corpus_sentences(split, seed, count)
+    groups = {"pauses": pause_groups, "runon": runon_groups}.get(condition)
+    texts = groups(seed, count) if groups else corpus_sentences(split, seed, count)
     jobs = [(split, seed, i, t, condition) for i, t in enumerate(texts)]
     shards = write_shards(out, _results(jobs, workers), count, shard_size, progress)
     info = {"split": split, "condition": condition, "count": count, "seed": seed, "shards": shards,
@@ -1160,7 +1205,9 @@ def main(argv=None) -> int:
                         "noise, empty transcript); formant raises the male flite training voices "
                         "to a female range (speed 1.12-1.3 after speaking that much slower); formant_fast "
                         "does so at 0.65-1.0 of the voice's tempo, speed 1.1-1.35; clustergen is flite awb "
-                        "only, half as formant_fast, half unraised at 0.65-1.15 tempo")
+                        "only, half as formant_fast, half unraised at 0.65-1.15 tempo; runon joins 2-4 "
+                        "sentences by 0-1.2 s (30%% none), changing voice half the time, the first "
+                        "starting mid-sentence 30%% of the time")
     p.add_argument("--shard-size", type=int, default=500, help="utterances per shard")
     a = p.parse_args(argv)
     info = write_corpus(a.out, a.split, a.count, a.seed, a.workers, a.condition, a.shard_size)

@@ -5,7 +5,7 @@ modeltools/synth.py writes them), then the engine's GGUF through the project's c
     to_gguf(out_dir, gguf_path)                              # python3 -m engine convert phonon2 --verify
     load_container(model, out_dir / "model.fermion")        # the exported (rounded) weights back
 
-Record kinds (engine/model_layout.py records()): the encoder linears five_value, exactly the
+Record kinds (engine/parakeet_tdt/layout.py records()): the encoder linears five_value, exactly the
 quantised forward's codes and float16 lo/hi; the 11 int tables int8, symmetric per row
 (scale = max|row| / 127, stored float16, values round(w / scale)); everything else float16
 (subsampling 3x3 convs, biases, norms, bias_u/v, depthwise convs, BatchNorm running stats;
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from modeltools import fermion
-from engine.model_layout import records, tensor_name
+from engine.parakeet_tdt.layout import records, tensor_name
 
 from .model import FP16_MAX, ParakeetTDT
 

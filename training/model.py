@@ -1,7 +1,7 @@
 """The Parakeet-TDT graph (../shared/spec/parakeet-tdt.md sections 3-7) as a PyTorch module for
 training, with five-value encoder linears (straight-through estimator).
 
-Parameter names and shapes are the release's records (engine/model_layout.py `records(dims)`),
+Parameter names and shapes are the release's records (engine/parakeet_tdt/layout.py `records(dims)`),
 so export is a table lookup: `encoder.subsampling.layers.0.weight`, `encoder.layers.L.
 self_attn.q_proj.weight`, `decoder.lstm.weight_ih_l0`, `joint.head.weight` ... Each five-value
 linear adds two per-row parameters next to its latent weight, `<linear>.lo` and `<linear>.hi`,
@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.model_layout import Dims, five_value_linears
+from engine.parakeet_tdt.layout import Dims, five_value_linears
 
 FF_SCALE = 0.5                # macaron: each feed-forward adds half its output
 NORM_EPS = 1e-5               # LayerNorm and BatchNorm (the converter folds BN with 1e-5)

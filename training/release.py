@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.model_layout import Dims
+from engine.parakeet_tdt.layout import Dims
 from training.data import Corpus, FeatureStore, load_manifest, load_tokenizer, train_folders, vocabulary
 from training.export import export, to_gguf
 from training.model import ParakeetTDT
 from training.sidecar import sidecar_path, write_sidecar
-from engine.decoder import detokenize, punctuation_marks
+from engine.text import detokenize, punctuation_marks
 from training.metrics import wer
 
 MODEL_ID = "phonon-web/phonon-small"
@@ -508,7 +508,7 @@ def main(argv=None) -> int:
         w["engine"][cond], by_voice[cond], speed[cond], tier = engine_wer(gguf, corpus, n)
         print(cond, w["dense"][cond], w["fv5_torch"][cond], w["engine"][cond], file=sys.stderr, flush=True)
     fv5 = sum(m.weight.numel() for m in model.five_value_modules().values())
-    from engine.model_file import load
+    from engine.family import load
     f = load(gguf)
     packed = sum(t.count for name, t in f.file.tensors.items() if name.endswith(".fv5t7"))
     lohi = sum(4 * t.count for name, t in f.file.tensors.items() if name.endswith((".lo", ".hi")) and "encoder.layers" in name)

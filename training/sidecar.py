@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from engine.model_layout import Dims
+from engine.parakeet_tdt.layout import Dims
 from training.model import ParakeetTDT
 
 SUFFIX = ".train.npz"
@@ -89,7 +89,7 @@ def read_sidecar(path: Path) -> tuple:
 
 def load_shipped(gguf: Path) -> tuple:
     """GGUF + its sidecar -> (ParakeetTDT in five-value mode, CTC head state, tokenizer bytes)."""
-    from engine.model_file import load
+    from engine.family import load
     from modeltools.reference import DenseWeights
     meta, side, tokenizer = read_sidecar(sidecar_path(gguf))
     shipped = load(gguf)

@@ -3,7 +3,7 @@
 Loss: Xu et al. 2023, "Efficient Sequence Transduction by Jointly Predicting Tokens and
 Durations" (arXiv 2304.06795), with NeMo's TDT loss (TDTLossNumba / TDTLossPytorch) as the
 reference semantics. Greedy decoding: the engine's rules (../shared/spec/parakeet-tdt.md
-section 7, engine/decoder.py `tdt_greedy`).
+section 7, engine/parakeet_tdt/decoder.py `tdt_greedy`).
 
 The lattice, for one utterance with T frames and targets y_1..y_U:
 
@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 import torch
 
-from engine.decoder import greedy_rules
+from engine.parakeet_tdt.decoder import greedy_rules
 
 NEG = -1e30     # log of "impossible"; finite, so logsumexp stays finite and gradients never NaN
 
@@ -260,7 +260,7 @@ def tdt_greedy(encoder_out: torch.Tensor, predict_step: PredictStep, joint: Join
     def emit(token):
         current["g"], current["state"] = predict_step(token, current["state"])
 
-    # the rules themselves: engine/decoder.py greedy_rules, shared with the engine
+    # the rules themselves: engine/parakeet_tdt/decoder.py greedy_rules, shared with the engine
     return [Emission(*x) for x in greedy_rules(encoder_out.shape[0], best, emit, blank_id, max_symbols)]
 
 

@@ -28,9 +28,9 @@ import numpy as np
 import torch
 
 from modeltools.convert import slaney_mel_filterbank
-from engine.decoder import detokenize, punctuation_marks
-from engine.model_layout import Dims
-from engine.encoder import subsampled_length
+from engine.text import detokenize, punctuation_marks
+from engine.parakeet_tdt.layout import Dims
+from engine.parakeet_tdt.encoder import subsampled_length
 from training.data import (FeatureStore, JoinedStores, frame_targets, length_batches, load_manifest,
                            load_tokenizer, train_folders, train_tokenizer, vocabulary)
 from training.metrics import wer

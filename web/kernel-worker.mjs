@@ -135,7 +135,7 @@ function gemm(w, N, { xq, xs, scratch, need }, y) {
   return status;
 }
 
-// The conv module's middle for this worker's channels (engine/encoder.py ConvModule._middle):
+// The conv module's middle for this worker's channels (engine/parakeet_tdt/encoder.py ConvModule._middle):
 // value and gate rows of pw1, GLU, depthwise conv over time, silu -> out [N][width].
 function runConv(args) {
   const [id, N, inOff, outOff] = args;

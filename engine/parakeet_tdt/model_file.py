@@ -1,17 +1,17 @@
-"""The project's Parakeet-TDT GGUF (docs/gguf-layout.md): metadata keys, tensor names, and
-the loader that validates a file against them. Standard library only: runs natively and in
-Pyodide. The writer is modeltools/convert.py (host side, with the `gguf` package).
+"""The parakeet-tdt family's GGUF (docs/gguf-layout.md): metadata keys, tensor names, and
+the validation of a file against them (engine/family.py load() opens the file and calls
+validate()). Standard library only: runs natively and in Pyodide. The writers are
+modeltools/convert.py and modeltools/parakeet_hf.py (host side, with the `gguf` package).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from .audio import FEATURE_HOP, MODEL_RATE, SUBSAMPLING
-from .gguf_file import GGUFError, GGUFFile
-from .kernels import fv5_block_bytes
-from .model_layout import Dims, records
+from ..audio import FEATURE_HOP, MODEL_RATE, SUBSAMPLING
+from ..gguf_file import GGUFError, GGUFFile
+from ..kernels import fv5_block_bytes
+from .layout import Dims, records
 
 ARCHITECTURE = "parakeet-tdt"
 WEIGHTS_FORMAT = "fv5-b5x3t7-v1"            # Phonon-2's: five-value encoder linears
@@ -108,8 +108,20 @@ class ModelFile:
     name: str
     weights_format: str = WEIGHTS_FORMAT
 
+    architecture = ARCHITECTURE
+
     def tensor(self, name: str):
         return self.file.tensors[name]
+
+    def frontend(self) -> dict:
+        """The log-mel frontend's tables and settings (engine.kernels frontend's arguments)."""
+        meta = self.file.metadata
+        return dict(window=self.file.tensors["frontend.window"].data.cast("f"),
+                    fb=self.file.tensors["frontend.mel_filterbank"].data.cast("f"),
+                    n_mels=self.dims.n_mels, win=meta["parakeet.frontend.win_length"],
+                    n_fft=meta["parakeet.frontend.n_fft"], hop=meta["parakeet.frontend.hop_length"],
+                    preemph=meta["parakeet.frontend.preemph"], log_guard=meta["parakeet.frontend.log_guard"],
+                    norm_eps=meta["parakeet.frontend.norm_eps"])
 
     @property
     def layer_norm_eps(self) -> float:
@@ -124,20 +136,9 @@ class ModelFile:
         self.file.close()
 
 
-def load(source) -> ModelFile:
-    """Open (a path) or wrap (a buffer) a GGUF and validate it as a Parakeet-TDT model."""
-    f = GGUFFile.open(source) if isinstance(source, (str, os.PathLike)) else GGUFFile(source)
-    try:
-        return validate(f)
-    except GGUFError:
-        f.close()
-        raise
-
-
 def validate(f: GGUFFile) -> ModelFile:
-    arch = f.get("general.architecture", "string")
-    if arch != ARCHITECTURE:
-        raise GGUFError(f"general.architecture is {arch!r}; this engine runs {ARCHITECTURE!r}")
+    """A GGUF whose general.architecture chose this family (engine/family.py) -> ModelFile;
+    GGUFError naming the first key or tensor that does not fit."""
     fmt = f.get("parakeet.weights.format", "string")
     if fmt not in WEIGHTS_FORMATS:
         raise GGUFError(f"parakeet.weights.format is {fmt!r}; this engine accepts {', '.join(map(repr, WEIGHTS_FORMATS))}")
@@ -171,20 +172,3 @@ def validate(f: GGUFFile) -> ModelFile:
     if extra:
         raise GGUFError(f"unexpected tensors for this layout: {extra[:5]}")
     return ModelFile(f, dims, vocabulary, blank_id, durations, notice, name, fmt)
-
-
-
-def fingerprint(model: ModelFile) -> dict:
-    """sha256 of every tensor (dtype, shape, bytes) and of the metadata, to compare what two
-    runtimes loaded. Standard library only."""
-    import hashlib
-    import json
-    tensors = {}
-    for name, t in model.file.tensors.items():
-        h = hashlib.sha256(f"{t.dtype}{list(t.shape)}".encode())
-        h.update(t.data)
-        tensors[name] = h.hexdigest()
-    meta = json.dumps({k: model.file.metadata[k] for k in sorted(model.file.metadata)},
-                      sort_keys=True, ensure_ascii=False)
-    return {"metadata": hashlib.sha256(meta.encode()).hexdigest(), "tensors": tensors,
-            "dims": model.dims.as_dict()}

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 from array import array
 
-from .kernels import Kernels, Pinned, fv5_block_bytes
+from ..family import Cancelled
+from ..kernels import Kernels, Pinned, fv5_block_bytes
 from .model_file import ModelFile
-from .parallel import Team, even_ranges
-from .timing import section
+from ..parallel import Team, even_ranges
+from ..timing import section
 
 def f32(tensor) -> memoryview:
     """A float32 view of an F32 tensor (zero-copy)."""
@@ -494,7 +495,3 @@ class Encoder:
             if on_layer is not None:
                 on_layer(i, x)
         return x, Tp
-
-
-class Cancelled(Exception):
-    """A decode noticed cancel() between encoder layers or decode steps."""
