@@ -7,7 +7,7 @@ are host tools (modeltools/, numpy), parity a check (checks/): a source checkout
     tiers                                         kernel tiers this machine can run
     convert phonon2 (--archive F | --container F --config F) --out F [--verify] [--notice F]
                                                   Phonon-2 release -> GGUF (host: numpy, gguf)
-    convert parakeet --hf DIR [--weights int8|fv5] --out F [--verify]
+    convert parakeet (--hf DIR | --nemo FILE.nemo) [--weights int8|fv5] --out F [--verify]
                                                   a transformers ParakeetForTDT folder (NVIDIA's
                                                   Parakeet-TDT checkpoints) -> GGUF
     fetch phonon-2 [--from URL] [--cache DIR] [--timeout S] [--retries N] [--force]
@@ -46,6 +46,7 @@ def main(argv=None) -> int:
     src.add_argument("--archive", help="the release archive phonon-2.bps.tar.zst")
     src.add_argument("--container", help="an extracted model.fermion (with --config)")
     src.add_argument("--hf", help="(parakeet) a save_pretrained folder: config.json, model.safetensors, tokenizer.json")
+    src.add_argument("--nemo", help="(parakeet) NVIDIA's own .nemo checkpoint (read without NeMo)")
     convert.add_argument("--weights", choices=["int8", "fv5"], default="int8",
                          help="(parakeet) the encoder's linears: int8 rows with a float scale (default), or a "
                               "post-training five-value projection (fv5, for comparison)")
@@ -98,8 +99,8 @@ def main(argv=None) -> int:
     if args.command == "convert":
         if args.source == "phonon2" and not (args.archive or args.container):
             parser.error("convert phonon2 needs --archive or --container")
-        if args.source == "parakeet" and not args.hf:
-            parser.error("convert parakeet needs --hf DIR")
+        if args.source == "parakeet" and not (args.hf or args.nemo):
+            parser.error("convert parakeet needs --hf DIR or --nemo FILE.nemo")
         if args.container and not args.config:
             parser.error("--container needs --config")
         from modeltools.convert import ConversionError, main as convert_main

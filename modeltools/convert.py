@@ -490,12 +490,16 @@ def main(args) -> int:
     if out.exists() and out.is_dir():
         raise ConversionError(f"--out {out} is a directory")
     if args.source == "parakeet":
-        from .parakeet_hf import convert_hf, verify_hf
-        summary = convert_hf(Path(args.hf), out, args.weights,
-                             Path(args.notice).read_text(encoding="utf-8") if args.notice else "")
+        if getattr(args, "nemo", None):
+            from .parakeet_nemo import convert_nemo as convert_parakeet, verify_nemo as verify_parakeet
+        else:
+            from .parakeet_hf import convert_hf as convert_parakeet, verify_hf as verify_parakeet
+        source = Path(getattr(args, "nemo", None) or args.hf)
+        summary = convert_parakeet(source, out, args.weights,
+                                   Path(args.notice).read_text(encoding="utf-8") if args.notice else "")
         print(f"wrote {out}: {summary['bytes']:,} bytes, {summary['tensors']} tensors ({args.weights} encoder linears)")
         if args.verify:
-            print(verify_hf(Path(args.hf), out))
+            print(verify_parakeet(source, out))
         return 0
     with tempfile.TemporaryDirectory(prefix="phonon-convert-") as tmp:
         if args.archive:

@@ -150,94 +150,121 @@ def five_value_dense(codes, lo, hi):
     return np.take_along_axis(levels, codes.astype(np.int64), axis=1)
 
 
+def load_hf_state(folder: Path) -> dict:
+    """model.safetensors of a save_pretrained folder: {name: numpy array}."""
+    from safetensors.numpy import load_file
+    path = Path(folder) / "model.safetensors"
+    try:
+        return load_file(str(path))
+    except (OSError, ValueError) as e:
+        raise ConversionError(f"{path}: {e}") from None
+
+
 def convert_hf(folder: Path, out: Path, weights: str = "int8", notice: str = "", name: str = "") -> dict:
     """Write the GGUF (atomically: nothing is left at `out` on failure); returns a summary."""
-    import gguf
-    import numpy as np
-    from safetensors.numpy import load_file
-    from .fv5 import pack_b5x3t7
     if weights not in WEIGHTS_FORMATS:
         raise ConversionError(f"--weights {weights}: use one of {', '.join(WEIGHTS_FORMATS)}")
     folder = Path(folder)
-    dims, config = read_hf_config(folder)
+    dims, _ = read_hf_config(folder)
     vocab = read_vocabulary(folder, dims.vocab_size)
-    path = folder / "model.safetensors"
-    try:
-        state = load_file(str(path))
-    except (OSError, ValueError) as e:
-        raise ConversionError(f"{path}: {e}") from None
+    return write_state(load_hf_state(folder), dims, vocab, out, weights,
+                       notice or f"Converted from {folder.name} (transformers ParakeetForTDT)", name or folder.name,
+                       where=str(folder / "model.safetensors"))
+
+
+def write_state(state: dict, dims, vocab: list, out: Path, weights: str, notice: str, name: str, where: str) -> dict:
+    """The GGUF of a state dict under transformers' names ({name: array}, float or torch
+    tensors converted by np.asarray): the layout's tensors, each as `weights` and the layout
+    say; `where` names the source in errors. Returns a summary."""
+    import gguf
+    import numpy as np
+    from .fv5 import pack_b5x3t7
+    if weights not in WEIGHTS_FORMATS:
+        raise ConversionError(f"--weights {weights}: use one of {', '.join(WEIGHTS_FORMATS)}")
     encoder_linears = {n for n, kind, _ in records(dims) if kind == "five_value"}
+
+    def tensor(name: str):
+        return np.asarray(state[name], dtype=np.float32)
 
     def write_tensors(writer) -> int:
         written = 0
         for rec, kind, shape in records(dims):
-            tensor = rec + ".weight" if kind == "five_value" else rec
+            tensor_name = rec + ".weight" if kind == "five_value" else rec
             if ".conv.norm." in rec:
                 continue                                   # folded into the depthwise conv below
-            if tensor not in state:
-                raise ConversionError(f"{path}: no tensor {tensor!r} (shape {shape})")
-            w = state[tensor].astype(np.float32)
+            if tensor_name not in state:
+                raise ConversionError(f"{where}: no tensor {tensor_name!r} (shape {shape})")
+            w = tensor(tensor_name)
             if _squeezed(w.shape) != _squeezed(shape):        # a 1x1 conv's [O, K, 1] is the linear [O, K]
-                raise ConversionError(f"{path}: {tensor} is {list(w.shape)}, the layout expects {shape}")
+                raise ConversionError(f"{where}: {tensor_name} is {list(w.shape)}, the layout expects {shape}")
             w = w.reshape(shape)
             if rec in encoder_linears and weights == "fv5":
                 codes, lo, hi = project_five_values(w)
                 packed = np.frombuffer(pack_b5x3t7(codes), np.int8).reshape(shape[0] // 8, -1)
-                writer.add_tensor(tensor + ".fv5t7", packed, raw_dtype=gguf.GGMLQuantizationType.I8)
-                writer.add_tensor(tensor + ".lo", lo)
-                writer.add_tensor(tensor + ".hi", hi)
+                writer.add_tensor(tensor_name + ".fv5t7", packed, raw_dtype=gguf.GGMLQuantizationType.I8)
+                writer.add_tensor(tensor_name + ".lo", lo)
+                writer.add_tensor(tensor_name + ".hi", hi)
             elif rec in encoder_linears or rec in INT_TABLES:
                 q, scale = quantize_rows(w)
-                writer.add_tensor(tensor + ".q8", q.reshape(shape), raw_dtype=gguf.GGMLQuantizationType.I8)
-                writer.add_tensor(tensor + ".scale", scale)
+                writer.add_tensor(tensor_name + ".q8", q.reshape(shape), raw_dtype=gguf.GGMLQuantizationType.I8)
+                writer.add_tensor(tensor_name + ".scale", scale)
             elif rec.endswith(".conv.depthwise_conv.weight"):
                 p = rec[:-len("depthwise_conv.weight")]
-                folded_w, folded_b = fold_batch_norm(w, *(state[p + f"norm.{k}"].astype(np.float32) for k in
-                                                          ("weight", "bias", "running_mean", "running_var")),
-                                                     eps=BATCH_NORM_EPS)
+                norm = [p + f"norm.{k}" for k in ("weight", "bias", "running_mean", "running_var")]
+                missing = [n for n in norm if n not in state]
+                if missing:
+                    raise ConversionError(f"{where}: no tensor {missing[0]!r} (the conv module's BatchNorm)")
+                folded_w, folded_b = fold_batch_norm(w, *(tensor(n) for n in norm), eps=BATCH_NORM_EPS)
                 writer.add_tensor(p + "depthwise_conv.weight", folded_w)
                 writer.add_tensor(p + "depthwise_conv.bias", folded_b)
             else:
-                writer.add_tensor(tensor, w.astype(np.float16))
+                writer.add_tensor(tensor_name, w.astype(np.float16))
             written += 1
         return written
 
-    written = write_gguf(out, dims, vocab, notice or f"Converted from {folder.name} (transformers ParakeetForTDT)",
-                         name or folder.name, WEIGHTS_FORMATS[weights], write_tensors)
+    written = write_gguf(out, dims, vocab, notice, name, WEIGHTS_FORMATS[weights], write_tensors)
     return {"dims": dims, "tensors": written, "bytes": out.stat().st_size}
 
 
 def verify_hf(folder: Path, gguf_path: Path) -> str:
+    """verify_state against a save_pretrained folder's model.safetensors."""
+    return verify_state(load_hf_state(folder), gguf_path)
+
+
+def verify_state(state: dict, gguf_path: Path) -> str:
     """Re-read the GGUF with the engine's own loader and compare every tensor with the
-    checkpoint: int8 rows and scales recomputed, float16 tensors rounded, the folded depthwise
-    convs refolded. Raises ConversionError on the first difference."""
+    checkpoint's state dict (transformers' names): int8 rows and scales recomputed, float16
+    tensors rounded, the folded depthwise convs refolded. Raises ConversionError on the first
+    difference."""
     import numpy as np
-    from safetensors.numpy import load_file
     from engine.family import load
     from .fv5 import pack_b5x3t7
-    state = load_file(str(Path(folder) / "model.safetensors"))
+
+    def tensor(name: str):
+        return np.asarray(state[name], dtype=np.float32)
+
     model = load(str(gguf_path))
     try:
         checked = 0
         for name, t in model.file.tensors.items():
             got = np.frombuffer(t.data, {"I8": np.int8, "F16": np.float16, "F32": np.float32}[t.dtype])
             if name.endswith((".fv5t7", ".lo", ".hi")):
-                codes, lo, hi = project_five_values(state[name.rsplit(".", 1)[0]])
+                codes, lo, hi = project_five_values(tensor(name.rsplit(".", 1)[0]))
                 want = {"fv5t7": np.frombuffer(pack_b5x3t7(codes), np.int8), "lo": lo, "hi": hi}[name.rsplit(".", 1)[1]]
             elif name.endswith(".q8") or name.endswith(".scale"):
                 source = name.rsplit(".", 1)[0]
-                q, scale = quantize_rows(state[source])
+                q, scale = quantize_rows(tensor(source))
                 want = q if name.endswith(".q8") else scale
             elif name.startswith("frontend."):
                 continue                                       # computed, as for Phonon-2
             elif ".conv.depthwise_conv." in name:
                 p = name[:name.index("depthwise_conv.")]
-                w, b = fold_batch_norm(state[p + "depthwise_conv.weight"].astype(np.float32),
-                                       *(state[p + f"norm.{k}"].astype(np.float32) for k in
+                w, b = fold_batch_norm(tensor(p + "depthwise_conv.weight"),
+                                       *(tensor(p + f"norm.{k}") for k in
                                          ("weight", "bias", "running_mean", "running_var")), eps=BATCH_NORM_EPS)
                 want = w if name.endswith("weight") else b
             else:
-                want = state[name].astype(np.float16)
+                want = tensor(name).astype(np.float16)
             if not np.array_equal(got, np.asarray(want).reshape(-1)):
                 raise ConversionError(f"verify: {name} differs from the checkpoint")
             checked += 1
