@@ -161,6 +161,29 @@ def test_a_nemo_checkpoint_gives_the_tensors_of_its_transformers_twin(checkpoint
     assert len(tokens) >= 3 and tokens == Engine.open(tmp_path / "hf.gguf", "scalar", 1).transcribe(x)["tokens"]
 
 
+def test_a_hybrid_tdt_ctc_checkpoint_converts_its_tdt_head(checkpoints, tmp_path):
+    """parakeet-tdt_ctc-110m is NeMo's hybrid model: an auxiliary CTC decoder beside the TDT
+    head (aux_ctc in the config, ctc_decoder.* in the state dict). The engine decodes TDT, so
+    the CTC head is left out and the TDT tensors are those of the plain model."""
+    nemo, _, pieces, model = checkpoints
+    config = nemo_config(model, pieces)
+    config["aux_ctc"] = {"ctc_loss_weight": 0.3, "decoder": {"_target_": "nemo.collections.asr.modules.ConvASRDecoder",
+                                                             "feat_in": 64, "num_classes": len(pieces)}}
+    state = nemo_state(model)
+    state["ctc_decoder.decoder_layers.0.weight"] = torch.randn(len(pieces) + 1, 64, 1)
+    state["ctc_decoder.decoder_layers.0.bias"] = torch.randn(len(pieces) + 1)
+    hybrid = write_nemo(tmp_path / "hybrid.nemo", config, state)
+    convert_nemo(hybrid, tmp_path / "hybrid.gguf")
+    convert_nemo(nemo, tmp_path / "plain.gguf")
+    a, b = load(tmp_path / "hybrid.gguf"), load(tmp_path / "plain.gguf")
+    try:
+        assert not any("ctc" in name for name in a.file.tensors)
+        assert all(bytes(t.data) == bytes(b.file.tensors[name].data) for name, t in a.file.tensors.items())
+    finally:
+        a.close()
+        b.close()
+
+
 def test_the_command_line_converts_and_verifies_a_nemo_file(checkpoints, tmp_path):
     nemo = checkpoints[0]
     out = tmp_path / "cli.gguf"
