@@ -231,3 +231,23 @@ def test_trailing_silence_stability_counts_changed_transcripts(monkeypatch, tmp_
     got = release.trailing_silence_stability("unused.gguf", Corpus(tmp_path / "clean"), n=5, pads_ms=(0, 40, 200, 500))
     assert got == {"utterances": 3, "changed_by_ms": {"0": 0, "40": 0, "200": 3, "500": 3}, "any": 3}
     assert "0 / 40 / 200 / 500 ms" in release.trailing_silence_line(got) and release.trailing_silence_line(None) == ""
+
+
+def test_continuous_speech_keeps_the_card_figures_per_seed(monkeypatch):
+    """release.continuous_speech runs tools.continuous_speech per seed and keeps the card's
+    figures; the card line names each seed's stream, whole-file and one-at-a-time WER."""
+    from training import release
+    import tools.continuous_speech
+    calls = []
+
+    def fake_evaluate(gguf, seed, recordings):
+        calls.append((gguf, seed, recordings))
+        return {"seed": seed, "recordings": recordings, "audio_seconds": 240.0, "stream_wer": round(0.1 + seed / 1000, 4),
+                "file_wer": 0.2, "one_at_a_time_wer": 0.04, "stream_ratio": 2.5, "file_ratio": 5.0, "seconds": 30.0}
+    monkeypatch.setattr(tools.continuous_speech, "evaluate", fake_evaluate)
+    got = release.continuous_speech("m.gguf", [42, 43])
+    assert calls == [("m.gguf", 42, 12), ("m.gguf", 43, 12)]
+    assert list(got) == ["42", "43"] and "seconds" not in got["42"] and got["43"]["stream_wer"] == 0.143
+    line = release.continuous_speech_line(got)
+    assert "--seeds 42 43" in line and "seed 43: stream 14.30%, whole file 20.00%, one at a time 4.00%" in line
+    assert release.continuous_speech(None, []) is None and release.continuous_speech_line(None) == ""

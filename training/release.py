@@ -261,6 +261,25 @@ def silence_checks(gguf: Path) -> dict:
     return out
 
 
+def continuous_speech(gguf: Path, seeds: list) -> dict | None:
+    """tools.continuous_speech per seed: run-on speech (8 held-out sentences per recording,
+    0-1.2 s apart, a quarter run on), the stream and the whole file against each sentence alone."""
+    if not seeds:
+        return None
+    from tools.continuous_speech import evaluate
+    keep = ("audio_seconds", "stream_wer", "file_wer", "one_at_a_time_wer", "stream_ratio", "file_ratio")
+    return {str(seed): {k: v for k, v in evaluate(gguf, seed, 12).items() if k in keep} for seed in seeds}
+
+
+def continuous_speech_line(cont: dict | None) -> str:
+    if not cont:
+        return ""
+    per_seed = "; ".join(f"seed {seed}: stream {r['stream_wer']:.2%}, whole file {r['file_wer']:.2%}, one at a "
+                         f"time {r['one_at_a_time_wer']:.2%}" for seed, r in cont.items())
+    return (f"\nContinuous speech (`python3 -m tools.continuous_speech --seeds {' '.join(cont)}`: 12 recordings a seed of 8 "
+            f"held-out sentences 0-1.2 s apart, a quarter with no pause at all): {per_seed}.\n")
+
+
 def load_log(run: Path) -> list:
     return [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
 
@@ -384,6 +403,7 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
         twinned = (f"; and it trained each batch beside its twins (the same features with {lo}-{hi} ms"
                    f" more trailing silence{prefixes}), adding {twins['weight']} x the divergence of the"
                    " joint's readings of the two (`silence_consistency`)")
+    carried = (", as measured by the release this\nmodel was fine-tuned from" if results.get("dense_from_previous_release") else "")
     return f"""# phonon-small: a five-value FastConformer-TDT trained on generated speech
 
 The project's default model ({MODEL_ID}): the Phonon-2 architecture family (FastConformer
@@ -416,7 +436,7 @@ not a general recogniser (it has never heard a human).
 ## Word error rate (held-out voices and sentences, {results['test_utterances']} utterances per condition)
 
 Normalised as the Open ASR leaderboard does (lower case, no punctuation).
-`dense`: the float model before five-value training (PyTorch); `five-value torch`: the
+`dense`: the float model before five-value training (PyTorch{carried}); `five-value torch`: the
 shipped weights with float activations (PyTorch); `engine`: the shipped GGUF through the
 engine (int8 activations), which the browser reproduces bit for bit.
 
@@ -429,7 +449,7 @@ Streaming ({sb['recordings']} recordings of 8 held-out utterances joined by 0.3-
 {sb['audio_seconds']} s in all): stream WER {sb['stream_wer']:.2%} vs batch {sb['batch_wer']:.2%} (one batch
 transcription per utterance, with up to 0.3 s of the pauses around it), {sb['stream_decodes']} decodes, compute {sb['stream_compute_per_audio']} x real time natively.
 {short_streams_line(results.get("short_streams"))}{trailing_silence_line(results.get("trailing_silence"))}
-
+{continuous_speech_line(results.get("continuous_speech"))}
 Silence: {json.dumps(results['silence'])}
 
 Measured by `python3 -m training.release --run RUN --data DATA --out models` ({results['date']}).
@@ -472,6 +492,12 @@ def main(argv=None) -> int:
     parser.add_argument("--chain-run", type=Path, action="append", default=[],
                         help="a fine-tune between --base-run and --run (a folder with its log.jsonl, e.g. "
                         "docs/runs/small-v5): its hours count in the card's training time; repeat in order")
+    parser.add_argument("--previous", type=Path,
+                        help="for a run fine-tuned from a released GGUF whose base run is gone (no dense.pt): "
+                        "that release's results JSON (e.g. models/phonon-small.json). Its dense figures, "
+                        "training hours and chain carry over; the base config is training/config.json")
+    parser.add_argument("--continuous-seeds", type=int, nargs="*", default=[42, 43],
+                        help="tools.continuous_speech seeds for the card (run-on speech, 12 recordings each)")
     parser.add_argument("--confirm", action="append", default=[],
                         help="a further clean test folder under --data, made with another test seed "
                         "(e.g. confirm-clean: corpus --split test --seed 2): its engine WER, by voice, goes "
@@ -485,13 +511,16 @@ def main(argv=None) -> int:
     init = next((e.get("init") for e in log if e.get("event") == "start"), None)
     # a fine-tuned run (train.py --init) has no dense phase of its own: its base run's is the dense model
     dense_run = args.base_run or (args.run if (args.run / "dense.pt").exists() or not init else Path(init).parent)
+    previous = json.loads(args.previous.read_text()) if args.previous else None
+    if previous and args.base_run:
+        parser.error("--previous replaces --base-run: give one")
     for chain in args.chain_run:
         if not (chain / "log.jsonl").exists():
             parser.error(f"--chain-run {chain}: no log.jsonl there")
     for folder in args.confirm:
         if not (args.data / folder / "manifest.jsonl").exists():
             parser.error(f"--confirm {folder}: no corpus at {args.data / folder}")
-    if not (dense_run / "dense.pt").exists():
+    if not previous and not (dense_run / "dense.pt").exists():
         parser.error(f"no dense model: {dense_run / 'dense.pt'} does not exist (a run fine-tuned from a "
                      "GGUF needs --base-run, the run that trained the GGUF)")
     gguf = args.out / "phonon-small.gguf"
@@ -499,11 +528,11 @@ def main(argv=None) -> int:
     tests = {cond: (Corpus(args.data / path), FeatureStore.build(args.data / path), load_manifest(args.data / path))
              for cond, path in cfg["data"]["test"].items()}
     n = min(args.utterances, *(len(c) for c, _, _ in tests.values()))
-    dense = load_model(dense_run, "dense.pt", dims)
+    dense = None if previous else load_model(dense_run, "dense.pt", dims)
     w = {"dense": {}, "fv5_torch": {}, "engine": {}}
     speed, by_voice = {}, {}
     for cond, (corpus, store, rows) in tests.items():
-        w["dense"][cond] = round(torch_wer(dense, vocab, store, rows, n), 4)
+        w["dense"][cond] = previous["wer"]["dense"][cond] if previous else round(torch_wer(dense, vocab, store, rows, n), 4)
         w["fv5_torch"][cond] = round(torch_wer(model, vocab, store, rows, n), 4)
         w["engine"][cond], by_voice[cond], speed[cond], tier = engine_wer(gguf, corpus, n)
         print(cond, w["dense"][cond], w["fv5_torch"][cond], w["engine"][cond], file=sys.stderr, flush=True)
@@ -520,20 +549,24 @@ def main(argv=None) -> int:
         "parameters": sum(p.numel() for n_, p in model.named_parameters() if not n_.endswith((".lo", ".hi"))),
         "five_value_weights": fv5, "bits_per_weight": 8 * (packed + lohi) / fv5,
         "train_utterances": next(e["train_utterances"] for e in log if e.get("event") == "start"),
-        "training_hours": training_hours(log) + (training_hours(load_log(dense_run)) if dense_run != args.run else 0.0)
+        "training_hours": training_hours(log) + (previous["training_hours"] if previous else
+                                                  training_hours(load_log(dense_run)) if dense_run != args.run else 0.0)
         + sum(training_hours(load_log(chain)) for chain in args.chain_run),
-        "fine_tuned_from": init, "chain": [str(c) for c in args.chain_run],
+        "fine_tuned_from": init,
+        "chain": (previous["chain"] + [previous["fine_tuned_from"]] if previous else []) + [str(c) for c in args.chain_run],
+        "dense_from_previous_release": bool(previous),
         "average_of": next((e.get("average_of") for e in log if e.get("event") == "start"), None),
         "test_utterances": n, "wer": w, "engine_wer_by_voice": by_voice, "engine_rtfx": speed, "engine_tier": tier,
         "stream_vs_batch": stream_vs_batch(gguf, args.recordings),
+        "continuous_speech": continuous_speech(gguf, args.continuous_seeds),
         "short_streams": short_streams(gguf),
         "trailing_silence": trailing_silence_stability(gguf, tests["clean"][0]),
         "confirm": confirm_sets(gguf, args.data, args.confirm, n, w["engine"]["clean"], cfg),
         "silence": silence_checks(gguf), "date": time.strftime("%Y-%m-%d"),
     }
     (args.out / "phonon-small.json").write_text(json.dumps(results, indent=1) + "\n")
-    base_cfg = json.loads((dense_run / "config.json").read_text())
-    (args.out / "MODEL_CARD.md").write_text(card(results, base_cfg, cfg if dense_run != args.run else None))
+    base_cfg = json.loads(((Path(__file__).parent / "config.json") if previous else dense_run / "config.json").read_text())
+    (args.out / "MODEL_CARD.md").write_text(card(results, base_cfg, cfg if previous or dense_run != args.run else None))
     print(json.dumps(results, indent=1))
     return 0
 
