@@ -490,11 +490,12 @@ def main(args) -> int:
     if out.exists() and out.is_dir():
         raise ConversionError(f"--out {out} is a directory")
     if args.source == "parakeet":
-        if getattr(args, "nemo", None):
+        nemo = getattr(args, "nemo", None)
+        if nemo:
             from .parakeet_nemo import convert_nemo as convert_parakeet, verify_nemo as verify_parakeet
         else:
             from .parakeet_hf import convert_hf as convert_parakeet, verify_hf as verify_parakeet
-        source = Path(getattr(args, "nemo", None) or args.hf)
+        source = Path(nemo or args.hf)
         summary = convert_parakeet(source, out, args.weights,
                                    Path(args.notice).read_text(encoding="utf-8") if args.notice else "")
         print(f"wrote {out}: {summary['bytes']:,} bytes, {summary['tensors']} tensors ({args.weights} encoder linears)")

@@ -162,14 +162,18 @@ def load_hf_state(folder: Path) -> dict:
 
 def convert_hf(folder: Path, out: Path, weights: str = "int8", notice: str = "", name: str = "") -> dict:
     """Write the GGUF (atomically: nothing is left at `out` on failure); returns a summary."""
-    if weights not in WEIGHTS_FORMATS:
-        raise ConversionError(f"--weights {weights}: use one of {', '.join(WEIGHTS_FORMATS)}")
     folder = Path(folder)
     dims, _ = read_hf_config(folder)
     vocab = read_vocabulary(folder, dims.vocab_size)
     return write_state(load_hf_state(folder), dims, vocab, out, weights,
                        notice or f"Converted from {folder.name} (transformers ParakeetForTDT)", name or folder.name,
                        where=str(folder / "model.safetensors"))
+
+
+def _float32(state: dict, name: str):
+    """One tensor of a state dict (numpy or torch) as a float32 numpy array."""
+    import numpy as np
+    return np.asarray(state[name], dtype=np.float32)
 
 
 def write_state(state: dict, dims, vocab: list, out: Path, weights: str, notice: str, name: str, where: str) -> dict:
@@ -184,7 +188,7 @@ def write_state(state: dict, dims, vocab: list, out: Path, weights: str, notice:
     encoder_linears = {n for n, kind, _ in records(dims) if kind == "five_value"}
 
     def tensor(name: str):
-        return np.asarray(state[name], dtype=np.float32)
+        return _float32(state, name)
 
     def write_tensors(writer) -> int:
         written = 0
@@ -241,7 +245,7 @@ def verify_state(state: dict, gguf_path: Path) -> str:
     from .fv5 import pack_b5x3t7
 
     def tensor(name: str):
-        return np.asarray(state[name], dtype=np.float32)
+        return _float32(state, name)
 
     model = load(str(gguf_path))
     try:

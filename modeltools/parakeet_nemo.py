@@ -152,11 +152,11 @@ def read_nemo_config(config: dict, path: Path) -> tuple:
     if list(context) != [-1, -1]:
         raise ConversionError(f"{path}: encoder.att_context_size is {context}; the engine runs full attention "
                               "([-1, -1]) only")
-    if "tdt" not in str(config.get("decoding", {}).get("model_type", "tdt")).lower():
-        raise ConversionError(f"{path}: decoding.model_type is {config['decoding']['model_type']!r}; "
+    decoding = config.get("decoding") or {}
+    if "tdt" not in str(decoding.get("model_type", "tdt")).lower():
+        raise ConversionError(f"{path}: decoding.model_type is {decoding['model_type']!r}; "
                               "the engine decodes TDT models")
-    durations = (config.get("model_defaults") or {}).get("tdt_durations") or \
-        (config.get("decoding") or {}).get("durations")
+    durations = (config.get("model_defaults") or {}).get("tdt_durations") or decoding.get("durations")
     if not durations or list(durations) != list(range(len(durations))):
         raise ConversionError(f"{path}: TDT durations {durations} are not 0..n-1, the only TDT durations "
                               "the engine decodes")
@@ -172,9 +172,9 @@ def read_nemo_config(config: dict, path: Path) -> tuple:
     jointnet, prednet = joint.get("jointnet") or {}, dec.get("prednet") or {}
     if jointnet.get("activation", "relu") != "relu":
         raise ConversionError(f"{path}: joint.jointnet.activation is {jointnet['activation']!r}; the engine's joint is ReLU")
-    d_model = enc["d_model"]
     channels = enc.get("subsampling_conv_channels", -1)
     try:
+        d_model = enc["d_model"]
         dims = Dims(d_model=d_model, n_layers=enc["n_layers"], n_heads=enc.get("n_heads", 4),
                     ff_dim=int(d_model * enc.get("ff_expansion_factor", 4)), conv_kernel=enc.get("conv_kernel_size", 31),
                     sub_channels=d_model if channels == -1 else channels, n_mels=enc["feat_in"],
