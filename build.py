@@ -54,7 +54,7 @@ VENV = ROOT / ".venv"
 VENV_PY = VENV / "bin" / "python"
 NATIVE_LIB = LIB_DIR / f"phonon_kernels.{platform.machine()}-linux.so"
 WASM_MODULES = {t.name: LIB_DIR / t.module for t in tiers_of("wasm")}      # engine/tiers.py
-COMMON_SOURCES = ["fv5_grid.c"]
+COMMON_SOURCES = ["fv5_grid.c", "fused.c", "layer.c", "decoder_step.c"]
 CFLAGS = ["-O3", "-fPIC", "-std=c11", "-ffp-contract=off", "-fno-fast-math",
           "-Wall", "-Wextra", "-fvisibility=hidden"]
 WEB = ROOT / "web"

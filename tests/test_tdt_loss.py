@@ -334,7 +334,8 @@ def _lookup(table):
 
 def test_greedy_agrees_with_engine_decoder():
     """Random scripts with many ties, blanks and zero durations: same tokens, frames, durations
-    as engine/parakeet_tdt/decoder.py's tdt_greedy."""
+    as engine/parakeet_tdt/decoder.py's tdt_greedy (its composed steps, which the fakes stand in
+    for; the one-call steps give the composed steps' bits: tests/test_fused.py)."""
     for seed in range(300):
         gen = torch.Generator().manual_seed(seed)
         T = int(torch.randint(1, 9, (1,), generator=gen))
@@ -345,7 +346,7 @@ def test_greedy_agrees_with_engine_decoder():
         script = _lookup(table)
         ours = FakeModel(script).decode(T, max_symbols)
         fakes = EngineFakes(script)
-        theirs = engine_tdt_greedy(None, fakes, fakes, None, T, list(DURS), max_symbols)
+        theirs = engine_tdt_greedy(None, fakes, fakes, None, T, list(DURS), max_symbols, fused=False)
         assert ours == [(x.id, x.frame, x.duration) for x in theirs], seed
 
 

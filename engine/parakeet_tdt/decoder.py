@@ -7,7 +7,7 @@ from __future__ import annotations
 from array import array
 
 from ..family import Cancelled
-from ..kernels import Kernels
+from ..kernels import DecoderState, Kernels, zeros_f32
 from ..text import Token
 from .encoder import Linear
 from .model_file import ModelFile
@@ -27,9 +27,10 @@ class PredictionNetwork:
         self.w_hh = [Linear(k, model, f"decoder.lstm.weight_hh_l{i}", f"decoder.lstm.bias_hh_l{i}") for i in range(self.layers)]
         self.blank = d.vocab_size
         self._rows = {}
+        self._fused = None
 
     def initial_state(self):
-        return [(array("f", bytes(4 * self.P)), array("f", bytes(4 * self.P))) for _ in range(self.layers)]
+        return [(zeros_f32(self.P), zeros_f32(self.P)) for _ in range(self.layers)]
 
     def embed(self, token: int) -> array:
         """Row `token` of the int8 table times its scale (float32; blank_as_pad: the blank row)."""
@@ -51,6 +52,15 @@ class PredictionNetwork:
             new_state.append((h2, c2))
             x = h2
         return x, new_state
+
+
+    def fused_weights(self, joint: "Joint"):
+        """This network's and `joint`'s weights for the one-call decoder steps (DecoderState)."""
+        if self._fused is None:
+            self._fused = self.k.decoder_weights(
+                self.P, joint.J, joint.V, joint.n_dur, [lin.fused_parts() for lin in self.w_ih],
+                [lin.fused_parts() for lin in self.w_hh], joint.pred.fused_parts(), joint.head.fused_parts())
+        return self._fused
 
 
 class Joint:
@@ -112,11 +122,37 @@ def greedy_rules(T: int, best, emit, blank: int, max_symbols: int = 10, cancelle
 
 
 def tdt_greedy(k: Kernels, pred: PredictionNetwork, joint: Joint, enc, T: int, durations: list,
-               max_symbols: int = 10, float_acts: bool = False, cancelled=None) -> list:
-    """TDT greedy decoding of one utterance with the engine's joint and prediction network."""
+               max_symbols: int = 10, float_acts: bool = False, cancelled=None, fused: bool = True) -> list:
+    """TDT greedy decoding of one utterance with the engine's joint and prediction network:
+    each step one C call (kernels/decoder_step.h), or composed call by call here (fused=False
+    and the float-activation debug path; the same bits with int8 activations)."""
     blank = joint.V
     f = joint.project_encoder(enc, T, float_acts)
-    g, state = pred.step(blank, pred.initial_state(), float_acts)          # SOS = blank
+    if fused and not float_acts:
+        best, emit = fused_steps(pred, joint, f, T, durations)
+    else:
+        best, emit = composed_steps(pred, joint, f, durations, float_acts)
+    return [Token(*x) for x in greedy_rules(T, best, emit, blank, max_symbols, cancelled)]
+
+
+def fused_steps(pred: PredictionNetwork, joint: Joint, f, T: int, durations: list) -> tuple:
+    """greedy_rules' best(t) and emit(token), one C call each on one DecoderState."""
+    decoder = DecoderState(pred.fused_weights(joint))
+    decoder.frames(f, T)
+    decoder.step(joint.V, pred.embed(joint.V))                             # SOS = blank (id V)
+
+    def best(t):
+        label, di = decoder.best(t)
+        return label, durations[di]
+
+    def emit(label):
+        decoder.step(label, pred.embed(label))
+    return best, emit
+
+
+def composed_steps(pred: PredictionNetwork, joint: Joint, f, durations: list, float_acts: bool) -> tuple:
+    """greedy_rules' best(t) and emit(token) composed from single kernel calls."""
+    g, state = pred.step(joint.V, pred.initial_state(), float_acts)        # SOS = blank (id V)
     current = {"g": joint.project_prediction(g, float_acts), "state": state}
 
     def best(t):
@@ -126,5 +162,4 @@ def tdt_greedy(k: Kernels, pred: PredictionNetwork, joint: Joint, enc, T: int, d
     def emit(label):
         g, current["state"] = pred.step(label, current["state"], float_acts)
         current["g"] = joint.project_prediction(g, float_acts)
-
-    return [Token(*x) for x in greedy_rules(T, best, emit, blank, max_symbols, cancelled)]
+    return best, emit

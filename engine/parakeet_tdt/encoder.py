@@ -13,7 +13,7 @@ import json
 from array import array
 
 from ..family import Cancelled
-from ..kernels import Kernels, Pinned, fv5_block_bytes
+from ..kernels import Kernels, Pinned, fv5_block_bytes, zeros_f32
 from .model_file import ModelFile
 from ..parallel import Team, even_ranges
 from ..timing import section
@@ -137,7 +137,7 @@ class Linear:
 
     def _forward_split(self, xq, xs, N: int) -> array:
         """One row slice per thread, each joined into its columns of y [N][O]."""
-        y = array("f", bytes(4 * N * self.O))
+        y = zeros_f32(N * self.O)
 
         def task(part: RowSlice):
             def run(k: Kernels):
@@ -153,7 +153,7 @@ class Linear:
         then their columns are copied in (web/kernel-pool.mjs). If the workers are lost, all
         of it here."""
         if self.team.lost is None:
-            y = array("f", bytes(4 * N * self.O))
+            y = zeros_f32(N * self.O)
             pool = self.team.pool
             started = self.team.settle(lambda: pool.linearBegin(self.remote_id, N, self.K, Pinned(xq).address,
                                                                 Pinned(xs).address))
@@ -175,12 +175,20 @@ class Linear:
             y = self.k.int8_gemm(xq, xs, N, self.q, self.scale, self.O, self.K, bias=self.bias)
         return self._activate(self.k, y, N * self.O)
 
+    def fused_parts(self) -> tuple:
+        """(kind, O, K, weights, bias) for Kernels.conformer_layer_weights (unsplit linears)."""
+        if self.kind == "fv5":
+            if self.weights is None:
+                self.weights = self.k.prepare_fv5(self._packed, self._lo, self._hi, self.O, self.K)
+            return "fv5", self.O, self.K, self.weights, self.bias
+        return "int8", self.O, self.K, (self.q, self.scale), self.bias
+
     def dense(self) -> array:
         """float32 [O][K] with the exact weights - five-value levels {-hi, -lo, 0, +lo, +hi},
         not the int8 grid; table entries q * scale - for the float-activation debug path."""
         if self._dense is None:
             O, K = self.O, self.K
-            dense = array("f", bytes(4 * O * K))
+            dense = zeros_f32(O * K)
             if self.kind == "fv5":
                 codes_lut = bytes([0, 1, 2, 3, 4, 0, 0, 0] * 8)          # decode to level codes
                 blocks = self._packed
@@ -286,7 +294,7 @@ class Subsampling:
         """y [C][per_channel] from run(k, c0, c1, out) over channel ranges, one per thread: a
         per-channel stage computes each channel's map on its own, so any split gives the same
         bits."""
-        y = array("f", bytes(4 * self.C * per_channel))
+        y = zeros_f32(self.C * per_channel)
         view = memoryview(y)
         ranges = even_ranges(self.C, self.team.closures if self.team else 1)
         if len(ranges) == 1:
@@ -330,7 +338,7 @@ class SelfAttention:
         k, H = self.k, self.H
         Q, K, V = self.q(x, T, float_acts), self.k_(x, T, float_acts), self.v(x, T, float_acts)   # [T][D]
         P = self.pos(pe, 2 * T - 1, float_acts)                                                   # [2T-1][D]
-        out = array("f", bytes(4 * T * self.D))                        # [T][H][dk]: heads side by side
+        out = zeros_f32(T * self.D)                        # [T][H][dk]: heads side by side
         head_ranges = even_ranges(H, self.team.size if self.team else 1)
         if self.team is not None and self.team.remote and self.team.lost is None and len(head_ranges) > 1:
             return self.o(self._heads_with_workers(Q, K, V, P, T, head_ranges, out), T, float_acts)
@@ -411,7 +419,7 @@ class ConvModule:
             return self.pw2(h, T, float_acts)
         with section("linears"):
             xq, xs = k.quantize(x, T, self.D)
-        h = array("f", bytes(4 * T * self.D))
+        h = zeros_f32(T * self.D)
         if self.remote_id is not None:
             pool, team = self.team.pool, self.team
             started = team.settle(lambda: pool.convBegin(self.remote_id, T, self.D, Pinned(xq).address,
@@ -449,6 +457,10 @@ class FeedForward:
 
 
 class ConformerLayer:
+    """One layer. Run by one worker, it is one C call (kernels/layer.h: the same calls as the
+    composed blocks below, made from C); split across threads or kernel workers, and for the
+    float-activation debug path, it is composed here block by block."""
+
     def __init__(self, k: Kernels, model: ModelFile, layer: int, team: Team | None = None):
         p = f"encoder.layers.{layer}."
         self.k, self.D = k, model.dims.d_model
@@ -457,10 +469,31 @@ class ConformerLayer:
         self.norm_conv, self.conv = LayerNorm(k, model, p + "norm_conv"), ConvModule(k, model, p, team)
         self.norm_feed_forward2, self.feed_forward2 = LayerNorm(k, model, p + "norm_feed_forward2"), FeedForward(k, model, p + "feed_forward2.", team)
         self.norm_out = LayerNorm(k, model, p + "norm_out")
+        self.fused = team is None or team.size == 1     # one worker: the one-call layer
+        self._weights = None
 
     def __call__(self, x, T: int, pe, float_acts: bool) -> array:
+        if self.fused and not float_acts:
+            with section("conformer layer (one call)"):
+                return self.k.conformer_layer(self.fused_weights(), T, x, pe)
         with section("norms and residuals"):
             return self._forward(x, T, pe, float_acts)
+
+    def fused_weights(self):
+        """The layer's weights described once for the one-call layer."""
+        if self._weights is None:
+            att, conv, d = self.self_attn, self.conv, self.D
+            ff = self.feed_forward1.linear1.O
+            norms = [(n.g, n.b) for n in (self.norm_feed_forward1, self.norm_self_att, self.norm_conv,
+                                          self.norm_feed_forward2, self.norm_out)]
+            linears = {"ff1_in": self.feed_forward1.linear1, "ff1_out": self.feed_forward1.linear2,
+                       "q": att.q, "k": att.k_, "v": att.v, "o": att.o, "pos": att.pos,
+                       "pw1": conv.pw1, "pw2": conv.pw2,
+                       "ff2_in": self.feed_forward2.linear1, "ff2_out": self.feed_forward2.linear2}
+            self._weights = self.k.conformer_layer_weights(
+                d, att.H, ff, conv.K, self.norm_out.eps, att.sqrt_dk, norms,
+                {name: lin.fused_parts() for name, lin in linears.items()}, att.u, att.v_bias, conv.dw_w, conv.dw_b)
+        return self._weights
 
     def _forward(self, x, T: int, pe, float_acts: bool) -> array:
         k, n = self.k, T * self.D

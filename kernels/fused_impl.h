@@ -1,0 +1,133 @@
+/* The one-call entry points' flow, compiled once per tier: each kernels/fused__<tier>.c defines
+ * PK_TIER and includes this file, so every call below is a direct call to that tier's kernel
+ * (PK_TIER_FN(fv5_gemm) = fv5_gemm__<tier>), the kernel a composed call of that tier makes.
+ * Direct calls, not a table of function pointers: a side module that takes function addresses
+ * needs the loader to provide a function table, and the browser's kernel workers load the same
+ * module with a minimal loader that has none (web/kernel-worker.mjs).
+ *
+ * The calls follow engine/parakeet_tdt/encoder.py's ConformerLayer and decoder.py's
+ * PredictionNetwork.step / Joint one by one, in their order (contracts: layer.h, decoder_step.h). */
+#ifndef PK_TIER
+#error "define PK_TIER (the tier suffix) before including fused_impl.h"
+#endif
+
+#include "decoder_step.h"
+#include "layer.h"
+
+#define PK_PASTE(name, tier) name##__##tier
+#define PK_EXPAND(name, tier) PK_PASTE(name, tier)
+#define PK_TIER_FN(name) PK_EXPAND(name, PK_TIER)
+
+/* y = L(x) for x already quantised into b. */
+static int run_linear(const pk_linear *L, int N, const pk_linear_buffers *b, float *y) {
+    if (L->kind == PK_LINEAR_FV5)
+        return PK_TIER_FN(fv5_gemm)(N, L->O, L->K, b->xq, b->xs, L->packed, L->w, L->ws, L->bias, y, b->gemm,
+                                    b->gemm_bytes);
+    return PK_TIER_FN(int8_gemm)(N, L->O, L->K, b->xq, b->xs, L->w, L->ws, L->bias, y, b->gemm, b->gemm_bytes);
+}
+
+/* y = L(x) for float x [N][L->K]: quantised per token into b first. */
+static int linear_forward(const pk_linear *L, int N, const float *x, const pk_linear_buffers *b, float *y) {
+    int status = PK_TIER_FN(quantize_act)(N, L->K, x, b->xq, b->xs);
+    return status ? status : run_linear(L, N, b, y);
+}
+
+/* --- the encoder layer (layer.h) --- */
+
+/* ff(z) = out(silu(in(z))) into b->out; z [T][D]. */
+static int feed_forward(const pk_linear *in, const pk_linear *out, int T,
+                        const pk_layer_buffers *b) {
+    int status = linear_forward(in, T, b->z, &b->lin, b->wide);
+    if (status) return status;
+    PK_TIER_FN(silu)(T * in->O, b->wide, b->wide);
+    return linear_forward(out, T, b->wide, &b->lin, b->out);
+}
+
+static int attention(const pk_conformer_layer *L, int T, const float *pe,
+                     const pk_layer_buffers *b) {
+    int D = L->D, status = PK_TIER_FN(quantize_act)(T, D, b->z, b->lin.xq, b->lin.xs);
+    if (status) return status;
+    if ((status = run_linear(&L->q, T, &b->lin, b->q)) || (status = run_linear(&L->k, T, &b->lin, b->k)) ||
+        (status = run_linear(&L->v, T, &b->lin, b->v)) ||
+        (status = linear_forward(&L->pos, 2 * T - 1, pe, &b->lin, b->p)))
+        return status;
+    status = pk_attention_heads(T, D, D / L->heads, 0, L->heads, b->q, b->k, b->v, b->p, L->bias_u, L->bias_v,
+                                L->sqrt_dk, b->attn, b->ctx);
+    return status ? status : linear_forward(&L->o, T, b->ctx, &b->lin, b->out);
+}
+
+/* pw2(silu(dwconv(glu(pw1(z))))) into b->out (glu and the conv in b->q and b->k). */
+static int conv_module(const pk_conformer_layer *L, int T, const pk_layer_buffers *b) {
+    int D = L->D, status = linear_forward(&L->pw1, T, b->z, &b->lin, b->wide);
+    if (status) return status;
+    pk_glu(T, D, b->wide, b->q);
+    pk_dwconv1d(T, D, L->conv_kernel, b->q, L->dw_w, L->dw_b, b->k);
+    PK_TIER_FN(silu)(T * D, b->k, b->k);
+    return linear_forward(&L->pw2, T, b->k, &b->lin, b->out);
+}
+
+int PK_TIER_FN(conformer_layer)(PK_CONFORMER_LAYER_ARGS) {
+    if (!L || !x || !pe || !y || !scratch || !pk_conformer_layer_check(L, T)) return PK_E_SHAPE;
+    int D = L->D, n = T * D, status;
+    if (scratch_bytes < pk_conformer_layer_scratch_bytes(T, D, L->ff, L->heads)) return PK_E_SCRATCH;
+    pk_layer_buffers b;
+    pk_layer_carve(T, D, L->ff, L->heads, scratch, &b);
+    const float *const *g = L->norm_g, *const *nb = L->norm_b;
+
+    pk_layernorm(T, D, x, g[0], nb[0], L->eps, b.z);
+    if ((status = feed_forward(&L->ff1_in, &L->ff1_out, T, &b))) return status;
+    pk_add_scaled(n, x, 0.5f, b.out, b.r);
+
+    pk_layernorm(T, D, b.r, g[1], nb[1], L->eps, b.z);
+    if ((status = attention(L, T, pe, &b))) return status;
+    pk_add_scaled(n, b.r, 1.0f, b.out, b.r);
+
+    pk_layernorm(T, D, b.r, g[2], nb[2], L->eps, b.z);
+    if ((status = conv_module(L, T, &b))) return status;
+    pk_add_scaled(n, b.r, 1.0f, b.out, b.r);
+
+    pk_layernorm(T, D, b.r, g[3], nb[3], L->eps, b.z);
+    if ((status = feed_forward(&L->ff2_in, &L->ff2_out, T, &b))) return status;
+    pk_add_scaled(n, b.r, 0.5f, b.out, b.r);
+
+    return pk_layernorm(T, D, b.r, g[4], nb[4], L->eps, y);
+}
+
+/* --- the decoder's steps (decoder_step.h) --- */
+
+int PK_TIER_FN(prediction_step)(PK_PREDICTION_STEP_ARGS) {
+    if (!M || !x || !state || !g || !scratch || M->layers <= 0 || M->P <= 0 || !M->w_ih || !M->w_hh) return PK_E_SHAPE;
+    int P = M->P, status;
+    for (int i = 0; i < M->layers; i++)
+        if (!pk_linear_is(&M->w_ih[i], 4 * P, P) || !pk_linear_is(&M->w_hh[i], 4 * P, P)) return PK_E_SHAPE;
+    if (!pk_linear_is(&M->proj, M->J, P)) return PK_E_SHAPE;
+    if (scratch_bytes < pk_decoder_scratch_bytes(P, M->J, 1)) return PK_E_SCRATCH;
+    pk_decoder_buffers d;
+    pk_decoder_carve(P, M->J, 1, scratch, &d);
+    const float *input = x;
+    for (int i = 0; i < M->layers; i++) {
+        float *h = state + (size_t)2 * i * P, *c = h + P;
+        if ((status = linear_forward(&M->w_ih[i], 1, input, &d.lin, d.a)) ||
+            (status = linear_forward(&M->w_hh[i], 1, h, &d.lin, d.b)))
+            return status;
+        pk_add_scaled(4 * P, d.a, 1.0f, d.b, d.a);
+        pk_lstm_cell(P, d.a, c, h);
+        input = h;
+    }
+    return linear_forward(&M->proj, 1, input, &d.lin, g);
+}
+
+int PK_TIER_FN(joint_best)(PK_JOINT_BEST_ARGS) {
+    if (!M || !f || !g || !best || !scratch || M->V <= 0 || M->n_dur <= 0) return PK_E_SHAPE;
+    int J = M->J, O = M->V + 1 + M->n_dur, status;
+    if (!pk_linear_is(&M->head, O, J)) return PK_E_SHAPE;
+    if (scratch_bytes < pk_decoder_scratch_bytes(1, J, O)) return PK_E_SCRATCH;
+    pk_decoder_buffers d;
+    pk_decoder_carve(1, J, O, scratch, &d);
+    pk_add_scaled(J, f, 1.0f, g, d.h);
+    pk_relu(J, d.h, d.h);
+    if ((status = linear_forward(&M->head, 1, d.h, &d.lin, d.z))) return status;
+    best[0] = pk_argmax(M->V + 1, d.z);
+    best[1] = pk_argmax(M->n_dur, d.z + M->V + 1);
+    return PK_OK;
+}

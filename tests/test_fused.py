@@ -1,0 +1,230 @@
+"""The one-call entry points (issue 23, step 3: fewer crossings): a whole encoder layer
+(kernels/layer.h) and the TDT decoder's prediction step and joint (kernels/decoder_step.h) give
+the bits of the same computation composed from single kernel calls - in every native tier, on
+awkward shapes with five-value and int8 linears mixed, and through the engine on the tiny and
+the default model. (The browser runs the same C: tests/test_parity_runtimes.py and
+test_kernel_workers.py compare one wasm worker, which takes the fused path, against native
+scalar and against split encoders.)"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import NATIVE_TIERS
+from engine.audio import load_audio
+from engine.kernels import LAYER_LINEARS, DecoderState, KernelError, Kernels, zeros_f32
+from engine.parakeet_tdt.decoder import tdt_greedy
+from engine.transcribe import Engine
+from modeltools.fv5 import pack_b5x3t7
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL = ROOT / "models" / "phonon-small.gguf"
+
+
+def f32(x) -> array:
+    return array("f", np.asarray(x, np.float32).tobytes())
+
+
+def random_linear(k: Kernels, rng, O: int, K: int, kind: str, bias: bool = False) -> tuple:
+    """(kind, O, K, weights, bias) as conformer_layer_weights takes it."""
+    b = f32(rng.standard_normal(O) * 0.1) if bias else None
+    if kind == "fv5":
+        codes = rng.integers(0, 5, size=(O, K)).astype(np.uint8)
+        hi = rng.uniform(0.02, 0.3, O).astype(np.float32)
+        lo = (hi * rng.uniform(0, 1, O)).astype(np.float32)
+        return "fv5", O, K, k.prepare_fv5(pack_b5x3t7(codes), f32(lo), f32(hi), O, K), b
+    q = bytearray(rng.integers(-127, 128, size=(O, K)).astype(np.int8).tobytes())
+    return "int8", O, K, (q, f32(rng.uniform(0.001, 0.01, O))), b
+
+
+class RandomLayer:
+    """One layer's random weights, d_model D, `heads` heads, hidden ff, depthwise kernel ck;
+    linears alternate between five-value and int8 (`first` is the kind of the first)."""
+
+    def __init__(self, k: Kernels, rng, D=24, heads=3, ff=40, ck=5, first="fv5"):
+        self.D, self.heads, self.ff, self.ck, self.eps = D, heads, ff, ck, 1e-5
+        self.sqrt_dk = float(np.float32(np.sqrt(D // heads)))
+        shapes = {"ff1_in": (ff, D), "ff1_out": (D, ff), "pw1": (2 * D, D), "ff2_in": (ff, D), "ff2_out": (D, ff)}
+        kinds = ("fv5", "int8") if first == "fv5" else ("int8", "fv5")
+        self.linears = {name: random_linear(k, rng, *shapes.get(name, (D, D)), kinds[i % 2], bias=(i % 3 == 0))
+                        for i, name in enumerate(LAYER_LINEARS)}
+        self.norms = [(f32(rng.uniform(0.5, 1.5, D)), f32(rng.standard_normal(D) * 0.1)) for _ in range(5)]
+        self.u, self.vb = f32(rng.standard_normal(D) * 0.1), f32(rng.standard_normal(D) * 0.1)
+        self.dw, self.dwb = f32(rng.standard_normal(D * ck) * 0.3), f32(rng.standard_normal(D) * 0.1)
+
+    def weights(self, k: Kernels):
+        return k.conformer_layer_weights(self.D, self.heads, self.ff, self.ck, self.eps, self.sqrt_dk, self.norms,
+                                         self.linears, self.u, self.vb, self.dw, self.dwb)
+
+
+def run_linear(k: Kernels, spec: tuple, x, N: int) -> array:
+    kind, O, K, weights, bias = spec
+    xq, xs = k.quantize(x, N, K)
+    if kind == "fv5":
+        return k.fv5_gemm(xq, xs, N, weights, bias=bias)
+    q, scale = weights
+    return k.int8_gemm(xq, xs, N, q, scale, O, K, bias=bias)
+
+
+def composed_layer(k: Kernels, L: RandomLayer, T: int, x, pe) -> array:
+    """The layer from single kernel calls, as engine/parakeet_tdt/encoder.py composes it."""
+    D, n, lin = L.D, T * L.D, L.linears
+
+    def norm(i, v):
+        return k.layernorm(v, T, D, *L.norms[i], L.eps)
+
+    def feed_forward(first, second, z):
+        h = run_linear(k, lin[first], z, T)
+        return run_linear(k, lin[second], k.silu(h, T * L.ff, out=h), T)
+
+    r = k.add_scaled(x, 0.5, feed_forward("ff1_in", "ff1_out", norm(0, x)), n)
+    z = norm(1, r)
+    q, kk, v = (run_linear(k, lin[name], z, T) for name in ("q", "k", "v"))
+    p = run_linear(k, lin["pos"], pe, 2 * T - 1)
+    heads = zeros_f32(n)
+    k.attention_heads(T, D, D // L.heads, 0, L.heads, q, kk, v, p, L.u, L.vb, L.sqrt_dk, heads)
+    r = k.add_scaled(r, 1.0, run_linear(k, lin["o"], heads, T), n)
+    g = k.glu(run_linear(k, lin["pw1"], norm(2, r), T), T, D)
+    h = k.silu(k.dwconv1d(g, T, D, L.dw, L.dwb, L.ck), n)
+    r = k.add_scaled(r, 1.0, run_linear(k, lin["pw2"], h, T), n)
+    r = k.add_scaled(r, 0.5, feed_forward("ff2_in", "ff2_out", norm(3, r)), n)
+    return norm(4, r)
+
+
+@pytest.mark.parametrize("tier", NATIVE_TIERS)
+@pytest.mark.parametrize("first", ["fv5", "int8"])
+def test_layer_is_the_composed_layer_bit_for_bit(tier, first):
+    k = Kernels(tier)
+    rng = np.random.default_rng(7 if first == "fv5" else 8)
+    for D, heads, ff, ck in ((24, 3, 40, 5), (16, 2, 64, 9), (8, 1, 8, 3)):
+        L = RandomLayer(k, rng, D, heads, ff, ck, first)
+        weights = L.weights(k)
+        for T in (1, 2, 3, 9, 31):
+            x, pe = f32(rng.standard_normal(T * D)), f32(rng.standard_normal((2 * T - 1) * D))
+            got, want = k.conformer_layer(weights, T, x, pe), composed_layer(k, L, T, x, pe)
+            assert got.tobytes() == want.tobytes(), (tier, D, T)
+
+
+def test_layer_refuses_bad_input_before_c(scalar):
+    rng = np.random.default_rng(3)
+    L = RandomLayer(scalar, rng)
+    weights = L.weights(scalar)
+    T, D = 4, L.D
+    x, pe = f32(rng.standard_normal(T * D)), f32(rng.standard_normal((2 * T - 1) * D))
+    bad = array("f", x)
+    bad[2 * D + 5] = float("nan")
+    with pytest.raises(KernelError, match="row 2 contains NaN"):
+        scalar.conformer_layer(weights, T, bad, pe)
+    with pytest.raises(KernelError, match="pe: need"):
+        scalar.conformer_layer(weights, T, x, pe[:-1])
+    with pytest.raises(KernelError, match="x: need"):
+        scalar.conformer_layer(weights, T + 1, x, f32(rng.standard_normal((2 * T + 1) * D)))
+    with pytest.raises(KernelError, match="T = 0"):
+        scalar.conformer_layer(weights, 0, x, pe)
+    with pytest.raises(KernelError, match="conformer_layer_weights"):
+        scalar.conformer_layer(object(), T, x, pe)
+    wrong = dict(L.linears, q=L.linears["ff1_in"])
+    with pytest.raises(KernelError, match="linear q: shape 40x24, expected 24x24"):
+        scalar.conformer_layer_weights(D, 3, 40, 5, 1e-5, 2.0, L.norms, wrong, L.u, L.vb, L.dw, L.dwb)
+    with pytest.raises(KernelError, match="depthwise weight: need 120"):
+        scalar.conformer_layer_weights(D, 3, 40, 5, 1e-5, 2.0, L.norms, L.linears, L.u, L.vb, L.dw[:-1], L.dwb)
+    with pytest.raises(KernelError, match="must be odd"):
+        scalar.conformer_layer_weights(D, 3, 40, 4, 1e-5, 2.0, L.norms, L.linears, L.u, L.vb, L.dw, L.dwb)
+
+
+# ---------------------------------------------------------------------------------------------
+# the decoder's steps
+
+class RandomDecoder:
+    def __init__(self, k: Kernels, rng, P=16, J=24, V=13, n_dur=5, layers=2):
+        self.P, self.J, self.V, self.n_dur = P, J, V, n_dur
+        self.w_ih = [random_linear(k, rng, 4 * P, P, "fv5" if i else "int8", bias=True) for i in range(layers)]
+        self.w_hh = [random_linear(k, rng, 4 * P, P, "int8", bias=True) for _ in range(layers)]
+        self.proj = random_linear(k, rng, J, P, "int8", bias=True)
+        self.head = random_linear(k, rng, V + 1 + n_dur, J, "int8", bias=True)
+
+    def weights(self, k: Kernels):
+        return k.decoder_weights(self.P, self.J, self.V, self.n_dur, self.w_ih, self.w_hh, self.proj, self.head)
+
+
+@pytest.mark.parametrize("tier", NATIVE_TIERS)
+def test_decoder_steps_are_the_composed_steps_bit_for_bit(tier):
+    k, rng = Kernels(tier), np.random.default_rng(11)
+    M = RandomDecoder(k, rng)
+    P, J, T = M.P, M.J, 6
+    decoder = DecoderState(M.weights(k))
+    frames = f32(rng.standard_normal(T * J))
+    decoder.frames(frames, T)
+    state = [(zeros_f32(P), zeros_f32(P)) for _ in M.w_ih]
+    for step in range(5):
+        row = f32(rng.standard_normal(P))
+        decoder.step(step, row)
+        x = row
+        for i, (h, c) in enumerate(state):
+            gates = k.add_scaled(run_linear(k, M.w_ih[i], x, 1), 1.0, run_linear(k, M.w_hh[i], h, 1), 4 * P)
+            k.lstm_cell(gates, P, c, h)
+            x = h
+        g = run_linear(k, M.proj, x, 1)
+        assert decoder.state.tobytes() == b"".join(h.tobytes() + c.tobytes() for h, c in state)
+        assert decoder.g.tobytes() == g.tobytes()
+        for t in range(T):
+            h = k.relu(k.add_scaled(frames[t * J:(t + 1) * J], 1.0, g, J), J)
+            z = run_linear(k, M.head, h, 1)
+            assert decoder.best(t) == (k.argmax(z, M.V + 1), k.argmax(z, M.n_dur, offset=M.V + 1))
+
+
+def test_decoder_refuses_bad_input(scalar):
+    rng = np.random.default_rng(5)
+    M = RandomDecoder(scalar, rng)
+    decoder = DecoderState(M.weights(scalar))
+    with pytest.raises(KernelError, match="outside the 0 frames"):
+        decoder.best(0)
+    decoder.frames(f32(rng.standard_normal(3 * M.J)), 3)
+    with pytest.raises(KernelError, match="frame 3 outside the 3 frames"):
+        decoder.best(3)
+    with pytest.raises(KernelError, match="projected frames: need"):
+        decoder.frames(f32(rng.standard_normal(3 * M.J)), 4)
+    with pytest.raises(KernelError, match="embedding: need 16"):
+        decoder.step(1, f32(rng.standard_normal(M.P - 1)))
+    with pytest.raises(KernelError, match="NaN or infinite"):
+        decoder.step(2, f32([float("inf")] * M.P))
+    with pytest.raises(KernelError, match="lstm hidden 1: shape 24x16"):
+        scalar.decoder_weights(M.P, M.J, M.V, M.n_dur, M.w_ih, [M.w_hh[0], M.proj], M.proj, M.head)
+    with pytest.raises(KernelError, match="2 input and 1 hidden"):
+        scalar.decoder_weights(M.P, M.J, M.V, M.n_dur, M.w_ih, M.w_hh[:1], M.proj, M.head)
+
+
+# ---------------------------------------------------------------------------------------------
+# through the engine
+
+def clips(k: Kernels) -> list:
+    """A spoken sample, and cuts of it whose encoder lengths are awkward (1, 2, 7, 13 frames)."""
+    speech = load_audio(k, (ROOT / "samples" / "two-commands.wav").read_bytes())
+    return [speech] + [speech[8000:8000 + 1280 * frames - 700] for frames in (1, 2, 7, 13)]
+
+
+@pytest.mark.parametrize("tier", NATIVE_TIERS)
+@pytest.mark.parametrize("which", ["tiny", "default"])
+def test_engine_fused_equals_composed(tier, which, tiny_gguf_path):
+    engine = Engine.open(tiny_gguf_path if which == "tiny" else DEFAULT_MODEL, tier, threads=1)
+    network = engine.network
+    for samples in clips(engine.k):
+        per_layer = {}
+        for fused in (True, False):
+            for layer in network.encoder.layers:
+                layer.fused = fused
+            digests = per_layer[fused] = []
+            enc, T = engine.encode(samples, on_layer=lambda i, x: digests.append(
+                hashlib.sha256(memoryview(x).cast("B")).hexdigest()))
+        assert per_layer[True] == per_layer[False], (tier, which, len(samples))
+        decode = [tdt_greedy(engine.k, network.prediction, network.joint, enc, T, network.model.durations,
+                             network.max_symbols, fused=fused) for fused in (True, False)]
+        assert decode[0] == decode[1], (tier, which, len(samples))
+    if which == "default":
+        assert decode[0] or per_layer                  # the short cuts may decode to nothing
+        assert engine.transcribe(clips(engine.k)[0])["text"].startswith("turn on the kitchen lights")
