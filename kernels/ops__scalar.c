@@ -154,6 +154,41 @@ int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w
     return PK_OK;
 }
 
+int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, const float *x, const float *w, const float *b,
+                      float *y) {
+    if (H <= 0 || W <= 0 || C <= 0 || c0 < 0 || c1 > C || c0 >= c1) return PK_E_SHAPE;
+    int Ho = (H + 1) / 2, Wo = (W + 1) / 2;
+    for (int i = 0; i < Ho; i++)
+        for (int j = 0; j < Wo; j++) {
+            float *out = y + ((size_t)i * Wo + j) * C;
+            for (int c = c0; c < c1; c++) {           /* pk_conv_s2_taps' order, channel-last reads */
+                float acc = 0.0f;
+                for (int a = 0; a < 3; a++) {
+                    int r = 2 * i + a - 1;
+                    if (r < 0 || r >= H) continue;
+                    for (int e = 0; e < 3; e++) {
+                        int col = 2 * j + e - 1;
+                        if (col < 0 || col >= W) continue;
+                        acc = acc + w[(size_t)c * 9 + a * 3 + e] * x[((size_t)r * W + col) * C + c];
+                    }
+                }
+                out[c] = acc + b[c];
+            }
+        }
+    return PK_OK;
+}
+
+int pk_transpose_last2(int N, int A, int B, const float *x, float *y) {
+    if (N <= 0 || A <= 0 || B <= 0) return PK_E_SHAPE;
+    for (int n = 0; n < N; n++) {
+        const float *src = x + (size_t)n * A * B;
+        float *dst = y + (size_t)n * A * B;
+        for (int a = 0; a < A; a++)
+            for (int b = 0; b < B; b++) dst[(size_t)b * A + a] = src[(size_t)a * B + b];
+    }
+    return PK_OK;
+}
+
 int pk_transpose3(int A, int B, int C, const float *x, float *y) {
     if (A <= 0 || B <= 0 || C <= 0) return PK_E_SHAPE;
     /* In tiles of 32 x 32 (a, b) so that both the reads and the writes of a tile stay in cache:

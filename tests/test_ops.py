@@ -87,6 +87,34 @@ def test_conv2d_stride2(scalar, groups):
     assert np.abs(arr(y, (Cout, Ho, Wo)) - ref).max() < 1e-5
 
 
+@pytest.mark.parametrize("H, W, C", [(1, 1, 1), (2, 3, 5), (9, 16, 8), (17, 7, 3)])
+def test_channel_last_depthwise_conv_is_the_grouped_conv(scalar, H, W, C):
+    """The subsampling's third conv on channel-last maps gives pk_conv2d_s2's bits (groups = C),
+    whole or in channel ranges (one per thread), and leaves the other channels alone."""
+    x, w, b = f32(rng.standard_normal((C, H, W))), f32(rng.standard_normal((C, 1, 3, 3))), f32(rng.standard_normal(C))
+    want, Ho, Wo = scalar.conv2d_s2(x, C, H, W, w, b, C, groups=C)
+    want = arr(want, (C, Ho, Wo)).transpose(1, 2, 0)
+    x_last = f32(x.transpose(1, 2, 0))
+    y, Ho2, Wo2 = scalar.dwconv2d_s2_cl(x_last, H, W, C, w, b)
+    assert (Ho2, Wo2) == (Ho, Wo) and arr(y, (Ho, Wo, C)).tobytes() == f32(want).tobytes()
+    parts = np.full((Ho, Wo, C), 7.0, np.float32)
+    for c0, c1 in ((0, C // 2), (C // 2, C)) if C > 1 else ((0, 1),):
+        if c0 < c1:
+            scalar.dwconv2d_s2_cl(x_last, H, W, C, w, b, c0, c1, out=parts)
+            assert parts[:, :, c0:c1].tobytes() == f32(want[:, :, c0:c1]).tobytes()
+    assert parts.tobytes() == f32(want).tobytes()
+    with pytest.raises(KernelError, match="channels 2..1"):
+        scalar.dwconv2d_s2_cl(x_last, H, W, C, w, b, 2, 1)
+    with pytest.raises(KernelError, match="x: need"):
+        scalar.dwconv2d_s2_cl(x_last[:-1], H + 1, W, C, w, b)
+
+
+@pytest.mark.parametrize("N, A, B", [(1, 1, 1), (3, 5, 7), (2, 16, 33)])
+def test_transpose_last2(scalar, N, A, B):
+    x = f32(rng.standard_normal((N, A, B)))
+    assert arr(scalar.transpose_last2(x, N, A, B), (N, B, A)).tobytes() == f32(x.transpose(0, 2, 1)).tobytes()
+
+
 @pytest.mark.parametrize("T, dk", [(1, 1), (2, 3), (9, 16), (33, 5), (70, 64)])
 def test_rel_scores_equal_the_unfused_ops(scalar, T, dk):
     """(qu.k + qv.p[T-1-i+j]) / s in one call = matmul_nt, rel-shift and add_div, bit for bit

@@ -241,11 +241,6 @@ class Subsampling:
         self.pw6 = Linear(k, model, f"{p}layers.6.weight", f"{p}layers.6.bias", team)
         self.linear = Linear(k, model, f"{p}linear.weight", f"{p}linear.bias", team)
 
-    def pointwise(self, lin: Linear, x, H: int, W: int, float_acts: bool) -> array:
-        tokens = self.k.transpose3(x, self.C, H * W, 1)                 # [C][HW] -> [HW][C]
-        y = lin(tokens, H * W, float_acts)
-        return self.k.transpose3(y, H * W, self.C, 1)                   # back to [C][HW]
-
     def __call__(self, features, n_mels: int, T: int, float_acts: bool = False) -> tuple:
         with section("subsampling"):
             return self._forward(features, n_mels, T, float_acts)
@@ -270,7 +265,9 @@ class Subsampling:
         return out, Tp
 
     def _frames(self, x, T: int, n_mels: int, float_acts: bool) -> tuple:
-        """x [T][mels] -> ([T'][d_model], T'), the whole stack on one slice of time."""
+        """x [T][mels] -> ([T'][d_model], T'), the whole stack on one slice of time. After the
+        head the maps are channel-last ([H][W][C]: one row per position, what the pointwise
+        convs take as tokens), so only the head's output and the flatten move data."""
         k, C = self.k, self.C
         # conv 3x3/2 + ReLU + depthwise 3x3/2, fused per channel (one channel's map at a time)
         H, W = (T + 1) // 2, (n_mels + 1) // 2
@@ -278,17 +275,17 @@ class Subsampling:
         (w0, b0), (w2, b2) = self.conv0, self.conv2
         x = self._by_channels(H * W, lambda kk, c0, c1, out: kk.subsampling_head(
             x, T, n_mels, c1 - c0, w0[9 * c0:9 * c1], b0[c0:c1], w2[9 * c0:9 * c1], b2[c0:c1], out=out))
-        x = k.relu(self.pointwise(self.pw3, x, H, W, float_acts), C * H * W)
+        x = k.transpose3(x, C, H * W, 1)                                # [C][HW] -> [HW][C]
+        x = self.pw3(x, H * W, float_acts)
+        k.relu(x, C * H * W, out=x)
         (w5, b5), Hi, Wi = self.conv5, H, W
         H, W = (H + 1) // 2, (W + 1) // 2                                # depthwise 3x3/2
-        x = self._by_channels(H * W, lambda kk, c0, c1, out: kk.conv2d_s2(
-            x[c0 * Hi * Wi:c1 * Hi * Wi], c1 - c0, Hi, Wi, w5[9 * c0:9 * c1], b5[c0:c1], c1 - c0,
-            groups=c1 - c0, out=out))
-        y = self.pointwise(self.pw6, x, H, W, float_acts)
-        x = k.relu(y, C * H * W, out=y)
-        flat = k.transpose3(x, C, H, W)                                 # [T'][C][F'] = [T'][C*F']
+        y = zeros_f32(H * W * C)
+        self._by_channel_ranges(lambda kk, c0, c1: kk.dwconv2d_s2_cl(x, Hi, Wi, C, w5, b5, c0, c1, out=y))
+        x = self.pw6(y, H * W, float_acts)
+        k.relu(x, C * H * W, out=x)
+        flat = k.transpose_last2(x, H, W, C)                            # [T'][F'][C] -> [T'][C][F']
         return self.linear(flat, H, float_acts), H
-
 
     def _by_channels(self, per_channel: int, run) -> array:
         """y [C][per_channel] from run(k, c0, c1, out) over channel ranges, one per thread: a
@@ -296,13 +293,16 @@ class Subsampling:
         bits."""
         y = zeros_f32(self.C * per_channel)
         view = memoryview(y)
+        self._by_channel_ranges(lambda kk, c0, c1: run(kk, c0, c1, view[c0 * per_channel:c1 * per_channel]))
+        return y
+
+    def _by_channel_ranges(self, run) -> None:
+        """run(k, c0, c1) over channel ranges, one per thread (each writes its channels only)."""
         ranges = even_ranges(self.C, self.team.closures if self.team else 1)
         if len(ranges) == 1:
-            run(self.k, 0, self.C, y)
+            run(self.k, 0, self.C)
         else:
-            self.team.run([lambda kk, c0=c0, c1=c1: run(kk, c0, c1, view[c0 * per_channel:c1 * per_channel])
-                           for c0, c1 in ranges])
-        return y
+            self.team.run([lambda kk, c0=c0, c1=c1: run(kk, c0, c1) for c0, c1 in ranges])
 
 
 def subsampled_length(T: int) -> int:
