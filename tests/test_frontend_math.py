@@ -139,3 +139,21 @@ def test_frontend_overflowing_frames_keep_the_full_mel_sum(scalar):
     assert hit and np.isnan(feats[:, hit]).all()
     quiet = [t for t in range(N) if abs(HOP * t - 2000) > WIN]
     assert np.isfinite(feats[:, quiet]).all()
+
+
+def test_frontend_frames_do_not_depend_on_their_lane_neighbours(scalar):
+    """pk_frontend transforms frames eight at a time, one per lane. With an overflowing impulse
+    added, every frame whose window misses it keeps the exact bits it had without it, the other
+    frames of the impulse's own group of eight included."""
+    window, fb = hann_window(WIN), slaney_mel_filterbank()
+    x = speechlike(1.0, seed=5)
+    y = x.copy()
+    y[3000] = 1e30                                     # pre-emphasis also touches sample 3001
+    a, N = scalar.frontend(x, x.size, window, fb, 128, normalize=False)
+    b, _ = scalar.frontend(y, y.size, window, fb, 128, normalize=False)
+    a, b = (np.frombuffer(v, np.float32).reshape(128, N) for v in (a, b))
+    hit = [t for t in range(N) if HOP * t - WIN // 2 <= 3001 and HOP * t + WIN // 2 > 3000]
+    clean = [t for t in range(N) if t not in hit]
+    assert hit == [18, 19, 20] and np.isnan(b[:, hit]).all()
+    assert {16, 17, 21, 22, 23} <= set(clean)          # the impulse's group: frames 16..23
+    assert a[:, clean].tobytes() == b[:, clean].tobytes()
