@@ -27,4 +27,13 @@ PK_API int silu__avx512vnni(int n, const float *x, float *y);
 PK_API int silu__wasm_simd128(int n, const float *x, float *y);
 PK_API int silu__wasm_relaxed_simd(int n, const float *x, float *y);
 
+/* The softmax's exponentials in every tier: row[i] = pk_expf(row[i] - mx) for i < n, the same
+ * lane-wise steps as silu (groups whose every row[i] - mx is within +-87, others and the tail
+ * by the scalar steps). For kernels/attention_impl.h in the one-call layer. */
+void softmax_exp_row__scalar(int n, float *row, float mx);
+void softmax_exp_row__avx2(int n, float *row, float mx);
+void softmax_exp_row__avx512vnni(int n, float *row, float mx);
+void softmax_exp_row__wasm_simd128(int n, float *row, float mx);
+void softmax_exp_row__wasm_relaxed_simd(int n, float *row, float mx);
+
 #endif

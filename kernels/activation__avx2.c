@@ -1,4 +1,5 @@
-/* SiLU, AVX2 tier (contract in activation.h): pk_expf's main path on 8 lanes. */
+/* SiLU and the softmax's exponentials, AVX2 tier (contract in activation.h): pk_expf's main
+ * path on 8 lanes. */
 #include <immintrin.h>
 #include "activation.h"
 
@@ -38,4 +39,20 @@ int silu__avx2(int n, const float *x, float *y) {
     }
     for (; i < n; i++) y[i] = pk_silu_one(x[i]);
     return PK_OK;
+}
+
+void softmax_exp_row__avx2(int n, float *row, float mx) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 limit = _mm256_set1_ps(PK_SILU_FAST_LIMIT), m = _mm256_set1_ps(mx);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_sub_ps(_mm256_loadu_ps(row + i), m);
+        __m256 inside = _mm256_cmp_ps(_mm256_and_ps(v, abs_mask), limit, _CMP_LE_OQ);   /* false for NaN */
+        if (_mm256_movemask_ps(inside) != 0xff) {
+            for (int j = i; j < i + 8; j++) row[j] = pk_expf(row[j] - mx);
+            continue;
+        }
+        _mm256_storeu_ps(row + i, expf_main_path(v));
+    }
+    for (; i < n; i++) row[i] = pk_expf(row[i] - mx);
 }

@@ -3,3 +3,4 @@
 #include "activation.h"
 
 int silu__avx512vnni(int n, const float *x, float *y) { return silu__avx2(n, x, y); }
+void softmax_exp_row__avx512vnni(int n, float *row, float mx) { softmax_exp_row__avx2(n, row, mx); }

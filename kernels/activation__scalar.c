@@ -1,8 +1,12 @@
-/* SiLU, scalar tier (contract in activation.h). */
+/* SiLU and the softmax's exponentials, scalar tier (contract in activation.h). */
 #include "activation.h"
 
 int silu__scalar(int n, const float *x, float *y) {
     if (n < 0) return PK_E_SHAPE;
     for (int i = 0; i < n; i++) y[i] = pk_silu_one(x[i]);
     return PK_OK;
+}
+
+void softmax_exp_row__scalar(int n, float *row, float mx) {
+    for (int i = 0; i < n; i++) row[i] = pk_expf(row[i] - mx);
 }

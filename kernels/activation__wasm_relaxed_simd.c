@@ -3,3 +3,4 @@
 #include "activation.h"
 
 int silu__wasm_relaxed_simd(int n, const float *x, float *y) { return silu__wasm_simd128(n, x, y); }
+void softmax_exp_row__wasm_relaxed_simd(int n, float *row, float mx) { softmax_exp_row__wasm_simd128(n, row, mx); }

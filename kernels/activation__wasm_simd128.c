@@ -1,4 +1,5 @@
-/* SiLU, WebAssembly SIMD128 tier (contract in activation.h): pk_expf's main path on 4 lanes. */
+/* SiLU and the softmax's exponentials, WebAssembly SIMD128 tier (contract in activation.h):
+ * pk_expf's main path on 4 lanes. */
 #include <wasm_simd128.h>
 #include "activation.h"
 
@@ -34,4 +35,18 @@ int silu__wasm_simd128(int n, const float *x, float *y) {
     }
     for (; i < n; i++) y[i] = pk_silu_one(x[i]);
     return PK_OK;
+}
+
+void softmax_exp_row__wasm_simd128(int n, float *row, float mx) {
+    const v128_t limit = wasm_f32x4_splat(PK_SILU_FAST_LIMIT), m = wasm_f32x4_splat(mx);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        v128_t v = wasm_f32x4_sub(wasm_v128_load(row + i), m);
+        if (!wasm_i32x4_all_true(wasm_f32x4_le(wasm_f32x4_abs(v), limit))) {      /* false for NaN */
+            for (int j = i; j < i + 4; j++) row[j] = pk_expf(row[j] - mx);
+            continue;
+        }
+        wasm_v128_store(row + i, expf_main_path(v));
+    }
+    for (; i < n; i++) row[i] = pk_expf(row[i] - mx);
 }

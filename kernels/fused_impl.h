@@ -18,6 +18,11 @@
 #define PK_EXPAND(name, tier) PK_PASTE(name, tier)
 #define PK_TIER_FN(name) PK_EXPAND(name, PK_TIER)
 
+/* Attention with this tier's flags and exponentials (attention_impl.h). */
+#define PK_ATTENTION(name) tier_attention_##name
+#define PK_ATTENTION_EXP_ROW(n, row, mx) PK_TIER_FN(softmax_exp_row)(n, row, mx)
+#include "attention_impl.h"
+
 /* y = L(x) for x already quantised into b. */
 static int run_linear(const pk_linear *L, int N, const pk_linear_buffers *b, float *y) {
     if (L->kind == PK_LINEAR_FV5)
@@ -51,9 +56,9 @@ static int attention(const pk_conformer_layer *L, int T, const float *pe,
         (status = run_linear(&L->v, T, &b->lin, b->v)) ||
         (status = linear_forward(&L->pos, 2 * T - 1, pe, &b->lin, b->p)))
         return status;
-    status = pk_attention_heads(T, D, D / L->heads, 0, L->heads, b->q, b->k, b->v, b->p, L->bias_u, L->bias_v,
-                                L->sqrt_dk, b->attn, b->ctx);
-    return status ? status : linear_forward(&L->o, T, b->ctx, &b->lin, b->out);
+    tier_attention_heads(T, D, D / L->heads, 0, L->heads, b->q, b->k, b->v, b->p, L->bias_u, L->bias_v, L->sqrt_dk,
+                         b->attn, b->ctx);
+    return linear_forward(&L->o, T, b->ctx, &b->lin, b->out);
 }
 
 /* pw2(silu(dwconv(glu(pw1(z))))) into b->out (glu and the conv in b->q and b->k). */

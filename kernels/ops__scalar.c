@@ -4,6 +4,14 @@
 #include "pk_math.h"
 #include "subsampling.h"
 
+/* The attention functions (attention_impl.h) as this file's static ops_*, with pk_expf. */
+static void exp_row_scalar(int n, float *row, float mx) {
+    for (int i = 0; i < n; i++) row[i] = pk_expf(row[i] - mx);
+}
+#define PK_ATTENTION(name) ops_##name
+#define PK_ATTENTION_EXP_ROW(n, row, mx) exp_row_scalar(n, row, mx)
+#include "attention_impl.h"
+
 int pk_f16_to_f32(int n, const uint16_t *h, float *y) {
     if (n < 0) return PK_E_SHAPE;
     for (int i = 0; i < n; i++) {
@@ -94,18 +102,7 @@ int pk_dwconv1d(int T, int C, int K, const float *x, const float *w, const float
 
 int pk_softmax_rows(int M, int N, float *x) {
     if (M <= 0 || N <= 0) return PK_E_SHAPE;
-    for (int m = 0; m < M; m++) {
-        float *row = x + (size_t)m * N;
-        float mx = row[0];
-        for (int n = 1; n < N; n++) if (row[n] > mx) mx = row[n];
-        double sum = 0.0;
-        for (int n = 0; n < N; n++) {
-            row[n] = pk_expf(row[n] - mx);
-            sum += row[n];
-        }
-        float total = (float)sum;
-        for (int n = 0; n < N; n++) row[n] = row[n] / total;
-    }
+    ops_softmax_rows(M, N, x);
     return PK_OK;
 }
 
@@ -123,15 +120,7 @@ int pk_matmul_nt(int M, int N, int K, const float *a, const float *b, float s, f
 
 int pk_matmul_nn(int M, int N, int K, const float *a, const float *b, float *c) {
     if (M <= 0 || N <= 0 || K <= 0) return PK_E_SHAPE;
-    for (int m = 0; m < M; m++) {
-        float *cr = c + (size_t)m * N;
-        for (int n = 0; n < N; n++) cr[n] = 0.0f;
-        for (int k = 0; k < K; k++) {                       /* for each n: k ascending */
-            float av = a[(size_t)m * K + k];
-            const float *br = b + (size_t)k * N;
-            for (int n = 0; n < N; n++) cr[n] = cr[n] + av * br[n];
-        }
-    }
+    ops_matmul_nn(M, N, K, a, b, c);
     return PK_OK;
 }
 
@@ -307,26 +296,7 @@ int pk_subsampling_head(int T, int F, int C, const float *x, const float *w0, co
 int pk_rel_scores(int T, int dk, const float *qu, const float *k, const float *qv, const float *p,
                   float s, float *scratch, float *y) {
     if (T <= 0 || dk <= 0) return PK_E_SHAPE;
-    /* Lanes = outputs j: with k and p transposed to [dk][T] and [dk][2T-1], the inner loops run
-     * over j with independent accumulators, so compilers vectorise them (-msimd128, SSE/AVX)
-     * while every sum still adds d = 0, 1, ... in order: the bits of the dot-product form. */
-    size_t P = (size_t)2 * T - 1;
-    float *restrict kt = scratch, *restrict pt = kt + (size_t)dk * T, *restrict bd = pt + (size_t)dk * P;
-    for (int j = 0; j < T; j++)
-        for (int d = 0; d < dk; d++) kt[(size_t)d * T + j] = k[(size_t)j * dk + d];
-    for (size_t r = 0; r < P; r++)
-        for (int d = 0; d < dk; d++) pt[(size_t)d * P + r] = p[r * dk + d];
-    for (int i = 0; i < T; i++) {
-        float *restrict ac = y + (size_t)i * T;
-        for (int j = 0; j < T; j++) ac[j] = 0.0f, bd[j] = 0.0f;
-        for (int d = 0; d < dk; d++) {
-            float a = qu[(size_t)i * dk + d], b = qv[(size_t)i * dk + d];
-            const float *restrict kr = kt + (size_t)d * T, *restrict pr = pt + (size_t)d * P + (T - 1 - i);
-            for (int j = 0; j < T; j++) ac[j] = ac[j] + a * kr[j];
-            for (int j = 0; j < T; j++) bd[j] = bd[j] + b * pr[j];
-        }
-        for (int j = 0; j < T; j++) ac[j] = (ac[j] + bd[j]) / s;
-    }
+    ops_rel_scores(T, dk, qu, k, qv, p, s, scratch, y);
     return PK_OK;
 }
 
@@ -338,25 +308,6 @@ size_t pk_attention_scratch_floats(int T, int dk) {
 int pk_attention_heads(int T, int D, int dk, int h0, int h1, const float *q, const float *k, const float *v,
                        const float *p, const float *u, const float *vb, float s, float *scratch, float *out) {
     if (T <= 0 || dk <= 0 || D <= 0 || D % dk || h0 < 0 || h1 > D / dk || h0 >= h1) return PK_E_SHAPE;
-    size_t td = (size_t)T * dk, pd = ((size_t)2 * T - 1) * dk;
-    float *qh = scratch, *kh = qh + td, *vh = kh + td, *qu = vh + td, *qv = qu + td, *ctx = qv + td;
-    float *ph = ctx + td, *rel = ph + pd, *scores = rel + (((size_t)3 * T - 1) * dk + T);
-    for (int h = h0; h < h1; h++) {
-        int c0 = h * dk;
-        pk_take_cols(T, D, c0, dk, q, qh);
-        pk_take_cols(T, D, c0, dk, k, kh);
-        pk_take_cols(T, D, c0, dk, v, vh);
-        pk_take_cols(2 * T - 1, D, c0, dk, p, ph);
-        for (int t = 0; t < T; t++)                       /* pk_add_scaled(qh, 1, bias repeated) */
-            for (int d = 0; d < dk; d++) {
-                size_t i = (size_t)t * dk + d;
-                qu[i] = qh[i] + 1.0f * u[c0 + d];
-                qv[i] = qh[i] + 1.0f * vb[c0 + d];
-            }
-        pk_rel_scores(T, dk, qu, kh, qv, ph, s, rel, scores);
-        pk_softmax_rows(T, T, scores);
-        pk_matmul_nn(T, dk, T, scores, vh, ctx);
-        pk_copy_cols(T, dk, ctx, D, c0, out);
-    }
+    ops_heads(T, D, dk, h0, h1, q, k, v, p, u, vb, s, scratch, out);
     return PK_OK;
 }
