@@ -627,6 +627,9 @@ def cmd_bench(args):
     if args.schedule:                       # issue 23 item 5: full-size streaming, realistic schedule
         run([VENV_PY, "-m", "harness.bench_schedule"], cwd=ROOT, env=test_env())
         return
+    if args.overhead:                       # issue 23 step 3: per-call overhead against a baseline
+        run([VENV_PY, "-m", "harness.bench_overhead", "--base", Path(args.overhead).resolve()], cwd=ROOT, env=test_env())
+        return
     if args.split:                          # issue 23: the encoder split across threads / workers
         run([VENV_PY, "-m", "harness.bench_threads"], cwd=ROOT, env=test_env())
         run([VENV_PY, "-m", "harness.bench_workers"], cwd=ROOT, env=test_env())
@@ -780,6 +783,9 @@ def main(argv=None):
                        help="only the full-size model on the default model's streaming schedule, Chromium 1 vs 2 workers")
     bench.add_argument("--split", action="store_true",
                        help="only the encoder split: native threads 1 vs 2, then Chromium kernel workers 1 vs 2")
+    bench.add_argument("--overhead", metavar="BASE",
+                       help="only the default model against the built checkout BASE of a baseline commit, "
+                            "natively and in Chromium, side by side (harness/bench_overhead.py)")
     args = parser.parse_args(argv)
     handler = globals()[f"cmd_{args.command}"]
     handler(args)

@@ -10,7 +10,6 @@ Bytes arrive as {"base64": "..."} (small models and clips, inlined by the caller
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import statistics
@@ -24,8 +23,9 @@ from engine.timing import Timer
 from engine.transcribe import Engine
 
 from . import kernel_bench, parity
+from .timing import JOBS as TIMING_JOBS, read_bytes, read_floats
 
-JOBS = {}
+JOBS = dict(TIMING_JOBS)             # time_transcribe (checks/timing.py)
 
 
 def job(fn):
@@ -41,30 +41,7 @@ async def run(name: str, args_json: str = "{}") -> str:
 
 
 # ------------------------------------------------------------------------------------------
-# data in
-
-async def read_bytes(source: dict) -> bytearray:
-    """{"base64": s} or {"url": u} -> one writable bytearray (the kernels take its tensors
-    zero-copy). A URL is fetched into the wasm heap with one copy: JS ArrayBuffer -> bytearray
-    (response.bytes() + bytearray() would hold two)."""
-    if "base64" in source:
-        return bytearray(base64.b64decode(source["base64"]))
-    import js
-    from pyodide.http import pyfetch
-    response = await pyfetch(source["url"])
-    if not response.ok:
-        raise OSError(f"{source['url']}: HTTP {response.status}")
-    data = js.Uint8Array.new(await response.js_response.arrayBuffer())
-    out = bytearray(data.length)
-    data.assign_to(out)
-    return out
-
-
-async def read_floats(source: dict) -> array:
-    samples = array("f")
-    samples.frombytes(bytes(await read_bytes(source)))
-    return samples
-
+# data in: read_bytes, read_floats (checks/timing.py)
 
 def digest(values) -> str:
     return hashlib.sha256(values.tobytes()).hexdigest()
