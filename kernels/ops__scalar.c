@@ -87,16 +87,39 @@ int pk_add_scaled(int n, const float *x, float s, const float *d, float *y) {
 
 int pk_dwconv1d(int T, int C, int K, const float *x, const float *w, const float *b, float *y) {
     if (T <= 0 || C <= 0 || K <= 0 || K % 2 == 0) return PK_E_SHAPE;
+    /* Lanes = channels: blocks of CB channels with the block's taps transposed to [K][CB], so the
+     * inner loop runs over independent channels (compilers vectorise it) while every output
+     * still adds its taps j = 0, 1, ... in order, skipping those outside [0, T). */
+    enum { CB = 64, MAX_TAPS = 64 };
     int half = K / 2;
-    for (int t = 0; t < T; t++)
-        for (int c = 0; c < C; c++) {
-            float acc = 0.0f;
+    if (K > MAX_TAPS) {                                     /* the plain loop (same sums) */
+        for (int t = 0; t < T; t++)
+            for (int c = 0; c < C; c++) {
+                float acc = 0.0f;
+                for (int j = 0; j < K; j++) {
+                    int s = t + j - half;
+                    if (s >= 0 && s < T) acc = acc + w[(size_t)c * K + j] * x[(size_t)s * C + c];
+                }
+                y[(size_t)t * C + c] = acc + b[c];
+            }
+        return PK_OK;
+    }
+    float taps[MAX_TAPS * CB], acc[CB];
+    for (int c0 = 0; c0 < C; c0 += CB) {
+        int cb = C - c0 < CB ? C - c0 : CB;
+        for (int j = 0; j < K; j++)
+            for (int c = 0; c < cb; c++) taps[j * CB + c] = w[(size_t)(c0 + c) * K + j];
+        for (int t = 0; t < T; t++) {
+            for (int c = 0; c < cb; c++) acc[c] = 0.0f;
             for (int j = 0; j < K; j++) {
                 int s = t + j - half;
-                if (s >= 0 && s < T) acc = acc + w[(size_t)c * K + j] * x[(size_t)s * C + c];
+                if (s < 0 || s >= T) continue;
+                const float *xs = x + (size_t)s * C + c0, *wj = taps + j * CB;
+                for (int c = 0; c < cb; c++) acc[c] = acc[c] + wj[c] * xs[c];
             }
-            y[(size_t)t * C + c] = acc + b[c];
+            for (int c = 0; c < cb; c++) y[(size_t)t * C + c0 + c] = acc[c] + b[c0 + c];
         }
+    }
     return PK_OK;
 }
 

@@ -69,6 +69,22 @@ def test_softmax_and_matmuls(scalar):
     assert np.abs(arr(scalar.matmul_nn(a, c, 5, 7, 16), (5, 7)) - a.astype(np.float64) @ c).max() < 1e-5
 
 
+@pytest.mark.parametrize("T, C, K", [(1, 1, 1), (5, 3, 9), (40, 70, 9), (3, 8, 31), (7, 130, 65)])
+def test_dwconv1d_is_the_written_sum_bit_for_bit(scalar, T, C, K):
+    """pk_dwconv1d runs channels in lanes (blocks of 64, the plain loop past 64 taps); each output
+    must still be ((0 + w0 x0) + w1 x1 + ...) + b in float32, taps in order, those outside the
+    clip skipped - emulated here in numpy float32, one rounded operation at a time."""
+    x, w, b = f32(rng.standard_normal((T, C))), f32(rng.standard_normal((C, K))), f32(rng.standard_normal(C))
+    acc = np.zeros((T, C), np.float32)
+    for j in range(K):
+        for t in range(T):
+            s = t + j - K // 2
+            if 0 <= s < T:
+                acc[t] = acc[t] + w[:, j] * x[s]
+    want = acc + b
+    assert arr(scalar.dwconv1d(x, T, C, w, b, K), (T, C)).tobytes() == want.tobytes()
+
+
 @pytest.mark.parametrize("groups", [1, 4])
 def test_conv2d_stride2(scalar, groups):
     Cin, Cout, H, W = 4, 4, 9, 16
