@@ -195,8 +195,8 @@ _COMMON_SIGNATURES = {
     "pk_matmul_nn": (_i, [_i, _i, _i, _vp, _vp, _vp]),
     "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
-    "pk_transpose_last2": (_i, [_i, _i, _i, _vp, _vp]),
-    "pk_dwconv2d_s2_cl": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp]),
+    "pk_transpose_last2": (_i, [_i, _i, _i, _i, _vp, _vp]),
+    "pk_dwconv2d_s2_cl": (_i, [_i, _i, _i, _i, _i, _i, _vp, _vp, _vp, _vp]),
     "pk_copy_cols": (_i, [_i, _i, _vp, _i, _i, _vp]),
     "pk_glu_split": (_i, [_i, _i, _vp, _vp, _vp]),
     "pk_attention_scratch_floats": (_sz, [_i, _i]),
@@ -650,19 +650,21 @@ class Kernels:
                                                 _Arg(y, A * B * C, "float32", "y", True).pointer), "pk_transpose3")
         return y
 
-    def transpose_last2(self, x, N: int, A: int, B: int, out=None) -> array:
-        """x [N][A][B] -> [N][B][A]."""
+    def transpose_last2(self, x, N: int, A: int, B: int, relu: bool = False, out=None) -> array:
+        """x [N][A][B] -> [N][B][A] (relu: of relu(x), pk_relu's bits)."""
         _check_dims(N=N, A=A, B=B)
         y = self._f32(N * A * B, out)
-        _raise_status(self._fn["pk_transpose_last2"](N, A, B, _Arg(x, N * A * B, "float32", "x").pointer,
+        _raise_status(self._fn["pk_transpose_last2"](N, A, B, 1 if relu else 0,
+                                                     _Arg(x, N * A * B, "float32", "x").pointer,
                                                      _Arg(y, N * A * B, "float32", "y", True).pointer),
                       "pk_transpose_last2")
         return y
 
     def dwconv2d_s2_cl(self, x, H: int, W: int, C: int, w, b, c0: int = 0, c1: int | None = None,
-                       out=None) -> tuple:
+                       relu_input: bool = False, out=None) -> tuple:
         """Depthwise 3x3 stride-2 padding-1 conv of channel-last maps, channels c0..c1-1:
-        (y [ceil(H/2)][ceil(W/2)][C], Ho, Wo); pk_conv2d_s2's bits with groups = C."""
+        (y [ceil(H/2)][ceil(W/2)][C], Ho, Wo); pk_conv2d_s2's bits with groups = C (of relu(x)
+        with relu_input, pk_relu's bits)."""
         c1 = C if c1 is None else c1
         _check_dims(H=H, W=W, C=C)
         if not (isinstance(c0, int) and isinstance(c1, int) and 0 <= c0 < c1 <= C):
@@ -670,7 +672,8 @@ class Kernels:
         Ho, Wo = (H + 1) // 2, (W + 1) // 2
         y = self._f32(Ho * Wo * C, out)
         _raise_status(self._fn["pk_dwconv2d_s2_cl"](
-            H, W, C, c0, c1, _Arg(x, H * W * C, "float32", "x").pointer, _Arg(w, C * 9, "float32", "w").pointer,
+            H, W, C, c0, c1, 1 if relu_input else 0, _Arg(x, H * W * C, "float32", "x").pointer,
+            _Arg(w, C * 9, "float32", "w").pointer,
             _Arg(b, C, "float32", "b").pointer, _Arg(y, Ho * Wo * C, "float32", "y", True).pointer),
             "pk_dwconv2d_s2_cl")
         return y, Ho, Wo

@@ -27,6 +27,14 @@ PK_API int silu__avx512vnni(int n, const float *x, float *y);
 PK_API int silu__wasm_simd128(int n, const float *x, float *y);
 PK_API int silu__wasm_relaxed_simd(int n, const float *x, float *y);
 
+/* GLU in every tier: y [N][C] = x[:, :C] * pk_sigmoidf(x[:, C:]) for x [N][2C], pk_glu's bits
+ * (pk_sigmoidf(v) = 1 / (1 + pk_expf(-v))), lane-wise as silu. For the one-call layer. */
+int glu__scalar(int N, int C, const float *x, float *y);
+int glu__avx2(int N, int C, const float *x, float *y);
+int glu__avx512vnni(int N, int C, const float *x, float *y);
+int glu__wasm_simd128(int N, int C, const float *x, float *y);
+int glu__wasm_relaxed_simd(int N, int C, const float *x, float *y);
+
 /* The softmax's exponentials in every tier: row[i] = pk_expf(row[i] - mx) for i < n, the same
  * lane-wise steps as silu (groups whose every row[i] - mx is within +-87, others and the tail
  * by the scalar steps). For kernels/attention_impl.h in the one-call layer. */

@@ -1,4 +1,4 @@
-/* SiLU and the softmax's exponentials, AVX2 tier (contract in activation.h): pk_expf's main
+/* SiLU, GLU and the softmax's exponentials, AVX2 tier (contract in activation.h): pk_expf's main
  * path on 8 lanes. */
 #include <immintrin.h>
 #include "activation.h"
@@ -55,4 +55,28 @@ void softmax_exp_row__avx2(int n, float *row, float mx) {
         _mm256_storeu_ps(row + i, expf_main_path(v));
     }
     for (; i < n; i++) row[i] = pk_expf(row[i] - mx);
+}
+
+int glu__avx2(int N, int C, const float *x, float *y) {
+    if (N <= 0 || C <= 0) return PK_E_SHAPE;
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 limit = _mm256_set1_ps(PK_SILU_FAST_LIMIT), one = _mm256_set1_ps(1.0f);
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    for (int n = 0; n < N; n++) {
+        const float *a = x + (size_t)n * 2 * C, *g = a + C;
+        float *out = y + (size_t)n * C;
+        int c = 0;
+        for (; c + 8 <= C; c += 8) {
+            __m256 v = _mm256_loadu_ps(g + c);
+            __m256 inside = _mm256_cmp_ps(_mm256_and_ps(v, abs_mask), limit, _CMP_LE_OQ);   /* false for NaN */
+            if (_mm256_movemask_ps(inside) != 0xff) {
+                for (int j = c; j < c + 8; j++) out[j] = a[j] * pk_sigmoidf(g[j]);
+                continue;
+            }
+            __m256 e = expf_main_path(_mm256_xor_ps(v, sign));                         /* pk_expf(-v) */
+            _mm256_storeu_ps(out + c, _mm256_mul_ps(_mm256_loadu_ps(a + c), _mm256_div_ps(one, _mm256_add_ps(one, e))));
+        }
+        for (; c < C; c++) out[c] = a[c] * pk_sigmoidf(g[c]);
+    }
+    return PK_OK;
 }

@@ -1,5 +1,6 @@
-/* SiLU and the softmax's exponentials, scalar tier (contract in activation.h). */
+/* SiLU, GLU and the softmax's exponentials, scalar tier (contract in activation.h). */
 #include "activation.h"
+#include "ops.h"
 
 int silu__scalar(int n, const float *x, float *y) {
     if (n < 0) return PK_E_SHAPE;
@@ -10,3 +11,5 @@ int silu__scalar(int n, const float *x, float *y) {
 void softmax_exp_row__scalar(int n, float *row, float mx) {
     for (int i = 0; i < n; i++) row[i] = pk_expf(row[i] - mx);
 }
+
+int glu__scalar(int N, int C, const float *x, float *y) { return pk_glu(N, C, x, y); }

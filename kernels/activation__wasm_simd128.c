@@ -1,4 +1,4 @@
-/* SiLU and the softmax's exponentials, WebAssembly SIMD128 tier (contract in activation.h):
+/* SiLU, GLU and the softmax's exponentials, WebAssembly SIMD128 tier (contract in activation.h):
  * pk_expf's main path on 4 lanes. */
 #include <wasm_simd128.h>
 #include "activation.h"
@@ -49,4 +49,25 @@ void softmax_exp_row__wasm_simd128(int n, float *row, float mx) {
         wasm_v128_store(row + i, expf_main_path(v));
     }
     for (; i < n; i++) row[i] = pk_expf(row[i] - mx);
+}
+
+int glu__wasm_simd128(int N, int C, const float *x, float *y) {
+    if (N <= 0 || C <= 0) return PK_E_SHAPE;
+    const v128_t limit = wasm_f32x4_splat(PK_SILU_FAST_LIMIT), one = wasm_f32x4_splat(1.0f);
+    for (int n = 0; n < N; n++) {
+        const float *a = x + (size_t)n * 2 * C, *g = a + C;
+        float *out = y + (size_t)n * C;
+        int c = 0;
+        for (; c + 4 <= C; c += 4) {
+            v128_t v = wasm_v128_load(g + c);
+            if (!wasm_i32x4_all_true(wasm_f32x4_le(wasm_f32x4_abs(v), limit))) {  /* false for NaN */
+                for (int j = c; j < c + 4; j++) out[j] = a[j] * pk_sigmoidf(g[j]);
+                continue;
+            }
+            v128_t e = expf_main_path(wasm_f32x4_neg(v));                            /* pk_expf(-v) */
+            wasm_v128_store(out + c, wasm_f32x4_mul(wasm_v128_load(a + c), wasm_f32x4_div(one, wasm_f32x4_add(one, e))));
+        }
+        for (; c < C; c++) out[c] = a[c] * pk_sigmoidf(g[c]);
+    }
+    return PK_OK;
 }

@@ -65,7 +65,7 @@ static int attention(const pk_conformer_layer *L, int T, const float *pe,
 static int conv_module(const pk_conformer_layer *L, int T, const pk_layer_buffers *b) {
     int D = L->D, status = linear_forward(&L->pw1, T, b->z, &b->lin, b->wide);
     if (status) return status;
-    pk_glu(T, D, b->wide, b->q);
+    PK_TIER_FN(glu)(T, D, b->wide, b->q);
     pk_dwconv1d(T, D, L->conv_kernel, b->q, L->dw_w, L->dw_b, b->k);
     PK_TIER_FN(silu)(T * D, b->k, b->k);
     return linear_forward(&L->pw2, T, b->k, &b->lin, b->out);

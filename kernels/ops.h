@@ -45,11 +45,14 @@
  *                                   into the head's columns of out: the bits of those calls made
  *                                   one by one. scratch: pk_attention_scratch_floats(T, dk) floats
  * pk_transpose3(A, B, C, x, y)     x [A][B][C] -> y [B][A][C] (data movement only)
- * pk_transpose_last2(N, A, B, x, y) x [N][A][B] -> y [N][B][A] (data movement only)
- * pk_dwconv2d_s2_cl(H, W, C, c0, c1, x, w, b, y)   pk_conv2d_s2 with groups = C on channel-last
- *                                   maps: x [H][W][C], w [C][3][3], y [ceil(H/2)][ceil(W/2)][C],
- *                                   channels c0..c1-1 only (the others of y untouched); each
- *                                   output summed in pk_conv2d_s2's order, so the same bits
+ * pk_transpose_last2(N, A, B, relu, x, y)   x [N][A][B] -> y [N][B][A] (data movement; with
+ *                                   relu != 0 each value passes pk_relu's formula on the way)
+ * pk_dwconv2d_s2_cl(H, W, C, c0, c1, relu_input, x, w, b, y)   pk_conv2d_s2 with groups = C on
+ *                                   channel-last maps: x [H][W][C], w [C][3][3],
+ *                                   y [ceil(H/2)][ceil(W/2)][C], channels c0..c1-1 only (the
+ *                                   others of y untouched); each output summed in pk_conv2d_s2's
+ *                                   order, of pk_relu(x) when relu_input != 0: the bits of
+ *                                   pk_relu then pk_conv2d_s2, without the pass over x
  * pk_block_power(n, B, x, y)      y[i] = mean of x^2 over block i = x[iB, min(iB + B, n)): a double
  *                                   sum in sample order over the block, divided by its length,
  *                                   rounded to float (ceil(n / B) outputs; pauses in long files)
@@ -91,9 +94,9 @@ PK_API int pk_argmax(int n, const float *x);
 PK_API int pk_rel_positions(int T, int D, float *pe);
 PK_API int pk_subsampling_head(int T, int F, int C, const float *x, const float *w0, const float *b0,
                                const float *w2, const float *b2, float *scratch, float *y);
-PK_API int pk_transpose_last2(int N, int A, int B, const float *x, float *y);
-PK_API int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, const float *x, const float *w,
-                             const float *b, float *y);
+PK_API int pk_transpose_last2(int N, int A, int B, int relu, const float *x, float *y);
+PK_API int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, int relu_input, const float *x,
+                             const float *w, const float *b, float *y);
 PK_API int pk_transpose3(int A, int B, int C, const float *x, float *y);
 PK_API int pk_copy_cols(int N, int W, const float *x, int O, int c0, float *y);
 PK_API size_t pk_attention_scratch_floats(int T, int dk);

@@ -166,8 +166,8 @@ int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w
     return PK_OK;
 }
 
-int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, const float *x, const float *w, const float *b,
-                      float *y) {
+int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, int relu_input, const float *x, const float *w,
+                      const float *b, float *y) {
     if (H <= 0 || W <= 0 || C <= 0 || c0 < 0 || c1 > C || c0 >= c1) return PK_E_SHAPE;
     int Ho = (H + 1) / 2, Wo = (W + 1) / 2;
     for (int i = 0; i < Ho; i++)
@@ -181,7 +181,9 @@ int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, const float *x, const
                     for (int e = 0; e < 3; e++) {
                         int col = 2 * j + e - 1;
                         if (col < 0 || col >= W) continue;
-                        acc = acc + w[(size_t)c * 9 + a * 3 + e] * x[((size_t)r * W + col) * C + c];
+                        float v = x[((size_t)r * W + col) * C + c];
+                        if (relu_input) v = v > 0.0f ? v : 0.0f;          /* pk_relu's formula */
+                        acc = acc + w[(size_t)c * 9 + a * 3 + e] * v;
                     }
                 }
                 out[c] = acc + b[c];
@@ -190,13 +192,16 @@ int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, const float *x, const
     return PK_OK;
 }
 
-int pk_transpose_last2(int N, int A, int B, const float *x, float *y) {
+int pk_transpose_last2(int N, int A, int B, int relu, const float *x, float *y) {
     if (N <= 0 || A <= 0 || B <= 0) return PK_E_SHAPE;
     for (int n = 0; n < N; n++) {
         const float *src = x + (size_t)n * A * B;
         float *dst = y + (size_t)n * A * B;
         for (int a = 0; a < A; a++)
-            for (int b = 0; b < B; b++) dst[(size_t)b * A + a] = src[(size_t)a * B + b];
+            for (int b = 0; b < B; b++) {
+                float v = src[(size_t)a * B + b];
+                dst[(size_t)b * A + a] = relu && !(v > 0.0f) ? 0.0f : v;       /* pk_relu's formula */
+            }
     }
     return PK_OK;
 }

@@ -119,6 +119,8 @@ def test_channel_last_depthwise_conv_is_the_grouped_conv(scalar, H, W, C):
             scalar.dwconv2d_s2_cl(x_last, H, W, C, w, b, c0, c1, out=parts)
             assert parts[:, :, c0:c1].tobytes() == f32(want[:, :, c0:c1]).tobytes()
     assert parts.tobytes() == f32(want).tobytes()
+    relu_first, _, _ = scalar.dwconv2d_s2_cl(scalar.relu(x_last, x_last.size), H, W, C, w, b)
+    assert scalar.dwconv2d_s2_cl(x_last, H, W, C, w, b, relu_input=True)[0].tobytes() == relu_first.tobytes()
     with pytest.raises(KernelError, match="channels 2..1"):
         scalar.dwconv2d_s2_cl(x_last, H, W, C, w, b, 2, 1)
     with pytest.raises(KernelError, match="x: need"):
@@ -128,7 +130,11 @@ def test_channel_last_depthwise_conv_is_the_grouped_conv(scalar, H, W, C):
 @pytest.mark.parametrize("N, A, B", [(1, 1, 1), (3, 5, 7), (2, 16, 33)])
 def test_transpose_last2(scalar, N, A, B):
     x = f32(rng.standard_normal((N, A, B)))
-    assert arr(scalar.transpose_last2(x, N, A, B), (N, B, A)).tobytes() == f32(x.transpose(0, 2, 1)).tobytes()
+    x.flat[0], x.flat[-1] = -0.0, np.nan
+    want = f32(x.transpose(0, 2, 1))
+    assert arr(scalar.transpose_last2(x, N, A, B), (N, B, A)).tobytes() == want.tobytes()
+    relu = arr(scalar.relu(want, want.size), want.size).tobytes()         # pk_relu: -0 and NaN -> +0
+    assert arr(scalar.transpose_last2(x, N, A, B, relu=True), want.size).tobytes() == relu
 
 
 @pytest.mark.parametrize("T, dk", [(1, 1), (2, 3), (9, 16), (33, 5), (70, 64)])

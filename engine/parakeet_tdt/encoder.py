@@ -276,15 +276,14 @@ class Subsampling:
         x = self._by_channels(H * W, lambda kk, c0, c1, out: kk.subsampling_head(
             x, T, n_mels, c1 - c0, w0[9 * c0:9 * c1], b0[c0:c1], w2[9 * c0:9 * c1], b2[c0:c1], out=out))
         x = k.transpose3(x, C, H * W, 1)                                # [C][HW] -> [HW][C]
-        x = self.pw3(x, H * W, float_acts)
-        k.relu(x, C * H * W, out=x)
+        x = self.pw3(x, H * W, float_acts)                              # relu: as the conv reads it
         (w5, b5), Hi, Wi = self.conv5, H, W
         H, W = (H + 1) // 2, (W + 1) // 2                                # depthwise 3x3/2
         y = zeros_f32(H * W * C)
-        self._by_channel_ranges(lambda kk, c0, c1: kk.dwconv2d_s2_cl(x, Hi, Wi, C, w5, b5, c0, c1, out=y))
+        self._by_channel_ranges(lambda kk, c0, c1: kk.dwconv2d_s2_cl(x, Hi, Wi, C, w5, b5, c0, c1, relu_input=True,
+                                                                     out=y))
         x = self.pw6(y, H * W, float_acts)
-        k.relu(x, C * H * W, out=x)
-        flat = k.transpose_last2(x, H, W, C)                            # [T'][F'][C] -> [T'][C][F']
+        flat = k.transpose_last2(x, H, W, C, relu=True)                 # relu, [T'][F'][C] -> [T'][C][F']
         return self.linear(flat, H, float_acts), H
 
     def _by_channels(self, per_channel: int, run) -> array:
