@@ -169,26 +169,36 @@ int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w
 int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, int relu_input, const float *x, const float *w,
                       const float *b, float *y) {
     if (H <= 0 || W <= 0 || C <= 0 || c0 < 0 || c1 > C || c0 >= c1) return PK_E_SHAPE;
+    /* Lanes = channels, in blocks of CB with the block's taps transposed to [9][CB]: every
+     * output still adds its taps in pk_conv_s2_taps' order (rows, then columns, those outside
+     * the map skipped), so compilers may vectorise over the channels. */
+    enum { CB = 64 };
     int Ho = (H + 1) / 2, Wo = (W + 1) / 2;
-    for (int i = 0; i < Ho; i++)
-        for (int j = 0; j < Wo; j++) {
-            float *out = y + ((size_t)i * Wo + j) * C;
-            for (int c = c0; c < c1; c++) {           /* pk_conv_s2_taps' order, channel-last reads */
-                float acc = 0.0f;
+    float taps[9 * CB], acc[CB];
+    for (int cb0 = c0; cb0 < c1; cb0 += CB) {
+        int cb = c1 - cb0 < CB ? c1 - cb0 : CB;
+        for (int t = 0; t < 9; t++)
+            for (int c = 0; c < cb; c++) taps[t * CB + c] = w[(size_t)(cb0 + c) * 9 + t];
+        for (int i = 0; i < Ho; i++)
+            for (int j = 0; j < Wo; j++) {
+                for (int c = 0; c < cb; c++) acc[c] = 0.0f;
                 for (int a = 0; a < 3; a++) {
                     int r = 2 * i + a - 1;
                     if (r < 0 || r >= H) continue;
                     for (int e = 0; e < 3; e++) {
                         int col = 2 * j + e - 1;
                         if (col < 0 || col >= W) continue;
-                        float v = x[((size_t)r * W + col) * C + c];
-                        if (relu_input) v = v > 0.0f ? v : 0.0f;          /* pk_relu's formula */
-                        acc = acc + w[(size_t)c * 9 + a * 3 + e] * v;
+                        const float *xs = x + ((size_t)r * W + col) * C + cb0, *wt = taps + (a * 3 + e) * CB;
+                        if (relu_input)                                   /* pk_relu's formula */
+                            for (int c = 0; c < cb; c++) acc[c] = acc[c] + wt[c] * (xs[c] > 0.0f ? xs[c] : 0.0f);
+                        else
+                            for (int c = 0; c < cb; c++) acc[c] = acc[c] + wt[c] * xs[c];
                     }
                 }
-                out[c] = acc + b[c];
+                float *out = y + ((size_t)i * Wo + j) * C + cb0;
+                for (int c = 0; c < cb; c++) out[c] = acc[c] + b[cb0 + c];
             }
-        }
+    }
     return PK_OK;
 }
 

@@ -103,7 +103,7 @@ def test_conv2d_stride2(scalar, groups):
     assert np.abs(arr(y, (Cout, Ho, Wo)) - ref).max() < 1e-5
 
 
-@pytest.mark.parametrize("H, W, C", [(1, 1, 1), (2, 3, 5), (9, 16, 8), (17, 7, 3)])
+@pytest.mark.parametrize("H, W, C", [(1, 1, 1), (2, 3, 5), (9, 16, 8), (17, 7, 3), (5, 6, 130)])
 def test_channel_last_depthwise_conv_is_the_grouped_conv(scalar, H, W, C):
     """The subsampling's third conv on channel-last maps gives pk_conv2d_s2's bits (groups = C),
     whole or in channel ranges (one per thread), and leaves the other channels alone."""
