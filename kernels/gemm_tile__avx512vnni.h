@@ -7,6 +7,10 @@
  *
  * Staging of an 8-row block (8*K bytes): per k quad h one 32-byte vector, byte 4r + i =
  * W[row r][4h + i] + 64 - the wasm relaxed layout with its two halves side by side.
+ *
+ * Plain int8 weights (int8_gemm) span [-128, 127]: they are staged as w + 128 in [0, 255], the
+ * correction 128 * sum_k xq. Still exact: |sum_k (w + 128) xq| <= 255 * 128 * K < 2^31 for every
+ * K <= PK_MAX_DIM, so no partial sum overflows.
  */
 #ifndef PK_GEMM_TILE_AVX512VNNI_H
 #define PK_GEMM_TILE_AVX512VNNI_H
@@ -55,9 +59,9 @@ static inline __m256i pk_quad_splat(const int8_t *x) {
     return _mm256_set1_epi32(v);
 }
 
-/* acc[t] = the 8 rows' exact sums of token t (correction applied). */
+/* acc[t] = the 8 rows' exact sums of token t (correction applied: weights staged + offset). */
 static inline void pk_vnni_tile(int K, const int8_t *stage, const int8_t *x, const int32_t *xsum,
-                                int tokens, __m256i *acc) {
+                                int tokens, int offset, __m256i *acc) {
     __m256i a[PK_VNNI_TOKENS];
     for (int t = 0; t < PK_VNNI_TOKENS; t++) a[t] = _mm256_setzero_si256();
     if (tokens == PK_VNNI_TOKENS) {
@@ -72,7 +76,7 @@ static inline void pk_vnni_tile(int K, const int8_t *stage, const int8_t *x, con
                 a[t] = _mm256_dpbusd_epi32(a[t], _mm256_loadu_si256((const __m256i *)(stage + 32 * h)),
                                            pk_quad_splat(x + (size_t)t * K + 4 * h));
     }
-    for (int t = 0; t < tokens; t++) acc[t] = _mm256_sub_epi32(a[t], _mm256_set1_epi32(64 * xsum[t]));
+    for (int t = 0; t < tokens; t++) acc[t] = _mm256_sub_epi32(a[t], _mm256_set1_epi32(offset * xsum[t]));
 }
 
 #endif
