@@ -393,13 +393,16 @@ def test_peak_kernel_only_on_tiers_that_have_one(scalar):
         scalar.stage_int8(bytearray(64), 8, 8)
 
 
-def test_int8_gemm_exact_at_the_largest_k_with_minus_128(tier_kernels):
-    """|acc| <= K * 128 * 128 = 2^30 at K = 65536: exact even for xq = w = -128 everywhere."""
-    K, O, N = 65536, 8, 1
+@pytest.mark.parametrize("N", [1, 16])
+@pytest.mark.parametrize("weight", [-128, 127])
+def test_int8_gemm_exact_at_the_largest_k_with_minus_128(tier_kernels, N, weight):
+    """|acc| <= K * 128 * 128 = 2^30 at K = 65536: exact even for xq = -128 everywhere, with
+    w = -128 or 127 (the VNNI tier's staged w + 128 = 255: partial sums down to -2^31 + 2^23)."""
+    K, O = 65536, 8
     xq = np.full((N, K), -128, np.int8)
-    w = np.full((O, K), -128, np.int8)
-    y = tier_kernels.int8_gemm(xq, array("f", [1.0]), N, w, array("f", [1.0] * O), O, K)
-    assert list(y) == [float(2 ** 30)] * O
+    w = np.full((O, K), weight, np.int8)
+    y = tier_kernels.int8_gemm(xq, array("f", [1.0] * N), N, w, array("f", [1.0] * O), O, K)
+    assert list(y) == [float(-128 * weight * K)] * (O * N)
 
 
 def test_fv5_gemm_tiers_agree_on_minus_128_activations(scalar):
