@@ -196,6 +196,8 @@ _COMMON_SIGNATURES = {
     "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
     "pk_transpose_last2": (_i, [_i, _i, _i, _i, _vp, _vp]),
+    "pk_subsampling_head_cl_scratch_floats": (_sz, [_i]),
+    "pk_subsampling_head_cl": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
     "pk_dwconv2d_s2_cl": (_i, [_i, _i, _i, _i, _i, _i, _vp, _vp, _vp, _vp]),
     "pk_copy_cols": (_i, [_i, _i, _vp, _i, _i, _vp]),
     "pk_glu_split": (_i, [_i, _i, _vp, _vp, _vp]),
@@ -224,6 +226,7 @@ _TIER_SIGNATURES = {
     "fv5_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
     "int8_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
     "conformer_layer": (_i, [_vp, _i, _vp, _vp, _vp, _vp, _sz]),
+    "subsampling_head_cl": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
     "prediction_step": (_i, [_vp, _vp, _vp, _vp, _vp, _sz]),
     "joint_best": (_i, [_vp, _vp, _vp, _vp, _vp, _sz]),
 }
@@ -600,6 +603,25 @@ class Kernels:
             _Arg(b0, C, "float32", "b0").pointer, _Arg(w2, C * 9, "float32", "w2").pointer,
             _Arg(b2, C, "float32", "b2").pointer, _Arg(scratch, H1 * W1, "float32", "scratch", True).pointer,
             _Arg(y, C * H2 * W2, "float32", "y", True).pointer), "subsampling_head")
+        return y, H2, W2
+
+    def subsampling_head_cl(self, x, T: int, F: int, C: int, w0, b0, w2, b2, c0: int = 0, c1: int | None = None,
+                            out=None) -> tuple:
+        """subsampling_head's bits, channel-last, channels c0..c1-1: (y [H2][W2][C], H2, W2)."""
+        c1 = C if c1 is None else c1
+        _check_dims(T=T, F=F, C=C)
+        if not (isinstance(c0, int) and isinstance(c1, int) and 0 <= c0 < c1 <= C):
+            raise KernelError(f"subsampling_head_cl: channels {c0!r}..{c1!r} of {C}")
+        H1, W1 = (T + 1) // 2, (F + 1) // 2
+        H2, W2 = (H1 + 1) // 2, (W1 + 1) // 2
+        need = self._fn["pk_subsampling_head_cl_scratch_floats"](F)
+        scratch = self.staging(need, "head")
+        y = self._f32(H2 * W2 * C, out)
+        _raise_status(self._fn["subsampling_head_cl"](                # the tier's build of pk_subsampling_head_cl
+            T, F, C, c0, c1, _Arg(x, T * F, "float32", "x").pointer, _Arg(w0, C * 9, "float32", "w0").pointer,
+            _Arg(b0, C, "float32", "b0").pointer, _Arg(w2, C * 9, "float32", "w2").pointer,
+            _Arg(b2, C, "float32", "b2").pointer, _Arg(scratch, need, "float32", "scratch", True).pointer,
+            _Arg(y, H2 * W2 * C, "float32", "y", True).pointer), "subsampling_head_cl")
         return y, H2, W2
 
     def rel_positions(self, T: int, D: int) -> array:

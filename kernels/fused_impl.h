@@ -13,6 +13,7 @@
 
 #include "decoder_step.h"
 #include "layer.h"
+#include "subsampling.h"
 
 #define PK_PASTE(name, tier) name##__##tier
 #define PK_EXPAND(name, tier) PK_PASTE(name, tier)
@@ -22,6 +23,14 @@
 #define PK_ATTENTION(name) tier_attention_##name
 #define PK_ATTENTION_EXP_ROW(n, row, mx) PK_TIER_FN(softmax_exp_row)(n, row, mx)
 #include "attention_impl.h"
+
+/* The channel-last subsampling head with this tier's flags (head_impl.h). */
+#define PK_HEAD(name) tier_head_##name
+#include "head_impl.h"
+
+int PK_TIER_FN(subsampling_head_cl)(PK_SUBSAMPLING_HEAD_CL_ARGS) {
+    return tier_head_channel_last(T, F, C, c0, c1, x, w0, b0, w2, b2, scratch, y);
+}
 
 /* y = L(x) for x already quantised into b. */
 static int run_linear(const pk_linear *L, int N, const pk_linear_buffers *b, float *y) {

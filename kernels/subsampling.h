@@ -72,6 +72,17 @@ static inline int pk_subsampling_head_with(pk_conv1_s2_fn conv, PK_SUBSAMPLING_H
     return PK_OK;
 }
 
+/* The head channel-last, channels c0..c1-1 (ops.h pk_subsampling_head_cl; head_impl.h compiled
+ * with each tier's flags in fused__<tier>.c): lanes over channels, the same bits. */
+#define PK_SUBSAMPLING_HEAD_CL_ARGS                                                         \
+    int T, int F, int C, int c0, int c1, const float *x, const float *w0, const float *b0,  \
+        const float *w2, const float *b2, float *scratch, float *y
+PK_API int subsampling_head_cl__scalar(PK_SUBSAMPLING_HEAD_CL_ARGS);
+PK_API int subsampling_head_cl__avx2(PK_SUBSAMPLING_HEAD_CL_ARGS);
+PK_API int subsampling_head_cl__avx512vnni(PK_SUBSAMPLING_HEAD_CL_ARGS);
+PK_API int subsampling_head_cl__wasm_simd128(PK_SUBSAMPLING_HEAD_CL_ARGS);
+PK_API int subsampling_head_cl__wasm_relaxed_simd(PK_SUBSAMPLING_HEAD_CL_ARGS);
+
 PK_API int subsampling_head__scalar(PK_SUBSAMPLING_HEAD_ARGS);
 PK_API int subsampling_head__avx2(PK_SUBSAMPLING_HEAD_ARGS);
 PK_API int subsampling_head__avx512vnni(PK_SUBSAMPLING_HEAD_ARGS);

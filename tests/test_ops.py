@@ -212,3 +212,26 @@ def test_attention_heads_equal_the_unfused_ops(scalar, T, D, dk, h0, h1):
         scalar.softmax_rows(scores, T, T)
         want[:, cols] = arr(scalar.matmul_nn(scores, vh, T, dk, T), (T, dk))
     assert out.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("T, F, C", [(1, 1, 1), (5, 7, 3), (40, 80, 96), (13, 9, 130)])
+def test_channel_last_head_is_the_head_in_every_tier(scalar, T, F, C):
+    """subsampling_head_cl (kernels/head_impl.h: lanes over channels, conv0 kept three rows at a
+    time) gives pk_subsampling_head's bits, transposed to [H2][W2][C], in every native tier, whole
+    and in channel ranges (one per thread)."""
+    from conftest import NATIVE_TIERS
+    from engine.kernels import Kernels
+    x = f32(rng.standard_normal((T, F)))
+    w0, b0, w2, b2 = (f32(rng.standard_normal(n)) for n in (C * 9, C, C * 9, C))
+    y, H2, W2 = scalar.subsampling_head(x, T, F, C, w0, b0, w2, b2)
+    want = f32(arr(y, (C, H2 * W2)).T).tobytes()
+    for tier in NATIVE_TIERS:
+        k = Kernels(tier)
+        got, H, W = k.subsampling_head_cl(x, T, F, C, w0, b0, w2, b2)
+        assert (H, W) == (H2, W2) and got.tobytes() == want, tier
+        parts = np.zeros(H * W * C, np.float32)
+        for c0, c1 in ((0, C // 3), (C // 3, C)) if C > 2 else ((0, C),):
+            k.subsampling_head_cl(x, T, F, C, w0, b0, w2, b2, c0, c1, out=parts)
+        assert parts.tobytes() == want, tier
+    with pytest.raises(KernelError, match="channels 0..0"):
+        scalar.subsampling_head_cl(x, T, F, C, w0, b0, w2, b2, 0, 0)

@@ -265,18 +265,18 @@ class Subsampling:
         return out, Tp
 
     def _frames(self, x, T: int, n_mels: int, float_acts: bool) -> tuple:
-        """x [T][mels] -> ([T'][d_model], T'), the whole stack on one slice of time. After the
-        head the maps are channel-last ([H][W][C]: one row per position, what the pointwise
-        convs take as tokens), so only the head's output and the flatten move data."""
+        """x [T][mels] -> ([T'][d_model], T'), the whole stack on one slice of time. The maps
+        are channel-last ([H][W][C]: one row per position, what the pointwise convs take as
+        tokens), so only the flatten moves data."""
         k, C = self.k, self.C
-        # conv 3x3/2 + ReLU + depthwise 3x3/2, fused per channel (one channel's map at a time)
+        # conv 3x3/2 + ReLU + depthwise 3x3/2 in one pass, channel-last (kernels/head_impl.h)
         H, W = (T + 1) // 2, (n_mels + 1) // 2
         H, W = (H + 1) // 2, (W + 1) // 2
         (w0, b0), (w2, b2) = self.conv0, self.conv2
-        x = self._by_channels(H * W, lambda kk, c0, c1, out: kk.subsampling_head(
-            x, T, n_mels, c1 - c0, w0[9 * c0:9 * c1], b0[c0:c1], w2[9 * c0:9 * c1], b2[c0:c1], out=out))
-        x = k.transpose3(x, C, H * W, 1)                                # [C][HW] -> [HW][C]
-        x = self.pw3(x, H * W, float_acts)                              # relu: as the conv reads it
+        head = zeros_f32(H * W * C)                                     # [H][W][C]
+        self._by_channel_ranges(lambda kk, c0, c1: kk.subsampling_head_cl(x, T, n_mels, C, w0, b0, w2, b2, c0, c1,
+                                                                          out=head))
+        x = self.pw3(head, H * W, float_acts)                           # relu: as the conv reads it
         (w5, b5), Hi, Wi = self.conv5, H, W
         H, W = (H + 1) // 2, (W + 1) // 2                                # depthwise 3x3/2
         y = zeros_f32(H * W * C)
@@ -285,15 +285,6 @@ class Subsampling:
         x = self.pw6(y, H * W, float_acts)
         flat = k.transpose_last2(x, H, W, C, relu=True)                 # relu, [T'][F'][C] -> [T'][C][F']
         return self.linear(flat, H, float_acts), H
-
-    def _by_channels(self, per_channel: int, run) -> array:
-        """y [C][per_channel] from run(k, c0, c1, out) over channel ranges, one per thread: a
-        per-channel stage computes each channel's map on its own, so any split gives the same
-        bits."""
-        y = zeros_f32(self.C * per_channel)
-        view = memoryview(y)
-        self._by_channel_ranges(lambda kk, c0, c1: run(kk, c0, c1, view[c0 * per_channel:c1 * per_channel]))
-        return y
 
     def _by_channel_ranges(self, run) -> None:
         """run(k, c0, c1) over channel ranges, one per thread (each writes its channels only)."""
