@@ -4,23 +4,12 @@
 
 /* Scratch: two [4P] gate buffers, h [J], z [O], xs, then xq and the GEMM's scratch. */
 size_t pk_decoder_carve(int P, int J, int O, void *scratch, pk_decoder_buffers *d) {
-    size_t floats[5] = {(size_t)4 * P, (size_t)4 * P, (size_t)J, (size_t)O, 1};
+    pk_decoder_buffers sizes_only;                                       /* scratch NULL: only the size */
+    if (!d) d = &sizes_only;
+    size_t floats[4] = {(size_t)4 * P, (size_t)4 * P, (size_t)J, (size_t)O};
     size_t widest = P > J ? (size_t)P : (size_t)J;
-    size_t gemm = pk_gemm_scratch_bytes(1, (int)widest);
-    float *xs, **where[5] = {&d->a, &d->b, &d->h, &d->z, &xs};
-    uint8_t *base = scratch ? (uint8_t *)pk_align64(scratch) : NULL;
-    size_t offset = 0;
-    for (int i = 0; i < 5; i++) {
-        if (base) *where[i] = (float *)(base + offset);
-        offset += pk_round64(4 * floats[i]);
-    }
-    if (base) {
-        d->lin.xs = xs;
-        d->lin.xq = (int8_t *)(base + offset);
-        d->lin.gemm = base + offset + pk_round64(widest);
-        d->lin.gemm_bytes = gemm;
-    }
-    return 64 + offset + pk_round64(widest) + gemm;                 /* 64: room to align the base */
+    float **const where[4] = {&d->a, &d->b, &d->h, &d->z};
+    return pk_carve(scratch, 4, floats, where, 1, widest, pk_gemm_scratch_bytes(1, (int)widest), &d->lin);
 }
 
 size_t pk_decoder_scratch_bytes(int P, int J, int O) {

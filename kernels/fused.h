@@ -36,6 +36,13 @@ typedef struct {
 /* 1 when L holds an O x K linear of a known kind (pointers set). */
 int pk_linear_is(const pk_linear *L, int O, int K);
 
+/* Lay out, from scratch (its first 64-byte boundary on), n float buffers of floats[i] floats
+ * each at *where[i], then a linear's xs (xs_floats), xq (xq_bytes) and GEMM scratch
+ * (gemm_bytes) in lin, each 64-byte aligned. Returns the bytes it needs; with scratch NULL it
+ * only counts them. */
+size_t pk_carve(void *scratch, int n, const size_t *floats, float **const *where, size_t xs_floats, size_t xq_bytes,
+                size_t gemm_bytes, pk_linear_buffers *lin);
+
 static inline size_t pk_round64(size_t n) { return (n + 63u) & ~(size_t)63u; }
 
 #endif

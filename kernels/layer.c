@@ -3,29 +3,17 @@
 #include "layer.h"
 
 size_t pk_layer_carve(int T, int D, int ff, int heads, void *scratch, pk_layer_buffers *b) {
+    pk_layer_buffers sizes_only;                                       /* scratch NULL: only the size */
+    if (!b) b = &sizes_only;
     size_t td = (size_t)T * D, rows = (size_t)2 * T - 1;             /* pe has 2T - 1 rows */
     size_t wide = (size_t)T * (ff > 2 * D ? ff : 2 * D);             /* ff hidden, pw1's [T][2D] */
     size_t widest_k = ff > D ? (size_t)ff : (size_t)D;
     size_t xq_bytes = rows * widest_k;                               /* the largest N x K input */
     size_t gemm_a = pk_gemm_scratch_bytes((int)rows, D), gemm_b = pk_gemm_scratch_bytes(T, ff);
     size_t gemm = gemm_a > gemm_b ? gemm_a : gemm_b;
-    size_t floats[11] = {td, td, wide, td, td, td, td, rows * D, td, rows,
-                         pk_attention_scratch_floats(T, D / heads)};
-    float *dummy, **where[11] = {&b->r, &b->z, &b->wide, &b->out, &b->q, &b->k, &b->v, &b->p, &b->ctx,
-                                 &dummy, &b->attn};
-    uint8_t *base = scratch ? (uint8_t *)pk_align64(scratch) : NULL;
-    size_t offset = 0;
-    for (int i = 0; i < 11; i++) {
-        if (base) *where[i] = (float *)(base + offset);
-        offset += pk_round64(4 * floats[i]);
-    }
-    if (base) {
-        b->lin.xs = dummy;
-        b->lin.xq = (int8_t *)(base + offset);
-        b->lin.gemm = base + offset + pk_round64(xq_bytes);
-        b->lin.gemm_bytes = gemm;
-    }
-    return 64 + offset + pk_round64(xq_bytes) + gemm;                 /* 64: room to align the base */
+    size_t floats[10] = {td, td, wide, td, td, td, td, rows * D, td, pk_attention_scratch_floats(T, D / heads)};
+    float **const where[10] = {&b->r, &b->z, &b->wide, &b->out, &b->q, &b->k, &b->v, &b->p, &b->ctx, &b->attn};
+    return pk_carve(scratch, 10, floats, where, rows, xq_bytes, gemm, &b->lin);
 }
 
 size_t pk_conformer_layer_scratch_bytes(int T, int D, int ff, int heads) {

@@ -172,38 +172,28 @@ int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, int relu_input, const
     /* Lanes = channels, in blocks of CB with the block's taps transposed to [9][CB]: every
      * output still adds its taps in pk_conv_s2_taps' order (rows, then columns, those outside
      * the map skipped), so compilers may vectorise over the channels. */
-    enum { CB = 64 };
+    enum { CB = PK_CHANNEL_BLOCK };
     int Ho = (H + 1) / 2, Wo = (W + 1) / 2;
-    float taps[9 * CB], acc[CB];
+    float taps[9 * CB];
     for (int cb0 = c0; cb0 < c1; cb0 += CB) {
         int cb = c1 - cb0 < CB ? c1 - cb0 : CB;
         for (int t = 0; t < 9; t++)
             for (int c = 0; c < cb; c++) taps[t * CB + c] = w[(size_t)(cb0 + c) * 9 + t];
-        for (int i = 0; i < Ho; i++)
-            for (int j = 0; j < Wo; j++) {
-                for (int c = 0; c < cb; c++) acc[c] = 0.0f;
-                for (int a = 0; a < 3; a++) {
-                    int r = 2 * i + a - 1;
-                    if (r < 0 || r >= H) continue;
-                    for (int e = 0; e < 3; e++) {
-                        int col = 2 * j + e - 1;
-                        if (col < 0 || col >= W) continue;
-                        const float *xs = x + ((size_t)r * W + col) * C + cb0, *wt = taps + (a * 3 + e) * CB;
-                        if (relu_input)                                   /* pk_relu's formula */
-                            for (int c = 0; c < cb; c++) acc[c] = acc[c] + wt[c] * (xs[c] > 0.0f ? xs[c] : 0.0f);
-                        else
-                            for (int c = 0; c < cb; c++) acc[c] = acc[c] + wt[c] * xs[c];
-                    }
-                }
-                float *out = y + ((size_t)i * Wo + j) * C + cb0;
-                for (int c = 0; c < cb; c++) out[c] = acc[c] + b[cb0 + c];
+        for (int i = 0; i < Ho; i++) {
+            const float *rows[3];
+            for (int a = 0; a < 3; a++) {
+                int r = 2 * i + a - 1;
+                rows[a] = r >= 0 && r < H ? x + (size_t)r * W * C + cb0 : NULL;
             }
+            for (int j = 0; j < Wo; j++)
+                pk_dw_s2_pixel_cl(cb, rows, (size_t)C, W, j, taps, relu_input, b + cb0, y + ((size_t)i * Wo + j) * C + cb0);
+        }
     }
     return PK_OK;
 }
 
 size_t pk_subsampling_head_cl_scratch_floats(int F) {
-    return (size_t)3 * ((F + 1) / 2) * 64;                    /* 3 rows of conv0, one block */
+    return (size_t)3 * ((F + 1) / 2) * PK_CHANNEL_BLOCK;      /* 3 rows of conv0, one block */
 }
 
 /* The channel-last head (head_impl.h) as this file's static ops_head_*. */

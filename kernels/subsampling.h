@@ -42,6 +42,33 @@ static inline float pk_conv_s2_taps(float acc, int H, int W, const float *x, con
     return acc;
 }
 
+/* Channel blocks of the channel-last convs (ops__scalar.c pk_dwconv2d_s2_cl, head_impl.h). */
+#define PK_CHANNEL_BLOCK 64
+
+/* One output pixel (column j) of a 3x3 stride-2 padding-1 depthwise conv on channel-last maps,
+ * cb <= PK_CHANNEL_BLOCK channels in lanes: out[c] = (the taps in pk_conv_s2_taps' order, those
+ * outside the map skipped) + b[c]. rows[a] is input row 2i + a - 1 at column 0 of the block
+ * (NULL outside the map), columns col_stride floats apart, W columns; taps [9][block];
+ * relu: the inputs are read through pk_relu's formula. */
+static inline void pk_dw_s2_pixel_cl(int cb, const float *const rows[3], size_t col_stride, int W, int j,
+                                     const float *taps, int relu, const float *b, float *out) {
+    float acc[PK_CHANNEL_BLOCK];
+    for (int c = 0; c < cb; c++) acc[c] = 0.0f;
+    for (int a = 0; a < 3; a++) {
+        if (!rows[a]) continue;
+        for (int e = 0; e < 3; e++) {
+            int col = 2 * j + e - 1;
+            if (col < 0 || col >= W) continue;
+            const float *xs = rows[a] + (size_t)col * col_stride, *wt = taps + (a * 3 + e) * PK_CHANNEL_BLOCK;
+            if (relu)
+                for (int c = 0; c < cb; c++) acc[c] = acc[c] + wt[c] * (xs[c] > 0.0f ? xs[c] : 0.0f);
+            else
+                for (int c = 0; c < cb; c++) acc[c] = acc[c] + wt[c] * xs[c];
+        }
+    }
+    for (int c = 0; c < cb; c++) out[c] = acc[c] + b[c];
+}
+
 /* One output element of a one-channel 3x3 stride-2 padding-1 conv: the scalar steps. */
 static inline float pk_conv1_s2_at(int H, int W, const float *x, const float *w, float b, int i, int j) {
     return pk_conv_s2_taps(0.0f, H, W, x, w, i, j) + b;
