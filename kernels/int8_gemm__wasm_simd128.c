@@ -4,10 +4,7 @@
 #include "int8_gemm.h"
 #include "gemm_tile__wasm_simd128.h"
 
-/* Few tokens (the decoder's one-token steps): each row's dot product read straight from the
- * row-major weights in i16 lanes, instead of staging the whole matrix for one token. The
- * integer sums are exact either way, so the same bits. */
-enum { GEMV_MAX_TOKENS = 3 };
+enum { GEMV_MAX_TOKENS = 3 };        /* as int8_gemm__avx2.c: few tokens read the rows directly */
 
 static void int8_gemv(int N, int O, int K, const int8_t *xq, const float *xs, const int8_t *w, const float *ws,
                       const float *bias, float *y) {
