@@ -213,6 +213,7 @@ _COMMON_SIGNATURES = {
     "pk_add_div": (_i, [_i, _vp, _vp, ctypes.c_float, _vp]),
     "pk_conformer_layer_scratch_bytes": (_sz, [_i, _i, _i, _i]),
     "pk_decoder_scratch_bytes": (_sz, [_i, _i, _i]),
+    "pk_subsampling_scratch_bytes": (_sz, [_i, _i, _i, _i]),
     "pk_frontend": (_i, [_i, _vp, _vp, _i, _i, _i, _vp, _i, ctypes.c_float, ctypes.c_float,
                          ctypes.c_float, _i, _vp, _vp, _sz]),
 }
@@ -227,6 +228,7 @@ _TIER_SIGNATURES = {
     "int8_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
     "conformer_layer": (_i, [_vp, _i, _vp, _vp, _vp, _vp, _sz]),
     "subsampling_head_cl": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
+    "subsampling_frames": (_i, [_vp, _i, _vp, _vp, _vp, _sz]),
     "prediction_step": (_i, [_vp, _vp, _vp, _vp, _vp, _sz]),
     "joint_best": (_i, [_vp, _vp, _vp, _vp, _vp, _sz]),
 }
@@ -423,13 +425,13 @@ class Kernels:
         bins = n_fft // 2 + 1
         out = zeros_f32(n_mels * N)
         need = self._fn["pk_frontend_scratch_bytes"](n_samples, n_fft)
-        scratch = bytearray(need)
+        scratch = self.staging((need + 3) // 4, "frontend")     # reused: no fresh pages per call
         status = self._fn["pk_frontend"](
             n_samples, _Arg(samples, n_samples, "float32", "samples").pointer,
             _Arg(window, win, "float32", "window").pointer, win, n_fft, hop,
             _Arg(fb, n_mels * bins, "float32", "mel filterbank").pointer, n_mels, preemph, log_guard,
             norm_eps, 1 if normalize else 0, _Arg(out, n_mels * N, "float32", "features", True).pointer,
-            _Arg(scratch, need, "uint8", "scratch", True).pointer, need)
+            _Arg(scratch, (need + 3) // 4, "float32", "scratch", True).pointer, need)
         if status > 0:
             raise KernelError(f"audio sample {status - 1} is NaN or infinite")
         _raise_status(status, "pk_frontend")
@@ -892,6 +894,35 @@ class Kernels:
             raise KernelError(f"decoder: {len(w_ih)} input and {len(w_hh)} hidden LSTM weights")
         return DecoderWeights(_PREPARED, self, P, J, V, n_dur, w_ih, w_hh, proj, head)
 
+    def subsampling_weights(self, C: int, F: int, D: int, convs: list, pw3, pw6, linear) -> "SubsamplingWeights":
+        """Check the subsampling's weights once for subsampling_frames (kernels/subsampling.h):
+        convs = [(w0, b0), (w2, b2), (w5, b5)] ([C][3][3], [C]); pw3, pw6 (C x C) and linear
+        (D x C * ceil(F / 8)) as conformer_layer_weights' linears."""
+        _check_dims(C=C, F=F, D=D)
+        return SubsamplingWeights(_PREPARED, C, F, D, convs, pw3, pw6, linear)
+
+    def subsampling_frames(self, weights: "SubsamplingWeights", T: int, x) -> tuple:
+        """The whole subsampling stack on x [T][F]: (y [T'][D], T'), T' = ceil(T / 8); the bits
+        of the stack composed call by call."""
+        if not isinstance(weights, SubsamplingWeights):
+            raise KernelError("weights must come from Kernels.subsampling_weights")
+        _check_dims(T=T)
+        F, C, D = weights.F, weights.C, weights.D
+        need = self._fn["pk_subsampling_scratch_bytes"](T, F, C, D)
+        if need == 0:
+            raise KernelError(f"subsampling: {T} frames of {F} bins are too many for one call")
+        scratch = self.staging((need + 3) // 4, "subsampling")
+        Tp = (((T + 1) // 2 + 1) // 2 + 1) // 2
+        y = zeros_f32(Tp * D)
+        status = self._fn["subsampling_frames"](
+            ctypes.addressof(weights.desc), T, _Arg(x, T * F, "float32", "x").pointer,
+            _Arg(y, Tp * D, "float32", "y", True).pointer,
+            _Arg(scratch, (need + 3) // 4, "float32", "scratch", True).pointer, need)
+        if status > 0:
+            raise KernelError(f"subsampling: activation row {status - 1} contains NaN or infinity")
+        _raise_status(status, "subsampling_frames")
+        return y, Tp
+
 _PREPARED = object()     # only Kernels.prepare_fv5 may build Fv5Weights
 
 
@@ -1083,6 +1114,31 @@ class DecoderState:
             raise KernelError(f"joint: frame {t} or the prediction is NaN or infinite")
         _raise_status(status, "joint_best")
         return self._best[0], self._best[1]
+
+
+class _SubsamplingDesc(ctypes.Structure):
+    _fields_ = ([("C", ctypes.c_int32), ("F", ctypes.c_int32), ("D", ctypes.c_int32)]
+                + [(name, _vp) for name in ("w0", "b0", "w2", "b2", "w5", "b5")]
+                + [("pw3", _LinearDesc), ("pw6", _LinearDesc), ("linear", _LinearDesc)])
+
+
+class SubsamplingWeights(_WeightsDescription):
+    """The subsampling's weights, checked and described once (Kernels.subsampling_weights)."""
+
+    def __init__(self, token, C, F, D, convs, pw3, pw6, linear):
+        if token is not _PREPARED:
+            raise KernelError("SubsamplingWeights come from Kernels.subsampling_weights")
+        super().__init__()
+        self.C, self.F, self.D = C, F, D
+        if len(convs) != 3:
+            raise KernelError(f"subsampling: need 3 convs, got {len(convs)}")
+        d = self.desc = _SubsamplingDesc(C=C, F=F, D=D)
+        for (w, b), wn, bn in zip(convs, ("w0", "w2", "w5"), ("b0", "b2", "b5")):
+            setattr(d, wn, self._pin(w, 9 * C, f"subsampling {wn}"))
+            setattr(d, bn, self._pin(b, C, f"subsampling {bn}"))
+        sub_freq = (((F + 1) // 2 + 1) // 2 + 1) // 2
+        d.pw3, d.pw6 = self._linear("pw3", (C, C), *pw3), self._linear("pw6", (C, C), *pw6)
+        d.linear = self._linear("subsampling linear", (D, C * sub_freq), *linear)
 
 def _raise_status(status: int, what: str):
     if status == 0:

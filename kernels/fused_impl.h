@@ -145,3 +145,20 @@ int PK_TIER_FN(joint_best)(PK_JOINT_BEST_ARGS) {
     best[1] = pk_argmax(M->n_dur, d.z + M->V + 1);
     return PK_OK;
 }
+
+/* --- the subsampling stack (subsampling.h) --- */
+
+int PK_TIER_FN(subsampling_frames)(PK_SUBSAMPLING_FRAMES_ARGS) {
+    if (!S || !x || !y || !scratch || !pk_subsampling_check(S, T)) return PK_E_SHAPE;
+    int C = S->C, F = S->F, status;
+    if (scratch_bytes < pk_subsampling_scratch_bytes(T, F, C, S->D)) return PK_E_SCRATCH;
+    pk_subsampling_buffers b;
+    pk_subsampling_carve(T, F, C, S->D, scratch, &b);
+    int H2 = ((T + 1) / 2 + 1) / 2, W2 = ((F + 1) / 2 + 1) / 2, H3 = (H2 + 1) / 2, W3 = (W2 + 1) / 2;
+    tier_head_channel_last(T, F, C, 0, C, x, S->w0, S->b0, S->w2, S->b2, b.ring, b.head);
+    if ((status = linear_forward(&S->pw3, H2 * W2, b.head, &b.lin, b.a))) return status;
+    pk_dwconv2d_s2_cl(H2, W2, C, 0, C, 1, b.a, S->w5, S->b5, b.b);
+    if ((status = linear_forward(&S->pw6, H3 * W3, b.b, &b.lin, b.c))) return status;
+    pk_transpose_last2(H3, W3, C, 1, b.c, b.flat);
+    return linear_forward(&S->linear, H3, b.flat, &b.lin, y);
+}

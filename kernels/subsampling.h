@@ -116,4 +116,39 @@ PK_API int subsampling_head__avx512vnni(PK_SUBSAMPLING_HEAD_ARGS);
 PK_API int subsampling_head__wasm_simd128(PK_SUBSAMPLING_HEAD_ARGS);
 PK_API int subsampling_head__wasm_relaxed_simd(PK_SUBSAMPLING_HEAD_ARGS);
 
+/* The whole subsampling stack on one slice of time in one call (issue 23: fewer crossings),
+ * the calls engine/parakeet_tdt/encoder.py's Subsampling._frames makes one by one, in its order:
+ *   head = pk_subsampling_head_cl(x)                        [H2][W2][C]
+ *   a = pw3(head)                                           [H2 W2][C]  (relu: as the conv reads it)
+ *   b = pk_dwconv2d_s2_cl(relu(a); w5, b5)                  [H3][W3][C]
+ *   c = pw6(b); flat = pk_transpose_last2(relu(c))          [H3][C W3]
+ *   y = linear(flat)                                        [H3][D]
+ * x [T][F] (time, mel bins); the linears quantise per token, as every linear. The tiers build it
+ * from fused_impl.h. Returns 0, 1 + row for a non-finite linear input, or PK_E_*. */
+#include "fused.h"
+
+typedef struct {
+    int32_t C, F, D;                                   /* channels, mel bins in, d_model out */
+    const float *w0, *b0, *w2, *b2, *w5, *b5;          /* the convs: [C][3][3], [C] */
+    pk_linear pw3, pw6, linear;                        /* C x C, C x C, D x (C * ceil(F / 8)) */
+} pk_subsampling;
+
+PK_API size_t pk_subsampling_scratch_bytes(int T, int F, int C, int D);
+
+/* Where the stack's buffers sit in its scratch (NULL scratch: only the size). */
+typedef struct {
+    float *head, *a, *b, *c, *flat, *ring;
+    pk_linear_buffers lin;
+} pk_subsampling_buffers;
+size_t pk_subsampling_carve(int T, int F, int C, int D, void *scratch, pk_subsampling_buffers *b);
+int pk_subsampling_check(const pk_subsampling *S, int T);
+
+#define PK_SUBSAMPLING_FRAMES_ARGS                                                          \
+    const pk_subsampling *S, int T, const float *x, float *y, void *scratch, size_t scratch_bytes
+PK_API int subsampling_frames__scalar(PK_SUBSAMPLING_FRAMES_ARGS);
+PK_API int subsampling_frames__avx2(PK_SUBSAMPLING_FRAMES_ARGS);
+PK_API int subsampling_frames__avx512vnni(PK_SUBSAMPLING_FRAMES_ARGS);
+PK_API int subsampling_frames__wasm_simd128(PK_SUBSAMPLING_FRAMES_ARGS);
+PK_API int subsampling_frames__wasm_relaxed_simd(PK_SUBSAMPLING_FRAMES_ARGS);
+
 #endif

@@ -1,5 +1,6 @@
 """The one-call entry points (issue 23, step 3: fewer crossings): a whole encoder layer
-(kernels/layer.h) and the TDT decoder's prediction step and joint (kernels/decoder_step.h) give
+(kernels/layer.h), the subsampling stack on a slice of time (kernels/subsampling.h) and the TDT
+decoder's prediction step and joint (kernels/decoder_step.h) give
 the bits of the same computation composed from single kernel calls - in every native tier, on
 awkward shapes with five-value and int8 linears mixed, and through the engine on the tiny and
 the default model. (The browser runs the same C: tests/test_parity_runtimes.py and
@@ -219,6 +220,7 @@ def test_engine_fused_equals_composed(tier, which, tiny_gguf_path):
     for samples in clips(engine.k):
         per_layer = {}
         for fused in (True, False):
+            network.encoder.subsampling.fused = fused
             for layer in network.encoder.layers:
                 layer.fused = fused
             digests = per_layer[fused] = []
@@ -231,3 +233,27 @@ def test_engine_fused_equals_composed(tier, which, tiny_gguf_path):
     if which == "default":
         assert decode[0] or per_layer                  # the short cuts may decode to nothing
         assert engine.transcribe(clips(engine.k)[0])["text"].startswith("turn on the kitchen lights")
+
+
+def test_subsampling_refuses_bad_input_before_c(tiny_gguf_path):
+    engine = Engine.open(tiny_gguf_path, "scalar", threads=1)
+    sub, k = engine.network.encoder.subsampling, engine.k
+    F = sub.n_mels
+    weights = sub.fused_weights()
+    x = f32(np.random.default_rng(2).standard_normal(40 * F))
+    y, frames = k.subsampling_frames(weights, 40, x)
+    assert frames == 5 and len(y) == 5 * sub.d_model
+    bad = array("f", x)
+    bad[17 * F + 3] = float("inf")                      # a NaN/inf input reaches the pointwise conv
+    with pytest.raises(KernelError, match="contains NaN or infinity"):
+        k.subsampling_frames(weights, 40, bad)
+    with pytest.raises(KernelError, match="x: need"):
+        k.subsampling_frames(weights, 41, x)
+    with pytest.raises(KernelError, match="subsampling_weights"):
+        k.subsampling_frames(object(), 40, x)
+    with pytest.raises(KernelError, match="need 3 convs"):
+        k.subsampling_weights(sub.C, F, sub.d_model, [sub.conv0], sub.pw3.fused_parts(), sub.pw6.fused_parts(),
+                              sub.linear.fused_parts())
+    with pytest.raises(KernelError, match="subsampling linear: shape"):
+        k.subsampling_weights(sub.C, F + 16, sub.d_model, [sub.conv0, sub.conv2, sub.conv5], sub.pw3.fused_parts(),
+                              sub.pw6.fused_parts(), sub.linear.fused_parts())

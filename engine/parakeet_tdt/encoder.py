@@ -240,6 +240,9 @@ class Subsampling:
         self.pw3 = Linear(k, model, f"{p}layers.3.weight", f"{p}layers.3.bias", team)
         self.pw6 = Linear(k, model, f"{p}layers.6.weight", f"{p}layers.6.bias", team)
         self.linear = Linear(k, model, f"{p}linear.weight", f"{p}linear.bias", team)
+        self.n_mels, self.d_model = d.n_mels, d.d_model
+        self.fused = team is None or team.size == 1     # one worker: one C call a chunk
+        self._weights = None
 
     def __call__(self, features, n_mels: int, T: int, float_acts: bool = False) -> tuple:
         with section("subsampling"):
@@ -264,10 +267,21 @@ class Subsampling:
             out.extend(memoryview(y)[drop * len(y) // frames:])
         return out, Tp
 
+    def fused_weights(self):
+        """The stack's weights described once for the one-call subsampling."""
+        if self._weights is None:
+            self._weights = self.k.subsampling_weights(
+                self.C, self.n_mels, self.d_model, [self.conv0, self.conv2, self.conv5], self.pw3.fused_parts(),
+                self.pw6.fused_parts(), self.linear.fused_parts())
+        return self._weights
+
     def _frames(self, x, T: int, n_mels: int, float_acts: bool) -> tuple:
-        """x [T][mels] -> ([T'][d_model], T'), the whole stack on one slice of time. The maps
+        """x [T][mels] -> ([T'][d_model], T'), the whole stack on one slice of time: one C call
+        (kernels/subsampling.h) with one worker, else composed here. The maps
         are channel-last ([H][W][C]: one row per position, what the pointwise convs take as
         tokens), so only the flatten moves data."""
+        if self.fused and not float_acts:
+            return self.k.subsampling_frames(self.fused_weights(), T, x)
         k, C = self.k, self.C
         # conv 3x3/2 + ReLU + depthwise 3x3/2 in one pass, channel-last (kernels/head_impl.h)
         H, W = (T + 1) // 2, (n_mels + 1) // 2
