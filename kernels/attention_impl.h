@@ -5,11 +5,27 @@
  * compilers vectorise them at the tier's width without touching any sum's order) and the
  * tier's exp for the softmax (pk_expf's steps lane-wise: activation.h softmax_exp_row__<tier>).
  *
- * The includer defines PK_ATTENTION(name), the (static) name of each function, and
- * PK_ATTENTION_EXP_ROW(n, row, mx), which sets row[i] = pk_expf(row[i] - mx) for i < n. */
+ * The includer defines PK_ATTENTION(name), the (static) name of each function,
+ * PK_ATTENTION_EXP_ROW(n, row, mx), which sets row[i] = pk_expf(row[i] - mx) for i < n, and
+ * PK_ATTENTION_LANES, the width of the score and weighted-sum tiles (4 or 8 floats).
+ *
+ * Tiles: 4 rows x PK_ATTENTION_LANES columns of scores (or of the weighted sum) are summed in
+ * vector locals - registers - across the whole of d (or of the scores' row), written with the
+ * compilers' vector extension: lane-wise IEEE operations, so every output still adds its terms
+ * in ascending order, as the plain loops do for the edges that do not fill a tile. */
 
+#include <string.h>
 #include "ops.h"
 #include "pk_math.h"
+
+typedef float pk_attention_vec __attribute__((vector_size(4 * PK_ATTENTION_LANES)));
+enum { PK_ATTENTION_TILE_ROWS = 4 };
+
+static inline pk_attention_vec PK_ATTENTION(load)(const float *p) {
+    pk_attention_vec v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
 
 static void PK_ATTENTION(softmax_rows)(int M, int N, float *x) {
     for (int m = 0; m < M; m++) {
@@ -25,10 +41,30 @@ static void PK_ATTENTION(softmax_rows)(int M, int N, float *x) {
 }
 
 static void PK_ATTENTION(matmul_nn)(int M, int N, int K, const float *a, const float *b, float *c) {
-    for (int m = 0; m < M; m++) {
+    enum { R = PK_ATTENTION_TILE_ROWS, L = PK_ATTENTION_LANES };
+    int m = 0;
+    for (; m + R <= M; m += R) {
+        int n = 0;
+        for (; n + L <= N; n += L) {                        /* a tile: R rows x L columns */
+            pk_attention_vec acc[R];
+            for (int r = 0; r < R; r++) acc[r] = (pk_attention_vec){0};
+            for (int k = 0; k < K; k++) {                   /* for each output: k ascending */
+                pk_attention_vec bv = PK_ATTENTION(load)(b + (size_t)k * N + n);
+                for (int r = 0; r < R; r++) acc[r] = acc[r] + bv * a[(size_t)(m + r) * K + k];
+            }
+            for (int r = 0; r < R; r++) memcpy(c + (size_t)(m + r) * N + n, &acc[r], sizeof acc[r]);
+        }
+        for (int r = 0; r < R; r++)                         /* the columns past the last tile */
+            for (int nn = n; nn < N; nn++) {
+                float acc = 0.0f;
+                for (int k = 0; k < K; k++) acc = acc + a[(size_t)(m + r) * K + k] * b[(size_t)k * N + nn];
+                c[(size_t)(m + r) * N + nn] = acc;
+            }
+    }
+    for (; m < M; m++) {                                    /* the rows past the last tile */
         float *cr = c + (size_t)m * N;
         for (int n = 0; n < N; n++) cr[n] = 0.0f;
-        for (int k = 0; k < K; k++) {                       /* for each n: k ascending */
+        for (int k = 0; k < K; k++) {
             float av = a[(size_t)m * K + k];
             const float *br = b + (size_t)k * N;
             for (int n = 0; n < N; n++) cr[n] = cr[n] + av * br[n];
@@ -47,7 +83,36 @@ static void PK_ATTENTION(rel_scores)(int T, int dk, const float *qu, const float
         for (int d = 0; d < dk; d++) kt[(size_t)d * T + j] = k[(size_t)j * dk + d];
     for (size_t r = 0; r < P; r++)
         for (int d = 0; d < dk; d++) pt[(size_t)d * P + r] = p[r * dk + d];
-    for (int i = 0; i < T; i++) {
+    enum { R = PK_ATTENTION_TILE_ROWS, L = PK_ATTENTION_LANES };
+    int i = 0;
+    for (; i + R <= T; i += R) {
+        int j = 0;
+        for (; j + L <= T; j += L) {                        /* a tile: R rows x L columns */
+            pk_attention_vec ac[R], bt[R];
+            for (int r = 0; r < R; r++) ac[r] = bt[r] = (pk_attention_vec){0};
+            for (int d = 0; d < dk; d++) {
+                pk_attention_vec kv = PK_ATTENTION(load)(kt + (size_t)d * T + j);
+                for (int r = 0; r < R; r++) {
+                    ac[r] = ac[r] + kv * qu[(size_t)(i + r) * dk + d];
+                    bt[r] = bt[r] + PK_ATTENTION(load)(pt + (size_t)d * P + (T - 1 - (i + r)) + j) * qv[(size_t)(i + r) * dk + d];
+                }
+            }
+            for (int r = 0; r < R; r++) {
+                pk_attention_vec out = (ac[r] + bt[r]) / s;
+                memcpy(y + (size_t)(i + r) * T + j, &out, sizeof out);
+            }
+        }
+        for (int r = 0; r < R; r++)                         /* the columns past the last tile */
+            for (int jj = j; jj < T; jj++) {
+                float ac = 0.0f, bt = 0.0f;
+                for (int d = 0; d < dk; d++) {
+                    ac = ac + qu[(size_t)(i + r) * dk + d] * kt[(size_t)d * T + jj];
+                    bt = bt + qv[(size_t)(i + r) * dk + d] * pt[(size_t)d * P + (T - 1 - (i + r)) + jj];
+                }
+                y[(size_t)(i + r) * T + jj] = (ac + bt) / s;
+            }
+    }
+    for (; i < T; i++) {                                    /* the rows past the last tile */
         float *restrict ac = y + (size_t)i * T;
         for (int j = 0; j < T; j++) ac[j] = 0.0f, bd[j] = 0.0f;
         for (int d = 0; d < dk; d++) {

@@ -22,6 +22,11 @@
 /* Attention with this tier's flags and exponentials (attention_impl.h). */
 #define PK_ATTENTION(name) tier_attention_##name
 #define PK_ATTENTION_EXP_ROW(n, row, mx) PK_TIER_FN(softmax_exp_row)(n, row, mx)
+#ifdef __AVX2__
+#define PK_ATTENTION_LANES 8
+#else
+#define PK_ATTENTION_LANES 4
+#endif
 #include "attention_impl.h"
 
 /* The channel-last subsampling head with this tier's flags (head_impl.h). */

@@ -10,6 +10,7 @@ static void exp_row_scalar(int n, float *row, float mx) {
 }
 #define PK_ATTENTION(name) ops_##name
 #define PK_ATTENTION_EXP_ROW(n, row, mx) exp_row_scalar(n, row, mx)
+#define PK_ATTENTION_LANES 4
 #include "attention_impl.h"
 
 int pk_f16_to_f32(int n, const uint16_t *h, float *y) {

@@ -105,10 +105,12 @@ def test_layer_is_the_composed_layer_bit_for_bit(tier, first):
     rng = np.random.default_rng(7 if first == "fv5" else 8)
     # score_gain 20: attention scores hundreds apart, so the softmax's exponentials leave the
     # SIMD tiers' lane-wise range (|x - max| <= 87) and take the scalar steps, group by group
-    for D, heads, ff, ck, score_gain in ((24, 3, 40, 5, 1.0), (16, 2, 64, 9, 20.0), (8, 1, 8, 3, 1.0)):
+    # dk 8 and 12 against the attention's 4 x 4 and 4 x 8 tiles; T past whole tiles (rows, columns)
+    for D, heads, ff, ck, score_gain in ((24, 3, 40, 5, 1.0), (16, 2, 64, 9, 20.0), (8, 1, 8, 3, 1.0),
+                                         (48, 4, 64, 7, 1.0)):
         L = RandomLayer(k, rng, D, heads, ff, ck, first, score_gain)
         weights = L.weights(k)
-        for T in (1, 2, 3, 9, 31):
+        for T in (1, 2, 3, 9, 13, 31, 37):
             x, pe = f32(rng.standard_normal(T * D)), f32(rng.standard_normal((2 * T - 1) * D))
             got, want = k.conformer_layer(weights, T, x, pe), composed_layer(k, L, T, x, pe)
             assert got.tobytes() == want.tobytes(), (tier, D, T)
