@@ -31,6 +31,7 @@
 
 /* The channel-last subsampling head with this tier's flags (head_impl.h). */
 #define PK_HEAD(name) tier_head_##name
+#define PK_HEAD_LANES PK_ATTENTION_LANES
 #include "head_impl.h"
 
 int PK_TIER_FN(subsampling_head_cl)(PK_SUBSAMPLING_HEAD_CL_ARGS) {

@@ -214,14 +214,19 @@ def test_attention_heads_equal_the_unfused_ops(scalar, T, D, dk, h0, h1):
     assert out.tobytes() == want.tobytes()
 
 
-@pytest.mark.parametrize("T, F, C", [(1, 1, 1), (5, 7, 3), (40, 80, 96), (13, 9, 130)])
+@pytest.mark.parametrize("T, F, C", [(1, 1, 1), (5, 7, 3), (40, 80, 96), (13, 9, 130), (19, 37, 100), (8, 6, 16)])
 def test_channel_last_head_is_the_head_in_every_tier(scalar, T, F, C):
-    """subsampling_head_cl (kernels/head_impl.h: lanes over channels, conv0 kept three rows at a
-    time) gives pk_subsampling_head's bits, transposed to [H2][W2][C], in every native tier, whole
-    and in channel ranges (one per thread)."""
+    """subsampling_head_cl (kernels/head_impl.h: lanes over channels, interior pixels in vector
+    registers, conv0 kept three rows at a time) gives pk_subsampling_head's bits, transposed to
+    [H2][W2][C], in every native tier, whole and in channel ranges (one per thread; ranges that
+    are not whole vectors), with -0, NaN and inf among the inputs."""
     from conftest import NATIVE_TIERS
     from engine.kernels import Kernels
     x = f32(rng.standard_normal((T, F)))
+    flat = x.reshape(-1)
+    flat[::13] = -0.0
+    if T * F > 40:
+        flat[29], flat[31], flat[37] = np.nan, np.inf, -np.inf
     w0, b0, w2, b2 = (f32(rng.standard_normal(n)) for n in (C * 9, C, C * 9, C))
     y, H2, W2 = scalar.subsampling_head(x, T, F, C, w0, b0, w2, b2)
     want = f32(arr(y, (C, H2 * W2)).T).tobytes()
