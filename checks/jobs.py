@@ -150,12 +150,17 @@ async def engine_summary(model, audio, kind):
 
 
 @job
-async def profile_crossings(model, audio, tier, repeats=3):
+async def profile_crossings(model, audio, tier, repeats=3, composed=False):
     """Where a transcription's time goes, by C entry point: every ctypes call of one engine
     (one worker) counted and timed from Python, i.e. with its crossing. {"calls": {name:
     [count, seconds]}, "total_seconds", "audio_seconds"} for the last of `repeats` runs."""
     model, audio = await read_bytes(model), await read_floats(audio)
     engine = Engine.from_buffer(model, tier, threads=1)
+    if composed:
+        enc = engine.network.encoder
+        enc.subsampling.fused = False
+        for layer in enc.layers:
+            layer.fused = False
     table = {}
 
     def counted(name, fn):

@@ -213,6 +213,7 @@ _COMMON_SIGNATURES = {
     "pk_add_div": (_i, [_i, _vp, _vp, ctypes.c_float, _vp]),
     "pk_conformer_layer_scratch_bytes": (_sz, [_i, _i, _i, _i]),
     "pk_decoder_scratch_bytes": (_sz, [_i, _i, _i]),
+    "pk_tdt_scratch_bytes": (_sz, [_i, _i, _i]),
     "pk_subsampling_scratch_bytes": (_sz, [_i, _i, _i, _i]),
     "pk_frontend": (_i, [_i, _vp, _vp, _i, _i, _i, _vp, _i, ctypes.c_float, ctypes.c_float,
                          ctypes.c_float, _i, _vp, _vp, _sz]),
@@ -231,6 +232,7 @@ _TIER_SIGNATURES = {
     "subsampling_frames": (_i, [_vp, _i, _vp, _vp, _vp, _sz]),
     "prediction_step": (_i, [_vp, _vp, _vp, _vp, _vp, _sz]),
     "joint_best": (_i, [_vp, _vp, _vp, _vp, _vp, _sz]),
+    "tdt_greedy": (_i, [_vp, _vp, _i, _i, _i, _vp, _vp, _vp, _vp, _i, _vp, _sz]),
 }
 _PEAK_SIGNATURES = {  # SIMD tiers only (benchmarks)
     "int8_stage_weights": (_i, [_i, _i, _vp, _vp]),
@@ -884,15 +886,19 @@ class Kernels:
         _raise_status(status, "conformer_layer")
         return y
 
-    def decoder_weights(self, P: int, J: int, V: int, n_dur: int, w_ih: list, w_hh: list, proj, head
-                        ) -> "DecoderWeights":
+    def decoder_weights(self, P: int, J: int, V: int, n_dur: int, w_ih: list, w_hh: list, proj, head,
+                        embedding=None, durations=None) -> "DecoderWeights":
         """Check the TDT decoder's weights once for the one-call steps (kernels/decoder_step.h):
         w_ih, w_hh one (kind, O, K, weights, bias) per LSTM layer (4P x P), proj J x P, head
-        (V + 1 + n_dur) x J, as conformer_layer_weights' linears."""
+        (V + 1 + n_dur) x J, as conformer_layer_weights' linears. With embedding = (int8 rows
+        [V + 1][P], float32 scales [V + 1]) and durations (n_dur frame counts) also the whole
+        greedy decoding in C (DecoderState.greedy)."""
         _check_dims(P=P, J=J, V=V, n_dur=n_dur, layers=len(w_ih))
         if len(w_hh) != len(w_ih):
             raise KernelError(f"decoder: {len(w_ih)} input and {len(w_hh)} hidden LSTM weights")
-        return DecoderWeights(_PREPARED, self, P, J, V, n_dur, w_ih, w_hh, proj, head)
+        if (embedding is None) != (durations is None):
+            raise KernelError("decoder: the greedy decoding needs both the embedding and the durations")
+        return DecoderWeights(_PREPARED, self, P, J, V, n_dur, w_ih, w_hh, proj, head, embedding, durations)
 
     def subsampling_weights(self, C: int, F: int, D: int, convs: list, pw3, pw6, linear) -> "SubsamplingWeights":
         """Check the subsampling's weights once for subsampling_frames (kernels/subsampling.h):
@@ -1042,11 +1048,19 @@ class _JointDesc(ctypes.Structure):
     _fields_ = [("V", ctypes.c_int32), ("n_dur", ctypes.c_int32), ("J", ctypes.c_int32), ("head", _LinearDesc)]
 
 
+class _TdtDesc(ctypes.Structure):
+    _fields_ = [("pred", _vp), ("joint", _vp), ("embedding", _vp), ("embedding_scale", _vp), ("durations", _vp)]
+
+
+class _TdtCursor(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int32) for name in ("t", "last_frame", "count", "n_tokens", "done")]
+
+
 class DecoderWeights(_WeightsDescription):
     """The prediction network's and the joint's weights, checked and described once
     (Kernels.decoder_weights) for DecoderState."""
 
-    def __init__(self, token, k, P, J, V, n_dur, w_ih, w_hh, proj, head):
+    def __init__(self, token, k, P, J, V, n_dur, w_ih, w_hh, proj, head, embedding=None, durations=None):
         if token is not _PREPARED:
             raise KernelError("DecoderWeights come from Kernels.decoder_weights")
         super().__init__()
@@ -1059,6 +1073,19 @@ class DecoderWeights(_WeightsDescription):
                                           w_hh=ctypes.addressof(self.w_hh),
                                           proj=self._linear("prediction projection", (J, P), *proj))
         self.joint = _JointDesc(V=V, n_dur=n_dur, J=J, head=self._linear("joint head", (V + 1 + n_dur, J), *head))
+        self.tdt = None if embedding is None else self._tdt(embedding, durations)
+
+    def _tdt(self, embedding, durations) -> _TdtDesc:
+        rows, scales = embedding
+        durations = list(durations)
+        if len(durations) != self.n_dur or not all(isinstance(d, int) and not isinstance(d, bool)
+                                                   and 0 <= d <= MAX_DIM for d in durations):
+            raise KernelError(f"decoder: need {self.n_dur} durations, ints in 0..{MAX_DIM}; got {durations!r}")
+        table = array("i", durations)
+        return _TdtDesc(pred=ctypes.addressof(self.prediction), joint=ctypes.addressof(self.joint),
+                        embedding=self._pin(rows, (self.V + 1) * self.P, "embedding rows", "int8"),
+                        embedding_scale=self._pin(scales, self.V + 1, "embedding scales"),
+                        durations=self._pin(table, self.n_dur, "durations", "int32"))
 
 
 class DecoderState:
@@ -1083,6 +1110,7 @@ class DecoderState:
         self._state, self._g, self._best_at, self._scratch = (_address(a) for a in self._args)
         self._rows: dict = {}
         self._frames, self._T = None, 0
+        self._greedy_scratch = None
         self._prediction_at, self._joint_at = ctypes.addressof(w.prediction), ctypes.addressof(w.joint)
 
     def step(self, token: int, row) -> None:
@@ -1103,6 +1131,44 @@ class DecoderState:
         _check_dims(T=T)
         self._frames = _Arg(f, T * self.weights.J, "float32", "projected frames")
         self._base, self._T = _address(self._frames), T
+
+    def greedy(self, max_symbols: int, frames_per_call: int = 64, between=None) -> list:
+        """The TDT greedy decoding of the frames set by frames(), in C (tdt_greedy__<tier>: the
+        rules of engine/parakeet_tdt/decoder.py greedy_rules), from the current state - step()
+        it on the start symbol first. [(token, frame, duration)]. One call per
+        `frames_per_call` frames, with between() (which may raise, e.g. to cancel) before each."""
+        w = self.weights
+        if w.tdt is None:
+            raise KernelError("greedy decoding needs decoder_weights with the embedding and durations")
+        if self._frames is None:
+            raise KernelError("greedy: no frames set")
+        if not isinstance(max_symbols, int) or isinstance(max_symbols, bool) or not 0 <= max_symbols <= MAX_DIM:
+            raise KernelError(f"max_symbols must be an int in 0..{MAX_DIM}, got {max_symbols!r}")
+        _check_dims(frames_per_call=frames_per_call)
+        T = self._T
+        capacity = T * max(max_symbols, 1) + 1                  # at most max_symbols tokens a frame
+        if capacity > MAX_DIM * 64:
+            raise KernelError(f"greedy: {T} frames x {max_symbols} symbols is too many tokens")
+        tokens = array("i", bytes(12 * capacity))
+        tokens_arg = _Arg(tokens, 3 * capacity, "int32", "tokens", True)
+        need = self._fn["pk_tdt_scratch_bytes"](w.P, w.J, w.V + 1 + w.n_dur)
+        if self._greedy_scratch is None or len(self._greedy_scratch[0]) < need:
+            buffer = bytearray(need)
+            self._greedy_scratch = (buffer, _Arg(buffer, need, "uint8", "scratch", True))
+        cursor = _TdtCursor(t=0, last_frame=-1, count=0, n_tokens=0, done=0)
+        while not cursor.done:
+            if between is not None:
+                between()
+            stop = min(T, cursor.t + frames_per_call)
+            status = self._fn["tdt_greedy"](ctypes.addressof(w.tdt), self._base, T, max_symbols, stop,
+                                            ctypes.byref(cursor), self._state, self._g, _address(tokens_arg),
+                                            capacity, _address(self._greedy_scratch[1]), need)
+            if status == 1:
+                raise KernelError("the prediction network's state is NaN or infinite")
+            if status == 2:
+                raise KernelError(f"joint: a frame near {cursor.t} or the prediction is NaN or infinite")
+            _raise_status(status, "tdt_greedy")
+        return [(tokens[3 * i], tokens[3 * i + 1], tokens[3 * i + 2]) for i in range(cursor.n_tokens)]
 
     def best(self, t: int) -> tuple:
         """(token or blank id, duration index) of the joint at frame t and the current g."""

@@ -27,12 +27,13 @@ def main(argv=None) -> int:
     parser.add_argument("--wav", type=Path, default=ROOT / "samples" / "two-commands.wav")
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--composed", action="store_true")
     args = parser.parse_args(argv)
     audio = load_audio(Kernels("scalar"), args.wav.read_bytes())
     model, clip = inline(args.model.read_bytes()), inline(audio.tobytes())
-    out = {"native": asyncio.run(profile_crossings(model, clip, "auto"))}
+    out = {"native": asyncio.run(profile_crossings(model, clip, "auto", composed=args.composed))}
     with Chromium(isolate=True) as browser:     # isolated: performance.now() to 5 us, not 100 us
-        out["chromium"] = browser.run_job("profile_crossings", model=model, audio=clip, tier="wasm_relaxed_simd")
+        out["chromium"] = browser.run_job("profile_crossings", model=model, audio=clip, tier="wasm_relaxed_simd", composed=args.composed)
         out["chromium_version"] = browser.version()
     print(f"CPU: {cpu_name()}; Chromium {out['chromium_version']}; {args.model.name}, {args.wav.name}")
     for where in ("native", "chromium"):

@@ -16,3 +16,10 @@ size_t pk_decoder_scratch_bytes(int P, int J, int O) {
     if (P <= 0 || J <= 0 || O <= 0 || P > PK_MAX_DIM / 4 || J > PK_MAX_DIM || O > PK_MAX_DIM) return 0;
     return pk_decoder_carve(P, J, O, NULL, NULL);
 }
+
+/* The decoder's scratch, then the token's embedding row [P] (64-byte aligned). */
+size_t pk_tdt_scratch_bytes(int P, int J, int O) {
+    size_t steps = pk_decoder_scratch_bytes(P, J, O);
+    if (steps == 0) return 0;
+    return (steps + 63) / 64 * 64 + (size_t)4 * P + 64;
+}

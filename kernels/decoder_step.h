@@ -32,6 +32,51 @@ typedef struct {
 
 PK_API size_t pk_decoder_scratch_bytes(int P, int J, int O);
 
+/* The whole greedy decoding in one call per stretch of frames (issue 23: one crossing per
+ * utterance slice, not two per decoded frame).
+ *
+ * tdt_greedy__<tier>(M, f, T, max_symbols, t_stop, cur, state, g, tokens, capacity, scratch,
+ *   bytes) runs NeMo's TDT greedy rules - engine/parakeet_tdt/decoder.py greedy_rules, step for
+ *   step: a blank of duration 0 advances 1 frame, blanks skip frames with the state fixed, at
+ *   most max_symbols tokens on one frame - from the cursor while cur->t < t_stop, on the
+ *   projected encoder output f [T][J]. Each emitted token is appended to tokens [capacity][3]
+ *   as (id, frame, duration) at cur->n_tokens and advances the prediction network through
+ *   prediction_step__<tier> on its embedding row, computed as float(q) * scale (the engine's
+ *   float32 products). state and g are the prediction network's, already advanced on the start
+ *   symbol. Returns with cur->done = 1 once the rules end (t >= T, or only blanks were left);
+ *   called again with a later t_stop it continues exactly where it stopped, so the caller can
+ *   check for cancellation between stretches.
+ * Scratch: pk_tdt_scratch_bytes(P, J, O). Returns 0; PK_TDT_PREDICTION_NONFINITE or
+ * PK_TDT_JOINT_NONFINITE when a linear's input is not finite; PK_E_SHAPE (bad sizes, a
+ * duration or id outside its table, capacity reached) / PK_E_SCRATCH. */
+typedef struct {
+    const pk_prediction *pred;
+    const pk_joint *joint;
+    const int8_t *embedding;          /* [V + 1][P] int8 rows; row V is the blank (start symbol) */
+    const float *embedding_scale;     /* [V + 1] */
+    const int32_t *durations;         /* [n_dur] frames each, 0 <= d <= PK_MAX_DIM */
+} pk_tdt_decoder;
+
+typedef struct {
+    int32_t t, last_frame, count;     /* greedy_rules' loop variables (start: 0, -1, 0) */
+    int32_t n_tokens;                 /* tokens written so far */
+    int32_t done;                     /* 1 once the rules have ended */
+} pk_tdt_cursor;
+
+enum { PK_TDT_PREDICTION_NONFINITE = 1, PK_TDT_JOINT_NONFINITE = 2 };
+
+PK_API size_t pk_tdt_scratch_bytes(int P, int J, int O);
+
+#define PK_TDT_GREEDY_ARGS                                                                 \
+    const pk_tdt_decoder *M, const float *f, int T, int max_symbols, int t_stop, pk_tdt_cursor *cur, \
+        float *state, float *g, int32_t *tokens, int capacity, void *scratch, size_t scratch_bytes
+
+PK_API int tdt_greedy__scalar(PK_TDT_GREEDY_ARGS);
+PK_API int tdt_greedy__avx2(PK_TDT_GREEDY_ARGS);
+PK_API int tdt_greedy__avx512vnni(PK_TDT_GREEDY_ARGS);
+PK_API int tdt_greedy__wasm_simd128(PK_TDT_GREEDY_ARGS);
+PK_API int tdt_greedy__wasm_relaxed_simd(PK_TDT_GREEDY_ARGS);
+
 #define PK_PREDICTION_STEP_ARGS                                                            \
     const pk_prediction *M, const float *x, float *state, float *g, void *scratch, size_t scratch_bytes
 #define PK_JOINT_BEST_ARGS                                                                 \

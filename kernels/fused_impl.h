@@ -152,6 +152,71 @@ int PK_TIER_FN(joint_best)(PK_JOINT_BEST_ARGS) {
     return PK_OK;
 }
 
+/* --- the greedy decoding (decoder_step.h) --- */
+
+/* (token or blank id, duration in frames) of the joint at frame t; a blank of duration 0 is
+ * given duration 1 (greedy_rules: the blank never stays on its frame). */
+static int tdt_best(const pk_tdt_decoder *M, const float *f, int t, const float *g, int32_t out[2],
+                    void *scratch, size_t bytes) {
+    int32_t best[2];
+    const pk_joint *J = M->joint;
+    int status = PK_TIER_FN(joint_best)(J, f + (size_t)t * J->J, g, best, scratch, bytes);
+    if (status) return status > 0 ? PK_TDT_JOINT_NONFINITE : status;
+    int d = M->durations[best[1]];
+    out[0] = best[0];
+    out[1] = best[0] == J->V && d == 0 ? 1 : d;
+    return PK_OK;
+}
+
+int PK_TIER_FN(tdt_greedy)(PK_TDT_GREEDY_ARGS) {
+    if (!M || !M->pred || !M->joint || !M->embedding || !M->embedding_scale || !M->durations || !f || !cur ||
+        !state || !g || !tokens || !scratch || T <= 0 || t_stop > T || capacity < 0 || max_symbols < 0)
+        return PK_E_SHAPE;
+    const pk_prediction *pred = M->pred;
+    const pk_joint *joint = M->joint;
+    int P = pred->P, V = joint->V, O = V + 1 + joint->n_dur, blank = V;
+    if (P <= 0 || V <= 0 || joint->n_dur <= 0 || joint->J != pred->J) return PK_E_SHAPE;
+    for (int i = 0; i < joint->n_dur; i++)
+        if (M->durations[i] < 0 || M->durations[i] > PK_MAX_DIM) return PK_E_SHAPE;
+    size_t steps = pk_decoder_scratch_bytes(P, joint->J, O);
+    if (steps == 0) return PK_E_SHAPE;
+    if (scratch_bytes < pk_tdt_scratch_bytes(P, joint->J, O)) return PK_E_SCRATCH;
+    size_t steps_bytes = (steps + 63) / 64 * 64;
+    float *row = (float *)pk_align64((char *)scratch + steps_bytes);
+    int32_t t = cur->t, last_frame = cur->last_frame, count = cur->count, n = cur->n_tokens, status;
+    while (!cur->done && t < t_stop) {
+        int32_t best[2];
+        if ((status = tdt_best(M, f, t, g, best, scratch, steps))) return status;
+        int32_t token = best[0], d = best[1], frame = t;
+        t += d;
+        while (token == blank && t < T) {                     /* decoder state fixed */
+            frame = t;
+            if ((status = tdt_best(M, f, t, g, best, scratch, steps))) return status;
+            token = best[0], d = best[1];
+            t += d;
+        }
+        if (token == blank) {                                 /* ran off the end on blanks */
+            cur->done = 1;
+            break;
+        }
+        if (n >= capacity) return PK_E_SHAPE;
+        tokens[3 * n] = token, tokens[3 * n + 1] = frame, tokens[3 * n + 2] = d;   /* d may be 0 */
+        cur->n_tokens = ++n;
+        count = last_frame == frame ? count + 1 : 1;
+        last_frame = frame;
+        const int8_t *q = M->embedding + (size_t)token * P;
+        float scale = M->embedding_scale[token];
+        for (int i = 0; i < P; i++) row[i] = (float)q[i] * scale;
+        if ((status = PK_TIER_FN(prediction_step)(pred, row, state, g, scratch, steps)))
+            return status > 0 ? PK_TDT_PREDICTION_NONFINITE : status;
+        if (count >= max_symbols && last_frame == t && t < T) t += 1;     /* max symbols per frame */
+        cur->t = t, cur->last_frame = last_frame, cur->count = count;
+    }
+    cur->t = t, cur->last_frame = last_frame, cur->count = count;
+    if (t >= T) cur->done = 1;
+    return PK_OK;
+}
+
 /* --- the subsampling stack (subsampling.h) --- */
 
 int PK_TIER_FN(subsampling_frames)(PK_SUBSAMPLING_FRAMES_ARGS) {

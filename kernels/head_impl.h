@@ -38,12 +38,13 @@ static inline PK_HEAD(vec) PK_HEAD(relu)(PK_HEAD(vec) v) {
     return (PK_HEAD(vec))((PK_HEAD(ivec))v & keep);
 }
 
-/* conv0 + ReLU at output pixel (r, j) for cb channels, skipping taps outside the map (the
- * plain loops: edges and the channels past the last whole vector). */
-static void PK_HEAD(conv0_pixel)(int T, int F, const float *x, const float *taps0, const float *b0, int cb, int r,
-                                 int j, float *acc) {
+/* conv0 + ReLU at output pixel (r, j) for channels c_from .. c_to - 1 of the block, skipping
+ * taps outside the map (the plain loops: edges and the channels past the last whole vector);
+ * acc: the pixel's [CB] channels. */
+static void PK_HEAD(conv0_pixel)(int T, int F, const float *x, const float *taps0, const float *b0, int c_from,
+                                 int c_to, int r, int j, float *acc) {
     enum { CB = PK_CHANNEL_BLOCK };
-    for (int c = 0; c < cb; c++) acc[c] = 0.0f;
+    for (int c = c_from; c < c_to; c++) acc[c] = 0.0f;
     for (int a = 0; a < 3; a++) {
         int row = 2 * r + a - 1;
         if (row < 0 || row >= T) continue;
@@ -52,10 +53,10 @@ static void PK_HEAD(conv0_pixel)(int T, int F, const float *x, const float *taps
             if (col < 0 || col >= F) continue;
             float v = x[(size_t)row * F + col];
             const float *wt = taps0 + (a * 3 + e) * CB;
-            for (int c = 0; c < cb; c++) acc[c] = acc[c] + wt[c] * v;
+            for (int c = c_from; c < c_to; c++) acc[c] = acc[c] + wt[c] * v;
         }
     }
-    for (int c = 0; c < cb; c++) {
+    for (int c = c_from; c < c_to; c++) {
         float v = acc[c] + b0[c];
         acc[c] = v > 0.0f ? v : 0.0f;                         /* pk_relu's formula */
     }
@@ -93,10 +94,7 @@ static void PK_HEAD(conv0_row)(int T, int F, const float *x, const float *taps0,
     int done = vectors * L;                                   /* channels the vectors wrote */
     for (int j = 0; j < W1; j++) {
         int inside = vectors > 0 && j >= 1 && j < j_end;
-        float acc[CB];
-        if (inside && done == cb) continue;
-        PK_HEAD(conv0_pixel)(T, F, x, taps0, b0, cb, r, j, acc);
-        for (int c = inside ? done : 0; c < cb; c++) out[(size_t)j * CB + c] = acc[c];
+        if (!inside || done < cb) PK_HEAD(conv0_pixel)(T, F, x, taps0, b0, inside ? done : 0, cb, r, j, out + (size_t)j * CB);
     }
 }
 

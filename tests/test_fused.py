@@ -154,8 +154,18 @@ class RandomDecoder:
         self.proj = random_linear(k, rng, J, P, "int8", bias=True)
         self.head = random_linear(k, rng, V + 1 + n_dur, J, "int8", bias=True)
 
-    def weights(self, k: Kernels):
-        return k.decoder_weights(self.P, self.J, self.V, self.n_dur, self.w_ih, self.w_hh, self.proj, self.head)
+        self.emb_rows = array("b", rng.integers(-128, 128, (V + 1) * P).astype(np.int8).tobytes())
+        self.emb_scales = f32(rng.uniform(0.001, 0.05, V + 1))
+
+    def weights(self, k: Kernels, durations=None):
+        embedding = None if durations is None else (self.emb_rows, self.emb_scales)
+        return k.decoder_weights(self.P, self.J, self.V, self.n_dur, self.w_ih, self.w_hh, self.proj, self.head,
+                                 embedding=embedding, durations=durations)
+
+    def embed(self, token: int) -> array:
+        """Row `token` of the int8 table times its scale, float32 products (as the engine's)."""
+        s, P = self.emb_scales[token], self.P
+        return f32(np.array(self.emb_rows[token * P:(token + 1) * P], np.float32) * np.float32(s))
 
 
 @pytest.mark.parametrize("tier", NATIVE_TIERS)
@@ -182,6 +192,91 @@ def test_decoder_steps_are_the_composed_steps_bit_for_bit(tier):
             h = k.relu(k.add_scaled(frames[t * J:(t + 1) * J], 1.0, g, J), J)
             z = run_linear(k, M.head, h, 1)
             assert decoder.best(t) == (k.argmax(z, M.V + 1), k.argmax(z, M.n_dur, offset=M.V + 1))
+
+
+def python_greedy(M: RandomDecoder, k: Kernels, frames, T: int, durations: list, max_symbols: int) -> list:
+    """greedy_rules (engine/parakeet_tdt/decoder.py) driven from Python, one C call a step."""
+    from engine.parakeet_tdt.decoder import greedy_rules
+    decoder = DecoderState(M.weights(k, durations))
+    decoder.frames(frames, T)
+    decoder.step(M.V, M.embed(M.V))
+
+    def best(t):
+        label, di = decoder.best(t)
+        return label, durations[di]
+    tokens = greedy_rules(T, best, lambda label: decoder.step(label, M.embed(label)), M.V, max_symbols)
+    return tokens, decoder.state.tobytes() + decoder.g.tobytes()
+
+
+@pytest.mark.parametrize("tier", NATIVE_TIERS)
+def test_greedy_loop_in_c_is_greedy_rules(tier):
+    """tdt_greedy__<tier> (greedy_rules' loop in C, a stretch of frames a call) emits exactly
+    greedy_rules' tokens: durations with and without 0 (tokens that stay on their frame, so the
+    max_symbols rule fires), max_symbols 0-10, lengths 1-40, stretches of 1, 3 and 64 frames,
+    blank-heavy and token-heavy joints (the frames' scale moves the argmax)."""
+    k, rng = Kernels(tier), np.random.default_rng(17)
+    M = RandomDecoder(k, rng)
+    fired = set()
+    for T, durations, max_symbols, scale in ((1, [0, 1, 2, 3, 4], 10, 1.0), (7, [0, 1, 2, 3, 4], 2, 3.0),
+                                             (40, [0, 0, 0, 1, 2], 3, 1.0), (40, [0, 0, 0, 0, 0], 1, 2.0),
+                                             (23, [0, 0, 0, 0, 0], 0, 1.0), (31, [1, 2, 3, 4, 5], 10, 5.0),
+                                             (40, [0, 1, 1, 2, 8], 10, 0.3)):
+        frames = f32(rng.standard_normal(T * M.J) * scale)
+        want, want_state = python_greedy(M, k, frames, T, durations, max_symbols)
+        for stretch in (1, 3, 64):
+            decoder = DecoderState(M.weights(k, durations))
+            decoder.frames(frames, T)
+            decoder.step(M.V, M.embed(M.V))
+            got = decoder.greedy(max_symbols, frames_per_call=stretch)
+            assert got == want, (tier, T, durations, max_symbols, stretch)
+            assert decoder.state.tobytes() + decoder.g.tobytes() == want_state      # the LSTM ends alike
+        on_frame = {}
+        for _, frame, _ in want:
+            on_frame[frame] = on_frame.get(frame, 0) + 1
+        fired.add(bool(want) and max_symbols > 0 and max(on_frame.values()) == max_symbols)
+    assert fired == {True, False}                       # some cases hit max_symbols, some do not
+
+
+def test_greedy_loop_cancels_between_stretches_and_refuses_bad_input(scalar):
+    rng = np.random.default_rng(8)
+    M = RandomDecoder(scalar, rng)
+    durations = [0, 1, 2, 3, 4]
+    decoder = DecoderState(M.weights(scalar, durations))
+    with pytest.raises(KernelError, match="no frames set"):
+        decoder.greedy(10)
+    decoder.frames(f32(rng.standard_normal(20 * M.J)), 20)
+    decoder.step(M.V, M.embed(M.V))
+    calls = []
+
+    class Stop(Exception):
+        pass
+
+    def between():
+        calls.append(1)
+        if len(calls) == 3:
+            raise Stop()
+    with pytest.raises(Stop):
+        decoder.greedy(10, frames_per_call=2, between=between)
+    with pytest.raises(KernelError, match="max_symbols must be an int"):
+        decoder.greedy(-1)
+    with pytest.raises(KernelError, match="embedding and durations"):
+        DecoderState(M.weights(scalar)).greedy(10)
+    with pytest.raises(KernelError, match="need 5 durations"):
+        M.weights(scalar, [0, 1, 2])
+    with pytest.raises(KernelError, match="need 5 durations"):
+        M.weights(scalar, [0, 1, 2, 3, -1])
+    with pytest.raises(KernelError, match="both the embedding and the durations"):
+        scalar.decoder_weights(M.P, M.J, M.V, M.n_dur, M.w_ih, M.w_hh, M.proj, M.head, durations=durations)
+    with pytest.raises(KernelError, match="embedding rows: need"):
+        scalar.decoder_weights(M.P, M.J, M.V, M.n_dur, M.w_ih, M.w_hh, M.proj, M.head,
+                               embedding=(M.emb_rows[:-1], M.emb_scales), durations=durations)
+    bad = DecoderState(M.weights(scalar, durations))
+    frames = f32(rng.standard_normal(5 * M.J))
+    frames[1] = float("inf")              # frame 0, which the joint always reads (a NaN the ReLU would zero)
+    bad.frames(frames, 5)
+    bad.step(M.V, M.embed(M.V))
+    with pytest.raises(KernelError, match="NaN or infinite"):
+        bad.greedy(10)
 
 
 def test_decoder_refuses_bad_input(scalar):
@@ -230,8 +325,8 @@ def test_engine_fused_equals_composed(tier, which, tiny_gguf_path):
                 hashlib.sha256(memoryview(x).cast("B")).hexdigest()))
         assert per_layer[True] == per_layer[False], (tier, which, len(samples))
         decode = [tdt_greedy(engine.k, network.prediction, network.joint, enc, T, network.model.durations,
-                             network.max_symbols, fused=fused) for fused in (True, False)]
-        assert decode[0] == decode[1], (tier, which, len(samples))
+                             network.max_symbols, fused=fused) for fused in ("loop", True, False)]
+        assert decode[0] == decode[1] == decode[2], (tier, which, len(samples))
     if which == "default":
         assert decode[0] or per_layer                  # the short cuts may decode to nothing
         assert engine.transcribe(clips(engine.k)[0])["text"].startswith("turn on the kitchen lights")

@@ -54,13 +54,16 @@ class PredictionNetwork:
         return x, new_state
 
 
-    def fused_weights(self, joint: "Joint"):
-        """This network's and `joint`'s weights for the one-call decoder steps (DecoderState)."""
-        if self._fused is None:
-            self._fused = self.k.decoder_weights(
+    def fused_weights(self, joint: "Joint", durations: list):
+        """This network's and `joint`'s weights, the embedding table and the durations for the
+        one-call decoder steps and greedy decoding (DecoderState)."""
+        if self._fused is None or self._fused[0] != durations:
+            weights = self.k.decoder_weights(
                 self.P, joint.J, joint.V, joint.n_dur, [lin.fused_parts() for lin in self.w_ih],
-                [lin.fused_parts() for lin in self.w_hh], joint.pred.fused_parts(), joint.head.fused_parts())
-        return self._fused
+                [lin.fused_parts() for lin in self.w_hh], joint.pred.fused_parts(), joint.head.fused_parts(),
+                embedding=(self.emb_q, self.emb_scale), durations=durations)
+            self._fused = (list(durations), weights)
+        return self._fused[1]
 
 
 class Joint:
@@ -122,12 +125,16 @@ def greedy_rules(T: int, best, emit, blank: int, max_symbols: int = 10, cancelle
 
 
 def tdt_greedy(k: Kernels, pred: PredictionNetwork, joint: Joint, enc, T: int, durations: list,
-               max_symbols: int = 10, float_acts: bool = False, cancelled=None, fused: bool = True) -> list:
-    """TDT greedy decoding of one utterance with the engine's joint and prediction network:
-    each step one C call (kernels/decoder_step.h), or composed call by call here (fused=False
-    and the float-activation debug path; the same bits with int8 activations)."""
+               max_symbols: int = 10, float_acts: bool = False, cancelled=None, fused: str | bool = "loop") -> list:
+    """TDT greedy decoding of one utterance with the engine's joint and prediction network.
+    fused: "loop" (the default) runs greedy_rules' loop itself in C, a stretch of frames a call
+    (kernels/decoder_step.h tdt_greedy); True runs greedy_rules here with each step one C call;
+    False composes the steps call by call (also the float-activation debug path). All three
+    give the same tokens with int8 activations (tests/test_fused.py)."""
     blank = joint.V
     f = joint.project_encoder(enc, T, float_acts)
+    if fused == "loop" and not float_acts:
+        return c_greedy(pred, joint, f, T, durations, max_symbols, cancelled)
     if fused and not float_acts:
         best, emit = fused_steps(pred, joint, f, T, durations)
     else:
@@ -135,9 +142,22 @@ def tdt_greedy(k: Kernels, pred: PredictionNetwork, joint: Joint, enc, T: int, d
     return [Token(*x) for x in greedy_rules(T, best, emit, blank, max_symbols, cancelled)]
 
 
+def c_greedy(pred: PredictionNetwork, joint: Joint, f, T: int, durations: list, max_symbols: int,
+             cancelled=None) -> list:
+    """greedy_rules in C on one DecoderState; cancelled() is checked every 64 frames."""
+    decoder = DecoderState(pred.fused_weights(joint, durations))
+    decoder.frames(f, T)
+    decoder.step(joint.V, pred.embed(joint.V))                             # SOS = blank (id V)
+
+    def between():
+        if cancelled is not None and cancelled():
+            raise Cancelled()
+    return [Token(*x) for x in decoder.greedy(max_symbols, between=between)]
+
+
 def fused_steps(pred: PredictionNetwork, joint: Joint, f, T: int, durations: list) -> tuple:
     """greedy_rules' best(t) and emit(token), one C call each on one DecoderState."""
-    decoder = DecoderState(pred.fused_weights(joint))
+    decoder = DecoderState(pred.fused_weights(joint, durations))
     decoder.frames(f, T)
     decoder.step(joint.V, pred.embed(joint.V))                             # SOS = blank (id V)
 
