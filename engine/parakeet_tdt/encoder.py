@@ -264,7 +264,7 @@ class Subsampling:
             y, frames = self._frames(x[start * n_mels:end * n_mels], end - start, n_mels, float_acts)
             drop = 1 if j0 else 0
             assert frames == j1 - j0 + drop, (frames, j0, j1)
-            out.extend(memoryview(y)[drop * len(y) // frames:])
+            out.frombytes(memoryview(y)[drop * len(y) // frames:].cast("B"))   # bytes: not float by float
         return out, Tp
 
     def fused_weights(self):
