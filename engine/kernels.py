@@ -1102,7 +1102,7 @@ class DecoderState:
         self.state = zeros_f32(2 * w.layers * w.P)
         self.g = zeros_f32(w.J)
         self._best = array("i", [0, 0])
-        self._need = self._fn["pk_decoder_scratch_bytes"](w.P, w.J, w.V + 1 + w.n_dur)
+        self._need = self._fn["pk_tdt_scratch_bytes"](w.P, w.J, w.V + 1 + w.n_dur)   # the steps' and the loop's
         scratch = bytearray(self._need)
         self._args = [_Arg(b, len(b), kind, name, True) for b, kind, name in
                       ((self.state, "float32", "state"), (self.g, "float32", "g"), (self._best, "int32", "best"),
@@ -1110,7 +1110,6 @@ class DecoderState:
         self._state, self._g, self._best_at, self._scratch = (_address(a) for a in self._args)
         self._rows: dict = {}
         self._frames, self._T = None, 0
-        self._greedy_scratch = None
         self._prediction_at, self._joint_at = ctypes.addressof(w.prediction), ctypes.addressof(w.joint)
 
     def step(self, token: int, row) -> None:
@@ -1151,10 +1150,6 @@ class DecoderState:
             raise KernelError(f"greedy: {T} frames x {max_symbols} symbols is too many tokens")
         tokens = array("i", bytes(12 * capacity))
         tokens_arg = _Arg(tokens, 3 * capacity, "int32", "tokens", True)
-        need = self._fn["pk_tdt_scratch_bytes"](w.P, w.J, w.V + 1 + w.n_dur)
-        if self._greedy_scratch is None or len(self._greedy_scratch[0]) < need:
-            buffer = bytearray(need)
-            self._greedy_scratch = (buffer, _Arg(buffer, need, "uint8", "scratch", True))
         cursor = _TdtCursor(t=0, last_frame=-1, count=0, n_tokens=0, done=0)
         while not cursor.done:
             if between is not None:
@@ -1162,7 +1157,7 @@ class DecoderState:
             stop = min(T, cursor.t + frames_per_call)
             status = self._fn["tdt_greedy"](ctypes.addressof(w.tdt), self._base, T, max_symbols, stop,
                                             ctypes.byref(cursor), self._state, self._g, _address(tokens_arg),
-                                            capacity, _address(self._greedy_scratch[1]), need)
+                                            capacity, self._scratch, self._need)
             if status == 1:
                 raise KernelError("the prediction network's state is NaN or infinite")
             if status == 2:

@@ -201,7 +201,7 @@ int PK_TIER_FN(tdt_greedy)(PK_TDT_GREEDY_ARGS) {
         }
         if (n >= capacity) return PK_E_SHAPE;
         tokens[3 * n] = token, tokens[3 * n + 1] = frame, tokens[3 * n + 2] = d;   /* d may be 0 */
-        cur->n_tokens = ++n;
+        n++;
         count = last_frame == frame ? count + 1 : 1;
         last_frame = frame;
         const int8_t *q = M->embedding + (size_t)token * P;
@@ -210,9 +210,8 @@ int PK_TIER_FN(tdt_greedy)(PK_TDT_GREEDY_ARGS) {
         if ((status = PK_TIER_FN(prediction_step)(pred, row, state, g, scratch, steps)))
             return status > 0 ? PK_TDT_PREDICTION_NONFINITE : status;
         if (count >= max_symbols && last_frame == t && t < T) t += 1;     /* max symbols per frame */
-        cur->t = t, cur->last_frame = last_frame, cur->count = count;
     }
-    cur->t = t, cur->last_frame = last_frame, cur->count = count;
+    cur->t = t, cur->last_frame = last_frame, cur->count = count, cur->n_tokens = n;
     if (t >= T) cur->done = 1;
     return PK_OK;
 }

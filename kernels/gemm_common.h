@@ -35,6 +35,20 @@ static inline int pk_gemm_check(int N, int O, int K, int o_multiple, size_t scra
     return PK_OK;
 }
 
+/* Few tokens (the decoder's one-token steps): each row's dot product read straight from the
+ * row-major weights instead of staging the whole matrix for a token or three. `dot` is the
+ * tier's exact int32 dot product of a row and a token (K terms); the integer sums are exact
+ * either way, so the same bits as the staged GEMM. */
+enum { PK_GEMV_MAX_TOKENS = 3 };
+typedef int32_t (*pk_row_dot_fn)(int K, const int8_t *w, const int8_t *x);
+
+static inline void pk_int8_gemv(pk_row_dot_fn dot, int N, int O, int K, const int8_t *xq, const float *xs,
+                                const int8_t *w, const float *ws, const float *bias, float *y) {
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < O; o++)
+            y[(size_t)n * O + o] = pk_dequant(dot(K, w + (size_t)o * K, xq + (size_t)n * K), xs[n], ws[o], bias, o);
+}
+
 PK_API size_t gemm_scratch_bytes(int N, int K);
 
 #endif

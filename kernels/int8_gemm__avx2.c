@@ -2,39 +2,28 @@
 #include "int8_gemm.h"
 #include "gemm_tile__avx2.h"
 
-/* Few tokens (the decoder's one-token steps): each row's dot product read straight from the
- * row-major weights in i16 lanes, instead of staging the whole matrix for one token. The
- * integer sums are exact either way, so the same bits. */
-enum { GEMV_MAX_TOKENS = 3 };
-
-static void int8_gemv(int N, int O, int K, const int8_t *xq, const float *xs, const int8_t *w, const float *ws,
-                      const float *bias, float *y) {
-    for (int n = 0; n < N; n++) {
-        const int8_t *x = xq + (size_t)n * K;
-        for (int o = 0; o < O; o++) {
-            const int8_t *wr = w + (size_t)o * K;
-            __m256i acc = _mm256_setzero_si256();
-            int k = 0;
-            for (; k + 16 <= K; k += 16) {
-                __m256i a = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(wr + k)));
-                __m256i b = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + k)));
-                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
-            }
-            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
-            int32_t sum = _mm_cvtsi128_si32(s4);
-            for (; k < K; k++) sum += (int32_t)wr[k] * x[k];
-            y[(size_t)n * O + o] = pk_dequant(sum, xs[n], ws[o], bias, o);
-        }
+/* A row's exact dot product with one token in i16 lanes (pk_int8_gemv's few-token path). */
+static inline int32_t row_dot(int K, const int8_t *wr, const int8_t *x) {
+    __m256i acc = _mm256_setzero_si256();
+    int k = 0;
+    for (; k + 16 <= K; k += 16) {
+        __m256i a = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(wr + k)));
+        __m256i b = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + k)));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
     }
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+    int32_t sum = _mm_cvtsi128_si32(s4);
+    for (; k < K; k++) sum += (int32_t)wr[k] * x[k];
+    return sum;
 }
 
 int int8_gemm__avx2(PK_INT8_GEMM_ARGS) {
     int status = pk_gemm_check(N, O, K, 1, scratch_bytes);
     if (status != PK_OK) return status;
-    if (N <= GEMV_MAX_TOKENS) {
-        int8_gemv(N, O, K, xq, xs, w, ws, bias, y);
+    if (N <= PK_GEMV_MAX_TOKENS) {
+        pk_int8_gemv(row_dot, N, O, K, xq, xs, w, ws, bias, y);
         return PK_OK;
     }
     int8_t *panel, *stage;

@@ -4,34 +4,26 @@
 #include "int8_gemm.h"
 #include "gemm_tile__wasm_simd128.h"
 
-enum { GEMV_MAX_TOKENS = 3 };        /* as int8_gemm__avx2.c: few tokens read the rows directly */
-
-static void int8_gemv(int N, int O, int K, const int8_t *xq, const float *xs, const int8_t *w, const float *ws,
-                      const float *bias, float *y) {
-    for (int n = 0; n < N; n++) {
-        const int8_t *x = xq + (size_t)n * K;
-        for (int o = 0; o < O; o++) {
-            const int8_t *wr = w + (size_t)o * K;
-            v128_t acc = wasm_i32x4_splat(0);
-            int k = 0;
-            for (; k + 16 <= K; k += 16) {
-                v128_t a = wasm_v128_load(wr + k), b = wasm_v128_load(x + k);
-                acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(a), wasm_i16x8_extend_low_i8x16(b)));
-                acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(a), wasm_i16x8_extend_high_i8x16(b)));
-            }
-            int32_t sum = wasm_i32x4_extract_lane(acc, 0) + wasm_i32x4_extract_lane(acc, 1) +
-                          wasm_i32x4_extract_lane(acc, 2) + wasm_i32x4_extract_lane(acc, 3);
-            for (; k < K; k++) sum += (int32_t)wr[k] * x[k];
-            y[(size_t)n * O + o] = pk_dequant(sum, xs[n], ws[o], bias, o);
-        }
+/* A row's exact dot product with one token in i16 lanes (pk_int8_gemv's few-token path). */
+static inline int32_t row_dot(int K, const int8_t *wr, const int8_t *x) {
+    v128_t acc = wasm_i32x4_splat(0);
+    int k = 0;
+    for (; k + 16 <= K; k += 16) {
+        v128_t a = wasm_v128_load(wr + k), b = wasm_v128_load(x + k);
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(a), wasm_i16x8_extend_low_i8x16(b)));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(a), wasm_i16x8_extend_high_i8x16(b)));
     }
+    int32_t sum = wasm_i32x4_extract_lane(acc, 0) + wasm_i32x4_extract_lane(acc, 1) +
+                  wasm_i32x4_extract_lane(acc, 2) + wasm_i32x4_extract_lane(acc, 3);
+    for (; k < K; k++) sum += (int32_t)wr[k] * x[k];
+    return sum;
 }
 
 int int8_gemm__wasm_simd128(PK_INT8_GEMM_ARGS) {
     int status = pk_gemm_check(N, O, K, 1, scratch_bytes);
     if (status != PK_OK) return status;
-    if (N <= GEMV_MAX_TOKENS) {
-        int8_gemv(N, O, K, xq, xs, w, ws, bias, y);
+    if (N <= PK_GEMV_MAX_TOKENS) {
+        pk_int8_gemv(row_dot, N, O, K, xq, xs, w, ws, bias, y);
         return PK_OK;
     }
     int8_t *panel, *stage;
