@@ -300,6 +300,7 @@ class Kernels:
                 self._fn[name] = _declare(lib, f"{name}__{tier}", r, a)
         self._scratch = bytearray(0)
         self._staging: dict = {}
+        self._sizes: dict = {}
 
     def __repr__(self):
         return f"Kernels(tier={self.tier!r})"
@@ -313,6 +314,18 @@ class Kernels:
         if buffer is None or len(buffer) < n:
             buffer = self._staging[slot] = zeros_f32(n)
         return buffer
+
+    def scratch_size(self, name: str, *dims) -> int:
+        """A kernel's scratch size for these dimensions (a pure function of them), asked of C
+        once per shape: a crossing costs about 15 us in Pyodide, and every layer asks. The
+        table is emptied past 256 shapes (a stream's windows keep changing length)."""
+        key = (name, *dims)
+        size = self._sizes.get(key)
+        if size is None:
+            if len(self._sizes) >= 256:
+                self._sizes.clear()
+            size = self._sizes[key] = self._fn[name](*dims)
+        return size
 
     def _scratch_for(self, N: int, K: int):
         need = gemm_scratch_bytes(N, K)
@@ -426,7 +439,7 @@ class Kernels:
             return array("f"), 0
         bins = n_fft // 2 + 1
         out = zeros_f32(n_mels * N)
-        need = self._fn["pk_frontend_scratch_bytes"](n_samples, n_fft)
+        need = self.scratch_size("pk_frontend_scratch_bytes", n_samples, n_fft)
         scratch = self.staging((need + 3) // 4, "frontend")     # reused: no fresh pages per call
         status = self._fn["pk_frontend"](
             n_samples, _Arg(samples, n_samples, "float32", "samples").pointer,
@@ -618,7 +631,7 @@ class Kernels:
             raise KernelError(f"subsampling_head_cl: channels {c0!r}..{c1!r} of {C}")
         H1, W1 = (T + 1) // 2, (F + 1) // 2
         H2, W2 = (H1 + 1) // 2, (W1 + 1) // 2
-        need = self._fn["pk_subsampling_head_cl_scratch_floats"](F)
+        need = self.scratch_size("pk_subsampling_head_cl_scratch_floats", F)
         scratch = self.staging(need, "head")
         y = self._f32(H2 * W2 * C, out)
         _raise_status(self._fn["subsampling_head_cl"](                # the tier's build of pk_subsampling_head_cl
@@ -739,7 +752,7 @@ class Kernels:
         _check_dims(T=T, D=D, dk=dk)
         if D % dk or not 0 <= h0 < h1 <= D // dk:
             raise KernelError(f"attention_heads: heads {h0}..{h1} of D={D}, dk={dk}")
-        need = self._fn["pk_attention_scratch_floats"](T, dk)
+        need = self.scratch_size("pk_attention_scratch_floats", T, dk)
         scratch = self.staging(need, "attention")
         _raise_status(self._fn["pk_attention_heads"](
             T, D, dk, h0, h1, _Arg(q, T * D, "float32", "q").pointer, _Arg(k, T * D, "float32", "k").pointer,
@@ -874,7 +887,7 @@ class Kernels:
         if 2 * T - 1 > MAX_DIM:
             raise KernelError(f"T = {T}: the positional table's 2T - 1 rows exceed {MAX_DIM}")
         D = weights.D
-        need = self._fn["pk_conformer_layer_scratch_bytes"](T, D, weights.ff, weights.heads)
+        need = self.scratch_size("pk_conformer_layer_scratch_bytes", T, D, weights.ff, weights.heads)
         scratch = self.staging((need + 3) // 4, "layer")
         y = self._f32(T * D, out)
         status = self._fn["conformer_layer"](
@@ -914,7 +927,7 @@ class Kernels:
             raise KernelError("weights must come from Kernels.subsampling_weights")
         _check_dims(T=T)
         F, C, D = weights.F, weights.C, weights.D
-        need = self._fn["pk_subsampling_scratch_bytes"](T, F, C, D)
+        need = self.scratch_size("pk_subsampling_scratch_bytes", T, F, C, D)
         if need == 0:
             raise KernelError(f"subsampling: {T} frames of {F} bins are too many for one call")
         scratch = self.staging((need + 3) // 4, "subsampling")
@@ -1102,7 +1115,7 @@ class DecoderState:
         self.state = zeros_f32(2 * w.layers * w.P)
         self.g = zeros_f32(w.J)
         self._best = array("i", [0, 0])
-        self._need = self._fn["pk_tdt_scratch_bytes"](w.P, w.J, w.V + 1 + w.n_dur)   # the steps' and the loop's
+        self._need = w.k.scratch_size("pk_tdt_scratch_bytes", w.P, w.J, w.V + 1 + w.n_dur)   # the steps' and the loop's
         scratch = bytearray(self._need)
         self._args = [_Arg(b, len(b), kind, name, True) for b, kind, name in
                       ((self.state, "float32", "state"), (self.g, "float32", "g"), (self._best, "int32", "best"),
