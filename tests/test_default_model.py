@@ -78,13 +78,14 @@ def test_int8_tokens_follow_the_float_reference(engine, heldout):
     """Issue 4: the engine's int8 path against the float64 reference: the same tokens wherever
     the reference's best and second joint logits, of the tokens and of the durations, are not
     a near-tie (a duration tie moves every later frame: small-v13 has one, gap 0.04, in the
-    third of these utterances)."""
+    third of these utterances). Twelve utterances, at least three without a near-tie: small-v18a
+    has near-ties in 8 of the 12 (two of them read otherwise by int8), small-v13 in 7."""
     from modeltools import reference
     from engine.family import load
     model = load(MODEL)
     weights = reference.DenseWeights(model)
     checked = 0
-    for text, x in heldout[:4]:
+    for text, x in heldout[:12]:
         feats, T = engine.features(x)
         enc = reference.encoder(weights, model.dims, np.frombuffer(feats, np.float32).reshape(-1, T).astype(np.float64))
         margins, duration_margins = [], []
@@ -95,7 +96,7 @@ def test_int8_tokens_follow_the_float_reference(engine, heldout):
             assert got == ref_tokens, text
             checked += 1
     model.close()
-    assert checked >= 2
+    assert checked >= 3
 
 
 @pytest.mark.browser

@@ -251,3 +251,20 @@ def test_continuous_speech_keeps_the_card_figures_per_seed(monkeypatch):
     line = release.continuous_speech_line(got)
     assert "--seeds 42 43" in line and "seed 43: stream 14.30%, whole file 20.00%, one at a time 4.00%" in line
     assert release.continuous_speech(None, []) is None and release.continuous_speech_line(None) == ""
+
+
+def test_a_release_after_a_release_names_its_lineage():
+    """training.release --previous: the chain goes on with the previous release's own run (not
+    the run that one was fine-tuned from), and the card's data line names every corpus the
+    weights were trained on, the earlier releases' too."""
+    from pathlib import Path
+    from training import release
+    v13 = {"chain": ["docs/runs/small-v12"], "fine_tuned_from": "/work/runs/small-v12/final.pt"}
+    cfg = {"data": {"train": ["train-runon", "train"]}}
+    got = release.lineage(v13, Path("models/phonon-small.json"), [Path("runs/small-v18")], Path("runs/small-v18a"), cfg)
+    assert got["chain"] == ["docs/runs/small-v12", "models/phonon-small.json", "runs/small-v18"]
+    assert got["earlier_folders"] == [] and got["folders"] == ["train-runon", "train"]
+    v18a = {**v13, **got, "chain": got["chain"]}
+    later = release.lineage(v18a, Path("p.json"), [], Path("runs/next"), {"data": {"train": "train-x"}})
+    assert later["chain"][-1] == "runs/small-v18a" and later["earlier_folders"] == ["train-runon", "train"]
+    assert release.lineage(None, None, [Path("c")], Path("r"), cfg)["chain"] == ["c"]

@@ -6,8 +6,8 @@
                                         [--json OUT]
     .venv/bin/python -m tools.candidate --gguf models/phonon-small.gguf --data DATA ...
 
-A training run's checkpoint is exported to RUN/candidate.gguf (training.release.ship: the
-release's export and verified conversion, without the card); a GGUF is taken as it is. Then,
+A training run's checkpoint is exported to RUN/candidate-CHECKPOINT.gguf (training.release.ship:
+the release's export and verified conversion, without the card); a GGUF is taken as it is. Then,
 through the engine natively (int8 activations, what users get):
 - clean and 10 dB WER on the first --utterances of DATA/test-clean and DATA/test-noise
   (training.release.engine_wer; the release's figures use 600);
@@ -29,11 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def candidate_gguf(run: Path, checkpoint: str) -> Path:
-    """RUN/CHECKPOINT -> RUN/candidate.gguf (with its training sidecar beside it)."""
+    """RUN/CHECKPOINT -> RUN/candidate-<checkpoint's stem>.gguf (with its training sidecar beside
+    it), one file per checkpoint so that two evaluations of one run do not share a model file."""
     from engine.parakeet_tdt.layout import Dims
     from training.release import ship
     cfg = json.loads((run / "config.json").read_text())
-    gguf = run / "candidate.gguf"
+    gguf = run / f"candidate-{Path(checkpoint).stem}.gguf"
     ship(run, checkpoint, gguf, Dims(**cfg["dims"]))
     return gguf
 

@@ -280,6 +280,19 @@ def continuous_speech_line(cont: dict | None) -> str:
             f"held-out sentences 0-1.2 s apart, a quarter with no pause at all): {per_seed}.\n")
 
 
+def lineage(previous: dict | None, previous_path: Path | None, chain_runs: list, run: Path, cfg: dict) -> dict:
+    """The results' record of what the shipped weights came from. chain: the fine-tunes between
+    the base run and this one, in order; with --previous, the previous release's chain, then that
+    release's own run (its `run`; a release from before that field is named by its results file),
+    then this release's --chain-run folders. earlier_folders: every corpus folder the earlier
+    releases trained on (the card's data line names them beside this run's)."""
+    earlier = previous.get("earlier_folders", []) + previous.get("folders", []) if previous else []
+    return {"chain": (previous["chain"] + [previous.get("run", str(previous_path))] if previous else [])
+            + [str(c) for c in chain_runs],
+            "run": str(run), "earlier_folders": list(dict.fromkeys(earlier)),
+            "folders": train_folders(cfg["data"]["train"])}
+
+
 def load_log(run: Path) -> list:
     return [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
 
@@ -368,7 +381,7 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
                      for cond in ("clean", "noise10db"))
     sb = results["stream_vs_batch"]
     by_voice = by_voice_table(results.get("engine_wer_by_voice"))
-    folders = list(dict.fromkeys(train_folders(cfg["data"]["train"]) +
+    folders = list(dict.fromkeys(results.get("earlier_folders", []) + train_folders(cfg["data"]["train"]) +
                                  (train_folders(tune_cfg["data"]["train"]) if tune_cfg else [])))
     formant = ("; with `formant` the male flite voices raised to a female range, as the held-out"
                " slt is female" if any("formant" in f for f in folders) else "")
@@ -382,6 +395,8 @@ def card(results: dict, cfg: dict, tune_cfg: dict | None = None) -> str:
     clustergen = ("; with `train-clustergen` only flite awb (the one clustergen training voice, as the"
              " held-out rms and slt are), half of it raised and fast, half unraised at a wide tempo"
              if "train-clustergen" in folders else "")
+    runon = ("; with `train-runon` 2-4 sentences run together (0-1.2 s apart, 30% with no pause), the voice"
+             " changing half the time, 30% starting mid-sentence" if "train-runon" in folders else "")
     average = results.get("average_of")
     chain = "".join(f", after the fine-tune `{c}`" for c in results.get("chain", []))
     share = tune_cfg["batch"].get("epoch_fraction", 1.0) if tune_cfg else 1.0
@@ -419,10 +434,10 @@ not a general recogniser (it has never heard a human).
 - Dims: d_model {d['d_model']}, {d['n_layers']} layers, {d['n_heads']} heads, ff {d['ff_dim']}, conv kernel
   {d['conv_kernel']}, subsampling channels {d['sub_channels']}, prediction net {d['pred_layers']} x LSTM {d['pred_hidden']},
   joint {d['joint_hidden']}, SentencePiece unigram vocabulary of {d['vocab_size']} pieces.
-- Data: `training/corpus.py`, {results['train_utterances']:,} generated utterances in
+- Data: `training/corpus.py`, {results['train_utterances']:,} generated utterances{' in the last fine-tune; in all' if results.get('earlier_folders') else ' in'}
   `{', '.join(folders)}` (espeak-ng accents and variants, flite
   kal/kal16/awb; single sentences, and with `pauses` 2-4 sentences joined by 0.3-2.5 s pauses
-  plus no-speech clips{formant}{fast}{clustergen}{cut}), augmented with speed, reverb, noise (5-30 dB SNR{noisy}),
+  plus no-speech clips{formant}{fast}{clustergen}{cut}{runon}), augmented with speed, reverb, noise (5-30 dB SNR{noisy}),
   telephone band, gain and silence padding{warped}{twinned}. Held out for testing: whole voices (flite rms and slt, espeak-ng
   en-gb-scotland and several variants on every accent) and 10% of distinct sentences.
 - Training: `python3 -m training.train --config training/config.json --data DATA --out RUN`
@@ -553,7 +568,7 @@ def main(argv=None) -> int:
                                                   training_hours(load_log(dense_run)) if dense_run != args.run else 0.0)
         + sum(training_hours(load_log(chain)) for chain in args.chain_run),
         "fine_tuned_from": init,
-        "chain": (previous["chain"] + [previous["fine_tuned_from"]] if previous else []) + [str(c) for c in args.chain_run],
+        **lineage(previous, args.previous, args.chain_run, args.run, cfg),
         "dense_from_previous_release": bool(previous),
         "average_of": next((e.get("average_of") for e in log if e.get("event") == "start"), None),
         "test_utterances": n, "wer": w, "engine_wer_by_voice": by_voice, "engine_rtfx": speed, "engine_tier": tier,
