@@ -32,6 +32,9 @@ def test_every_figure_of_a_gguf(data, tiny_gguf_path, tmp_path, capsys):
     assert got["continuous"]["seed"] == 41 and got["continuous"]["recordings"] == 1
     assert got["continuous"]["audio_seconds"] > 5
     assert got["paused"]["recordings"] == 1 and got["paused"]["stream_decodes"] > 0
+    # the latency pass streams the same recordings in the same chunks: the same decodes
+    assert got["latency"]["decodes"] == got["paused"]["stream_decodes"]
+    assert set(got["latency"]) == {"first_partial_latency", "commit_lag_p50", "commit_lag_p95", "decodes"}
 
 
 def test_refuses_missing_and_short_test_sets(data, tiny_gguf_path, tmp_path):

@@ -104,6 +104,9 @@ def wer_by_voice_family(rows: list, hyps: list) -> dict:
             for family, (refs, hs) in sorted(groups.items())}
 
 
+PAUSED_GAPS_S = [0.3, 1.5, 0.6, 2.0, 0.4, 1.0, 0.8]     # the pauses between a paused recording's 8 utterances
+
+
 def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5, **config) -> dict:
     """Held-out utterances joined by 0.3-2 s pauses: WER of the stream's final transcript and
     of batch transcription per utterance span, against the joined references. config:
@@ -113,8 +116,7 @@ def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5, **config) -> dic
     engine = Engine.open(gguf)
     refs, stream_hyps, batch_hyps, decodes, compute, audio_s = [], [], [], 0, 0.0, 0.0
     for r in range(recordings):
-        pauses = [0.3, 1.5, 0.6, 2.0, 0.4, 1.0, 0.8]
-        x, spans = long_recording(seed + r, len(pauses) + 1, pauses)
+        x, spans = long_recording(seed + r, len(PAUSED_GAPS_S) + 1, PAUSED_GAPS_S)
         refs.append(" ".join(t for t, _, _ in spans))
         session = engine.stream(16000, **config)
         for i in range(0, x.size, 320):
