@@ -78,8 +78,10 @@ def main(argv=None) -> int:
     st.add_argument("--tier", default="auto")
     st.add_argument("--threads", type=int, default=None, help="encoder threads (default: all cores; any count gives the same bits)")
     st.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
-    for name, default in (("right-context-ms", 800), ("hop-ms", 400), ("max-window-ms", 12000)):
-        st.add_argument(f"--{name}", type=int, default=default, help=f"default {default}")
+    from .streaming import StreamConfig
+    for name in ("right_context_ms", "agree_context_ms", "hop_ms", "max_interval_ms", "max_window_ms", "min_pause_ms"):
+        default = getattr(StreamConfig, name)
+        st.add_argument("--" + name.replace("_", "-"), type=int, default=default, help=f"default {default}")
     args = parser.parse_args(argv)
     if args.command in ("transcribe", "stream") and args.model is None:
         args.model = str(default_model())
@@ -188,8 +190,9 @@ def stream_command(args) -> int:
     try:
         engine = Engine.open(args.model, args.tier, args.threads)
         samples, rate = load_pcm(engine.k, Path(args.file).read_bytes(), args.raw_rate)
-        session = engine.stream(rate, right_context_ms=args.right_context_ms, hop_ms=args.hop_ms,
-                                max_window_ms=args.max_window_ms)
+        session = engine.stream(rate, right_context_ms=args.right_context_ms, agree_context_ms=args.agree_context_ms,
+                                hop_ms=args.hop_ms, max_interval_ms=args.max_interval_ms,
+                                max_window_ms=args.max_window_ms, min_pause_ms=args.min_pause_ms)
         chunk = max(1, round(args.chunk_ms * rate / 1000))
 
         def show(event):

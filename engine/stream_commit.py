@@ -33,8 +33,8 @@ class CommitPolicy:
         self.committed: list = []
         self.tentative: list = []
         self.previous: list | None = None   # the last decode's uncommitted words (rule 1)
-        self.previous_limit = -1            # its position - right_context: agreed words ending
-                                            # by then had right_context in both decodes
+        self.previous_limit = -1            # its position - agree_context: agreed words ending
+                                            # by then had agree_context in the earlier decode
         self._shown: list = []              # words shown after the last decode (revisions)
 
     @property
@@ -42,20 +42,21 @@ class CommitPolicy:
         """Where the committed text ends (0 before any commit)."""
         return self.committed[-1].end if self.committed else 0
 
-    def agreed(self, words: list) -> int:
+    def agreed(self, words: list, limit: int) -> int:
         """Rules 1 and 4: how many of a decode's leading words commit - the ones the previous
-        decode gave too (whole words, same pieces) that end `right_context` behind both decodes
-        (a word that agrees only because the earlier decode guessed it from too little audio is
+        decode gave too (whole words, same pieces) that end `right_context` behind this decode
+        (limit: its position - right_context) and `agree_context` behind the previous one (a
+        word that agrees only because the earlier decode guessed it from too little audio is
         not agreed yet)."""
         agreed = _common_prefix(words, self.previous) if self.previous is not None else 0
         n = 0
-        while n < agreed and words[n].end <= self.previous_limit:
+        while n < agreed and words[n].end <= min(limit, self.previous_limit):
             n += 1
         return n
 
     def after_decode(self, words: list, n: int, limit: int) -> list:
         """The decode's first n words commit (returned), the rest stay tentative and are what
-        the next decode must agree with, by `limit` (its position - right_context)."""
+        the next decode must agree with, by `limit` (its position - agree_context)."""
         self.committed.extend(words[:n])
         self.tentative, self.previous = words[n:], words[n:]
         self.previous_limit = limit

@@ -97,6 +97,16 @@ class AudioWindow:
                 return False
         return True
 
+    def first_loud(self, a: int, b: int, quiet_power: float):
+        """The start of the first whole 20 ms block of [a, b) (a on the block grid, inside the
+        window) that rule 5 would not call quiet; None if every whole block is quiet."""
+        n = (b - a) // QUIET_BLOCK * QUIET_BLOCK
+        if n <= 0:
+            return None
+        sums = self.k.block_sums(memoryview(self.audio)[a - self.start:a - self.start + n], n, QUIET_BLOCK)
+        limit = quiet_power * QUIET_BLOCK
+        return next((a + i * QUIET_BLOCK for i, s in enumerate(sums) if s > limit), None)
+
     def pause_level(self, p: int):
         """The mean square at or below which an 80 ms frame is quiet: PAUSE_LEVEL of the
         window's loud level (its 75th-percentile frame before p); None for an empty window."""

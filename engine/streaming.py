@@ -10,14 +10,15 @@ Each decode runs the batch engine over one window of audio that starts in a paus
 the model needs a pause-delimited input (it drops or invents words when it starts mid-word).
 The rules, numbered as in the spec:
  1. words commit on two-decode agreement, whole words only, once they end at least
-    `right_context` behind the position of both decodes (a word that agrees only because
-    the earlier decode guessed it from too little audio is not yet agreed: a small model's
-    token times lead the sound, so "ends right_context ago" by its times can be less);
+    `right_context` behind the committing decode's position and `agree_context` behind the
+    earlier decode's (a word that agrees only because the earlier decode guessed it from
+    too little audio is not yet agreed: a small model's token times lead the sound, so
+    "ends right_context ago" by its times can be less);
  2. the window start moves into a pause of >= `min_pause` between the last committed word
     and the next word: a pause in the tokens that is quiet in the audio too (token times
     of a small model lag the sound; a start placed by them alone cut words in two);
  3. windows are capped at `max_window` (the oldest words are committed to make room) and the
-    decode interval grows with the window (interval = max(hop, window / 10));
+    decode interval grows with the window (interval = max(hop, min(max_interval, window / 10)));
  4. the newest word commits once `right_context` passed with no further token (rule 1 on the
     last word: no next token is needed as a boundary);
  5. with nothing tentative and only quiet audio since the last decode, the decode is skipped
@@ -63,7 +64,7 @@ from .family import Cancelled
 from .stream_commit import CommitPolicy, Word
 from .stream_schedule import Schedule
 from .stream_view import StreamStats, StreamView, live_metrics, stream_metrics
-from .stream_window import FRAME, AudioWindow, align
+from .stream_window import FRAME, QUIET_BLOCK, AudioWindow, align
 
 COMMON_RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000)
 
@@ -87,21 +88,26 @@ class Recognizer(Protocol):
 
 @dataclass(frozen=True)
 class StreamConfig:
-    right_context_ms: int = 800
-    hop_ms: int = 400
+    right_context_ms: int = 800     # rule 1: audio the committing decode had after a word
+    agree_context_ms: int = 600     # rule 1: audio the earlier of two agreeing decodes had after it
+    short_window_ms: int = 2400     # rule 1: ... right_context if its window was shorter than this
+    hop_ms: int = 420
+    max_interval_ms: int = 800      # rule 3: the interval grows with the window up to this
     max_window_ms: int = 12000
-    min_pause_ms: int = 300          # rule 2 (spec: >= 150 ms); see docs/streaming.md
+    min_pause_ms: int = 240         # rule 2 (spec: >= 150 ms); see docs/streaming.md
     idle_keep_ms: int = 1500
     quiet_dbfs: int = -45           # rule 5: a 20 ms block is quiet below this RMS level
     max_lag_ms: int = 4000
 
     def __post_init__(self):
-        for name in ("right_context_ms", "hop_ms", "max_window_ms", "idle_keep_ms", "max_lag_ms"):
+        for name in ("right_context_ms", "hop_ms", "max_interval_ms", "max_window_ms", "idle_keep_ms", "max_lag_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise StreamError(f"{name} must be a positive int of milliseconds, got {value!r}")
-        if not isinstance(self.min_pause_ms, int) or self.min_pause_ms < 0:
-            raise StreamError(f"min_pause_ms must be a non-negative int, got {self.min_pause_ms!r}")
+        for name in ("min_pause_ms", "agree_context_ms", "short_window_ms"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise StreamError(f"{name} must be a non-negative int of milliseconds, got {value!r}")
         if not isinstance(self.quiet_dbfs, int) or not -120 <= self.quiet_dbfs <= 0:
             raise StreamError(f"quiet_dbfs must be an int in -120..0, got {self.quiet_dbfs!r}")
         if self.max_window_ms < 2 * self.right_context_ms or self.max_window_ms < 1000:
@@ -152,7 +158,8 @@ class StreamSession:
         except ValueError as e:
             raise StreamError(f"sample rate {sample_rate} Hz: {e}") from None
         self.stats = StreamStats()
-        self.schedule = Schedule(self.config.samples("hop_ms"), self.config.samples("max_lag_ms"), self.stats)
+        self.schedule = Schedule(self.config.samples("hop_ms"), self.config.samples("max_lag_ms"), self.stats,
+                                 self.config.samples("max_interval_ms"))
         self.policy = CommitPolicy()
         self.view = StreamView(engine.model.vocabulary, engine.marks)
         self._decode_lock = threading.Lock()
@@ -160,6 +167,7 @@ class StreamSession:
         self._final = None
         self._cancel = threading.Event()
         self._quiet_power = self.config.quiet_power()
+        self._onset_scanned = 0                             # audio searched for the speech onset
 
     # -- the API --------------------------------------------------------------------------------
 
@@ -176,6 +184,7 @@ class StreamSession:
             return self._view()
         with self._decoding():
             self.window.drain()
+            self._find_onset()
             self._run_schedule()
             return self._view()
 
@@ -185,6 +194,7 @@ class StreamSession:
             return self._final
         with self._decoding():
             self.window.drain(flush=True)
+            self._find_onset()
             self._run_schedule()
             policy, last = self.policy, self.schedule.last
             p = self.window.total
@@ -241,8 +251,18 @@ class StreamSession:
             return
         self._fit_window(p)
         words = self._decode(p)
-        self._committed_live(policy.after_decode(words, policy.agreed(words), p - self.config.samples("right_context_ms")), p)
+        limit = p - self.config.samples("right_context_ms")
+        agreed = policy.agreed(words, limit)
+        self._committed_live(policy.after_decode(words, agreed, p - self._agree_context(p)), p)
         self._move_into_pause(p)
+
+    def _agree_context(self, p: int) -> int:
+        """Rule 1: the audio a word needs after it in this decode (window [start, p)) for the
+        next decode's agreement to count. A short window is where the model guesses a
+        sentence from its first second ("tell me" for "can you"), so it needs right_context."""
+        if p - self.window.start < self.config.samples("short_window_ms"):
+            return self.config.samples("right_context_ms")
+        return self.config.samples("agree_context_ms")
 
     def _fit_window(self, p: int):
         """Rules 3 and 6: keep the window for a decode at p within max_window."""
@@ -288,6 +308,7 @@ class StreamSession:
         self.stats.compute_seconds += time.perf_counter() - started
         self.stats.decodes += 1
         self.stats.longest_window = max(self.stats.longest_window, p - base)
+        self.stats.decoded_audio += p - base
         self.schedule.last = p
         f0 = base // FRAME
         decoded = [Word(text, base + start * FRAME, base + end * FRAME,
@@ -302,6 +323,16 @@ class StreamSession:
         """Words committed while listening: shown, and their commit lag measured."""
         self.view.committed(words)
         self.stats.commit_lags.extend(p - w.end for w in words)
+
+    def _find_onset(self):
+        """Until speech starts: look for it in the audio drained since the last look (whole
+        20 ms blocks; the stats' speech_onset, what the first-partial latency counts from)."""
+        if self.stats.speech_onset is None:
+            self._onset_scanned = max(self._onset_scanned, self.window.start)      # both on the 20 ms grid
+            onset = self.window.first_loud(self._onset_scanned, self.window.total, self._quiet_power)
+            if onset is None:
+                self._onset_scanned += (self.window.total - self._onset_scanned) // QUIET_BLOCK * QUIET_BLOCK
+            self.stats.speech_onset = onset
 
     def _quiet(self, a: int, b: int) -> bool:
         return self.window.quiet(a, b, self._quiet_power)

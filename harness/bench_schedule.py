@@ -7,6 +7,7 @@ decodes over the recordings' length: below 1 the stream keeps up.
 
     python3 build.py bench --schedule          (or, in build.py's environment:)
     .venv/bin/python -m harness.bench_schedule [--recordings 6] [--workers 1 2] [--tier wasm_relaxed_simd]
+                                               [--config '{"hop_ms": 400}']
 """
 
 from __future__ import annotations
@@ -24,22 +25,22 @@ from harness.runtimes import Chromium
 DEFAULT_MODEL = "models/phonon-small.gguf"
 
 
-def schedule(recordings: int, seed: int = 5) -> tuple:
+def schedule(recordings: int, seed: int = 5, **config) -> tuple:
     """(audio [all recordings joined], [(start, length)] of every window the default model's
     stream decoded, in samples of the joined audio) - the same recordings and pauses as
-    release.stream_vs_batch."""
+    release.stream_vs_batch. config: StreamConfig fields (the defaults if none)."""
     from engine.transcribe import Engine
     from training.corpus import long_recording
+    from training.release import PAUSED_GAPS_S
     engine = Engine.open(DEFAULT_MODEL)
     decode = engine.tokens
     audio, windows, offset = [], [], 0
     for r in range(recordings):
-        pauses = [0.3, 1.5, 0.6, 2.0, 0.4, 1.0, 0.8]
-        x, _ = long_recording(seed + r, len(pauses) + 1, pauses)
-        session = engine.stream(16000)
+        x, _ = long_recording(seed + r, len(PAUSED_GAPS_S) + 1, PAUSED_GAPS_S)
+        session = engine.stream(16000, **config)
 
         def tokens(samples, *args, _at=offset, **kwargs):
-            windows.append((_at + session._win_start, len(samples)))
+            windows.append((_at + session.window.start, len(samples)))
             return decode(samples, *args, **kwargs)
         engine.tokens = tokens
         for i in range(0, x.size, 320):
@@ -52,16 +53,16 @@ def schedule(recordings: int, seed: int = 5) -> tuple:
     return np.concatenate(audio).astype(np.float32), windows
 
 
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m harness.bench_schedule")
     parser.add_argument("--recordings", type=int, default=6)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--tier", default="wasm_relaxed_simd")
     parser.add_argument("--json", help="write the record here")
+    parser.add_argument("--config", type=json.loads, default={},
+                        help="the default model's StreamConfig fields as JSON (default: the defaults)")
     args = parser.parse_args(argv)
-    audio, windows = schedule(args.recordings)
+    audio, windows = schedule(args.recordings, **args.config)
     audio_seconds = audio.size / 16000
     window_seconds = sum(n for _, n in windows) / 16000
     models = Chromium.models_dir()
@@ -75,7 +76,7 @@ def main(argv=None) -> int:
     print(f"CPU: {cpu_name()}; Chromium {version}; tier {args.tier}; {model.name}")
     print(f"schedule: {len(windows)} decodes by the default model's stream over {args.recordings} recordings, "
           f"{window_seconds:.1f} s of windows for {audio_seconds:.1f} s of audio")
-    record = {"cpu": cpu_name(), "chromium": version, "tier": args.tier, "decodes": len(windows),
+    record = {"cpu": cpu_name(), "chromium": version, "tier": args.tier, "config": args.config, "decodes": len(windows),
               "window_seconds": round(window_seconds, 1), "audio_seconds": round(audio_seconds, 1),
               "compute_per_audio": {}}
     for n in args.workers:

@@ -26,3 +26,25 @@ def test_errors_are_classed_by_sentence_boundary():
     kinds = error_kinds(sentences, "video ball ben park closes at eight")
     assert kinds == {"inside sub": 1, "boundary del": 1}
     assert error_kinds(sentences, "video call ben the park closes at eight") == {}
+
+
+def test_stream_rules_figures_are_the_sessions_own():
+    """tools/stream_rules.stream_figures pools what the sessions measured (the default model on
+    one short paused recording): the lags and decode count are the session's own, and a slower
+    schedule gives fewer decodes."""
+    from engine.streaming import stream_samples
+    from engine.transcribe import Engine
+    from tools.stream_rules import ROOT, quantile, stream_figures
+    from training.corpus import long_recording
+    engine = Engine.open(ROOT / "models" / "phonon-small.gguf")
+    x, spans = long_recording(5, 2, 0.6)
+    fig = stream_figures(engine, [(x, spans)])
+    session = engine.stream(16000)
+    out = stream_samples(session, x, 320)
+    assert fig["commit_lag_p50"] == quantile(sorted(session.stats.commit_lags), 0.5) \
+        == out["metrics"]["commit_lag_p50_seconds"]
+    assert fig["decodes_per_minute"] == round(60 * session.stats.decodes / (x.size / 16000), 1)
+    assert fig["decoded_audio_per_second"] == round(session.stats.decoded_audio / x.size, 2) > 1
+    assert fig["first_partial_median"] == out["metrics"]["first_partial_latency_seconds"] is not None
+    slower = stream_figures(engine, [(x, spans)], hop_ms=800, max_interval_ms=1600)
+    assert slower["decodes_per_minute"] < fig["decodes_per_minute"]

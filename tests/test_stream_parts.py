@@ -108,6 +108,9 @@ def test_rule2_pause_search_needs_quiet_frames_in_the_audio(k):
 def test_rule3_interval_grows_with_the_window():
     s = Schedule(hop=6400, max_lag=64000, stats=StreamStats())
     assert s.interval(6400, 0) == 6400 and s.interval(160000, 0) == 16000 and s.interval(160000, 150000) == 6400
+    capped = Schedule(hop=6400, max_lag=64000, stats=StreamStats(), max_interval=12800)
+    assert capped.interval(100000, 0) == 10000 and capped.interval(160000, 0) == 12800
+    assert Schedule(hop=6400, max_lag=1, stats=StreamStats(), max_interval=3200).interval(160000, 0) == 6400
 
 
 def test_positions_depend_on_the_audio_not_on_the_polling():
@@ -135,22 +138,27 @@ def word(text: str, start_frame: int, end_frame: int, token: int = 1) -> Word:
 def test_rule1_a_word_commits_when_two_decodes_agree_and_right_context_passed():
     policy = CommitPolicy()
     first = [word("turn", 0, 3), word("on", 4, 5)]
-    assert policy.agreed(first) == 0                       # nothing to agree with yet
+    assert policy.agreed(first, limit=10 * FRAME) == 0     # nothing to agree with yet
     policy.after_decode(first, 0, limit=10 * FRAME)
     second = [word("turn", 0, 3), word("off", 4, 6)]
-    assert policy.agreed(second) == 1                      # "on"/"off" differ: only "turn"
+    assert policy.agreed(second, limit=15 * FRAME) == 1    # "on"/"off" differ: only "turn"
     policy.after_decode(second, 1, limit=12 * FRAME)
     assert [w.text for w in policy.committed] == ["turn"] and [w.text for w in policy.tentative] == ["off"]
-    # the same pieces but ending after the earlier decode's limit: not agreed yet
+    # the same pieces but ending after the earlier decode's limit (its agree_context): not agreed yet
     policy = CommitPolicy()
     policy.after_decode([word("jazz", 0, 8)], 0, limit=5 * FRAME)
-    assert policy.agreed([word("jazz", 0, 8)]) == 0
+    assert policy.agreed([word("jazz", 0, 8)], limit=20 * FRAME) == 0
+    # ... nor after this decode's own limit (its right_context), whatever the earlier one had
+    policy = CommitPolicy()
+    policy.after_decode([word("jazz", 0, 8)], 0, limit=20 * FRAME)
+    assert policy.agreed([word("jazz", 0, 8)], limit=7 * FRAME) == 0
+    assert policy.agreed([word("jazz", 0, 8)], limit=8 * FRAME) == 1
 
 
 def test_rule4_the_newest_word_commits_without_a_next_token():
     policy = CommitPolicy()
     policy.after_decode([word("lights", 0, 4)], 0, limit=10 * FRAME)
-    assert policy.agreed([word("lights", 0, 4)]) == 1      # it is the last word: no boundary needed
+    assert policy.agreed([word("lights", 0, 4)], limit=15 * FRAME) == 1    # the last word: no boundary needed
 
 
 def test_rule3_forced_commits_take_the_words_before_the_cut():
@@ -218,9 +226,10 @@ def test_metrics_quantiles_and_rates():
     stats = StreamStats(decodes=4, compute_seconds=1.5, commit_lags=[16000, 8000, 24000, 32000])
     live = live_metrics(stats, 3.0)
     assert live["rtf"] == 0.5 and live["commit_lag_last"] == 2.0 and live["commit_lag_p50"] == 1.5
-    final = {"words": [{"word": "a", "start": 0.4, "end": 0.6}], "audio_seconds": 3.0}
+    final = {"words": [{"word": "a", "start": 0.0, "end": 0.6}], "audio_seconds": 3.0}
     events = [{"audio_seconds": 0.4, "committed": "", "tentative": ""},
               {"audio_seconds": 0.8, "committed": "", "tentative": "a"}]
+    stats.speech_onset = 6400                              # 0.4 s; the word's own time (0.0) does not count
     m = stream_metrics(events, final, stats)
     assert m["first_partial_latency_seconds"] == 0.4 and m["commit_lag_p95_seconds"] == 2.0
     assert m["compute_per_audio"] == 0.5 and m["decodes"] == 4

@@ -139,17 +139,27 @@ class EarlyGuessEngine(LoudRunEngine):
         return out
 
 
-def test_a_word_agreed_only_with_a_guess_does_not_commit(scalar):
-    """Rule 1 counts right_context behind both agreeing decodes. With token times 400 ms early,
-    a word "ended right_context ago" by its times while the sound ended only 400 ms ago: the
-    decode before had the same guess, and the old rule committed it (with the trained model:
-    "the there are twenty one", "skip the oven")."""
+@pytest.mark.parametrize("agree_context_ms, short_window_ms, guessed",
+                         [(800, 0, False), (600, 0, False), (0, 0, True), (0, 4000, False)])
+def test_a_word_agreed_only_with_a_guess_does_not_commit(scalar, agree_context_ms, short_window_ms, guessed):
+    """Rule 1 counts agree_context behind the earlier of two agreeing decodes, as well as
+    right_context behind the committing one. With token times 400 ms early, a word "ended
+    right_context ago" by its times while its sound ended only 400 ms ago: the decode before
+    had the same guess, and the plain rule (agree_context 0, the spec's) committed it (with
+    the trained model: "the there are twenty one", "skip the oven"). 800 ms (the default until
+    2026-12-04) and 600 ms (the default since: docs/streaming.md) both hold it back here, and
+    so does short_window_ms with no agree_context: a decode whose window is shorter than it
+    asks right_context of the earlier decode (the guesses come from short windows)."""
     x = np.concatenate([np.zeros(SR // 2, np.float32), utterances([0.5, 0.5], [0.4]),
                         np.zeros(2 * SR, np.float32)])
-    session, views, final = run(EarlyGuessEngine(scalar), x)
+    session, views, final = run(EarlyGuessEngine(scalar), x, agree_context_ms=agree_context_ms,
+                                short_window_ms=short_window_ms, hop_ms=400)
     committed = {w["word"] for v in views for w in v["words"] if w["committed"]}
-    assert committed == {"w7"}, [w for v in views for w in v["words"] if w["committed"]]
-    assert [w["word"] for w in final["words"]] == ["w7", "w7"]
+    if guessed:
+        assert "w39" in committed and [w["word"] for w in final["words"]][0] == "w39"
+    else:
+        assert committed == {"w7"}, [w for v in views for w in v["words"] if w["committed"]]
+        assert [w["word"] for w in final["words"]] == ["w7", "w7"]
 
 
 class FirstFrameEngine(LoudRunEngine):
@@ -326,7 +336,9 @@ def test_a_committed_word_stretched_by_a_revision_is_not_repeated(scalar, settle
     x = np.concatenate([np.zeros(6 * FRAME, np.float32),
                         utterances([0.24, 0.16] + [0.4, 0.24] * 5, [0.08] * 11),
                         np.zeros(2 * SR, np.float32)])
-    session, _, final = run(RevisingEngine(scalar, settle), x)
+    # the decode timing this case was written for (the rules of 2026-12-03): with settle 16
+    # the revision then comes before the commit
+    session, _, final = run(RevisingEngine(scalar, settle), x, agree_context_ms=800, hop_ms=400)
     head = ["w3", "w30", "w2"] if settle == 16 else ["w3", "w2"]
     assert [w["word"] for w in final["words"]] == head + ["w5", "w3"] * 5, final["words"]
 
@@ -515,3 +527,24 @@ def test_generated_speech_with_pauses(tiny_engine, noise_db):
     other = run(tiny_engine, x, chunk=SR, **cfg)
     assert transcript(other[2]) == transcript(final)
     assert other[0].stats.decodes == session.stats.decodes
+
+
+@pytest.mark.parametrize("chunk", [320, 333, 4800])
+def test_first_partial_latency_counts_from_the_speech_onset(scalar, chunk):
+    """The first-partial latency is measured from the first 20 ms block above rule 5's quiet
+    level, not from the first word's time (a small model puts that at the window's first
+    frame, inside the lead-in silence). Any chunking finds the same onset."""
+    lead = int(0.73 * SR)
+    x = np.concatenate([np.zeros(lead, np.float32), utterances([0.5, 0.5], [0.4]), np.zeros(SR, np.float32)])
+    session = StreamSession(FirstFrameEngine(scalar), SR)
+    out = stream_samples(session, x, chunk)
+    assert session.stats.speech_onset == lead // 320 * 320      # the block the tone starts in (half of it loud)
+    first = next(e["audio_seconds"] for e in out["events"] if e["committed"] or e["tentative"])
+    assert out["final"]["words"][0]["start"] < 0.73                   # the word's time leads the sound
+    assert out["metrics"]["first_partial_latency_seconds"] == round(first - session.stats.speech_onset / SR, 2)
+
+
+def test_first_partial_latency_is_none_for_silence(scalar):
+    session = StreamSession(LoudRunEngine(scalar), SR)
+    out = stream_samples(session, np.zeros(2 * SR, np.float32), 320)
+    assert session.stats.speech_onset is None and out["metrics"]["first_partial_latency_seconds"] is None
