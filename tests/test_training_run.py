@@ -268,3 +268,34 @@ def test_a_release_after_a_release_names_its_lineage():
     later = release.lineage(v18a, Path("p.json"), [], Path("runs/next"), {"data": {"train": "train-x"}})
     assert later["chain"][-1] == "runs/small-v18a" and later["earlier_folders"] == ["train-runon", "train"]
     assert release.lineage(None, None, [Path("c")], Path("r"), cfg)["chain"] == ["c"]
+
+
+def test_restream_measures_the_stream_figures_again_and_keeps_the_rest(monkeypatch, tmp_path):
+    """training.release restream: the stream-dependent figures come from the measuring
+    functions again (faked here), everything else in the results is kept, and the card is
+    the shipped card but for those figures and the sentence that says when."""
+    import json
+    import shutil
+    from pathlib import Path
+    from training import release
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "models"
+    out.mkdir()
+    for name in ("phonon-small.json", "MODEL_CARD.md"):
+        shutil.copy(root / "models" / name, out / name)
+    before = json.loads((out / "phonon-small.json").read_text())
+    calls = []
+    monkeypatch.setattr(release, "stream_vs_batch", lambda gguf, n: calls.append("svb") or
+                        {**before["stream_vs_batch"], "stream_wer": 0.0123})
+    monkeypatch.setattr(release, "continuous_speech", lambda gguf, seeds: calls.append(seeds) or before["continuous_speech"])
+    monkeypatch.setattr(release, "short_streams", lambda gguf: calls.append("short") or before["short_streams"])
+    monkeypatch.setattr(release, "silence_checks", lambda gguf: calls.append("silence") or before["silence"])
+    got = release.restream(out, root / "docs" / "runs" / "small-v18a" / "config.json")
+    assert calls == ["svb", [42, 43], "short", "silence"]
+    assert {k: v for k, v in got.items() if k not in ("stream_vs_batch", "stream_rules_date")} == \
+        {k: v for k, v in before.items() if k not in ("stream_vs_batch", "stream_rules_date")}
+    card = (out / "MODEL_CARD.md").read_text()
+    shipped = (root / "models" / "MODEL_CARD.md").read_text()
+    assert "stream WER 1.23%" in card and "measured again on" in card
+    assert card.replace("stream WER 1.23%", f"stream WER {before['stream_vs_batch']['stream_wer']:.2%}") \
+        .replace(release.restream_line(got), "") == shipped.replace(release.restream_line(before), "")

@@ -69,7 +69,7 @@ def stream_figures(engine, recordings: list, **config) -> dict:
         audio += x.size / RATE
     lags.sort()
     return {"recordings": len(recordings), "audio_seconds": round(audio, 1),
-            "stream_wer": round(wer(refs, hyps), 4),
+            "stream_wer": round(wer(refs, hyps), 4), "decodes": decodes,
             "decodes_per_minute": round(60 * decodes / audio, 1),
             "decoded_audio_per_second": round(decoded / RATE / audio, 2),
             "commit_lag_p50": quantile(lags, 0.5), "commit_lag_p95": quantile(lags, 0.95),

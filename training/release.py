@@ -469,8 +469,36 @@ transcription per utterance, with up to 0.3 s of the pauses around it), {sb['str
 {continuous_speech_line(results.get("continuous_speech"))}
 Silence: {json.dumps(results['silence'])}
 
-Measured by `python3 -m training.release --run RUN --data DATA --out models` ({results['date']}).
+Measured by `python3 -m training.release --run RUN --data DATA --out models` ({results['date']}).{restream_line(results)}
 {real_speech_section(results.get("real_speech"))}"""
+
+
+def restream_line(results: dict) -> str:
+    date = results.get("stream_rules_date")
+    return (f" The streaming, short-utterance, continuous-speech and silence figures were measured again on "
+            f"{date} with the engine's stream rules of that day (`python3 -m training.release restream`)."
+            if date else "")
+
+
+def restream(out: Path, tune_config: Path | None, recordings: int = 6) -> dict:
+    """A shipped model's figures that depend on the stream rules (stream vs batch, continuous
+    speech, short streams, silence) measured again with the engine's current rules; the
+    training and batch figures are kept, and the card is rewritten from the results.
+    tune_config: the shipped fine-tune's config.json (docs/runs/<run>/config.json), if it is one."""
+    results = json.loads((out / "phonon-small.json").read_text())
+    gguf = out / "phonon-small.gguf"
+    seeds = [int(s) for s in results.get("continuous_speech") or {}]
+    if not results.get("dense_from_previous_release"):
+        raise SystemExit("restream: this release was not fine-tuned from a previous one; its base config "
+                         "is its own run's - release it again instead")
+    base_cfg = Path(__file__).parent / "config.json"
+    results.update(stream_vs_batch=stream_vs_batch(gguf, recordings),
+                   continuous_speech=continuous_speech(gguf, seeds), short_streams=short_streams(gguf),
+                   silence=silence_checks(gguf), stream_rules_date=time.strftime("%Y-%m-%d"))
+    (out / "phonon-small.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out / "MODEL_CARD.md").write_text(card(results, json.loads(base_cfg.read_text()),
+                                            json.loads(tune_config.read_text()) if tune_config else None))
+    return results
 
 
 def real_speech_section(real: dict | None) -> str:
@@ -497,6 +525,15 @@ and sentences do not carry over to people. For real speech use Phonon-2
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["restream"]:
+        sub = argparse.ArgumentParser(prog="python3 -m training.release restream")
+        sub.add_argument("--out", type=Path, default=Path("models"))
+        sub.add_argument("--tune-config", type=Path, help="the shipped fine-tune's config.json")
+        sub.add_argument("--recordings", type=int, default=6)
+        a = sub.parse_args(argv[1:])
+        print(json.dumps(restream(a.out, a.tune_config, a.recordings), indent=1))
+        return 0
     parser = argparse.ArgumentParser(prog="python3 -m training.release")
     parser.add_argument("--run", type=Path, required=True)
     parser.add_argument("--data", type=Path, required=True)
