@@ -439,6 +439,10 @@ def test_errors_are_clear_and_lose_nothing(fake):
             StreamSession(fake, rate)
     with pytest.raises(StreamError, match="hop_ms"):
         StreamConfig(hop_ms=0)
+    for bad in ({"max_interval_ms": 0}, {"agree_context_ms": -1}, {"short_window_ms": True}):
+        with pytest.raises(StreamError, match=next(iter(bad))):
+            StreamConfig(**bad)
+    assert StreamConfig(agree_context_ms=0, short_window_ms=0, min_pause_ms=0).agree_context_ms == 0
     session = StreamSession(fake, SR)
     session.feed(x[:8000])
     bad = x[8000:9000].copy()
