@@ -200,7 +200,8 @@ async def kernel_pool_start(tier="scalar", workers=1):
 
 @job
 async def worker_digests(model, audio, tiers, counts):
-    """{"tier/n": encoder digest, tokens, threads, commands sent} with n kernel workers."""
+    """{"tier/n": encoder digest, tokens, threads, commands sent, why a worker was lost} with n
+    kernel workers."""
     model, audio = await read_bytes(model), await read_floats(audio)
     out = {}
     for tier in tiers:
@@ -209,7 +210,8 @@ async def worker_digests(model, audio, tiers, counts):
             enc, _ = engine.encode(audio)
             tokens = engine.transcribe(audio)["tokens"]
             out[f"{tier}/{n}"] = {"encoder_sha256": digest(enc), "tokens": tokens, "threads": engine.threads,
-                                  "commands": sum(pool.commands) if pool is not None else 0}
+                                  "commands": sum(pool.commands) if pool is not None else 0,
+                                  "lost": getattr(getattr(engine, "team", None), "lost", None)}
             if pool is not None:
                 pool.close()
     return out

@@ -18,7 +18,7 @@ The rules, numbered as in the spec:
     and the next word: a pause in the tokens that is quiet in the audio too (token times
     of a small model lag the sound; a start placed by them alone cut words in two);
  3. windows are capped at `max_window` (the oldest words are committed to make room) and the
-    decode interval grows with the window (interval = max(hop, min(max_interval, window / 10)));
+    decode interval grows with the window (interval = max(hop, min(max_interval, window / divisor)));
  4. the newest word commits once `right_context` passed with no further token (rule 1 on the
     last word: no next token is needed as a boundary);
  5. with nothing tentative and only quiet audio since the last decode, the decode is skipped
@@ -93,6 +93,7 @@ class StreamConfig:
     short_window_ms: int = 2400     # rule 1: ... right_context if its window was shorter than this
     hop_ms: int = 420
     max_interval_ms: int = 800      # rule 3: the interval grows with the window up to this
+    interval_divisor: int = 10      # rule 3: ... as the window / this
     max_window_ms: int = 12000
     min_pause_ms: int = 240         # rule 2 (spec: >= 150 ms); see docs/streaming.md
     idle_keep_ms: int = 1500
@@ -108,6 +109,9 @@ class StreamConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise StreamError(f"{name} must be a non-negative int of milliseconds, got {value!r}")
+        if not isinstance(self.interval_divisor, int) or isinstance(self.interval_divisor, bool) \
+                or not 1 <= self.interval_divisor <= 100:
+            raise StreamError(f"interval_divisor must be an int in 1..100, got {self.interval_divisor!r}")
         if not isinstance(self.quiet_dbfs, int) or not -120 <= self.quiet_dbfs <= 0:
             raise StreamError(f"quiet_dbfs must be an int in -120..0, got {self.quiet_dbfs!r}")
         if self.max_window_ms < 2 * self.right_context_ms or self.max_window_ms < 1000:
@@ -159,7 +163,7 @@ class StreamSession:
             raise StreamError(f"sample rate {sample_rate} Hz: {e}") from None
         self.stats = StreamStats()
         self.schedule = Schedule(self.config.samples("hop_ms"), self.config.samples("max_lag_ms"), self.stats,
-                                 self.config.samples("max_interval_ms"))
+                                 self.config.samples("max_interval_ms"), self.config.interval_divisor)
         self.policy = CommitPolicy()
         self.view = StreamView(engine.model.vocabulary, engine.marks)
         self._decode_lock = threading.Lock()

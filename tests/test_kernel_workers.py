@@ -72,7 +72,7 @@ def test_kernel_workers_give_the_native_bits(isolated_browser, tiny_model, which
         workers = int(key.split("/")[1])
         assert got["encoder_sha256"] == native["encoder_sha256"], f"{key}: encoder output differs from native scalar"
         assert got["tokens"] == native["tokens"], f"{key}: tokens differ"
-        assert got["threads"] == workers + 1
+        assert got["threads"] == workers + 1, f"{key}: a kernel worker was lost: {got['lost']}"
         assert (got["commands"] > 0) == (workers > 0), f"{key}: the kernel workers ran {got['commands']} commands"
     assert not isolated_browser.problems, isolated_browser.problems
 

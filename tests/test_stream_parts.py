@@ -111,6 +111,7 @@ def test_rule3_interval_grows_with_the_window():
     capped = Schedule(hop=6400, max_lag=64000, stats=StreamStats(), max_interval=12800)
     assert capped.interval(100000, 0) == 10000 and capped.interval(160000, 0) == 12800
     assert Schedule(hop=6400, max_lag=1, stats=StreamStats(), max_interval=3200).interval(160000, 0) == 6400
+    assert Schedule(hop=6400, max_lag=1, stats=StreamStats(), divisor=8).interval(160000, 0) == 20000
 
 
 def test_positions_depend_on_the_audio_not_on_the_polling():

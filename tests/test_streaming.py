@@ -439,7 +439,7 @@ def test_errors_are_clear_and_lose_nothing(fake):
             StreamSession(fake, rate)
     with pytest.raises(StreamError, match="hop_ms"):
         StreamConfig(hop_ms=0)
-    for bad in ({"max_interval_ms": 0}, {"agree_context_ms": -1}, {"short_window_ms": True}):
+    for bad in ({"max_interval_ms": 0}, {"agree_context_ms": -1}, {"short_window_ms": True}, {"interval_divisor": 0}):
         with pytest.raises(StreamError, match=next(iter(bad))):
             StreamConfig(**bad)
     assert StreamConfig(agree_context_ms=0, short_window_ms=0, min_pause_ms=0).agree_context_ms == 0
