@@ -68,7 +68,7 @@ class StreamView:
                 "stats": stats.as_dict()}
 
 
-def _lag_seconds(lags: list, q: float):
+def lag_seconds(lags: list, q: float):
     """The q-quantile of sorted commit lags (samples), in seconds; None before any commit."""
     return round(lags[min(len(lags) - 1, int(q * len(lags)))] / MODEL_RATE, 2) if lags else None
 
@@ -80,7 +80,7 @@ def live_metrics(stats: StreamStats, audio_seconds: float) -> dict:
             "rtf": round(stats.compute_seconds / audio_seconds, 3) if audio_seconds else None,
             "decodes": stats.decodes, "skipped_lag": stats.skipped_lag,
             "commit_lag_last": round(stats.commit_lags[-1] / MODEL_RATE, 2) if lags else None,
-            "commit_lag_p50": _lag_seconds(lags, 0.5)}
+            "commit_lag_p50": lag_seconds(lags, 0.5)}
 
 
 def stream_metrics(events: list, final: dict, stats: StreamStats) -> dict:
@@ -96,6 +96,6 @@ def stream_metrics(events: list, final: dict, stats: StreamStats) -> dict:
     audio = final["audio_seconds"]
     return {"first_partial_latency_seconds": round(first_text - onset, 2)
             if first_text is not None and onset is not None else None,
-            "commit_lag_p50_seconds": _lag_seconds(lags, 0.5), "commit_lag_p95_seconds": _lag_seconds(lags, 0.95),
+            "commit_lag_p50_seconds": lag_seconds(lags, 0.5), "commit_lag_p95_seconds": lag_seconds(lags, 0.95),
             **stats.as_dict(),
             "compute_per_audio": round(stats.compute_seconds / audio, 3) if audio else None}

@@ -30,13 +30,12 @@ def schedule(recordings: int, seed: int = 5, **config) -> tuple:
     stream decoded, in samples of the joined audio) - the same recordings and pauses as
     release.stream_vs_batch. config: StreamConfig fields (the defaults if none)."""
     from engine.transcribe import Engine
-    from training.corpus import long_recording
-    from training.release import PAUSED_GAPS_S
+    from training.release import paused_recording
     engine = Engine.open(DEFAULT_MODEL)
     decode = engine.tokens
     audio, windows, offset = [], [], 0
     for r in range(recordings):
-        x, _ = long_recording(seed + r, len(PAUSED_GAPS_S) + 1, PAUSED_GAPS_S)
+        x, _ = paused_recording(seed + r)
         session = engine.stream(16000, **config)
 
         def tokens(samples, *args, _at=offset, **kwargs):

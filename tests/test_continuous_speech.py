@@ -34,14 +34,15 @@ def test_stream_rules_figures_are_the_sessions_own():
     schedule gives fewer decodes."""
     from engine.streaming import stream_samples
     from engine.transcribe import Engine
-    from tools.stream_rules import ROOT, quantile, stream_figures
+    from engine.stream_view import lag_seconds
+    from tools.stream_rules import ROOT, stream_figures
     from training.corpus import long_recording
     engine = Engine.open(ROOT / "models" / "phonon-small.gguf")
     x, spans = long_recording(5, 2, 0.6)
     fig = stream_figures(engine, [(x, spans)])
     session = engine.stream(16000)
     out = stream_samples(session, x, 320)
-    assert fig["commit_lag_p50"] == quantile(sorted(session.stats.commit_lags), 0.5) \
+    assert fig["commit_lag_p50"] == lag_seconds(sorted(session.stats.commit_lags), 0.5) \
         == out["metrics"]["commit_lag_p50_seconds"]
     assert fig["decodes_per_minute"] == round(60 * session.stats.decodes / (x.size / 16000), 1)
     assert fig["decoded_audio_per_second"] == round(session.stats.decoded_audio / x.size, 2) > 1

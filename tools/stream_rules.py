@@ -33,9 +33,8 @@ RATE = 16000
 
 
 def paused_recordings(seed: int, count: int) -> list:
-    from training.corpus import long_recording
-    from training.release import PAUSED_GAPS_S
-    return [long_recording(seed + r, len(PAUSED_GAPS_S) + 1, PAUSED_GAPS_S) for r in range(count)]
+    from training.release import paused_recording
+    return [paused_recording(seed + r) for r in range(count)]
 
 
 def runon_recordings(seed: int, count: int = 12) -> list:
@@ -43,14 +42,9 @@ def runon_recordings(seed: int, count: int = 12) -> list:
     return [recording(seed, r) for r in range(count)]
 
 
-def quantile(sorted_values: list, q: float):
-    """The stream's own quantile rule (engine.stream_view._lag_seconds), in seconds."""
-    return round(sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))] / RATE, 2) \
-        if sorted_values else None
-
-
 def stream_figures(engine, recordings: list, **config) -> dict:
     """recordings: [(float32 samples at 16 kHz, [(text, start_s, end_s)])] -> the figures above."""
+    from engine.stream_view import lag_seconds
     from engine.streaming import stream_samples
     from training.metrics import wer
     refs, hyps, lags, firsts = [], [], [], []
@@ -72,7 +66,7 @@ def stream_figures(engine, recordings: list, **config) -> dict:
             "stream_wer": round(wer(refs, hyps), 4), "decodes": decodes,
             "decodes_per_minute": round(60 * decodes / audio, 1),
             "decoded_audio_per_second": round(decoded / RATE / audio, 2),
-            "commit_lag_p50": quantile(lags, 0.5), "commit_lag_p95": quantile(lags, 0.95),
+            "commit_lag_p50": lag_seconds(lags, 0.5), "commit_lag_p95": lag_seconds(lags, 0.95),
             "first_partial_median": round(median(firsts), 2) if firsts else None,
             "first_partial_max": max(firsts) if firsts else None}
 
@@ -80,13 +74,9 @@ def stream_figures(engine, recordings: list, **config) -> dict:
 def batch_wer(engine, recordings: list) -> float:
     """Each utterance alone (the release's padded spans), pooled per recording."""
     from training.metrics import wer
-    from training.release import padded_spans
-    refs, hyps = [], []
-    for x, spans in recordings:
-        refs.append(" ".join(t for t, _, _ in spans))
-        hyps.append(" ".join(engine.transcribe(x[int(s * RATE):int(e * RATE)])["text"]
-                             for s, e in padded_spans(spans, x.size / RATE)))
-    return round(wer(refs, hyps), 4)
+    from training.release import batch_one_at_a_time
+    refs = [" ".join(t for t, _, _ in spans) for _, spans in recordings]
+    return round(wer(refs, [batch_one_at_a_time(engine, x, spans) for x, spans in recordings]), 4)
 
 
 def main(argv=None) -> int:

@@ -107,16 +107,28 @@ def wer_by_voice_family(rows: list, hyps: list) -> dict:
 PAUSED_GAPS_S = [0.3, 1.5, 0.6, 2.0, 0.4, 1.0, 0.8]     # the pauses between a paused recording's 8 utterances
 
 
+def paused_recording(seed: int) -> tuple:
+    """One of the release's paused long recordings: 8 held-out utterances joined by
+    PAUSED_GAPS_S -> (float32 samples at 16 kHz, [(text, start_s, end_s)])."""
+    from training.corpus import long_recording
+    return long_recording(seed, len(PAUSED_GAPS_S) + 1, PAUSED_GAPS_S)
+
+
+def batch_one_at_a_time(engine, x: np.ndarray, spans: list) -> str:
+    """Each utterance of a long recording transcribed alone (padded_spans), joined."""
+    return " ".join(engine.transcribe(x[int(s * 16000):int(e * 16000)])["text"]
+                    for s, e in padded_spans(spans, x.size / 16000))
+
+
 def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5, **config) -> dict:
     """Held-out utterances joined by 0.3-2 s pauses: WER of the stream's final transcript and
     of batch transcription per utterance span, against the joined references. config:
     StreamConfig fields (defaults if none)."""
     from engine.transcribe import Engine
-    from training.corpus import long_recording
     engine = Engine.open(gguf)
     refs, stream_hyps, batch_hyps, decodes, compute, audio_s = [], [], [], 0, 0.0, 0.0
     for r in range(recordings):
-        x, spans = long_recording(seed + r, len(PAUSED_GAPS_S) + 1, PAUSED_GAPS_S)
+        x, spans = paused_recording(seed + r)
         refs.append(" ".join(t for t, _, _ in spans))
         session = engine.stream(16000, **config)
         for i in range(0, x.size, 320):
@@ -127,8 +139,7 @@ def stream_vs_batch(gguf: Path, recordings: int, seed: int = 5, **config) -> dic
         decodes += final["stats"]["decodes"]
         compute += final["stats"]["compute_seconds"]
         audio_s += x.size / 16000
-        batch_hyps.append(" ".join(engine.transcribe(x[int(s * 16000):int(e * 16000)])["text"]
-                                   for s, e in padded_spans(spans, x.size / 16000)))
+        batch_hyps.append(batch_one_at_a_time(engine, x, spans))
     return {"recordings": recordings, "audio_seconds": round(audio_s, 1),
             "stream_wer": round(wer(refs, stream_hyps), 4), "batch_wer": round(wer(refs, batch_hyps), 4),
             "stream_decodes": decodes, "stream_compute_per_audio": round(compute / audio_s, 3)}
