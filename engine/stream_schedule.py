@@ -1,21 +1,24 @@
 """A stream's schedule (engine/streaming.py's second part): where decodes happen.
 
 Decodes happen at fixed audio positions (the previous position + the interval), not when
-partial() happens to be called, so the events depend only on the audio: any chunk size and
-any polling rate give the same decodes, natively and in the browser. Rule 3: the interval
-grows with the window (a share of it, at least `hop`, at most `max_interval`). If the caller
-falls more than `max_lag` behind, the schedule jumps to the newest audio.
+partial() happens to be called, so the events depend only on the audio: any chunk size, any
+polling rate and any delay give the same decodes, natively and in the browser. Rule 3: the
+interval grows with the window (a share of it, at least `hop`, at most `max_interval`).
+
+A caller that falls behind (audio fed faster than it is decoded: a slow machine, a recording
+fed at once) is never skipped ahead: every position is decoded in order, later. The position
+after p depends on the window's start after p's decode, so positions are found one at a time:
+`due(total)` gives the next one if its audio is in, `advance(p, start)` places the one after.
 """
 
 from __future__ import annotations
 
 
 class Schedule:
-    def __init__(self, hop: int, max_lag: int, stats, max_interval: int | None = None, divisor: int = 10):
-        self.hop, self.max_lag = hop, max_lag       # samples at 16 kHz
+    def __init__(self, hop: int, max_interval: int | None = None, divisor: int = 10):
+        self.hop = hop                              # samples at 16 kHz
         self.max_interval = max(hop, max_interval) if max_interval is not None else None
         self.divisor = divisor                      # the interval is the window / divisor
-        self.stats = stats                          # StreamStats: skipped_lag counts the dropped positions
         self.next = hop                             # the next decode position
         self.last = 0                               # the last position decoded (or skipped as quiet)
 
@@ -26,14 +29,12 @@ class Schedule:
         share = (p - window_start) // self.divisor
         return max(self.hop, share if self.max_interval is None else min(self.max_interval, share))
 
-    def due(self, total: int, window_start):
-        """The decode positions due with `total` samples in: each is yielded, then the next is
-        placed after it by the window's start at that time (window_start(), read after the
-        caller's step)."""
-        while self.next <= total:
-            p = self.next
-            if total - p > self.max_lag:            # fell behind: decode the newest audio
-                self.stats.skipped_lag += (total - p) // self.hop
-                p = total
-            yield p
-            self.next = p + self.interval(p, window_start())
+    def due(self, total: int) -> int | None:
+        """The next decode position if `total` samples reach it, else None."""
+        return self.next if self.next <= total else None
+
+    def advance(self, p: int, window_start: int) -> None:
+        """Position p was decoded (or skipped as quiet), leaving the window at window_start:
+        place the next position."""
+        self.last = p
+        self.next = p + self.interval(p, window_start)

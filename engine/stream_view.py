@@ -17,7 +17,8 @@ from .text import detokenize
 class StreamStats:
     decodes: int = 0
     skipped_quiet: int = 0          # rule 5
-    skipped_lag: int = 0            # decode positions dropped because the caller fell behind
+    max_pending: int = 0            # samples: the most audio waiting when a decode began
+    deferred_audio: int = 0         # samples: the intervals of decodes that ran a hop or more late
     compute_seconds: float = 0.0
     revisions: int = 0              # decodes whose text did not extend the previous text
     longest_window: int = 0         # samples
@@ -26,7 +27,9 @@ class StreamStats:
     speech_onset: int | None = None  # the first 20 ms block louder than rule 5's quiet level (sample)
 
     def as_dict(self) -> dict:
-        return {"decodes": self.decodes, "skipped_quiet": self.skipped_quiet, "skipped_lag": self.skipped_lag,
+        return {"decodes": self.decodes, "skipped_quiet": self.skipped_quiet,
+                "max_pending_seconds": round(self.max_pending / MODEL_RATE, 2),
+                "deferred_seconds": round(self.deferred_audio / MODEL_RATE, 2),
                 "compute_seconds": round(self.compute_seconds, 3), "revisions": self.revisions,
                 "longest_window_seconds": round(self.longest_window / MODEL_RATE, 2),
                 "decoded_audio_seconds": round(self.decoded_audio / MODEL_RATE, 2)}
@@ -73,12 +76,15 @@ def lag_seconds(lags: list, q: float):
     return round(lags[min(len(lags) - 1, int(q * len(lags)))] / MODEL_RATE, 2) if lags else None
 
 
-def live_metrics(stats: StreamStats, audio_seconds: float) -> dict:
-    """What a live view shows while the stream runs (the page's metrics panel)."""
+def live_metrics(stats: StreamStats, audio_seconds: float, pending_seconds: float = 0.0) -> dict:
+    """What a live view shows while the stream runs (the page's metrics panel); pending_seconds:
+    the audio fed but not decoded yet (StreamSession.pending_seconds)."""
     lags = sorted(stats.commit_lags)
     return {"audio_seconds": round(audio_seconds, 3), "compute_seconds": round(stats.compute_seconds, 3),
             "rtf": round(stats.compute_seconds / audio_seconds, 3) if audio_seconds else None,
-            "decodes": stats.decodes, "skipped_lag": stats.skipped_lag,
+            "decodes": stats.decodes, "pending_seconds": round(pending_seconds, 2),
+            "max_pending_seconds": round(stats.max_pending / MODEL_RATE, 2),
+            "deferred_seconds": round(stats.deferred_audio / MODEL_RATE, 2),
             "commit_lag_last": round(stats.commit_lags[-1] / MODEL_RATE, 2) if lags else None,
             "commit_lag_p50": lag_seconds(lags, 0.5)}
 

@@ -53,8 +53,8 @@ class AudioWindow:
             new, self._pending = self._pending, array("f")
             if flush:
                 new.extend(self.resampler.flush())
+            self.total += len(new)          # with the pending buffer's swap: `fed` never dips
         self.audio.extend(new)
-        self.total += len(new)
         self._measure_frames()
 
     def _measure_frames(self) -> None:
@@ -66,6 +66,12 @@ class AudioWindow:
     @property
     def seconds(self) -> float:
         return self.total / MODEL_RATE
+
+    @property
+    def fed(self) -> int:
+        """16 kHz samples pushed so far: the window's total and what waits to be drained."""
+        with self._lock:
+            return self.total + len(self._pending)
 
     # -- the window -----------------------------------------------------------------------------
 

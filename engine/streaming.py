@@ -29,9 +29,13 @@ The rules, numbered as in the spec:
  8. cancel() is noticed between encoder layers and decode steps.
 
 Decodes happen at fixed audio positions (the previous position + the interval), not when
-partial() happens to be called, so the events depend only on the audio: any chunk size and
-any polling rate give the same decodes, natively and in the browser. If the caller falls
-more than `max_lag` behind, the schedule jumps to the newest audio (counted in stats).
+partial() happens to be called, so the committed words and the final transcript depend only
+on the audio: any chunk size, any polling rate and any delay give the same decodes, natively
+and in the browser. A caller that falls behind (a machine slower than real time, a recording
+fed at once) is never skipped ahead: the due positions are decoded in order, later;
+`partial(max_decodes=n)` runs at most n of them so a worker can answer messages between
+decodes, `pending_seconds` says how far behind the decoding is, and a feed that would put more
+than `max_pending` behind is refused (StreamOverrun, the chunk not added).
 Positions are integer samples at 16 kHz; windows start on the 80 ms encoder-frame grid, so
 token frames map to absolute times exactly.
 
@@ -39,7 +43,7 @@ The session is four parts, each tested alone (tests/test_stream_parts.py), and t
 which runs one decode step through them:
     stream_window.py    AudioWindow: intake, the window's audio and frame energies, the
                         audio tests of rules 2 and 5
-    stream_schedule.py  Schedule: the decode positions (rule 3's interval, the lag jump)
+    stream_schedule.py  Schedule: the decode positions (rule 3's interval)
     stream_commit.py    CommitPolicy: agreement (rules 1, 4), forced commits (rule 3) and
                         de-duplication of re-decoded words
     stream_view.py      StreamView: text, words, result; StreamStats and the metrics
@@ -73,6 +77,11 @@ class StreamError(ValueError):
     """Misuse of a stream (feed after finish, bad samples, a wrong rate): nothing was lost."""
 
 
+class StreamOverrun(StreamError):
+    """A feed would put the stream more than max_pending behind its decoding: the chunk was not
+    added (feed it again once `pending_seconds` has fallen)."""
+
+
 class Recognizer(Protocol):
     """What a stream needs of the engine: its kernels (the resampler's and the frame
     energies'), the model's vocabulary, the punctuation marks, and the batch decode of one
@@ -98,10 +107,11 @@ class StreamConfig:
     min_pause_ms: int = 240         # rule 2 (spec: >= 150 ms); see docs/streaming.md
     idle_keep_ms: int = 1500
     quiet_dbfs: int = -45           # rule 5: a 20 ms block is quiet below this RMS level
-    max_lag_ms: int = 4000
+    max_pending_ms: int = 1_200_000  # feed() refuses audio that would put decoding further behind
+                                     # (20 min: 77 MB of 16 kHz float32 waiting in the window)
 
     def __post_init__(self):
-        for name in ("right_context_ms", "hop_ms", "max_interval_ms", "max_window_ms", "idle_keep_ms", "max_lag_ms"):
+        for name in ("right_context_ms", "hop_ms", "max_interval_ms", "max_window_ms", "idle_keep_ms", "max_pending_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise StreamError(f"{name} must be a positive int of milliseconds, got {value!r}")
@@ -162,8 +172,8 @@ class StreamSession:
         except ValueError as e:
             raise StreamError(f"sample rate {sample_rate} Hz: {e}") from None
         self.stats = StreamStats()
-        self.schedule = Schedule(self.config.samples("hop_ms"), self.config.samples("max_lag_ms"), self.stats,
-                                 self.config.samples("max_interval_ms"), self.config.interval_divisor)
+        self.schedule = Schedule(self.config.samples("hop_ms"), self.config.samples("max_interval_ms"),
+                                 self.config.interval_divisor)
         self.policy = CommitPolicy()
         self.view = StreamView(engine.model.vocabulary, engine.marks)
         self._decode_lock = threading.Lock()
@@ -176,20 +186,33 @@ class StreamSession:
     # -- the API --------------------------------------------------------------------------------
 
     def feed(self, samples) -> None:
-        """Add samples at the stream's rate. Never decodes; safe from an audio thread."""
+        """Add samples at the stream's rate. Never decodes; safe from an audio thread. Refuses
+        (StreamOverrun, nothing added) audio that would put decoding more than max_pending behind."""
         if self._state != "open":
             raise StreamError(f"feed() after {'finish()' if self._state == 'finished' else 'cancel()'}: "
                               "open a new stream")
-        self.window.push(as_float32(samples))
+        x = as_float32(samples)
+        incoming = len(x) * MODEL_RATE // self.sample_rate
+        limit = self.config.samples("max_pending_ms")
+        if self.window.fed - self.schedule.last + incoming > limit:
+            raise StreamOverrun(
+                f"feed(): {self.pending_seconds:.1f} s of audio wait to be decoded and this chunk would take "
+                f"that past max_pending ({limit / MODEL_RATE:.0f} s); it was not added: feed it again once "
+                "pending_seconds has fallen (the stream decodes slower than the audio arrives)")
+        self.window.push(x)
 
-    def partial(self) -> dict:
-        """Drain fed audio, run the decodes that are due, and return the current text."""
+    def partial(self, max_decodes: int | None = None) -> dict:
+        """Drain fed audio, run the decodes that are due (at most `max_decodes`; the rest stay
+        due, in order, for the next call), and return the current text."""
+        if max_decodes is not None and (not isinstance(max_decodes, int) or isinstance(max_decodes, bool)
+                                        or max_decodes < 0):
+            raise StreamError(f"max_decodes must be None or an int >= 0, got {max_decodes!r}")
         if self._state == "finished":
             return self._view()
         with self._decoding():
             self.window.drain()
             self._find_onset()
-            self._run_schedule()
+            self._run_schedule(max_decodes)
             return self._view()
 
     def finish(self) -> dict:
@@ -209,6 +232,7 @@ class StreamSession:
                     self._fit_window(p)
                 words = self._decode(p) if p > last else policy.tentative
                 self.view.committed(policy.finish(words))   # closing the stream, not a live commit
+            self.schedule.last = self.window.total            # nothing is pending any more
             self._state = "finished"
             self._final = self.view.result(policy.committed, self.window.total, self.stats)
             return self._final
@@ -223,6 +247,25 @@ class StreamSession:
     @property
     def audio_seconds(self) -> float:
         return self.window.seconds
+
+    @property
+    def pending_seconds(self) -> float:
+        """Audio fed but not yet decoded (from the last decode position to the newest sample):
+        under one interval while decoding keeps up, growing while it falls behind."""
+        return max(0, self.window.fed - self.schedule.last) / MODEL_RATE
+
+    @property
+    def due(self) -> bool:
+        """Whether a decode position is due with the audio drained so far (partial() has work)."""
+        return self._state == "open" and self.schedule.due(self.window.total) is not None
+
+    def next_window_seconds(self) -> float:
+        """The length of the window the next due decode would run on (at most max_window), 0
+        if none is due: how long the next partial() may take, for a caller's watchdog."""
+        p = self.schedule.due(self.window.total) if self._state == "open" else None
+        if p is None:
+            return 0.0
+        return min(p - self.window.start, self.config.samples("max_window_ms")) / MODEL_RATE
 
     # -- one decode step through the parts ------------------------------------------------------
 
@@ -241,24 +284,42 @@ class StreamSession:
         finally:
             self._decode_lock.release()
 
-    def _run_schedule(self):
-        for p in self.schedule.due(self.window.total, lambda: self.window.start):
-            self._step(p)
+    def _run_schedule(self, max_decodes: int | None = None):
+        """The due positions in order (never skipping one), at most max_decodes decodes."""
+        decodes = 0
+        while (p := self.schedule.due(self.window.total)) is not None:
+            if max_decodes is not None and decodes >= max_decodes and self._will_decode(p):
+                return
+            decodes += self._step(p)
+            self.schedule.advance(p, self.window.start)
 
-    def _step(self, p: int):
-        """One scheduled decode at absolute position p (rules 1-6)."""
+    def _will_decode(self, p: int) -> bool:
+        return bool(self.policy.tentative) or not self._quiet(self.schedule.last, p)
+
+    def _step(self, p: int) -> int:
+        """One scheduled decode at absolute position p (rules 1-6); -> 1 if it decoded, 0 if
+        rule 5 skipped it."""
         policy = self.policy
         if not policy.tentative and self._quiet(self.schedule.last, p):
             self.stats.skipped_quiet += 1                   # rule 5
             self.window.move_start(align(p - self.config.samples("idle_keep_ms")))
-            self.schedule.last = p
-            return
+            return 0
+        self._note_backlog(p)
         self._fit_window(p)
         words = self._decode(p)
         limit = p - self.config.samples("right_context_ms")
         agreed = policy.agreed(words, limit)
         self._committed_live(policy.after_decode(words, agreed, p - self._agree_context(p)), p)
         self._move_into_pause(p)
+        return 1
+
+    def _note_backlog(self, p: int):
+        """The stats' view of falling behind: the most audio ever waiting when a decode began,
+        and the audio of decodes that ran late (a hop or more of newer audio already in)."""
+        stats, total = self.stats, self.window.total
+        stats.max_pending = max(stats.max_pending, total - self.schedule.last)
+        if total - p >= self.config.samples("hop_ms"):
+            stats.deferred_audio += p - self.schedule.last
 
     def _agree_context(self, p: int) -> int:
         """Rule 1: the audio a word needs after it in this decode (window [start, p)) for the
@@ -313,7 +374,6 @@ class StreamSession:
         self.stats.decodes += 1
         self.stats.longest_window = max(self.stats.longest_window, p - base)
         self.stats.decoded_audio += p - base
-        self.schedule.last = p
         f0 = base // FRAME
         decoded = [Word(text, base + start * FRAME, base + end * FRAME,
                         tuple((t.id, f0 + t.frame, t.duration) for t in toks))
@@ -372,4 +432,4 @@ def stream_samples(session: StreamSession, samples, chunk: int, realtime: bool =
 
 
 __all__ = ["stream_samples", "stream_metrics", "live_metrics", "StreamSession", "StreamConfig", "StreamError",
-           "StreamResampler", "StreamStats", "Word", "Cancelled", "Recognizer", "FRAME"]
+           "StreamOverrun", "StreamResampler", "StreamStats", "Word", "Cancelled", "Recognizer", "FRAME"]

@@ -9,10 +9,11 @@ to_bytes(). `_memory` and `_bytes` take those and Python buffers alike.
 from __future__ import annotations
 
 import json
+import time
 
 from .audio import MODEL_RATE, load_audio, resample
 from .longform import SteppedTranscription
-from .streaming import live_metrics, stream_metrics
+from .streaming import StreamOverrun, live_metrics, stream_metrics
 from .transcribe import Engine
 
 
@@ -22,6 +23,11 @@ def _memory(samples) -> memoryview:
 
 def _bytes(data) -> bytes:
     return data.to_bytes() if hasattr(data, "to_bytes") else bytes(data)
+
+
+def _count(samples: memoryview) -> int:
+    """float32 samples in a buffer (a typed array's view, or its bytes)."""
+    return len(samples) if samples.ndim == 1 and samples.itemsize == 4 else samples.nbytes // 4
 
 
 def new_buffer(size: int) -> bytearray:
@@ -64,26 +70,54 @@ class WebApp:
 
     # -- a live stream --------------------------------------------------------------------------
 
-    def start(self, rate) -> None:
-        self.session = self.engine.stream(int(rate))
+    def start(self, rate, max_pending_seconds=None) -> None:
+        """Open a stream at `rate` Hz; max_pending_seconds: how far decoding may fall behind
+        before feed() refuses audio (StreamConfig.max_pending_ms if None)."""
+        fields = {} if max_pending_seconds is None else {"max_pending_ms": int(float(max_pending_seconds) * 1000)}
+        self.session = self.engine.stream(int(rate), **fields)
         self.events, self.last = [], ("", "")
+        self.received = 0                    # samples at the stream's rate that feed() was given
+        self.refused = 0                     # ... and refused
 
-    def feed(self, samples) -> None:
-        self.session.feed(_memory(samples))
+    def feed(self, samples):
+        """Add samples; None, or why they were refused (the stream is too far behind: the
+        worker reports it, and the samples are counted in the metrics' refused_seconds)."""
+        memory = _memory(samples)
+        self.received += _count(memory)
+        try:
+            self.session.feed(memory)
+        except StreamOverrun as e:
+            self.refused += _count(memory)
+            return str(e)
+        return None
 
-    def partial(self) -> str:
-        """The current text (running the decodes that are due) and the live metrics; every change
-        of text is kept as an event for the final metrics."""
-        view = self.session.partial()
+    def partial(self, budget_ms=None) -> str:
+        """Run the due decodes in order - with `budget_ms`, one, then more only while that much
+        wall time has not passed, so the worker reads its messages (audio, pings, cancel)
+        between steps however far behind it is - and return the text, the live metrics and
+        what is still due. Every change of text is kept as an event for the final metrics."""
+        session = self.session
+        if budget_ms is None:
+            view = session.partial()
+        else:
+            started = time.perf_counter()
+            view = session.partial(1)
+            while session.due and (time.perf_counter() - started) * 1000 < float(budget_ms):
+                view = session.partial(1)
         if (view["committed"], view["tentative"]) != self.last:
             self.last = (view["committed"], view["tentative"])
             self.events.append({"audio_seconds": view["audio_seconds"], "committed": self.last[0],
                                 "tentative": self.last[1]})
-        return json.dumps({"view": view, "metrics": live_metrics(self.session.stats, self.session.audio_seconds)})
+        metrics = live_metrics(session.stats, session.audio_seconds, session.pending_seconds)
+        metrics["refused_seconds"] = round(self.refused / session.sample_rate, 2)
+        metrics["fed_seconds"] = self.received / session.sample_rate     # what the page's stream.pending
+        return json.dumps({"view": view, "metrics": metrics, "due": session.due,
+                           "next_window_seconds": round(session.next_window_seconds(), 2)})
 
     def finish(self) -> str:
         final = self.session.finish()
         metrics = stream_metrics(self.events, final, self.session.stats)
+        metrics["refused_seconds"] = round(self.refused / self.session.sample_rate, 2)
         self.session = None
         return json.dumps({"result": final, "metrics": metrics})
 

@@ -106,28 +106,39 @@ def test_rule2_pause_search_needs_quiet_frames_in_the_audio(k):
 # -- the schedule ---------------------------------------------------------------------------
 
 def test_rule3_interval_grows_with_the_window():
-    s = Schedule(hop=6400, max_lag=64000, stats=StreamStats())
+    s = Schedule(hop=6400)
     assert s.interval(6400, 0) == 6400 and s.interval(160000, 0) == 16000 and s.interval(160000, 150000) == 6400
-    capped = Schedule(hop=6400, max_lag=64000, stats=StreamStats(), max_interval=12800)
+    capped = Schedule(hop=6400, max_interval=12800)
     assert capped.interval(100000, 0) == 10000 and capped.interval(160000, 0) == 12800
-    assert Schedule(hop=6400, max_lag=1, stats=StreamStats(), max_interval=3200).interval(160000, 0) == 6400
-    assert Schedule(hop=6400, max_lag=1, stats=StreamStats(), divisor=8).interval(160000, 0) == 20000
+    assert Schedule(hop=6400, max_interval=3200).interval(160000, 0) == 6400
+    assert Schedule(hop=6400, divisor=8).interval(160000, 0) == 20000
+
+
+def positions(chunks, window_start=lambda p: 0) -> list:
+    """Every position a Schedule yields as audio arrives in these chunk sizes."""
+    s, out, total = Schedule(hop=6400), [], 0
+    for n in chunks:
+        total += n
+        while (p := s.due(total)) is not None:
+            out.append(p)
+            s.advance(p, window_start(p))
+    return out
 
 
 def test_positions_depend_on_the_audio_not_on_the_polling():
-    def run(chunks):
-        s, out, total = Schedule(hop=6400, max_lag=10 ** 9, stats=StreamStats()), [], 0
-        for n in chunks:
-            total += n
-            out += list(s.due(total, lambda: 0))
-        return out
-    assert run([1000] * 200) == run([64000, 136000]) == run([200000])
+    assert positions([1000] * 200) == positions([64000, 136000]) == positions([200000])
 
 
-def test_a_caller_far_behind_jumps_to_the_newest_audio():
-    s = Schedule(hop=6400, max_lag=64000, stats=StreamStats())
-    assert list(s.due(200000, lambda: 0)) == [200000]
-    assert s.stats.skipped_lag == (200000 - 6400) // 6400
+def test_a_caller_far_behind_gets_every_position_in_order():
+    """No jump to the newest audio: 12.5 s fed at once gives the positions that 20 ms chunks
+    give, the window's growth included."""
+    start = lambda p: max(0, p - 100000) // 1280 * 1280
+    at_once = positions([200000], start)
+    assert at_once == positions([320] * 625, start)
+    assert at_once[0] == 6400 and at_once == sorted(at_once) and at_once[-1] > 200000 - 12800
+    s = Schedule(hop=6400)
+    assert s.due(6399) is None and s.due(200000) == 6400       # due() alone moves nothing
+    assert s.due(200000) == 6400
 
 
 # -- the commit policy ----------------------------------------------------------------------

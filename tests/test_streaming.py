@@ -16,7 +16,7 @@ import pytest
 from engine.audio import resample
 from engine.text import Token
 from engine.family import Cancelled
-from engine.streaming import (FRAME, StreamConfig, StreamError, StreamResampler, StreamSession, Word,
+from engine.streaming import (FRAME, StreamConfig, StreamError, StreamOverrun, StreamResampler, StreamSession, Word,
                               stream_samples)
 
 SR = 16000
@@ -387,12 +387,42 @@ def test_chunk_size_and_polling_do_not_change_anything(fake):
     assert len({r[0].stats.decodes for r in runs}) == 1 and len(runs[0][2]["words"]) == 4
 
 
-def test_falling_behind_jumps_to_the_newest_audio(fake):
-    x = utterances([0.5, 0.5], [0.5])
-    session = StreamSession(fake, SR, StreamConfig(max_lag_ms=1000))
-    session.feed(np.concatenate([x, np.zeros(4 * SR, np.float32) + 0.0]))
-    session.partial()
-    assert session.stats.skipped_lag > 0 and session.stats.decodes == 1
+def test_falling_behind_skips_nothing(fake):
+    """Audio fed at once (a caller far behind) gives the decodes and the transcript of audio
+    fed as it plays; partial(max_decodes) runs them a few at a time, in order."""
+    x = utterances([0.5, 0.3, 0.7, 0.4], [0.3, 1.2, 0.2], noise_db=-50, seed=6)
+    x = np.concatenate([x, np.zeros(4 * SR, np.float32)])
+    live, _, want = run(fake, x, chunk=320)
+    session = StreamSession(fake, SR)
+    session.feed(x)
+    assert session.pending_seconds == pytest.approx(x.size / SR) and not session.due
+    session.partial(0)                                  # drains; decodes nothing
+    assert session.due and session.stats.decodes == 0
+    steps = 0
+    while session.due:
+        session.partial(max_decodes=2)
+        steps += 1
+        assert session.stats.decodes <= 2 * steps
+    assert steps > 3 and session.pending_seconds < 0.8
+    got = session.finish()
+    assert transcript(got) == transcript(want) and session.stats.decodes == live.stats.decodes
+    assert session.stats.deferred_audio > 0 and live.stats.deferred_audio == 0
+    assert session.stats.max_pending > 4 * SR and live.stats.max_pending < SR
+    assert session.pending_seconds == 0
+
+
+def test_a_feed_past_max_pending_is_refused_and_loses_nothing(fake):
+    x = utterances([0.5, 0.3, 0.5, 0.6], [0.3, 0.8, 0.5], noise_db=-50, seed=2)
+    assert x.size > 3 * SR
+    session = StreamSession(fake, 48000, StreamConfig(max_pending_ms=2000))
+    up = np.repeat(x, 3)                                # 48 kHz
+    session.feed(up[:48000])
+    with pytest.raises(StreamOverrun, match="max_pending .2 s.*not added"):
+        session.feed(up[48000:48000 * 3])
+    assert session.window.fed == pytest.approx(SR, abs=64)  # the refused chunk left no trace
+    session.partial()                                   # decodes the due positions
+    assert session.pending_seconds < 0.5
+    session.feed(up[48000:48000 * 2])                   # caught up, the chunk fits again
 
 
 # -- the API --------------------------------------------------------------------------------------

@@ -70,13 +70,54 @@ def test_a_stream_matches_a_session_fed_the_same_way(app):
     for i in range(0, len(audio), 1600):
         app.feed(memoryview(audio[i:i + 1600]))
         live = json.loads(app.partial())
-        assert set(live) == {"view", "metrics"}
+        assert set(live) == {"view", "metrics", "due", "next_window_seconds"} and not live["due"]
+        assert live["metrics"]["pending_seconds"] < 0.9 and live["metrics"]["fed_seconds"] == (i + 1600) / 16000 \
+            or i + 1600 > len(audio)
         assert live["metrics"]["audio_seconds"] == pytest.approx((i + len(audio[i:i + 1600])) / 16000, abs=1e-3)
     out = json.loads(app.finish())
     assert out["result"]["text"] == want["final"]["text"]
     assert [e["committed"] for e in app.events] == [e["committed"] for e in want["events"]]
-    assert out["metrics"].keys() == stream_metrics([], want["final"], engine.stream(16000).stats).keys()
+    assert out["metrics"].keys() == stream_metrics([], want["final"], engine.stream(16000).stats).keys() \
+        | {"refused_seconds"}
     assert app.session is None
+
+
+def test_a_stream_fed_at_once_is_decoded_a_step_at_a_time_and_loses_nothing(app):
+    """A worker far behind: every due decode runs, a budgeted step at a time (the worker reads
+    its messages between steps), and the final equals a stream fed as the audio plays."""
+    engine = Engine.open(MODEL, "scalar", 1)
+    audio = load_audio(engine.k, WAV.read_bytes())
+    want = stream_samples(engine.stream(16000), audio, 320)["final"]
+    app.start(16000)
+    assert app.feed(memoryview(audio)) is None
+    steps, decodes = [], 0
+    while True:
+        live = json.loads(app.partial(0))               # a zero budget: one decode a step
+        steps.append(live)
+        assert live["metrics"]["decodes"] - decodes <= 1
+        decodes = live["metrics"]["decodes"]
+        if not live["due"]:
+            break
+        assert live["next_window_seconds"] > 0
+    assert len(steps) > 5 and steps[0]["metrics"]["pending_seconds"] > 5
+    assert steps[-1]["metrics"]["pending_seconds"] < 0.9 and steps[-1]["next_window_seconds"] == 0
+    out = json.loads(app.finish())
+    assert (out["result"]["text"], out["result"]["tokens"]) == (want["text"], want["tokens"])
+    assert out["metrics"]["deferred_seconds"] > 5 and out["metrics"]["max_pending_seconds"] > 5
+    assert out["metrics"]["refused_seconds"] == 0
+
+
+def test_audio_past_max_pending_is_refused_said_and_counted(app):
+    engine = Engine.open(MODEL, "scalar", 1)
+    audio = load_audio(engine.k, WAV.read_bytes())
+    app.start(16000, 2.0)
+    assert app.feed(memoryview(audio[:16000])) is None
+    refused = app.feed(memoryview(audio[16000:48000]))
+    assert "max_pending (2 s)" in refused and "not added" in refused
+    live = json.loads(app.partial())
+    assert live["metrics"]["refused_seconds"] == 2.0 and live["metrics"]["fed_seconds"] == 3.0
+    assert live["metrics"]["audio_seconds"] == pytest.approx(1.0, abs=0.01)
+    app.cancel_stream()
 
 
 def test_switch_keeps_the_model_in_use_on_a_bad_file(app):

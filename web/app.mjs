@@ -21,6 +21,9 @@ const RING_SECONDS = 30;                    // SharedArrayBuffer ring: audio the
 // no word from an idle engine worker for this long: it died (the API watches; ?debug=1&silence_ms=N
 // shortens it for tests)
 const SILENCE_MS = (DEBUG && Number(params.get("silence_ms"))) || 15000;
+// The live text trails the audio by more than BEHIND_S seconds for BEHIND_FOR_MS: the device is
+// slower than real time for this model; the page says so and what would help.
+const BEHIND_S = 5, BEHIND_FOR_MS = 20000;
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -29,7 +32,7 @@ const ui = {
   card: $("drop-zone"), transcript: $("transcript"), committed: $("committed"), tentative: $("tentative"),
   live: $("live"), mic: $("mic"), micLabel: $("mic-label"), open: $("open-file"), file: $("file"),
   copy: $("copy"), clear: $("clear"), downloads: [...document.querySelectorAll("[data-format]")],
-  audio: $("m-audio"), rtf: $("m-rtf"), lag: $("m-lag"), tier: $("m-tier"),
+  audio: $("m-audio"), rtf: $("m-rtf"), lag: $("m-lag"), behind: $("m-behind"), tier: $("m-tier"),
   modelName: $("model-name"), modelDescription: $("model-description"), modelOpen: $("model-open"),
   modelFile: $("model-file"), modelReset: $("model-reset"), threadsNote: $("threads-note"),
   cancelFile: $("cancel-file"), fileProgress: $("file-progress"),
@@ -404,8 +407,41 @@ function showPartial(view, metrics) {
   ui.audio.textContent = seconds(metrics.audio_seconds);
   ui.rtf.textContent = metrics.rtf == null ? "–" : metrics.rtf.toFixed(2);
   ui.lag.textContent = seconds(metrics.commit_lag_p50);
+  showBacklog(metrics);
   if (metrics.dropped_samples) showAlert("Some audio was dropped: this device is not keeping up with live transcription.", { info: true });
   if (phonon.state === "listening") setState("listening");   // refresh the export buttons
+  else if (phonon.state === "finishing" && metrics.pending_seconds > 1) {
+    setState("finishing", `Finishing: ${metrics.pending_seconds.toFixed(0)} s of audio left to decode…`);
+  }
+}
+
+// How far decoding trails the audio (nothing is skipped: the text catches up in order). When
+// it stays behind, the device is slower than real time for this model: say so and what helps.
+function showBacklog(metrics) {
+  const pending = metrics.pending_seconds || 0;
+  ui.behind.textContent = seconds(pending);
+  ui.behind.classList.toggle("behind", pending > BEHIND_S);
+  const now = performance.now();
+  if (pending <= BEHIND_S / 2) phonon.behindSince = null;
+  else if (pending > BEHIND_S && !phonon.behindSince) phonon.behindSince = now;
+  if (phonon.behindSince && now - phonon.behindSince > BEHIND_FOR_MS && !phonon.behindTold) {
+    phonon.behindTold = true;
+    showAlert(`This device decodes ${recognizer && recognizer.model ? recognizer.model.name : "this model"} slower than real time ` +
+              `(${(metrics.compute_seconds / Math.max(1, metrics.audio_seconds - pending)).toFixed(2)} s of compute per ` +
+              "second of audio): the text is " +
+              `${pending.toFixed(0)} s behind the audio. Nothing is lost; it catches up after you stop. ` +
+              `What would help: ${remedies().join("; ")}.`, { info: true });
+  }
+}
+
+function remedies() {
+  const out = [];
+  if (recognizer && recognizer.threads < 2 && (navigator.hardwareConcurrency || 1) > 1) {
+    out.push(`more workers (this page runs one${recognizer.threadsNote ? `: ${recognizer.threadsNote.replace(/^one worker: /, "")}` : ""})`);
+  }
+  if (recognizer && recognizer.tier !== "wasm_relaxed_simd") out.push("a browser with WebAssembly relaxed SIMD (Chrome, Edge, Firefox), which runs the fastest kernels");
+  out.push("a smaller model", "a faster device");
+  return out;
 }
 
 function showFinal({ result, metrics, heapBytes }) {
@@ -419,7 +455,15 @@ function showFinal({ result, metrics, heapBytes }) {
   ui.audio.textContent = seconds(result.audio_seconds);
   ui.rtf.textContent = metrics.compute_per_audio == null ? "–" : metrics.compute_per_audio.toFixed(2);
   ui.lag.textContent = seconds(metrics.commit_lag_p50_seconds);
-  setState("done", `Done · ${result.audio_seconds.toFixed(1)} s`);
+  ui.behind.textContent = seconds(0);
+  ui.behind.classList.remove("behind");
+  const behind = metrics.max_pending_seconds > BEHIND_S
+    ? ` (decoding fell up to ${metrics.max_pending_seconds.toFixed(0)} s behind and caught up; nothing was skipped)` : "";
+  setState("done", `Done · ${result.audio_seconds.toFixed(1)} s${behind}`);
+  if (metrics.refused_seconds) {
+    showAlert(`${metrics.refused_seconds.toFixed(1)} s of audio were not transcribed: decoding fell more than ` +
+              "20 minutes behind, so the engine refused new audio until it caught up.", { info: true });
+  }
 }
 
 // The worker transcribes a file a step at a time (at most one 30 s window per step) and says
@@ -492,6 +536,9 @@ async function startListening() {
     });
     stream = recognizer.stream({ sampleRate: rate, ring });
     stream.addEventListener("partial", (e) => showPartial(e.detail, e.detail.metrics));
+    stream.addEventListener("error", (e) => showAlert(`Audio is being refused: ${e.detail.message}`, { info: true }));
+    phonon.behindSince = null;
+    phonon.behindTold = false;
     const port = stream.takePort();             // the worklet feeds the engine worker directly
     node.port.postMessage({ kind: "connect", port }, [port]);
     const source = context.createMediaStreamSource(media);

@@ -2,7 +2,7 @@
 
 export type ErrorCode =
   | "closed" | "busy" | "state" | "sample-rate" | "samples" | "audio" | "cancelled" | "worker"
-  | "model-file" | "model-digest" | "model-fetch" | "boot" | "engine";
+  | "model-file" | "model-digest" | "model-fetch" | "boot" | "engine" | "overrun";
 
 export class PhononError extends Error {
   readonly code: ErrorCode;
@@ -90,12 +90,33 @@ export interface StreamEventMap {
   partial: CustomEvent<StreamView>;
   commit: CustomEvent<{ words: Word[]; committed: string }>;
   final: CustomEvent<StreamFinal>;
+  /** stream.pending rose above pendingThreshold (over: true) or fell back to half of it (over: false) */
+  pending: CustomEvent<{ seconds: number; over: boolean }>;
+  /** "overrun": the worker refused audio from an AudioWorklet (decoding was maxPending behind) */
+  error: CustomEvent<PhononError>;
+}
+
+export interface StreamOptions {
+  sampleRate: number;
+  /** a SharedArrayBuffer the worklet writes samples into (int32 write/read/dropped counters, then float32) */
+  ring?: SharedArrayBuffer | null;
+  /** seconds of pending audio at which the "pending" event fires (default 10) */
+  pendingThreshold?: number;
+  /** seconds of pending audio past which feed() refuses more ("overrun"; default 1200) */
+  maxPending?: number;
 }
 
 export class Stream extends EventTarget {
   readonly sampleRate: number;
   readonly state: "open" | "finishing" | "finished" | "cancelled" | "failed";
-  /** Mono samples at the stream's rate; throws after finish()/cancel() or on NaN/infinity. */
+  readonly pendingThreshold: number;
+  readonly maxPending: number;
+  /** Seconds of audio fed but not yet decoded (nothing is ever skipped: it is decoded later). */
+  readonly pending: number;
+  /** Resolves once pending <= seconds; rejects if the stream fails or is cancelled first. */
+  pendingBelow(seconds: number): Promise<void>;
+  /** Mono samples at the stream's rate; throws after finish()/cancel(), on NaN/infinity, or
+   *  ("overrun", nothing added) past maxPending seconds of pending audio. */
   feed(samples: Float32Array): void;
   /** The MessagePort for an AudioWorklet that feeds the stream from the audio thread
    *  ({kind: "audio", samples} blocks, then {kind: "end"}); feed() is refused afterwards. */
@@ -129,8 +150,7 @@ export class Recognizer extends EventTarget {
   /** Float32Array needs its sample rate; ArrayBuffer and Blob are encoded files (WAV or what the browser decodes). */
   transcribe(audio: Float32Array, sampleRate: number, options?: TranscribeOptions): Promise<Transcript>;
   transcribe(audio: ArrayBuffer | Blob | AudioBuffer, sampleRate?: undefined, options?: TranscribeOptions): Promise<Transcript>;
-  /** ring: a SharedArrayBuffer the worklet writes samples into (int32 write/read/dropped counters, then float32). */
-  stream(options: { sampleRate: number; ring?: SharedArrayBuffer | null }): Stream;
+  stream(options: StreamOptions): Stream;
   /** Another model (a .gguf's bytes), checked by the engine first; the one in use stays on failure. */
   switchModel(bytes: ArrayBuffer, name?: string): Promise<{ file: string; size: number; sha256: string; cacheNote: string | null;
                                                             name: string; notice: string; tier: string; threads: number;

@@ -8,6 +8,7 @@
 //   s.addEventListener("partial", (e) => show(e.detail.committed, e.detail.tentative));
 //   s.addEventListener("commit", (e) => append(e.detail.words));
 //   s.feed(samples); ...; const final = await s.finish();       // or s.cancel()
+//   (feeding a recording faster than it decodes: `if (s.pending > 30) await s.pendingBelow(10);`)
 //   r.close();
 //
 // Files beside this module (the site or the package built by `python3 build.py site|package`):
@@ -18,10 +19,15 @@ const RATE_MIN = 8000, RATE_MAX = 192000;
 const HEARTBEAT_MS = 2000;
 const LONG_STEP_MS = 120000;                 // loading or switching a model: one long synchronous step
 const FILE_STEP_MS = 30000 + 20000 * 40;     // a file step's worst case (one 30 s window, slow machine)
+// A stream step decodes one window (at most 12 s) and then answers pings again: allow the worst
+// case of a slow machine and a large model (10 s of compute per second of window) before
+// calling the worker dead. The full-size model needs about 0.3 s per second in Chromium here.
+const STREAM_STEP_MS = (windowSeconds) => 20000 + 10000 * windowSeconds;
+const MAX_PENDING_S = 1200;                  // stream backlog that feed() refuses past (20 min of audio)
 
 /** An error from the engine or from misuse; `code` says which kind ("closed", "busy", "state",
  *  "sample-rate", "samples", "audio", "model-file", "model-digest", "model-fetch", "boot",
- *  "engine", "cancelled", "worker"). */
+ *  "engine", "cancelled", "worker", "overrun"). */
 export class PhononError extends Error {
   constructor(code, message) {
     super(message);
@@ -202,23 +208,35 @@ export class Recognizer extends EventTarget {
   }
 
   /** A live stream: feed samples at `sampleRate` as they arrive; events "partial", "commit",
-   *  "final". One stream at a time, not while a transcription runs. For capture on the audio
-   *  thread, stream.takePort() hands the stream's MessagePort to an AudioWorklet (blocks
-   *  {kind: "audio", samples}, then {kind: "end"}); with `ring` (a SharedArrayBuffer: int32
-   *  write, read and dropped counters, then float32 samples) the worklet writes there instead. */
-  stream({ sampleRate, ring = null } = {}) {
+   *  "final", "pending" and "error". One stream at a time, not while a transcription runs. For
+   *  capture on the audio thread, stream.takePort() hands the stream's MessagePort to an
+   *  AudioWorklet (blocks {kind: "audio", samples}, then {kind: "end"}); with `ring` (a
+   *  SharedArrayBuffer: int32 write, read and dropped counters, then float32 samples) the
+   *  worklet writes there instead.
+   *  Nothing fed is skipped: when decoding falls behind, every due decode still runs, in order,
+   *  later. `pendingThreshold` (seconds, default 10): the "pending" event fires when
+   *  stream.pending rises above it and when it falls back to half of it. `maxPending` (seconds,
+   *  default 1200): feed() refuses (PhononError "overrun", nothing added) audio that would put
+   *  decoding further behind. */
+  stream({ sampleRate, ring = null, pendingThreshold = 10, maxPending = MAX_PENDING_S } = {}) {
     this.#usable();
     checkRate(sampleRate);
+    for (const [name, value] of [["pendingThreshold", pendingThreshold], ["maxPending", maxPending]]) {
+      if (typeof value !== "number" || !(value > 0) || value > 3600) {
+        throw new PhononError("state", `${name} must be a number of seconds in (0, 3600], got ${value}`);
+      }
+    }
     if (this.#stream) throw new PhononError("busy", "a stream is already open: finish() or cancel() it first");
     if (this.#pending) throw new PhononError("busy", "a transcription is running: await it or cancel it first");
     const channel = new MessageChannel(), id = ++this.#streams;
     const stream = new Stream(channel.port1, sampleRate, () => {
       this.#worker.postMessage({ kind: "cancel-stream" });
       if (this.#stream === stream) this.#stream = null;
-    });
+    }, { pendingThreshold, maxPending });
     stream.id = id;
     this.#stream = stream;
-    this.#worker.postMessage({ kind: "start", rate: sampleRate, port: channel.port2, ring, id }, [channel.port2]);
+    this.#worker.postMessage({ kind: "start", rate: sampleRate, port: channel.port2, ring, id, maxPending },
+                             [channel.port2]);
     return stream;
   }
 
@@ -260,15 +278,20 @@ export class Recognizer extends EventTarget {
 
   /** Stop the engine worker and free its memory; every later call throws. */
   close() {
+    this.#shutdown(new PhononError("closed", "the recognizer was closed"));
+  }
+
+  // The worker stops; whatever waits on it (a transcription, a switch, a stream) fails with
+  // `error`: the real reason when the worker died or failed, "closed" when the caller closed.
+  #shutdown(error) {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#heartbeat);
     if (this.#worker) this.#worker.terminate();
-    const error = new PhononError("closed", "the recognizer was closed");
     if (this.#pending) this.#pending.reject(error);
     if (this.#switching) this.#switching.reject(error);
     if (this.#stream) this.#stream._fail(error);
-    this.#stream = null;
+    this.#pending = this.#switching = this.#stream = null;
   }
 
   get closed() { return this.#closed; }
@@ -282,10 +305,7 @@ export class Recognizer extends EventTarget {
     const error = new PhononError("worker", why);
     if (this.#ready) this.#ready.reject(error);
     this.#ready = null;
-    const pending = this.#pending, stream = this.#stream;
-    this.close();
-    if (pending) pending.reject(error);
-    if (stream) stream._fail(error);
+    this.#shutdown(error);
     this.dispatchEvent(new CustomEvent("error", { detail: error }));
   }
 
@@ -342,7 +362,10 @@ export class Recognizer extends EventTarget {
       }
       case "pong": return;
       case "started": return;
-      case "partial": return this.#current(data.id) && this.#stream._partial(data.view, data.metrics);
+      case "partial":
+        // the worker decodes a window of nextWindowSeconds next and answers pings only after it
+        if (data.nextWindowSeconds > 0) this.#quietUntil = this.#lastHeard + STREAM_STEP_MS(data.nextWindowSeconds);
+        return this.#current(data.id) && this.#stream._partial(data.view, data.metrics);
       case "final": {
         if (!this.#current(data.id)) return;
         const stream = this.#stream;
@@ -355,8 +378,9 @@ export class Recognizer extends EventTarget {
         this.dispatchEvent(new CustomEvent("workers-lost", { detail: { message: data.message, threads: data.threads } }));
         return;
       case "error": {
-        this.#quietUntil = 0;
         const error = new PhononError(data.code === "file" ? "audio" : data.code, data.message);
+        if (data.code === "overrun") return this.#current(data.id) && this.#stream._error(error);
+        this.#quietUntil = 0;
         if (data.code === "model-file" && this.#switching) {
           const switching = this.#switching;
           this.#switching = null;
@@ -369,10 +393,7 @@ export class Recognizer extends EventTarget {
         const error = new PhononError(data.code, data.message);
         error.detail = data.detail || null;
         if (this.#ready) { this.#ready.reject(error); this.#ready = null; return; }
-        const pending = this.#pending, stream = this.#stream;
-        this.close();
-        if (pending) pending.reject(error);
-        if (stream) stream._fail(error);
+        this.#shutdown(error);
         this.dispatchEvent(new CustomEvent("error", { detail: error }));
         return;
       }
@@ -383,14 +404,22 @@ export class Recognizer extends EventTarget {
 
 /** A live stream (Recognizer.stream). Events: "partial" {committed, tentative, words, metrics},
  *  "commit" {words: the newly committed ones, committed: all committed text}, "final" (the
- *  result of finish()). */
+ *  result of finish()), "pending" {seconds, over} (stream.pending crossed pendingThreshold:
+ *  over = true above it, false once back at half of it), "error" (a PhononError "overrun": the
+ *  worker refused audio from an AudioWorklet because decoding was maxPending behind). */
 export class Stream extends EventTarget {
   #port; #state = "open"; #cancel; #final = null; #committedWords = 0;
-  constructor(port, sampleRate, cancel) {
+  #fed = 0;                    // samples given to feed() (at sampleRate)
+  #report = { fedSeconds: 0, pending: 0 };   // the worker's last word: audio it has, audio undecoded
+  #over = false;               // stream.pending is above pendingThreshold (the "pending" event)
+  #waiters = [];               // pendingBelow() promises: {seconds, resolve, reject}
+  constructor(port, sampleRate, cancel, { pendingThreshold = 10, maxPending = MAX_PENDING_S } = {}) {
     super();
     this.#port = port;
     this.#cancel = cancel;
     this.sampleRate = sampleRate;
+    this.pendingThreshold = pendingThreshold;
+    this.maxPending = maxPending;
     this.#final = {};
     this.#final.promise = new Promise((resolve, reject) => { this.#final.resolve = resolve; this.#final.reject = reject; });
     this.#final.promise.catch(() => {});
@@ -406,13 +435,61 @@ export class Stream extends EventTarget {
     return port;
   }
 
-  /** Add samples (a Float32Array at the stream's rate). Never waits for a decode. */
+  /** Add samples (a Float32Array at the stream's rate). Never waits for a decode. Throws
+   *  PhononError "overrun" (nothing added) if they would put decoding more than maxPending
+   *  seconds behind: feed them again after `await stream.pendingBelow(s)`. */
   feed(samples) {
     this.#open("feed()");
     if (!this.#port) throw new PhononError("state", "feed(): this stream's port was handed to an audio worklet, which feeds it");
     checkSamples(samples, "feed()");
+    const seconds = samples.length / this.sampleRate;
+    if (this.pending + seconds > this.maxPending) {
+      throw new PhononError("overrun", `feed(): ${this.pending.toFixed(1)} s of audio wait to be decoded and these ` +
+        `${seconds.toFixed(2)} s would pass maxPending (${this.maxPending} s); nothing was added: await ` +
+        "stream.pendingBelow(seconds) and feed them again (decoding is slower than the audio arrives)");
+    }
     const copy = samples.slice();
     this.#port.postMessage({ kind: "audio", samples: copy }, [copy.buffer]);
+    this.#fed += samples.length;
+    this.#notePending();
+  }
+
+  /** Seconds of audio fed but not yet decoded: what is still in transit to the worker plus what
+   *  waits there (as of its last report). Under a second while decoding keeps up. */
+  get pending() {
+    const inTransit = Math.max(0, this.#fed / this.sampleRate - this.#report.fedSeconds);
+    return inTransit + this.#report.pending;
+  }
+
+  /** Resolves once stream.pending is at most `seconds` (at once if it is); rejects if the
+   *  stream ends first. For pacing a recording: feed, and await this when pending grows. */
+  pendingBelow(seconds) {
+    if (typeof seconds !== "number" || !(seconds >= 0)) {
+      return Promise.reject(new PhononError("state", `pendingBelow(): expected seconds >= 0, got ${seconds}`));
+    }
+    if (this.pending <= seconds) return Promise.resolve();
+    if (this.#state !== "open" && this.#state !== "finishing") {
+      return Promise.reject(new PhononError("state", `pendingBelow() after the stream ${this.#state === "finished" ? "finished" : "ended"}`));
+    }
+    return new Promise((resolve, reject) => this.#waiters.push({ seconds, resolve, reject }));
+  }
+
+  #notePending() {
+    const pending = this.pending;
+    if (!this.#over && pending > this.pendingThreshold) {
+      this.#over = true;
+      this.dispatchEvent(new CustomEvent("pending", { detail: { seconds: pending, over: true } }));
+    } else if (this.#over && pending <= this.pendingThreshold / 2) {
+      this.#over = false;
+      this.dispatchEvent(new CustomEvent("pending", { detail: { seconds: pending, over: false } }));
+    }
+    const ready = this.#waiters.filter((w) => pending <= w.seconds);
+    this.#waiters = this.#waiters.filter((w) => pending > w.seconds);
+    for (const w of ready) w.resolve();
+  }
+
+  #endWaiters(error) {
+    for (const w of this.#waiters.splice(0)) error ? w.reject(error) : w.resolve();
   }
 
   /** Decode what is left and resolve to the final {text, words, tokens, audio_seconds, metrics}
@@ -429,6 +506,7 @@ export class Stream extends EventTarget {
   cancel() {
     if (this.#state !== "open" && this.#state !== "finishing") return;
     this.#state = "cancelled";
+    this.#endWaiters(new PhononError("cancelled", "the stream was cancelled"));
     this.#cancel();
     this.#final.reject(new PhononError("cancelled", "the stream was cancelled"));
   }
@@ -444,6 +522,8 @@ export class Stream extends EventTarget {
 
   _partial(view, metrics) {
     if (this.#state === "cancelled") return;
+    this.#report = { fedSeconds: metrics.fed_seconds || 0, pending: metrics.pending_seconds || 0 };
+    this.#notePending();
     const committed = view.words.filter((w) => w.committed);
     if (committed.length > this.#committedWords) {
       const words = committed.slice(this.#committedWords).map(({ word, start, end }) => ({ word, start, end }));
@@ -456,6 +536,8 @@ export class Stream extends EventTarget {
   _final(result, metrics) {
     if (this.#state === "cancelled") return;
     this.#state = "finished";
+    this.#report = { fedSeconds: this.#fed / this.sampleRate, pending: 0 };
+    this.#endWaiters(null);
     const final = { ...result, metrics };
     const words = result.words.slice(this.#committedWords);
     if (words.length) this.dispatchEvent(new CustomEvent("commit", { detail: { words, committed: result.text } }));
@@ -466,7 +548,13 @@ export class Stream extends EventTarget {
   _fail(error) {
     if (this.#state === "finished" || this.#state === "cancelled") return;
     this.#state = "failed";
+    this.#endWaiters(error);
     this.#final.reject(error);
+  }
+
+  _error(error) {
+    if (this.#state === "cancelled") return;
+    this.dispatchEvent(new CustomEvent("error", { detail: error }));
   }
 }
 

@@ -10,7 +10,7 @@
 //                  {kind: "cancel-file"}                     stop the file being transcribed
 //                  {kind: "cancel-stream"}                   drop the open stream (no final)
 //                  {kind: "kill-kernel-worker", slot}        (debug) a kernel worker stops, as if crashed
-//                  {kind: "start", rate, port, ring}         open a stream; audio arrives on port
+//                  {kind: "start", rate, port, ring, maxPending}  open a stream; audio arrives on port
 //                  {kind: "file", name, wav} | {kind: "file", name, pcm, rate, channels}
 //                  {kind: "ping"}                            heartbeat
 //                  {kind: "captured"}                        (debug) the samples fed so far
@@ -23,6 +23,8 @@ import { KernelPool } from "./kernel-pool.mjs";
 
 const MODEL_CACHE = "phonon-web-model";
 const TICK_MS = 150;                        // partial() cadence while listening (wall time)
+const STEP_BUDGET_MS = 250;                 // while behind: decodes per step until this much wall time,
+                                            // then messages (audio, pings, cancel) are read
 
 let pyodide, app, webapp, debug = false, currentTier = null;
 let pool = null;                            // the engine's kernel workers (web/kernel-pool.mjs), if any
@@ -360,23 +362,38 @@ function lastLine(e) {
 // ------------------------------------------------------------------------------------------
 // live stream
 
-function startStream({ rate, port, ring, id = null }) {
+// A stream never skips audio: when decoding falls behind (a slow machine, audio fed faster than
+// real time) the due decodes run in order, a step of STEP_BUDGET_MS at a time with this worker's
+// messages read between steps, and "end" finishes only once every due decode has run.
+function startStream({ rate, port, ring, id = null, maxPending = null }) {
   if (stream) throw new Fatal("state", "a stream is already open");
-  app.start(rate);
+  if (maxPending === null) app.start(rate);
+  else app.start(rate, maxPending);
   captured = [];
-  stream = { id, rate, port, ring: ring ? openRing(ring) : null, timer: null, started: performance.now() };
+  stream = { id, rate, port, ring: ring ? openRing(ring) : null, timer: null, ending: false, overrun: false,
+             started: performance.now() };
   port.onmessage = ({ data }) => guard(() => {
     if (!stream) return;
     if (data.kind === "audio") feed(data.samples);
-    else if (data.kind === "end") endStream();
+    else if (data.kind === "end") {
+      stream.ending = true;                    // finish after the due decodes, a step at a time
+      clearTimeout(stream.timer);
+      stream.timer = setTimeout(tick, 0);
+    }
   });
   stream.timer = setTimeout(tick, TICK_MS);
   post({ kind: "started", rate });
 }
 
 function feed(samples) {
+  const refused = app.feed(samples);
+  if (refused) {                               // too far behind: said once, counted in the metrics
+    if (!stream.overrun) post({ kind: "error", code: "overrun", id: stream.id, message: refused });
+    stream.overrun = true;
+    return;
+  }
+  stream.overrun = false;
   if (debug) captured.push(samples);
-  app.feed(samples);
 }
 
 function openRing(sab) {
@@ -401,16 +418,23 @@ function drainRing() {
   Atomics.store(header, 1, r | 0);
 }
 
+// One step: the due decodes for up to STEP_BUDGET_MS, then the text. With more due, the next step
+// comes as soon as the messages waiting meanwhile were read; the page learns the next decode's
+// window (nextWindowSeconds) so its heartbeat can tell a long decode from a dead worker.
 function tick() {
   if (!stream) return;
+  let due = false;
   guard(() => {
     if (stream.ring) drainRing();
-    const { view, metrics } = JSON.parse(app.partial());
-    if (stream.ring) metrics.dropped_samples = Atomics.load(stream.ring.header, 2);
+    const out = JSON.parse(app.partial(STEP_BUDGET_MS));
+    due = out.due;
+    if (stream.ring) out.metrics.dropped_samples = Atomics.load(stream.ring.header, 2);
     checkWorkers();
-    post({ kind: "partial", id: stream.id, view, metrics });
+    post({ kind: "partial", id: stream.id, view: out.view, metrics: out.metrics, due,
+           nextWindowSeconds: out.next_window_seconds, ending: stream.ending });
+    if (stream.ending && !due) endStream();
   });
-  if (stream) stream.timer = setTimeout(tick, TICK_MS);   // after the decode: never overlapping
+  if (stream) stream.timer = setTimeout(tick, due || stream.ending ? 0 : TICK_MS);   // never overlapping
 }
 
 // The API's stream.cancel(): the session is dropped, nothing more is decoded or posted.
