@@ -629,6 +629,10 @@ def cmd_bench(args):
     if args.schedule:                       # issue 23 item 5: full-size streaming, realistic schedule
         run([VENV_PY, "-m", "harness.bench_schedule"], cwd=ROOT, env=test_env())
         return
+    if args.behind:                         # issue 41: a stream slower than real time loses nothing
+        build_test_sites()
+        run([VENV_PY, "-m", "harness.bench_behind"], cwd=ROOT, env=test_env())
+        return
     if args.overhead:                       # issue 23 step 3: per-call overhead against a baseline
         run([VENV_PY, "-m", "harness.bench_overhead", "--base", Path(args.overhead).resolve()], cwd=ROOT, env=test_env())
         return
@@ -783,6 +787,8 @@ def main(argv=None):
                        help="only the ONNX Runtime peer on the full-size encoder, natively and in Chromium")
     bench.add_argument("--schedule", action="store_true",
                        help="only the full-size model on the default model's streaming schedule, Chromium 1 vs 2 workers")
+    bench.add_argument("--behind", action="store_true",
+                       help="only streams that fall behind: lag reached and catch-up time in Chromium, API and page")
     bench.add_argument("--split", action="store_true",
                        help="only the encoder split: native threads 1 vs 2, then Chromium kernel workers 1 vs 2")
     bench.add_argument("--overhead", metavar="BASE",

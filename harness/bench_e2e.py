@@ -82,16 +82,25 @@ def chromium(gguf: Path, seconds_list, tiers) -> list:
                    wasm_heap_bytes=r["wasm_heap_bytes"], model_bytes=gguf.stat().st_size) for r in rows]
 
 
+# engine/timing.py's sections in pipeline order. The fused path runs a whole encoder layer as one
+# C call ("conformer layer (one call)"), so the composed path's parts (linears, attention, ...)
+# appear only when a split encoder or the float-activation path runs them: the table shows the
+# sections that were timed and no column of zeros for those that never ran.
+SECTIONS = ["frontend", "subsampling", "conformer layer (one call)", "linears", "attention", "conv module",
+            "feed-forward", "norms and residuals", "decode"]
+
+
 def table(records: list) -> str:
-    sections = ["frontend", "subsampling", "linears", "attention", "conv module", "feed-forward",
-                "norms and residuals", "decode"]
+    timed = {s for r in records for s in r["split"]}
+    sections = [s for s in SECTIONS if s in timed] + sorted(timed - set(SECTIONS))
     lines = ["| runtime | tier | audio s | compute s | RTFx | " + " | ".join(sections) + " | memory |",
              "|" + "---|" * (6 + len(sections))]
     for r in records:
         mem = (f"RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB" if "peak_rss_bytes" in r
                else f"wasm heap {r['wasm_heap_bytes'] / 2**20:.0f} MiB")
+        cells = [f"{r['split'][s]:.2f}" if s in r["split"] else "–" for s in sections]
         lines.append(f"| {r['runtime']} | {r['tier']} | {r['audio_seconds']} | {r['compute_seconds']} | "
-                     f"{r['rtfx']} | " + " | ".join(f"{r['split'].get(s, 0):.2f}" for s in sections) + f" | {mem} |")
+                     f"{r['rtfx']} | " + " | ".join(cells) + f" | {mem} |")
     return "\n".join(lines)
 
 

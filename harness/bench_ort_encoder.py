@@ -110,7 +110,7 @@ def native(seconds_list: list, counts: list, repeats: int) -> dict:
                 sessions[n].run(None, {"features": f, "lengths": np.array([T], np.int64)})
                 ort_s = time.perf_counter() - started
                 started = time.perf_counter()
-                engines[n].encoder(flat, T)
+                engines[n].network.encoder(flat, T)
                 ours = time.perf_counter() - started
                 if rep:
                     times.setdefault(f"onnxruntime {n}", []).append(ort_s)

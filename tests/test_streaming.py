@@ -547,7 +547,7 @@ def test_generated_speech_with_pauses(tiny_engine, noise_db):
     within max_window, and 128-sample and 1 s chunks agree. (The random tiny model emits
     tokens on silence too, so quiet-tail skipping is tested with the scripted recogniser and
     with the trained model in test_default_model.py.)"""
-    corpus = pytest.importorskip("training.corpus")
+    from training import corpus
     x, spans = corpus.long_recording(4, 4, [0.3, 1.2, 0.6], noise_db=noise_db)
     x = np.concatenate([x, np.zeros(8 * SR, np.float32)])
     cfg = dict(max_window_ms=4000)
@@ -582,3 +582,42 @@ def test_first_partial_latency_is_none_for_silence(scalar):
     session = StreamSession(LoudRunEngine(scalar), SR)
     out = stream_samples(session, np.zeros(2 * SR, np.float32), 320)
     assert session.stats.speech_onset is None and out["metrics"]["first_partial_latency_seconds"] is None
+
+
+def test_the_default_model_fed_from_another_thread_at_random_rates_gives_the_cli_tokens():
+    """Issue 41: a minute of generated speech fed by another thread in random chunks with random
+    pauses, decoded by this thread a random number of decodes at a time at random moments (so
+    decoding falls behind and catches up), gives the final tokens of the CLI's way (4096-sample
+    chunks, partial() after each), bit for bit."""
+    import random
+    import time
+    from pathlib import Path
+    from engine.transcribe import Engine
+    from harness.long_speech import long_speech
+    engine = Engine.open(Path(__file__).resolve().parent.parent / "models" / "phonon-small.gguf", threads=1)
+    x, _ = long_speech(1, seed=44)
+    want = stream_samples(engine.stream(SR), x, 4096)["final"]
+    r = random.Random(7)
+    session, done = engine.stream(SR), threading.Event()
+
+    def feeder(rng=random.Random(8)):
+        i = 0
+        while i < x.size:
+            n = rng.randint(1, 24000)
+            session.feed(x[i:i + n])
+            i += n
+            if rng.random() < 0.3:
+                time.sleep(rng.random() * 0.02)
+        done.set()
+    thread = threading.Thread(target=feeder)
+    thread.start()
+    most_behind = 0.0
+    while not done.is_set() or session.due:
+        session.partial(r.randint(0, 3))
+        most_behind = max(most_behind, session.pending_seconds)
+        time.sleep(r.random() * 0.01)
+    thread.join()
+    got = session.finish()
+    assert want["tokens"] and len(want["words"]) > 50
+    assert (got["text"], got["tokens"], got["words"]) == (want["text"], want["tokens"], want["words"])
+    assert got["stats"]["decodes"] == want["stats"]["decodes"] and most_behind > 2

@@ -1,0 +1,81 @@
+"""Every command output shown in README.md is what the command prints (issue 37): each indented
+`$ .venv/bin/python -m engine ...` line followed by output is run here and its output compared
+line by line, exactly except for the figures that vary by machine and run (compute seconds,
+RTFx, the kernel tier). A `--json` example is shown abridged: the first words and tokens, then
+"..."; the same abridgement of the real output is compared."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+VARYING = [(re.compile(r"compute [\d.]+ s = [\d.]+ x audio"), "compute * s = * x audio"),
+           (re.compile(r'"compute_seconds": [\d.]+'), '"compute_seconds": *'),
+           (re.compile(r'"rtfx": [\d.]+'), '"rtfx": *'),
+           (re.compile(r'"tier": "\w+"'), '"tier": *')]
+
+
+def examples() -> list:
+    """(command, shown output lines) for every README command shown with its output."""
+    out, current = [], None
+    for line in (ROOT / "README.md").read_text().splitlines():
+        if line.startswith("    $ "):
+            current = (line[6:].split("    #")[0].strip(), [])
+            out.append(current)
+        elif current and line.startswith("    ") and line.strip():
+            current[1].append(line[4:])
+        else:
+            current = None
+    return [(cmd, shown) for cmd, shown in out if shown]
+
+
+def masked(lines: list) -> list:
+    result = []
+    for line in lines:
+        for pattern, replacement in VARYING:
+            line = pattern.sub(replacement, line)
+        result.append(line.rstrip())
+    return result
+
+
+def abridged(result: dict) -> list:
+    """The README's shape of `transcribe --json`: text, two words, one token, four timing keys."""
+    timing = {k: result["timing"][k] for k in ("audio_seconds", "compute_seconds", "rtfx", "tier")}
+    return ['{"text": ' + json.dumps(result["text"]) + ",",
+            ' "words": [' + ", ".join(json.dumps(w) for w in result["words"][:2]) + ", ...],",
+            ' "tokens": [' + json.dumps(result["tokens"][0]) + ", ...],",
+            ' "timing": ' + json.dumps(timing)[:-1] + ", ...}}"]
+
+
+def run(command: str) -> list:
+    assert command.startswith(".venv/bin/python -m engine "), command
+    args = command.split()[1:]
+    proc = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    assert proc.returncode == 0, proc.stderr
+    if "--json" in args:
+        return abridged(json.loads(proc.stdout))
+    return proc.stdout.splitlines() + proc.stderr.splitlines()
+
+
+def test_the_readme_shows_outputs():
+    commands = [cmd for cmd, _ in examples()]
+    assert any(" stream " in c for c in commands) and any("--json" in c for c in commands), commands
+
+
+@pytest.mark.parametrize("command,shown", examples(), ids=[cmd.split(" -m ")[1] for cmd, _ in examples()])
+def test_a_readme_example_prints_what_the_readme_shows(command, shown):
+    assert masked(run(command)) == masked(shown)
+
+
+def test_a_changed_output_fails_the_comparison():
+    command, shown = next((c, s) for c, s in examples() if " stream " in c)
+    changed = [line.replace("some pop", "some rock") for line in shown]
+    assert masked(run(command)) != masked(changed)
