@@ -131,7 +131,8 @@ def mic_runs(models: dict, x: np.ndarray) -> list:
                                  "commit_lag_p95_seconds": metrics["commit_lag_p95_seconds"],
                                  "dropped_samples": metrics["dropped_samples"],
                                  "native_tokens": run["result"]["tokens"] == want["tokens"],
-                                 "tokens": len(want["tokens"]), "wall_seconds": round(time.perf_counter() - started, 1)})
+                                 "tokens": len(want["tokens"]), "wall_seconds": round(time.perf_counter() - started, 1),
+                                 "notice": app.alert()})
                     print(f"    {rows[-1]}", flush=True)
                     app.page.context.close()
     return rows

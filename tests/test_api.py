@@ -205,6 +205,25 @@ def test_loading_options_and_close(page, server):
                    "closed": True}
 
 
+def test_a_worker_that_dies_mid_stream_fails_it_with_the_real_reason(page, native):
+    """Issue 41: the heartbeat still notices a dead worker during a stream, and the stream's
+    finish() and pendingBelow() reject with why (code "worker"), not with "closed"."""
+    got = page.evaluate(CODE_OF + """async ({ samples }) => {
+        const r2 = await window.api.Recognizer.load({ silenceMs: 1500, debug: true });
+        const s = r2.stream({ sampleRate: 16000 });
+        s.feed(Float32Array.from(samples).subarray(0, 16000));
+        await new Promise((done) => s.addEventListener("partial", done, { once: true }));
+        let event = null;
+        r2.addEventListener("error", (e) => { event = e.detail; });
+        r2.debug.terminateWorker();
+        const finish = s.finish();
+        const out = { finish: await codeOf(() => finish), closed: r2.closed, event: event && event.code };
+        try { await finish; } catch (e) { out.message = e.message; }
+        return out;
+    }""", {"samples": native["samples"]})
+    assert got == {"finish": "worker", "closed": True, "event": "worker", "message": "it stopped responding"}
+
+
 def test_the_example_page_transcribes_a_file(server, browser, native):
     page = browser.browser.new_context().new_page()
     problems = []

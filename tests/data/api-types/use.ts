@@ -14,6 +14,10 @@ async function main(samples: Float32Array, file: Blob): Promise<string> {
   const final: StreamFinal = await s.finish();
   r.addEventListener("error", (e) => console.log(e.detail.code));
   try { s.feed(samples); } catch (e) { if (e instanceof PhononError) console.log(e.code); }
+  const paced: Stream = r.stream({ sampleRate: 16000, pendingThreshold: 5, maxPending: 600 });
+  paced.addEventListener("pending", (e) => console.log(e.detail.seconds, e.detail.over));
+  paced.addEventListener("error", (e) => console.log(e.detail.code === "overrun"));
+  if (paced.pending > paced.pendingThreshold) await paced.pendingBelow(1);
   const switched = await r.switchModel(new ArrayBuffer(8), "other.gguf");
   const live: Stream = r.stream({ sampleRate: 48000, ring: new SharedArrayBuffer(1 << 20) });
   const port: MessagePort = live.takePort();
