@@ -1,4 +1,4 @@
-"""Pause-windowed streaming (../shared/spec/streaming.md): live partial and committed text
+"""Pause-windowed streaming (docs/streaming.md, "The rules"): live partial and committed text
 from audio that arrives in pieces, the same code natively and in Pyodide.
 
     stream = engine.stream(sample_rate=48000)    # or StreamSession(engine, 48000)
@@ -8,7 +8,7 @@ from audio that arrives in pieces, the same code natively and in Pyodide.
 
 Each decode runs the batch engine over one window of audio that starts in a pause, because
 the model needs a pause-delimited input (it drops or invents words when it starts mid-word).
-The rules, numbered as in the spec:
+The rules, numbered as in docs/streaming.md "The rules":
  1. words commit on two-decode agreement, whole words only, once they end at least
     `right_context` behind the committing decode's position and `agree_context` behind the
     earlier decode's (a word that agrees only because the earlier decode guessed it from

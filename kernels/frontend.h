@@ -1,4 +1,4 @@
-/* Audio frontend: samples -> normalised log-mel features (../shared/spec/parakeet-tdt.md §2,
+/* Audio frontend: samples -> normalised log-mel features (docs/parakeet-tdt.md §2,
  * NeMo >= 2.5). One implementation (frontend__scalar.c) built into every module; float steps
  * in the order written here, the project's own FFT and log (pk_math.h).
  *

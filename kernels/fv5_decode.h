@@ -1,6 +1,6 @@
 /* fv5-b5x3t7-v1: five-value weights, three levels per 7-bit code. Contract of the decoder.
  *
- * The full layout is ../docs/b5x3t7.md (a restatement of the shared spec). In short, for one
+ * The full layout is ../docs/b5x3t7.md. In short, for one
  * 8-row block of a five-value linear W[O][K] (O % 8 == 0, K % 8 == 0):
  *
  *   panel: K/2 vectors of 16 int8 lanes (8*K bytes). Vector v = 4*kb + p, lane j holds

@@ -1,4 +1,4 @@
-/* Float operations of the Parakeet-TDT graph (../shared/spec/parakeet-tdt.md). One
+/* Float operations of the Parakeet-TDT graph (docs/parakeet-tdt.md). One
  * implementation (ops__scalar.c) built into every module, float32 in the order written here
  * (sums: float64 where marked, else float32 in ascending index), -ffp-contract=off, the
  * project's own exp (pk_math.h). Layouts are row-major; "rows" are tokens (time frames).

@@ -1,4 +1,4 @@
-"""The Phonon-2 release container, `model.fermion` (../shared/spec/fermion-container.md):
+"""The Phonon-2 release container, `model.fermion` (docs/phonon2-release.md):
 reading with strict validation, record codecs, and writing (for synthetic models).
 Host-side tooling (numpy); the browser engine never reads containers, only GGUF.
 

@@ -204,7 +204,7 @@ def hf_state(state: dict) -> dict:
 
 def check_frontend_buffers(state: dict, n_mels: int, path: Path):
     """NeMo's preprocessor stores its Hann window and mel filterbank in the state dict, and a
-    loaded model computes with the stored ones (docs: ../shared/spec/parakeet-tdt.md, section 1).
+    loaded model computes with the stored ones (docs/parakeet-tdt.md, section 1).
     The engine computes its own (symmetric Hann 400, Slaney mel 0-8 kHz): refuse a checkpoint
     whose buffers are not those, rather than convert it to a model that hears differently."""
     import numpy as np

@@ -1,5 +1,5 @@
 """A float64 numpy reference of the Parakeet-TDT graph, written from the spec
-(../shared/spec/parakeet-tdt.md) independently of the engine, on dense weights: five-value
+(docs/parakeet-tdt.md) independently of the engine, on dense weights: five-value
 weights re-expanded exactly ({-hi, -lo, 0, +lo, +hi}, not the int8 grid), int tables as
 q8 * scale, float16 as is. Host-only (numpy); used by tests to check the engine's graph.
 """

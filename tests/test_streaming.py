@@ -1,4 +1,4 @@
-"""Pause-windowed streaming (engine/streaming.py, ../shared/spec/streaming.md).
+"""Pause-windowed streaming (engine/streaming.py, docs/streaming.md).
 
 The window rules are tested with a scripted recogniser (LoudRunEngine: every loud stretch of
 audio is one word, named by its length) so that pauses, agreement and caps are exact and

@@ -1,4 +1,4 @@
-"""The Parakeet-TDT graph (../shared/spec/parakeet-tdt.md sections 3-7) as a PyTorch module for
+"""The Parakeet-TDT graph (docs/parakeet-tdt.md sections 3-7) as a PyTorch module for
 training, with five-value encoder linears (straight-through estimator).
 
 Parameter names and shapes are the release's records (engine/parakeet_tdt/layout.py `records(dims)`),

@@ -1,4 +1,4 @@
-"""Prediction network, joint and TDT greedy decoding (../shared/spec/parakeet-tdt.md
+"""Prediction network, joint and TDT greedy decoding (docs/parakeet-tdt.md
 sections 6-8). Standard library + the C kernels; tokens become text in engine/text.py.
 """
 

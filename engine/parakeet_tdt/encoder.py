@@ -1,4 +1,4 @@
-"""The FastConformer encoder (../shared/spec/parakeet-tdt.md sections 3-5), orchestrated in
+"""The FastConformer encoder (docs/parakeet-tdt.md sections 3-5), orchestrated in
 Python over the C kernels: one small class per block, named after the checkpoint keys.
 Standard library only; activations are array('f') buffers laid out row-major [tokens][dim].
 
