@@ -79,3 +79,13 @@ def test_a_changed_output_fails_the_comparison():
     command, shown = next((c, s) for c, s in examples() if " stream " in c)
     changed = [line.replace("some pop", "some rock") for line in shown]
     assert masked(run(command)) != masked(changed)
+
+
+def test_no_reference_points_outside_the_repository():
+    """A clone is all a user has: no file cites the team's folder beside the checkout."""
+    files = subprocess.run(["git", "ls-files", "*.py", "*.md", "*.mjs", "*.c", "*.h", "*.j2", "*.json", "*.ts"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert len(files) > 100
+    marker = "shared" + "/"                     # spelt in two so this file does not cite it
+    citing = [f for f in files if marker in (ROOT / f).read_text(errors="replace")]
+    assert citing == [], citing
