@@ -161,13 +161,17 @@ def test_misuse_gives_clear_errors_and_loses_nothing(page, native):
         out.broken_wav = await codeOf(() => r.transcribe(wav.buffer));
         out.empty = (await r.transcribe(new Float32Array(0), 16000)).text;
         out.still_works = (await r.transcribe(x, 16000)).text;
+        // an async method's mistakes reject its promise (a .catch() sees them), never throw
+        const rejects = (f) => { try { const p = f(); p.catch(() => {}); return p instanceof Promise; } catch { return "threw"; } };
+        out.rejected = [rejects(() => r.transcribe(x, 0)), rejects(() => r.transcribe(null)),
+                        rejects(() => r.transcribe([1], 16000)), rejects(() => r.switchModel("x"))];
         return out;
     }""", {"samples": native["samples"]})
     assert got == {"fractional_rate": "sample-rate", "low_rate": "sample-rate", "no_rate": "sample-rate",
                    "not_audio": "audio", "nan_transcribe": "samples", "second_stream": "busy",
                    "nan_feed": "samples", "array_feed": "samples", "text": native["stream"]["text"],
                    "feed_after_finish": "state", "garbage_file": "audio", "broken_wav": "audio", "empty": "",
-                   "still_works": native["batch"]["text"]}
+                   "still_works": native["batch"]["text"], "rejected": [True, True, True, True]}
     assert not page.problems, page.problems
 
 
@@ -184,6 +188,9 @@ def test_loading_options_and_close(page, server):
         out.wrong_digest = await codeOf(() => Recognizer.load({ model: { url: "/" + model.path, size: model.size,
                                                                           sha256: "0".repeat(64) } }));
         out.missing_url = await codeOf(() => Recognizer.load({ model: "/models/no-such.gguf" }));
+        try {           // a pinned model that is not there: said from the server's answer, not "check the connection"
+            await Recognizer.load({ model: { url: "/models/no-such.gguf", size: 10, sha256: "1".repeat(64) } });
+        } catch (e) { out.missing_pinned = [e.code, e.message.includes("HTTP 404"), e.message.includes("address")]; }
         const pinned = await Recognizer.load({ model: { url: "/" + model.path, size: model.size, sha256: model.sha256 } });
         out.pinned = pinned.model.name;
         const bytes = await (await fetch("/" + model.path)).arrayBuffer();
@@ -200,6 +207,7 @@ def test_loading_options_and_close(page, server):
     }""", {"model": model, "tinyUrl": None})
     assert got == {"unknown_tier": "state", "bad_threads": "state", "bad_model": "state",
                    "not_a_model": "model-file", "wrong_digest": "model-digest", "missing_url": "model-fetch",
+                   "missing_pinned": ["model-fetch", True, True],
                    "pinned": page.evaluate("r.model.name"), "from_bytes": [page.evaluate("r.model.name"), "scalar"],
                    "pending_on_close": "closed", "after_close": "closed", "stream_after_close": "closed",
                    "closed": True}

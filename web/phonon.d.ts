@@ -27,6 +27,8 @@ export interface LoadOptions {
   /** The folder holding manifest.json and worker.mjs (default: phonon.mjs's own folder). */
   base?: string | URL;
   /** Default: the manifest's model. A URL string is downloaded without a digest check. */
+  /** A URL (relative ones resolve against the page, as fetch() does, not against base), a pinned
+   *  model (checked and cached; a 4xx answer rejects before the engine starts), or its bytes. */
   model?: string | URL | PinnedModel | ArrayBuffer | Uint8Array | Blob;
   /** "auto" (the best the browser validates) or a tier name from manifest.json. */
   tier?: string;

@@ -147,6 +147,7 @@ export class Recognizer extends EventTarget {
         init.modelBytes = { name: "the model", bytes };
       } else if (typeof model === "object" && model.url && model.sha256 && Number.isInteger(model.size)) {
         init.manifest.model = { url: new URL(model.url, location.href).href, sha256: model.sha256, size: model.size };
+        await checkPinnedModel(init.manifest.model, base);
       } else {
         throw new PhononError("state", "model: expected a URL, {url, sha256, size}, or the model's bytes (ArrayBuffer, Uint8Array, Blob)");
       }
@@ -176,10 +177,18 @@ export class Recognizer extends EventTarget {
    * options.onProgress({done, total}) reports seconds of audio done.
    * Resolves to {text, words: [{word, start, end}], tokens: [{id, frame, duration}], ...}.
    */
-  transcribe(audio, sampleRate, { signal, onProgress, name } = {}) {
+  transcribe(audio, sampleRate, options = {}) {
+    try {
+      return this.#transcribe(audio, sampleRate, options);
+    } catch (e) {                                 // a mistake rejects the promise, never throws
+      return Promise.reject(e);
+    }
+  }
+
+  #transcribe(audio, sampleRate, { signal, onProgress, name } = {}) {
     this.#usable();
     let message;
-    name = name || audio.name || "audio";
+    name = name || (audio && audio.name) || "audio";
     if (audio instanceof Float32Array) {
       checkRate(sampleRate);
       checkSamples(audio, "transcribe()");
@@ -571,6 +580,27 @@ function chooseThreads(threads, isolationNote) {
              threadsNote: isolationNote || "one worker: this page is not cross-origin isolated (no COOP/COEP headers), so workers cannot share memory" };
   }
   return { threads: wanted, threadsForced: threads !== undefined, threadsNote: null };
+}
+
+// A pinned model's address, checked before the worker starts Pyodide (seconds): a server that
+// answers 4xx is a wrong address, said at once. Not checked when the model is in Cache Storage
+// already (the worker's key: its digest under the API's folder), nor when the check itself
+// cannot get through (offline, or a host without HEAD): the worker's download then says why.
+async function checkPinnedModel({ url, sha256 }, base) {
+  try {
+    const cache = await caches.open("phonon-web-model");
+    if (await cache.match(new URL(`phonon-model/site/${sha256}`, base).href)) return;
+  } catch { /* no Cache Storage here: check the address */ }
+  let response;
+  try {
+    response = await fetch(url, { method: "HEAD" });
+  } catch {
+    return;
+  }
+  if (response.status >= 400 && response.status < 500 && response.status !== 405) {
+    throw new PhononError("model-fetch", `the model ${url} could not be downloaded (HTTP ${response.status}): ` +
+                          "the server has no such file or refuses it; check the model's address");
+  }
 }
 
 async function download(url) {

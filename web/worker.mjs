@@ -177,6 +177,10 @@ function download(url, entry, progress) {
         ? "It is on another site: check the connection, and that its host allows cross-origin downloads " +
           "(it must send Access-Control-Allow-Origin)."
         : "Check the connection and reload.")));
+    // the server answered, and not with the file: the address is wrong, not the connection
+    const refused = (status) => reject(new Fatal("model-fetch",
+      `The model could not be downloaded (${entry.path || url}: HTTP ${status}): the server has no such file ` +
+      "or refuses it. Check the model's address."));
     const xhr = new XMLHttpRequest();
     xhr.open("GET", url);
     xhr.responseType = "blob";
@@ -186,6 +190,7 @@ function download(url, entry, progress) {
       if (now - last > 50) { last = now; progress(e.loaded); }
     };
     xhr.onload = () => {
+      if (xhr.status >= 400 && xhr.status < 500) return refused(xhr.status);
       if (xhr.status !== 200) return failed(`HTTP ${xhr.status}`);
       progress(xhr.response.size);
       resolve(xhr.response);
