@@ -146,7 +146,7 @@ class SteppedTranscription:
         self.job = WindowedTranscription(engine, policy)
         self.at = 0
         self.result = None
-        engine._cancel.clear()
+        engine.begin_job()
 
     @property
     def total_seconds(self) -> float:
@@ -172,7 +172,7 @@ class SteppedTranscription:
 
 def transcribe_pieces(engine, pieces, policy: WindowPolicy | None = None, on_window=None) -> dict:
     """Transcribe 16 kHz float32 pieces (any iterable of buffers) window by window."""
-    engine._cancel.clear()
+    engine.begin_job()
     job = WindowedTranscription(engine, policy, on_window)
     for piece in pieces:
         job.add(piece)

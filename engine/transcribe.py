@@ -65,6 +65,10 @@ class Engine:
         """Ask a running transcribe() to stop: it raises Cancelled at the next layer or step."""
         self._cancel.set()
 
+    def begin_job(self):
+        """A new transcription starts: a cancel() meant for an earlier one no longer applies."""
+        self._cancel.clear()
+
     def features(self, samples) -> tuple:
         n = len(samples)
         with section("frontend"):
@@ -96,7 +100,7 @@ class Engine:
             view = memoryview(samples).cast("B").cast("f")
             step = 10 * MODEL_RATE
             return transcribe_pieces(self, (view[i:i + step] for i in range(0, len(view), step)), policy, on_window)
-        self._cancel.clear()
+        self.begin_job()
         started = time.perf_counter()
         tokens = self.tokens(samples, float_acts)
         pieces = [self.model.vocabulary[t.id] for t in tokens]
