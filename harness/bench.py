@@ -8,6 +8,9 @@ chromium the same code in Pyodide in headless Chromium (wasm_relaxed_simd too), 
          ONNX Runtime Web (wasm backend, one thread) on an int8 MatMulInteger model of the
          same shapes: op "ort_int8_gemm", the peer to beat.
 Prints a table and the headline ratios; --json writes the list of records.
+
+--shapes OxK,... and --tokens N,... measure other shapes than Phonon-2's (a smoke run:
+`--quick --shapes 64x64 --tokens 8`, tests/test_bench_smoke.py).
 """
 
 from __future__ import annotations
@@ -85,18 +88,37 @@ def ratios(records: list) -> str:
     return "\n".join(out)
 
 
+def shape_list(value: str) -> tuple:
+    """"4096x1024,1024x4096" -> ((4096, 1024), (1024, 4096)); O a multiple of 8 (fv5 blocks)."""
+    import argparse
+    shapes = []
+    for item in value.split(","):
+        try:
+            O, K = (int(v) for v in item.lower().split("x"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r}: not OxK") from None
+        if O <= 0 or K <= 0 or O % 8:
+            raise argparse.ArgumentTypeError(f"{item!r}: O and K positive, O a multiple of 8")
+        shapes.append((O, K))
+    return tuple(shapes)
+
+
 def main(argv=None):
     parser = bench_parser("python3 -m harness.bench", "native,node,chromium")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--shapes", type=shape_list, default=kernel_bench.SHAPES,
+                        help="comma list of OxK (default: Phonon-2's linears)")
+    parser.add_argument("--tokens", type=lambda v: tuple(int(n) for n in v.split(",")), default=kernel_bench.TOKENS,
+                        help="comma list of token counts N (default: %(default)s)")
     args = parser.parse_args(argv)
-    shapes, tokens = kernel_bench.SHAPES, kernel_bench.TOKENS
+    shapes, tokens = args.shapes, args.tokens
     min_seconds = 0.1 if args.quick else 0.4
     runtimes = args.runtimes.split(",")
     records = []
     started = time.time()
     if "native" in runtimes:
         print("native ...", flush=True)
-        records += kernel_bench.run("native", min_seconds=min_seconds)
+        records += kernel_bench.run("native", shapes=shapes, tokens=tokens, min_seconds=min_seconds)
     if "node" in runtimes:
         print("node ...", flush=True)
         records += run_in_node("kernel_throughput", timeout=3600, runtime="node", shapes=shapes, tokens=tokens,

@@ -35,10 +35,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SMALL = ROOT / "models" / "phonon-small.gguf"
 PACKAGE = ROOT / "dist" / "phonon-web"
 
-PACED_JS = """async ({ model, threads }) => {
+# window.audio (float32 at 16 kHz, or its first `seconds`) fed to a new Recognizer's stream at the
+# pace it plays; -> the final, the most pending seen, errors and the catch-up time after the end.
+PACED_JS = """async ({ model, threads, silenceMs = 15000, seconds = null }) => {
     const api = await import("/phonon.mjs");
-    const r = await api.Recognizer.load({ model, threads });
-    const x = window.audio;
+    const r = await api.Recognizer.load({ model, threads, silenceMs });
+    const x = seconds === null ? window.audio : window.audio.subarray(0, Math.round(seconds * 16000));
     const s = r.stream({ sampleRate: 16000 });
     const seen = { maxPending: 0, errors: [] };
     r.addEventListener("error", (e) => seen.errors.push(e.detail.message));
@@ -51,7 +53,7 @@ PACED_JS = """async ({ model, threads }) => {
     }
     const ended = performance.now();
     const final = await s.finish();
-    const out = { final, seen, catchUpSeconds: (performance.now() - ended) / 1000, threads: r.threads };
+    const out = { final, seen, catchUpSeconds: (performance.now() - ended) / 1000, threads: r.threads, closed: r.closed };
     r.close();
     return out;
 }"""

@@ -3,13 +3,16 @@ of audio natively (each native tier) and in Chromium (each wasm tier), the time 
 section (engine/timing.py), native peak RSS and the browser's wasm heap.
 
     python3 -m harness.bench_e2e [--json FILE] [--seconds 10,30] [--runtimes native,chromium]
+                                 [--size full|tiny]
 
 The model is generated (python3 -m engine synth --size full --seed 1) and converted on first
-use into build/bench-models/; the audio is a deterministic speech-like signal.
+use into build/bench-models/; the audio is a deterministic speech-like signal. `--size tiny`
+(a smoke run: tests/test_bench_smoke.py) takes the committed tiny synthetic model instead.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import resource
 import sys
@@ -27,6 +30,30 @@ from engine.transcribe import Engine
 from .runtimes import Chromium, bench_parser
 
 MODEL_NAME = "phonon2-full-synthetic.gguf"
+TINY_NAME = "phonon2-tiny-synthetic.gguf"
+TINY_SOURCE = Path(__file__).resolve().parent.parent / "tests" / "data" / "tiny"
+SIZES = ("full", "tiny")
+
+
+@functools.cache
+def tiny_model() -> Path:
+    """The committed tiny synthetic model (tests/data/tiny, 2 layers of d_model 32) converted into
+    build/bench-models/ beside the full one (the harness pages serve that folder): the benchmarks'
+    smoke size. Converted afresh once per process (a tenth of a second), so a smoke run goes
+    through today's converter, not a file an older one left."""
+    gguf = Chromium.models_dir() / TINY_NAME
+    partial = gguf.with_name(gguf.name + ".partial")
+    convert(TINY_SOURCE / "model.fermion", read_config(TINY_SOURCE / "config.json"), partial, "synthetic",
+            "synthetic-phonon-2-tiny")
+    partial.replace(gguf)
+    return gguf
+
+
+def synthetic_model(size: str = "full") -> Path:
+    """The synthetic Phonon-2 of this size ("full": full_model(), "tiny": tiny_model())."""
+    if size not in SIZES:
+        raise ValueError(f"size {size!r}: one of {', '.join(SIZES)}")
+    return tiny_model() if size == "tiny" else full_model()
 
 
 def full_model() -> Path:
@@ -108,9 +135,11 @@ def main(argv=None):
     parser = bench_parser("python3 -m harness.bench_e2e", "native,chromium")
     parser.add_argument("--seconds", default="10,30")
     parser.add_argument("--browser-tiers", default="wasm_relaxed_simd,wasm_simd128,scalar")
+    parser.add_argument("--size", choices=SIZES, default="full",
+                        help="the synthetic model: full (default) or tiny (a smoke run)")
     args = parser.parse_args(argv)
     seconds = [int(s) for s in args.seconds.split(",")]
-    gguf = full_model()
+    gguf = synthetic_model(args.size)
     records = []
     started = time.time()
     if "native" in args.runtimes:

@@ -15,6 +15,10 @@ fresh browser per model.
   checked here: its checkpoint cannot be downloaded on this machine).
 Models are cached in build/bench-models/ (the 0.6B one's safetensors are deleted after
 conversion).
+
+A smoke run (tests/test_bench_smoke.py): `--size tiny --seconds 1` - the committed tiny synthetic
+Phonon-2 and each family's converter path at a tiny shape (TINY_FAMILIES, one layer of d_model
+64; the families' mel counts kept), built afresh on every run under their own names.
 """
 
 from __future__ import annotations
@@ -31,19 +35,25 @@ FAMILIES = {
     "parakeet-tdt_ctc-110m-int8": dict(hidden_size=512, num_hidden_layers=17, num_attention_heads=8,
                                        intermediate_size=2048, num_mel_bins=80, vocab=1024, decoder=640),
 }
+# --size tiny: the same families' code paths at a few hundred KB each
+TINY_FAMILIES = {
+    f"{name}-tiny": dict(spec, hidden_size=64, num_hidden_layers=1, num_attention_heads=2, intermediate_size=128,
+                         vocab=32, decoder=32, sub_channels=16)
+    for name, spec in FAMILIES.items()
+}
 
 
-def synthetic_hf(name: str, spec: dict, models: Path) -> Path:
-    """The GGUF of a random ParakeetForTDT with these dimensions (built once)."""
+def synthetic_hf(name: str, spec: dict, models: Path, fresh: bool = False) -> Path:
+    """The GGUF of a random ParakeetForTDT with these dimensions (built once; `fresh`: again)."""
     out = models / f"{name}.gguf"
-    if out.exists():
+    if out.exists() and not fresh:
         return out
     import torch
     from transformers import ParakeetEncoderConfig, ParakeetForTDT, ParakeetTDTConfig
     from modeltools.parakeet_hf import convert_hf
     spec = dict(spec)
-    vocab, decoder = spec.pop("vocab"), spec.pop("decoder")
-    enc = ParakeetEncoderConfig(conv_kernel_size=9, subsampling_conv_channels=256, attention_bias=False,
+    vocab, decoder, channels = spec.pop("vocab"), spec.pop("decoder"), spec.pop("sub_channels", 256)
+    enc = ParakeetEncoderConfig(conv_kernel_size=9, subsampling_conv_channels=channels, attention_bias=False,
                                 convolution_bias=False, scale_input=False, **spec)
     config = ParakeetTDTConfig(encoder_config=enc.to_dict(), vocab_size=vocab + 1, decoder_hidden_size=decoder,
                                num_decoder_layers=2, blank_token_id=vocab, pad_token_id=vocab)
@@ -61,17 +71,21 @@ def synthetic_hf(name: str, spec: dict, models: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    from harness.bench_e2e import full_model, speechlike
+    from harness.bench_e2e import SIZES, speechlike, synthetic_model
     from harness.bench_threads import cpu_name
     from harness.runtimes import Chromium
     parser = argparse.ArgumentParser(prog="python3 -m harness.bench_families")
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--tier", default="wasm_relaxed_simd")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--size", choices=SIZES, default="full",
+                        help="full: the real shapes (default); tiny: a smoke run at tiny shapes")
     args = parser.parse_args(argv)
     models = Chromium.models_dir()
-    ggufs = {"phonon-2-fv5 (synthetic)": full_model()}
-    ggufs.update({name: synthetic_hf(name, spec, models) for name, spec in FAMILIES.items()})
+    ggufs = {f"phonon-2-fv5 (synthetic{', tiny' if args.size == 'tiny' else ''})": synthetic_model(args.size)}
+    families = TINY_FAMILIES if args.size == "tiny" else FAMILIES
+    # the tiny ones are built afresh (seconds), so a smoke run goes through today's converters
+    ggufs.update({name: synthetic_hf(name, spec, models, fresh=args.size == "tiny") for name, spec in families.items()})
     (models / f"audio-{args.seconds}s.f32").write_bytes(speechlike(args.seconds).tobytes())
     rows = []
     for label, gguf in ggufs.items():              # a fresh browser each: a wasm heap never shrinks

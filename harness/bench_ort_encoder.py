@@ -12,6 +12,12 @@ after a warm-up.
 
     python3 build.py bench --ort        (or, in build.py's environment:)
     .venv/bin/python -m harness.bench_ort_encoder [--seconds 10 30] [--runtimes native chromium]
+                                                  [--size full|tiny]
+
+A smoke run (tests/test_bench_smoke.py): `--size tiny --seconds 1 --repeats 1` - the committed
+tiny synthetic model (tests/data/tiny: 2 layers, d_model 32) exported the same way into its own
+file (build/bench-models/ort/encoder-tiny-int8.onnx, a few hundred KB, seconds to build; the
+full model's export is never touched), the engine on the same tiny model.
 """
 
 from __future__ import annotations
@@ -27,31 +33,42 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.bench_e2e import full_model
+from harness.bench_e2e import SIZES, TINY_SOURCE, synthetic_model
 from harness.bench_threads import cpu_name
 from harness.runtimes import Chromium
 
 ORT_DIR = Chromium.models_dir() / "ort"
 INT8 = ORT_DIR / "encoder-int8.onnx"
+# each size's int8 ONNX encoder, side by side in ORT_DIR (the page serves /models/ort/ and the
+# features files there, which depend only on the length)
+INT8_OF = {"full": INT8, "tiny": ORT_DIR / "encoder-tiny-int8.onnx"}
 
 
-def export_encoder() -> Path:
-    """The int8 ONNX encoder (about 584 MiB), built once."""
-    if INT8.exists():
-        return INT8
+def export_encoder(size: str = "full") -> Path:
+    """The int8 ONNX encoder of the synthetic model of this size into INT8_OF[size]: the full one
+    (about 584 MiB) built once, the tiny one afresh on every call (seconds: a smoke run goes
+    through the export itself). The float export goes to a folder of its own, removed after."""
+    int8 = INT8_OF[size]
+    if int8.exists() and size == "full":
+        return int8
+    import shutil
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     import training.model as tm
     from engine.parakeet_tdt.layout import PHONON2
-    from modeltools.synth import make
+    from modeltools.synth import TINY, make
     from training.export import load_container
 
-    src = Chromium.models_dir() / "full-synthetic"
-    if not (src / "model.fermion").exists():
-        make("full", 1, src)
-    model = tm.ParakeetTDT(PHONON2)
-    load_container(model, src / "model.fermion")
+    if size == "tiny":
+        container, dims = TINY_SOURCE / "model.fermion", TINY
+    else:
+        src = Chromium.models_dir() / "full-synthetic"
+        if not (src / "model.fermion").exists():
+            make("full", 1, src)
+        container, dims = src / "model.fermion", PHONON2
+    model = tm.ParakeetTDT(dims)
+    load_container(model, container)
     model.eval()
     for m in model.encoder.modules():
         if hasattr(m, "five_value"):
@@ -71,33 +88,39 @@ def export_encoder() -> Path:
         def forward(self, features, lengths):
             return self.encoder(features, lengths)[0]
 
-    ORT_DIR.mkdir(parents=True, exist_ok=True)
-    f32 = ORT_DIR / "encoder-f32.onnx"
-    print("exporting the full-size encoder to ONNX (about a minute) ...", flush=True)
-    with torch.no_grad():
-        torch.onnx.export(EncoderOnly(model.encoder), (torch.randn(1, 128, 1000), torch.tensor([1000])), str(f32),
-                          input_names=["features", "lengths"], output_names=["encoded"],
-                          dynamic_axes={"features": {2: "T"}, "encoded": {1: "frames"}}, opset_version=17, dynamo=False)
-    quantize_dynamic(str(f32), str(INT8), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
-    for p in ORT_DIR.iterdir():                  # the float export and its external tensors
-        if p != INT8:
-            p.unlink()
-    return INT8
+    scratch = ORT_DIR / f"export-{size}"         # the float export and its external tensors
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    scratch.mkdir(parents=True)
+    f32 = scratch / "encoder-f32.onnx"
+    print(f"exporting the {size}-size encoder to ONNX{' (about a minute)' if size == 'full' else ''} ...", flush=True)
+    try:
+        with torch.no_grad():
+            torch.onnx.export(EncoderOnly(model.encoder), (torch.randn(1, 128, 1000), torch.tensor([1000])), str(f32),
+                              input_names=["features", "lengths"], output_names=["encoded"],
+                              dynamic_axes={"features": {2: "T"}, "encoded": {1: "frames"}}, opset_version=17,
+                              dynamo=False)
+        partial = scratch / int8.name
+        quantize_dynamic(str(f32), str(partial), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
+        partial.replace(int8)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return int8
 
 
 def features(T: int) -> np.ndarray:
     return np.random.default_rng(1).standard_normal((1, 128, T)).astype(np.float32)
 
 
-def native(seconds_list: list, counts: list, repeats: int) -> dict:
+def native(seconds_list: list, counts: list, repeats: int, size: str = "full") -> dict:
     import onnxruntime as ort
     from engine.transcribe import Engine
     sessions = {}
     for n in counts:
         options = ort.SessionOptions()
         options.intra_op_num_threads, options.inter_op_num_threads = n, 1
-        sessions[n] = ort.InferenceSession(str(INT8), options, providers=["CPUExecutionProvider"])
-    engines = {n: Engine.open(full_model(), "auto", n) for n in counts}
+        sessions[n] = ort.InferenceSession(str(INT8_OF[size]), options, providers=["CPUExecutionProvider"])
+    engines = {n: Engine.open(synthetic_model(size), "auto", n) for n in counts}
     out = {}
     for seconds in seconds_list:
         T = 100 * seconds
@@ -121,15 +144,15 @@ def native(seconds_list: list, counts: list, repeats: int) -> dict:
 
 
 
-def chromium(seconds_list: list, counts: list, repeats: int, tier: str) -> dict:
+def chromium(seconds_list: list, counts: list, repeats: int, tier: str, size: str = "full") -> dict:
     for seconds in seconds_list:
         (ORT_DIR / f"features-{100 * seconds}.f32").write_bytes(features(100 * seconds)[0].tobytes())
     out = {}
     with Chromium(timeout_ms=7_200_000, isolate=True) as browser:
-        ours = browser.run_job("bench_encoder_features", model={"url": f"/models/{full_model().name}"},
+        ours = browser.run_job("bench_encoder_features", model={"url": f"/models/{synthetic_model(size).name}"},
                                counts=counts, seconds=seconds_list, repeats=repeats, tier=tier)
         for n in counts:
-            spec = {"model": "/models/ort/" + INT8.name, "threads": n, "lengths": [100 * s for s in seconds_list],
+            spec = {"model": "/models/ort/" + INT8_OF[size].name, "threads": n, "lengths": [100 * s for s in seconds_list],
                     "reps": repeats}
             got = json.loads(browser.page.evaluate("(spec) => window.runOrtEncoder(spec)", spec))
             for seconds in seconds_list:
@@ -149,16 +172,18 @@ def main(argv=None) -> int:
     parser.add_argument("--runtimes", nargs="+", default=["native", "chromium"])
     parser.add_argument("--tier", default="wasm_relaxed_simd", help="this engine's tier in Chromium")
     parser.add_argument("--json", help="write the records here")
+    parser.add_argument("--size", choices=SIZES, default="full",
+                        help="the synthetic model: full (default) or tiny (a smoke run)")
     args = parser.parse_args(argv)
-    export_encoder()
-    print(f"CPU: {cpu_name()}; ONNX model {INT8.name} ({INT8.stat().st_size / 2**20:.0f} MiB)")
-    records = {}
+    onnx_model = export_encoder(args.size)
+    print(f"CPU: {cpu_name()}; ONNX model {onnx_model.name} ({onnx_model.stat().st_size / 2**20:.1f} MiB)")
+    records = {"size": args.size}
     if "native" in args.runtimes:
-        records["native"] = native(args.seconds, args.threads, args.repeats)
+        records["native"] = native(args.seconds, args.threads, args.repeats, args.size)
         print(f"native (this engine: {records['native']['tier']}; onnxruntime {records['native']['onnxruntime']})")
         report(records["native"]["seconds"], "onnxruntime", args.threads)
     if "chromium" in args.runtimes:
-        records["chromium"] = chromium(args.seconds, args.threads, args.repeats, args.tier)
+        records["chromium"] = chromium(args.seconds, args.threads, args.repeats, args.tier, args.size)
         print(f"Chromium {records['chromium']['chromium']} (this engine: {args.tier}; onnxruntime-web wasm)")
         report(records["chromium"]["seconds"], "onnxruntime-web", args.threads)
     if args.json:
@@ -171,7 +196,8 @@ def report(by_seconds: dict, peer: str, counts: list):
         cells = []
         for n in counts:
             ours, theirs = row[f"phonon {n}"], row[f"{peer} {n}"]
-            cells.append(f"{n} thr: phonon {ours:.3f} s, {peer} {theirs:.3f} s (phonon x{theirs / ours:.2f})")
+            ratio = f"x{theirs / ours:.2f}" if ours else "too fast to time"     # the tiny model, rounded to ms
+            cells.append(f"{n} thr: phonon {ours:.3f} s, {peer} {theirs:.3f} s (phonon {ratio})")
         print(f"  {seconds:>3} s of features  " + "  ".join(cells))
 
 

@@ -7,7 +7,10 @@ decodes over the recordings' length: below 1 the stream keeps up.
 
     python3 build.py bench --schedule          (or, in build.py's environment:)
     .venv/bin/python -m harness.bench_schedule [--recordings 6] [--workers 1 2] [--tier wasm_relaxed_simd]
-                                               [--config '{"hop_ms": 400}']
+                                               [--config '{"hop_ms": 400}'] [--size full|tiny]
+
+`--size tiny` decodes the windows with the committed tiny synthetic model instead of the
+full-size one (a smoke run: `--size tiny --recordings 1`, tests/test_bench_smoke.py).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import sys
 
 import numpy as np
 
-from harness.bench_e2e import full_model
+from harness.bench_e2e import SIZES, synthetic_model
 from harness.bench_threads import cpu_name
 from harness.runtimes import Chromium
 
@@ -60,6 +63,8 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the record here")
     parser.add_argument("--config", type=json.loads, default={},
                         help="the default model's StreamConfig fields as JSON (default: the defaults)")
+    parser.add_argument("--size", choices=SIZES, default="full",
+                        help="the synthetic model that decodes the windows: full (default) or tiny (a smoke run)")
     args = parser.parse_args(argv)
     audio, windows = schedule(args.recordings, **args.config)
     audio_seconds = audio.size / 16000
@@ -67,7 +72,7 @@ def main(argv=None) -> int:
     models = Chromium.models_dir()
     (models / "schedule-audio.f32").write_bytes(audio.tobytes())
     (models / "schedule.json").write_text(json.dumps(windows))
-    model = full_model()
+    model = synthetic_model(args.size)
     with Chromium(timeout_ms=7_200_000, isolate=True) as browser:
         out = browser.run_job("bench_schedule", model={"url": f"/models/{model.name}"}, tier=args.tier,
                               counts=args.workers)
@@ -75,7 +80,8 @@ def main(argv=None) -> int:
     print(f"CPU: {cpu_name()}; Chromium {version}; tier {args.tier}; {model.name}")
     print(f"schedule: {len(windows)} decodes by the default model's stream over {args.recordings} recordings, "
           f"{window_seconds:.1f} s of windows for {audio_seconds:.1f} s of audio")
-    record = {"cpu": cpu_name(), "chromium": version, "tier": args.tier, "config": args.config, "decodes": len(windows),
+    record = {"cpu": cpu_name(), "chromium": version, "tier": args.tier, "model": model.name, "config": args.config,
+              "decodes": len(windows),
               "window_seconds": round(window_seconds, 1), "audio_seconds": round(audio_seconds, 1),
               "compute_per_audio": {}}
     for n in args.workers:

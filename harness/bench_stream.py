@@ -1,7 +1,9 @@
 """Streaming benchmarks (issue 5).
 
     python3 -m harness.bench_stream [--json FILE] [--runtimes native,chromium] [--hops 400,800]
+                                    [--size full|tiny] [--utterances 8]
     python3 -m harness.bench_stream --soak [--soak-minutes 60] [--model models/phonon-small.gguf]
+                                    [--slice-minutes 5]
 
 Default: the full-size synthetic Phonon-2 (build/bench-models/, as bench_e2e) streams a
 generated recording - held-out TTS utterances joined by 0.3-2 s pauses, then 10 s of quiet -
@@ -14,6 +16,9 @@ so this measures the cost of the schedule at its busiest, not accuracy.
 recordings cycled) through the trained model natively: memory (RSS), decodes and compute per
 audio second per 5-minute slice must stay flat, and every utterance's words must reach the
 final transcript at its own time.
+
+Smoke runs (tests/test_bench_smoke.py): `--size tiny --utterances 2 --hops 400` and `--soak
+--soak-minutes 0.5 --slice-minutes 0.25 --soak-distinct 1`.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import numpy as np
 from engine.streaming import stream_samples
 from engine.transcribe import Engine
 
-from .bench_e2e import full_model
+from .bench_e2e import SIZES, synthetic_model
 from .runtimes import Chromium
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +83,7 @@ SOAK_PAUSES = [0.4, 1.2, 0.6, 2.5, 0.3, 1.0, 0.8]
 SLICE = 5 * 60 * 16000          # samples per reported slice
 
 
-def soak(model: Path, minutes: int, distinct: int = 12) -> dict:
+def soak(model: Path, minutes: float, distinct: int = 12, slice_samples: int = SLICE) -> dict:
     """One session over `minutes` of speech: per 5-minute slice, RSS, decodes and compute /
     audio. `distinct` recordings (8 held-out utterances each, about 25 s) are generated once
     and cycled: TTS would otherwise take most of the hour's wall time. Every occurrence of an
@@ -99,7 +104,7 @@ def soak(model: Path, minutes: int, distinct: int = 12) -> dict:
             session.feed(x[i:i + 320])
             session.partial()
         fed += x.size
-        if fed // SLICE > len(slices):
+        if fed // slice_samples > len(slices):
             stats = session.stats
             audio = (fed - mark["fed"]) / 16000
             slices.append({"minutes": round(fed / 16000 / 60, 1),
@@ -131,14 +136,20 @@ def main(argv=None) -> int:
     parser.add_argument("--runtimes", default="native,chromium")
     parser.add_argument("--hops", default="400,800")
     parser.add_argument("--soak", action="store_true")
-    parser.add_argument("--soak-minutes", type=int, default=60)
+    parser.add_argument("--soak-minutes", type=float, default=60)
     parser.add_argument("--soak-distinct", type=int, default=12, help="distinct recordings cycled in the soak")
+    parser.add_argument("--slice-minutes", type=float, default=5, help="the soak's reporting slice")
     parser.add_argument("--model", type=Path, default=ROOT / "models" / "phonon-small.gguf")
+    parser.add_argument("--size", choices=SIZES, default="full",
+                        help="the synthetic model streamed: full (default) or tiny (a smoke run)")
+    parser.add_argument("--utterances", type=int, default=8, help="utterances in the streamed recording (2-8)")
     args = parser.parse_args(argv)
+    if not 2 <= args.utterances <= 8:
+        parser.error("--utterances: 2 to 8")
     if args.soak:
-        result = soak(args.model, args.soak_minutes, args.soak_distinct)
+        result = soak(args.model, args.soak_minutes, args.soak_distinct, round(args.slice_minutes * 60 * 16000))
     else:
-        gguf, audio = full_model(), recording()
+        gguf, audio = synthetic_model(args.size), recording(utterances=args.utterances)
         hops = [int(h) for h in args.hops.split(",")]
         result = []
         if "native" in args.runtimes:

@@ -4,6 +4,10 @@ machine's noise hits every count alike; median seconds, speed-up against 1 threa
 encoder output's digest (the same for every count, or this exits non-zero).
 
     .venv/bin/python -m harness.bench_threads [--seconds 10 30] [--threads 1 2] [--repeats 3]
+                                              [--size full|tiny]
+
+`--size tiny` puts the committed tiny synthetic model in the full one's place (a smoke run:
+`--size tiny --seconds 1 --repeats 1`, tests/test_bench_smoke.py).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from array import array
 from pathlib import Path
 
 from engine.transcribe import Engine
-from harness.bench_e2e import full_model
+from harness.bench_e2e import SIZES, synthetic_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,6 +126,8 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the records here")
     parser.add_argument("--ceiling", action="store_true",
                         help="only the machine's bound: one GEMM on one thread vs its halves on two")
+    parser.add_argument("--size", choices=SIZES, default="full",
+                        help="the synthetic model beside the default one: full (default) or tiny (a smoke run)")
     args = parser.parse_args(argv)
     print(f"CPU: {cpu_name()}")
     if args.ceiling:
@@ -132,7 +138,7 @@ def main(argv=None) -> int:
                   f"-> ceiling x{r['ceiling']}", flush=True)
         return 0
     records = []
-    for model in (full_model(), ROOT / "models" / "phonon-small.gguf"):
+    for model in (synthetic_model(args.size), ROOT / "models" / "phonon-small.gguf"):
         for seconds in args.seconds:
             r = bench(model, seconds, args.threads, args.repeats)
             records.append(r)

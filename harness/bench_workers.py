@@ -7,7 +7,9 @@ the engine worker and of the kernel workers together.
 
     python3 build.py bench --split           (threads natively, then this; or, in build.py's env:)
     .venv/bin/python -m harness.bench_workers [--seconds 10 30] [--workers 1 2] [--repeats 3]
-                                              [--tier wasm_relaxed_simd] [--model FILE]
+                                              [--tier wasm_relaxed_simd] [--model FILE] [--size full|tiny]
+
+A smoke run: `--size tiny --seconds 1 --repeats 1` (tests/test_bench_smoke.py).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.bench_e2e import full_model, speechlike
+from harness.bench_e2e import SIZES, speechlike, synthetic_model
 from harness.bench_threads import cpu_name
 from harness.runtimes import Chromium
 
@@ -29,10 +31,12 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tier", default="wasm_relaxed_simd")
-    parser.add_argument("--model", type=Path, help="a .gguf (default: the full-size synthetic model)")
+    parser.add_argument("--model", type=Path, help="a .gguf (default: the synthetic model of --size)")
+    parser.add_argument("--size", choices=SIZES, default="full",
+                        help="without --model, the synthetic model: full (default) or tiny (a smoke run)")
     parser.add_argument("--json", type=Path, help="write the records here")
     args = parser.parse_args(argv)
-    model = args.model or full_model()
+    model = args.model or synthetic_model(args.size)
     if model.resolve().parent != Chromium.models_dir().resolve():      # served from there (no symlinks)
         import shutil
         shutil.copyfile(model, Chromium.models_dir() / model.name)

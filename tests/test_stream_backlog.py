@@ -46,15 +46,22 @@ def natives(recordings):
 
 
 @pytest.fixture(scope="module")
-def page(recordings):
-    from harness.server import StaticServer
+def browser():
+    """One Chromium for the module (Playwright's sync API allows one instance at a time)."""
     from harness.site_check import SiteBrowser
+    with SiteBrowser() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def page(recordings, browser):
+    from harness.server import StaticServer
     package = build_artifact("PHONON_PACKAGE")
     with tempfile.TemporaryDirectory() as tmp:
         for name, x in recordings.items():
             x.astype("<f4").tofile(Path(tmp) / f"{name}.f32")
         routes = {"/": package, "/test/": ROOT / "tests" / "data" / "api-page", "/data/": Path(tmp)}
-        with StaticServer(routes) as server, SiteBrowser() as browser:
+        with StaticServer(routes) as server:
             page = browser.browser.new_context().new_page()
             page.set_default_timeout(900_000)
             page.goto(server.url + "/test/index.html")
@@ -102,6 +109,7 @@ def page(recordings):
                 };
             }""")
             yield page
+            page.context.close()
 
 
 def same_tokens(got: dict, want: dict):
@@ -151,33 +159,10 @@ def test_an_overrun_is_refused_and_nothing_is_lost(page, natives):
 
 # -- a model slower than real time, live ---------------------------------------------------------
 
-REALTIME_JS = """async ({ seconds, silenceMs, model }) => {
-    const api = await import("/phonon.mjs");
-    const r = await api.Recognizer.load({ model: `/full/${model}`, threads: 1, silenceMs });
-    const x = window.audio.paced.subarray(0, Math.round(seconds * 16000));
-    const s = r.stream({ sampleRate: 16000 });
-    const seen = { maxPending: 0, errors: [] };
-    r.addEventListener("error", (e) => seen.errors.push(e.detail.message));
-    s.addEventListener("partial", (e) => { seen.maxPending = Math.max(seen.maxPending, e.detail.metrics.pending_seconds); });
-    const start = performance.now();
-    for (let i = 0; i < x.length; i += 4096) {                // at the pace the audio plays
-        s.feed(x.subarray(i, i + 4096));
-        const ahead = (i + 4096) / 16 - (performance.now() - start);
-        if (ahead > 0) await new Promise((done) => setTimeout(done, ahead));
-    }
-    const ended = performance.now();
-    const final = await s.finish();
-    const out = { final, seen, catchUpSeconds: (performance.now() - ended) / 1000, closed: r.closed };
-    r.close();
-    return out;
-}"""
-
-
 @pytest.fixture(scope="module")
-def full_page():
+def full_page(browser):
     from harness.bench_e2e import full_model
     from harness.server import StaticServer
-    from harness.site_check import SiteBrowser
     from harness.long_speech import long_speech
     model = full_model()
     x, _ = long_speech(0.5, seed=45)
@@ -185,12 +170,13 @@ def full_page():
         x.astype("<f4").tofile(Path(tmp) / "paced.f32")
         routes = {"/": build_artifact("PHONON_PACKAGE"), "/test/": ROOT / "tests" / "data" / "api-page",
                   "/data/": Path(tmp), "/full/": model.parent}
-        with StaticServer(routes) as server, SiteBrowser() as browser:
+        with StaticServer(routes) as server:
             page = browser.browser.new_context().new_page()
             page.set_default_timeout(900_000)
             page.goto(server.url + "/test/index.html")
-            page.evaluate("async () => { window.audio = { paced: new Float32Array(await (await fetch('/data/paced.f32')).arrayBuffer()) }; }")
+            page.evaluate("async () => { window.audio = new Float32Array(await (await fetch('/data/paced.f32')).arrayBuffer()); }")
             yield page, model, x
+            page.context.close()
 
 
 def test_a_model_slower_than_real_time_falls_behind_survives_and_gives_the_native_tokens(full_page):
@@ -199,10 +185,11 @@ def test_a_model_slower_than_real_time_falls_behind_survives_and_gives_the_nativ
     not declared dead although the page's heartbeat allows only 1.5 s of silence between
     decodes; it catches up after the audio ends and gives the native tokens."""
     from engine.streaming import stream_samples
+    from harness.bench_behind import PACED_JS
     from engine.transcribe import Engine
     page, model, x = full_page
     seconds = 20
-    got = page.evaluate(REALTIME_JS, {"seconds": seconds, "silenceMs": 1500, "model": model.name})
+    got = page.evaluate(PACED_JS, {"seconds": seconds, "silenceMs": 1500, "model": f"/full/{model.name}", "threads": 1})
     want = stream_samples(Engine.open(model).stream(16000), x[:seconds * 16000], 4096)["final"]
     final, seen = got["final"], got["seen"]
     assert not seen["errors"] and not got["closed"]

@@ -287,8 +287,9 @@ def test_restream_measures_the_stream_figures_again_and_keeps_the_rest(monkeypat
     calls = []
     monkeypatch.setattr(release, "stream_vs_batch", lambda gguf, n: calls.append("svb") or
                         {**before["stream_vs_batch"], "stream_wer": 0.0123})
-    monkeypatch.setattr(release, "continuous_speech", lambda gguf, seeds: calls.append(seeds) or before["continuous_speech"])
-    monkeypatch.setattr(release, "short_streams", lambda gguf: calls.append("short") or before["short_streams"])
+    monkeypatch.setattr(release, "continuous_speech", lambda gguf, seeds, recordings: calls.append(seeds) or
+                        before["continuous_speech"])
+    monkeypatch.setattr(release, "short_streams", lambda gguf, per_seed: calls.append("short") or before["short_streams"])
     monkeypatch.setattr(release, "silence_checks", lambda gguf: calls.append("silence") or before["silence"])
     got = release.restream(out, root / "docs" / "runs" / "small-v18a" / "config.json")
     assert calls == ["svb", [42, 43], "short", "silence"]

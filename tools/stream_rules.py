@@ -3,12 +3,13 @@ to, for one or more StreamConfig variants side by side.
 
     .venv/bin/python -m tools.stream_rules [--model models/phonon-small.gguf]
         [--config '{}' '{"agree_context_ms": 800}' ...] [--paused-seed 5] [--paused 24]
-        [--runon-seeds 41] [--json OUT]
+        [--runon-seeds 41] [--runon-recordings 12] [--json OUT]
 
 Two kinds of recording, both of held-out sentences and voices (training.corpus.long_recording):
 - paused: the release's long recordings (training.release.stream_vs_batch's: 8 utterances
   joined by 0.3-2 s pauses), `--paused` of them from `--paused-seed`; the release uses seed 5;
-- run-on: tools.continuous_speech's (pauses 0-1.2 s, a quarter none), 12 per seed.
+- run-on: tools.continuous_speech's (pauses 0-1.2 s, a quarter none), 12 per seed
+  (`--runon-recordings`; a smoke run, tests/test_bench_smoke.py: `--paused 1 --runon-recordings 1`).
 Each is streamed at 16 kHz in 20 ms feeds with a partial after each. Per set and config:
 - stream WER (pooled) and, for the paused set, batch WER of each utterance alone (padded
   spans, the release's "one at a time");
@@ -87,15 +88,18 @@ def main(argv=None) -> int:
     parser.add_argument("--paused-seed", type=int, default=5)
     parser.add_argument("--paused", type=int, default=24, help="paused recordings (0: none)")
     parser.add_argument("--runon-seeds", type=int, nargs="*", default=[41])
+    parser.add_argument("--runon-recordings", type=int, default=12, help="run-on recordings per seed")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    if args.runon_recordings < 1:
+        parser.error("--runon-recordings: at least 1")
     from engine.transcribe import Engine
     engine = Engine.open(args.model)
     sets = {}
     if args.paused:
         sets[f"paused {args.paused_seed}"] = paused_recordings(args.paused_seed, args.paused)
     for seed in args.runon_seeds:
-        sets[f"run-on {seed}"] = runon_recordings(seed)
+        sets[f"run-on {seed}"] = runon_recordings(seed, args.runon_recordings)
     rows = []
     batch = {name: batch_wer(engine, recs) for name, recs in sets.items() if name.startswith("paused")}
     for config in args.config:

@@ -274,14 +274,15 @@ def silence_checks(gguf: Path) -> dict:
     return out
 
 
-def continuous_speech(gguf: Path, seeds: list) -> dict | None:
+def continuous_speech(gguf: Path, seeds: list, recordings: int = 12) -> dict | None:
     """tools.continuous_speech per seed: run-on speech (8 held-out sentences per recording,
-    0-1.2 s apart, a quarter run on), the stream and the whole file against each sentence alone."""
+    0-1.2 s apart, a quarter run on), the stream and the whole file against each sentence alone.
+    The card's figures use 12 recordings a seed (fewer: a smoke run)."""
     if not seeds:
         return None
     from tools.continuous_speech import evaluate
     keep = ("audio_seconds", "stream_wer", "file_wer", "one_at_a_time_wer", "stream_ratio", "file_ratio")
-    return {str(seed): {k: v for k, v in evaluate(gguf, seed, 12).items() if k in keep} for seed in seeds}
+    return {str(seed): {k: v for k, v in evaluate(gguf, seed, recordings).items() if k in keep} for seed in seeds}
 
 
 def continuous_speech_line(cont: dict | None) -> str:
@@ -491,11 +492,14 @@ def restream_line(results: dict) -> str:
             if date else "")
 
 
-def restream(out: Path, tune_config: Path | None, recordings: int = 6) -> dict:
+def restream(out: Path, tune_config: Path | None, recordings: int = 6, continuous_recordings: int = 12,
+             short_per_seed: int = 40) -> dict:
     """A shipped model's figures that depend on the stream rules (stream vs batch, continuous
     speech, short streams, silence) measured again with the engine's current rules; the
     training and batch figures are kept, and the card is rewritten from the results.
-    tune_config: the shipped fine-tune's config.json (docs/runs/<run>/config.json), if it is one."""
+    tune_config: the shipped fine-tune's config.json (docs/runs/<run>/config.json), if it is one.
+    The card's figures use the defaults; fewer recordings and utterances make a smoke run
+    (tests/test_bench_smoke.py, on a copy of the release in a folder of its own)."""
     results = json.loads((out / "phonon-small.json").read_text())
     gguf = out / "phonon-small.gguf"
     seeds = [int(s) for s in results.get("continuous_speech") or {}]
@@ -504,7 +508,8 @@ def restream(out: Path, tune_config: Path | None, recordings: int = 6) -> dict:
                          "is its own run's - release it again instead")
     base_cfg = Path(__file__).parent / "config.json"
     results.update(stream_vs_batch=stream_vs_batch(gguf, recordings),
-                   continuous_speech=continuous_speech(gguf, seeds), short_streams=short_streams(gguf),
+                   continuous_speech=continuous_speech(gguf, seeds, recordings=continuous_recordings),
+                   short_streams=short_streams(gguf, per_seed=short_per_seed),
                    silence=silence_checks(gguf), stream_rules_date=time.strftime("%Y-%m-%d"))
     (out / "phonon-small.json").write_text(json.dumps(results, indent=1) + "\n")
     (out / "MODEL_CARD.md").write_text(card(results, json.loads(base_cfg.read_text()),
@@ -542,8 +547,15 @@ def main(argv=None) -> int:
         sub.add_argument("--out", type=Path, default=Path("models"))
         sub.add_argument("--tune-config", type=Path, help="the shipped fine-tune's config.json")
         sub.add_argument("--recordings", type=int, default=6)
+        sub.add_argument("--continuous-recordings", type=int, default=12,
+                         help="run-on recordings per continuous-speech seed (the card's: 12)")
+        sub.add_argument("--short-per-seed", type=int, default=40,
+                         help="short utterances per seed, two seeds (the card's: 40)")
         a = sub.parse_args(argv[1:])
-        print(json.dumps(restream(a.out, a.tune_config, a.recordings), indent=1))
+        if min(a.recordings, a.continuous_recordings, a.short_per_seed) < 1:
+            sub.error("--recordings, --continuous-recordings and --short-per-seed: at least 1")
+        print(json.dumps(restream(a.out, a.tune_config, a.recordings, a.continuous_recordings, a.short_per_seed),
+                         indent=1))
         return 0
     parser = argparse.ArgumentParser(prog="python3 -m training.release")
     parser.add_argument("--run", type=Path, required=True)

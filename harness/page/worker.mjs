@@ -36,9 +36,17 @@ async function runOrt(spec) {
   for (let i = 0; i < a.length; i++) a[i] = (i * 2654435761) >>> 24;
   const feeds = { A: new ort.Tensor("uint8", a, [spec.N, spec.K]) };
   // Same timing rule as checks/kernel_bench.py: batches of >= 20 ms, fastest batch counts.
-  let t = performance.now();
+  // One warm-up call, then the batch doubled until it takes 20 ms: the warm-up call alone can
+  // be many times slower than the rest (a small shape's batch would then last less than the
+  // clock's 100 us step and time as 0).
   await session.run(feeds);
-  const reps = Math.max(1, Math.floor(20 / Math.max(performance.now() - t, 0.001)));
+  let t, reps = 1;
+  for (;;) {
+    t = performance.now();
+    for (let i = 0; i < reps; i++) await session.run(feeds);
+    if (performance.now() - t >= 20) break;
+    reps *= 2;
+  }
   let best = Infinity, spent = 0, batches = 0;
   while (spent < spec.seconds * 1000 || batches < 2) {
     t = performance.now();
