@@ -227,7 +227,7 @@ _TIER_SIGNATURES = {
     "subsampling_head": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
     "fv5_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
     "int8_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
-    "conformer_layer": (_i, [_vp, _i, _vp, _vp, _vp, _vp, _sz]),
+    "conformer_layer": (_i, [_vp, _i, _vp, _vp, _vp, _vp, _vp, _sz]),
     "subsampling_head_cl": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
     "subsampling_frames": (_i, [_vp, _i, _vp, _vp, _vp, _sz]),
     "prediction_step": (_i, [_vp, _vp, _vp, _vp, _vp, _sz]),
@@ -878,21 +878,27 @@ class Kernels:
         return ConformerLayerWeights(_PREPARED, D, heads, ff, conv_kernel, eps, sqrt_dk, norms, linears,
                                      bias_u, bias_v, dw_w, dw_b)
 
-    def conformer_layer(self, weights: "ConformerLayerWeights", T: int, x, pe, out=None) -> array:
-        """One FastConformer layer: y [T][D] from x [T][D] and the positional table pe [2T-1][D],
-        the bits of the layer composed call by call (kernels/layer.h)."""
+    def conformer_layer(self, weights: "ConformerLayerWeights", T: int, x, pe, out=None, pos_keys=None) -> array:
+        """One FastConformer layer: y [T][D] from x [T][D] and the positional table pe [2T-1][D]
+        (or pos_keys [2T-1][D], the layer's pos projection of it computed already: pe may then
+        be None), the bits of the layer composed call by call (kernels/layer.h)."""
         if not isinstance(weights, ConformerLayerWeights):
             raise KernelError("weights must come from Kernels.conformer_layer_weights")
         _check_dims(T=T)
         if 2 * T - 1 > MAX_DIM:
             raise KernelError(f"T = {T}: the positional table's 2T - 1 rows exceed {MAX_DIM}")
+        if pe is None and pos_keys is None:
+            raise KernelError("conformer_layer needs the positional table pe or its projected pos_keys")
         D = weights.D
         need = self.scratch_size("pk_conformer_layer_scratch_bytes", T, D, weights.ff, weights.heads)
         scratch = self.staging((need + 3) // 4, "layer")
         y = self._f32(T * D, out)
+        rows = (2 * T - 1) * D
         status = self._fn["conformer_layer"](
             ctypes.addressof(weights.desc), T, _Arg(x, T * D, "float32", "x").pointer,
-            _Arg(pe, (2 * T - 1) * D, "float32", "pe").pointer, _Arg(y, T * D, "float32", "y", True).pointer,
+            None if pe is None else _Arg(pe, rows, "float32", "pe").pointer,
+            None if pos_keys is None else _Arg(pos_keys, rows, "float32", "pos_keys").pointer,
+            _Arg(y, T * D, "float32", "y", True).pointer,
             _Arg(scratch, (need + 3) // 4, "float32", "scratch", True).pointer, need)
         if status > 0:
             raise KernelError(f"activation row {status - 1} contains NaN or infinity")

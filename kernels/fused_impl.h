@@ -63,16 +63,17 @@ static int feed_forward(const pk_linear *in, const pk_linear *out, int T,
     return linear_forward(out, T, b->wide, &b->lin, b->out);
 }
 
-static int attention(const pk_conformer_layer *L, int T, const float *pe,
+/* pos_keys: pos(pe) [2T-1][D] from the caller, or NULL to compute it here from pe. */
+static int attention(const pk_conformer_layer *L, int T, const float *pe, const float *pos_keys,
                      const pk_layer_buffers *b) {
     int D = L->D, status = PK_TIER_FN(quantize_act)(T, D, b->z, b->lin.xq, b->lin.xs);
     if (status) return status;
     if ((status = run_linear(&L->q, T, &b->lin, b->q)) || (status = run_linear(&L->k, T, &b->lin, b->k)) ||
-        (status = run_linear(&L->v, T, &b->lin, b->v)) ||
-        (status = linear_forward(&L->pos, 2 * T - 1, pe, &b->lin, b->p)))
+        (status = run_linear(&L->v, T, &b->lin, b->v)))
         return status;
-    tier_attention_heads(T, D, D / L->heads, 0, L->heads, b->q, b->k, b->v, b->p, L->bias_u, L->bias_v, L->sqrt_dk,
-                         b->attn, b->ctx);
+    if (!pos_keys && (status = linear_forward(&L->pos, 2 * T - 1, pe, &b->lin, b->p))) return status;
+    tier_attention_heads(T, D, D / L->heads, 0, L->heads, b->q, b->k, b->v, pos_keys ? pos_keys : b->p,
+                         L->bias_u, L->bias_v, L->sqrt_dk, b->attn, b->ctx);
     return linear_forward(&L->o, T, b->ctx, &b->lin, b->out);
 }
 
@@ -87,7 +88,7 @@ static int conv_module(const pk_conformer_layer *L, int T, const pk_layer_buffer
 }
 
 int PK_TIER_FN(conformer_layer)(PK_CONFORMER_LAYER_ARGS) {
-    if (!L || !x || !pe || !y || !scratch || !pk_conformer_layer_check(L, T)) return PK_E_SHAPE;
+    if (!L || !x || !(pe || pos_keys) || !y || !scratch || !pk_conformer_layer_check(L, T)) return PK_E_SHAPE;
     int D = L->D, n = T * D, status;
     if (scratch_bytes < pk_conformer_layer_scratch_bytes(T, D, L->ff, L->heads)) return PK_E_SCRATCH;
     pk_layer_buffers b;
@@ -99,7 +100,7 @@ int PK_TIER_FN(conformer_layer)(PK_CONFORMER_LAYER_ARGS) {
     pk_add_scaled(n, x, 0.5f, b.out, b.r);
 
     pk_layernorm(T, D, b.r, g[1], nb[1], L->eps, b.z);
-    if ((status = attention(L, T, pe, &b))) return status;
+    if ((status = attention(L, T, pe, pos_keys, &b))) return status;
     pk_add_scaled(n, b.r, 1.0f, b.out, b.r);
 
     pk_layernorm(T, D, b.r, g[2], nb[2], L->eps, b.z);

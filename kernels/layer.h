@@ -7,7 +7,9 @@
  * compares them on every tier). Only the single-worker encoder uses it; a split encoder (threads,
  * kernel workers) keeps the composed path, whose slices are cut between these calls.
  *
- *   x [T][D] -> y [T][D], pe [2T-1][D] (the relative positional table):
+ *   x [T][D] -> y [T][D], pe [2T-1][D] (the relative positional table), or pos_keys [2T-1][D]
+ *   (pos(pe) computed already: its rows depend only on their position, so a caller keeps them
+ *   across window lengths and passes the slice for T; then pe may be NULL):
  *   r = x + 0.5 * ff1(norm1(x))            ff(z) = out(silu(in(z)))
  *   r = r + attention(norm2(r), pe)        o(heads(q(z), k(z), v(z), pos(pe)))
  *   r = r + conv(norm3(r))                 pw2(silu(dwconv(glu(pw1(z)))))
@@ -39,8 +41,8 @@ typedef struct {
 PK_API size_t pk_conformer_layer_scratch_bytes(int T, int D, int ff, int heads);
 
 #define PK_CONFORMER_LAYER_ARGS                                                            \
-    const pk_conformer_layer *L, int T, const float *x, const float *pe, float *y,         \
-        void *scratch, size_t scratch_bytes
+    const pk_conformer_layer *L, int T, const float *x, const float *pe,                  \
+        const float *pos_keys, float *y, void *scratch, size_t scratch_bytes
 
 PK_API int conformer_layer__scalar(PK_CONFORMER_LAYER_ARGS);
 PK_API int conformer_layer__avx2(PK_CONFORMER_LAYER_ARGS);

@@ -354,3 +354,40 @@ def test_subsampling_refuses_bad_input_before_c(tiny_gguf_path):
     with pytest.raises(KernelError, match="subsampling linear: shape"):
         k.subsampling_weights(sub.C, F + 16, sub.d_model, [sub.conv0, sub.conv2, sub.conv5], sub.pw3.fused_parts(),
                               sub.pw6.fused_parts(), sub.linear.fused_parts())
+
+
+@pytest.mark.parametrize("tier", NATIVE_TIERS)
+def test_layer_with_its_position_keys_given_is_the_layer(tier):
+    """conformer_layer with pos_keys = pos(pe) given (and no pe) computes the same bits."""
+    k = Kernels(tier)
+    rng = np.random.default_rng(11)
+    L = RandomLayer(k, rng, 24, 3, 40, 5, "fv5")
+    weights = L.weights(k)
+    for T in (1, 2, 13, 37):
+        x, pe = f32(rng.standard_normal(T * 24)), f32(rng.standard_normal((2 * T - 1) * 24))
+        keys = run_linear(k, L.linears["pos"], pe, 2 * T - 1)
+        assert k.conformer_layer(weights, T, x, None, pos_keys=keys).tobytes() == \
+            k.conformer_layer(weights, T, x, pe).tobytes(), (tier, T)
+    with pytest.raises(KernelError, match="needs the positional table"):
+        k.conformer_layer(weights, 2, x, None)
+
+
+@pytest.mark.parametrize("tier", NATIVE_TIERS)
+def test_position_keys_kept_across_lengths_are_each_tables_projection(tier, tiny_gguf_path):
+    """A layer's kept keys, grown and sliced over window lengths in any order, are the bits of
+    projecting each length's own table, and the encoder's output is the one without them."""
+    from engine.parakeet_tdt.encoder import positional_table
+    kept, fresh = (Engine.open(DEFAULT_MODEL, tier, threads=1) for _ in range(2))
+    for layer in fresh.network.encoder.layers:
+        layer.self_attn.position_keys.max_T = 0                   # project every table afresh
+    attn, D = kept.network.encoder.layers[0].self_attn, kept.network.model.dims.d_model
+    for T in (5, 3, 9, 9, 1, 17, 12, 40):
+        pe = positional_table(kept.k, T, D)
+        assert attn.position_keys(pe, T).tobytes() == attn.pos(pe, 2 * T - 1).tobytes(), T
+    for samples in clips(kept.k)[::-1] + clips(kept.k):
+        got, want = kept.encode(samples), fresh.encode(samples)
+        assert got[1] == want[1] and got[0].tobytes() == want[0].tobytes(), (tier, len(samples))
+    assert attn.position_keys.T >= 40
+    small = attn.position_keys
+    small.max_T = 4
+    assert small(positional_table(kept.k, 50, D), 50) is None      # past the memory bound: projected afresh

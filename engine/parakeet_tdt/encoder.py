@@ -13,7 +13,7 @@ import json
 from array import array
 
 from ..family import Cancelled
-from ..kernels import Kernels, Pinned, fv5_block_bytes, zeros_f32
+from ..kernels import MAX_DIM, Kernels, Pinned, fv5_block_bytes, zeros_f32
 from .model_file import ModelFile
 from ..parallel import Team, even_ranges
 from ..timing import section
@@ -322,6 +322,48 @@ def positional_table(k: Kernels, T: int, D: int) -> array:
     return k.rel_positions(T, D)
 
 
+# Memory the projected positional keys may keep, all layers together: up to here each layer
+# keeps its keys for the longest window seen (the full-size model: 13.6 s windows, the stream's
+# 12 s cap included); longer windows project the table afresh, as before.
+POSITION_KEYS_BYTES = 32 << 20
+
+
+class PositionKeys:
+    """A layer's relative_k_proj of the positional table, kept across window lengths.
+
+    Row r of the table for T frames holds position T-1-r, and its projection depends on that
+    position alone (the linear quantises each row by itself; no bias), so the keys of any
+    T <= the longest T kept are one contiguous slice of the kept ones, the same bits as
+    projecting that T's table. A longer T projects only its new outermost rows: positions
+    T-1..T0 above the kept ones and -T0..-(T-1) below. Streams re-decode windows of every
+    length up to 12 s, so this saves the projection on almost every decode."""
+
+    def __init__(self, linear: "Linear", D: int, max_T: int):
+        self.linear, self.D, self.max_T = linear, D, max_T
+        self.T, self.keys = 0, array("f")          # keys [2T-1][D] for positions T-1 .. -(T-1)
+
+    def __call__(self, pe, T: int):
+        """The keys [2T-1][D] (a view) for the table pe of T frames; None past max_T."""
+        if T > self.max_T:
+            return None
+        if T > self.T:
+            self._grow(memoryview(pe), T)
+        first = (self.T - T) * self.D
+        return memoryview(self.keys)[first:first + (2 * T - 1) * self.D]
+
+    def _grow(self, pe: memoryview, T: int):
+        D, T0 = self.D, self.T
+        if T0 == 0:
+            self.keys = self.linear(pe[:(2 * T - 1) * D], 2 * T - 1)
+        else:
+            n = T - T0                                  # new positions at each end
+            keys = self.linear(pe[:n * D], n)                                   # T-1 .. T0
+            keys.extend(self.keys)
+            keys.extend(self.linear(pe[(T + T0 - 1) * D:(2 * T - 1) * D], n))   # -T0 .. -(T-1)
+            self.keys = keys
+        self.T = T
+
+
 class SelfAttention:
     def __init__(self, k: Kernels, model: ModelFile, prefix: str, team: Team | None = None):
         self.k, d, self.team = k, model.dims, team
@@ -333,6 +375,8 @@ class SelfAttention:
         u, v = model.tensor(prefix + "self_attn.bias_u"), model.tensor(prefix + "self_attn.bias_v")
         self.u, self.v_bias = k.f16_to_f32(u.data, u.count), k.f16_to_f32(v.data, v.count)
         self.sqrt_dk = array("f", [self.dk ** 0.5])[0]
+        rows = POSITION_KEYS_BYTES // (4 * self.D * model.dims.n_layers)
+        self.position_keys = PositionKeys(self.pos, self.D, min((rows + 1) // 2, (MAX_DIM + 1) // 2))
 
     def __call__(self, x, T: int, pe, float_acts: bool) -> array:
         with section("attention"):
@@ -341,7 +385,9 @@ class SelfAttention:
     def _forward(self, x, T: int, pe, float_acts: bool) -> array:
         k, H = self.k, self.H
         Q, K, V = self.q(x, T, float_acts), self.k_(x, T, float_acts), self.v(x, T, float_acts)   # [T][D]
-        P = self.pos(pe, 2 * T - 1, float_acts)                                                   # [2T-1][D]
+        P = None if float_acts else self.position_keys(pe, T)                                     # [2T-1][D]
+        if P is None:
+            P = self.pos(pe, 2 * T - 1, float_acts)
         out = zeros_f32(T * self.D)                        # [T][H][dk]: heads side by side
         head_ranges = even_ranges(H, self.team.size if self.team else 1)
         if self.team is not None and self.team.remote and self.team.lost is None and len(head_ranges) > 1:
@@ -479,7 +525,8 @@ class ConformerLayer:
     def __call__(self, x, T: int, pe, float_acts: bool) -> array:
         if self.fused and not float_acts:
             with section("conformer layer (one call)"):
-                return self.k.conformer_layer(self.fused_weights(), T, x, pe)
+                keys = self.self_attn.position_keys(pe, T)
+                return self.k.conformer_layer(self.fused_weights(), T, x, pe, pos_keys=keys)
         with section("norms and residuals"):
             return self._forward(x, T, pe, float_acts)
 
