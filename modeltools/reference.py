@@ -10,7 +10,6 @@ import numpy as np
 
 from .fv5 import unpack_b5x3t7
 from engine.parakeet_tdt.model_file import fv5_columns
-from engine.parakeet_tdt.decoder import greedy_rules
 
 
 class DenseWeights:
@@ -179,4 +178,31 @@ def decode(w: DenseWeights, dims, enc: np.ndarray, durations: list, max_symbols:
     def emit(token):
         current["g"], current["state"] = pred(token, current["state"])
 
-    return greedy_rules(enc.shape[0], lambda t: joint(t, current["g"]), emit, V, max_symbols)
+    return tdt_greedy_reference(enc.shape[0], lambda t: joint(t, current["g"]), emit, V, max_symbols)
+
+
+def tdt_greedy_reference(T: int, best, emit, blank: int, max_symbols: int) -> list:
+    """TDT greedy decoding written from the TDT paper's algorithm (Xu et al. 2023, arXiv
+    2304.06795: at frame t the best token and the best duration; a token is emitted and
+    advances the prediction network; t moves on by the duration), with the two rules NeMo adds:
+    a blank of duration 0 moves on by 1, and the max_symbols-th token of duration 0 on one frame
+    moves on by 1. Independent of the engine's label-looping greedy_rules, which
+    tests/test_tdt_reference.py holds to it. -> [(token, frame, duration)]."""
+    hyp, t, on_this_frame = [], 0, 0
+    while t < T:
+        token, duration = best(t)
+        if token == blank:
+            t += max(duration, 1)
+            on_this_frame = 0
+            continue
+        hyp.append((token, t, duration))
+        emit(token)
+        if duration > 0:
+            t += duration
+            on_this_frame = 0
+        else:
+            on_this_frame += 1
+            if on_this_frame >= max_symbols:
+                t += 1
+                on_this_frame = 0
+    return hyp

@@ -1,6 +1,7 @@
 """An independent check of TDT greedy decoding (issue 37 item 7): a reference written from the
-TDT paper's greedy algorithm, not from the engine's `greedy_rules`, against the engine's rules
-and its C loop, on decodes that emit duration-0 tokens and several symbols on one frame.
+TDT paper's greedy algorithm (modeltools/reference.py tdt_greedy_reference, the float64
+reference's decoding), not from the engine's `greedy_rules`, against the engine's rules and its
+C loop, on decodes that emit duration-0 tokens and several symbols on one frame.
 
 The paper (Xu et al. 2023, "Efficient Sequence Transduction by Jointly Predicting Tokens and
 Durations", arXiv 2304.06795, greedy inference): at frame t take the best token and the best
@@ -23,30 +24,9 @@ import pytest
 
 from engine.kernels import Kernels
 from engine.parakeet_tdt.decoder import DecoderState, greedy_rules
+from modeltools.reference import tdt_greedy_reference as paper_greedy    # the float64 reference's loop
 
 from test_fused import NATIVE_TIERS, RandomDecoder, f32, python_greedy
-
-
-def paper_greedy(T: int, best, emit, blank: int, max_symbols: int) -> list:
-    """[(token, frame, duration)] by the paper's loop with NeMo's two rules (module docstring)."""
-    hyp, t, on_this_frame = [], 0, 0
-    while t < T:
-        token, duration = best(t)
-        if token == blank:
-            t += max(duration, 1)
-            on_this_frame = 0
-            continue
-        hyp.append((token, t, duration))
-        emit(token)
-        if duration > 0:
-            t += duration
-            on_this_frame = 0
-        else:
-            on_this_frame += 1
-            if on_this_frame >= max_symbols:
-                t += 1
-                on_this_frame = 0
-    return hyp
 
 
 class ScriptedJoint:

@@ -93,9 +93,10 @@ class Joint:
 
 
 def greedy_rules(T: int, best, emit, blank: int, max_symbols: int = 10, cancelled=None) -> list:
-    """NeMo's TDT label-looping greedy rules at batch 1 (spec section 7), written once: the
-    engine, the float64 reference (modeltools/reference.py) and training (training/tdt.py)
-    all decode through this, each with its own joint.
+    """NeMo's TDT label-looping greedy rules at batch 1 (docs/parakeet-tdt.md section 7), written
+    once: the engine and training (training/tdt.py) decode through this, each with its own joint;
+    the float64 reference (modeltools/reference.py) has its own loop, written from the TDT paper,
+    and tests/test_tdt_reference.py holds the two (and the C loop) to the same tokens.
 
     best(t) -> (token, duration in frames) for frame t with the current prediction state;
     emit(token) advances the prediction network on an emitted token. Returns [(token, frame,
