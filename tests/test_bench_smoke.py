@@ -253,6 +253,24 @@ def test_release_restream(tmp_path):
     assert {name: (ROOT / "models" / name).read_bytes() for name in shipped} == shipped      # the release untouched
 
 
+def test_release_testset(tmp_path):
+    """`python3 -m training.release testset` on a copy of the release: two utterances per
+    condition of the untouched seeds; the card it writes quotes them and names the development
+    seeds, and the release itself is untouched."""
+    import shutil
+    out = tmp_path / "models"
+    out.mkdir()
+    for name in ("phonon-small.json", "phonon-small.gguf", "MODEL_CARD.md"):
+        shutil.copy(ROOT / "models" / name, out / name)
+    shipped = {name: (ROOT / "models" / name).read_bytes() for name in ("phonon-small.json", "MODEL_CARD.md")}
+    printed = run("training.release", "testset", "--out", out, "--data", tmp_path / "data", "--tune-config",
+                  ROOT / "docs" / "runs" / "small-v18a" / "config.json", "--count", "2")
+    got = json.loads((out / "phonon-small.json").read_text())["untouched_test"]
+    assert got == json.loads(printed) and got["utterances"] == 2 and set(got["wer"]) == {"clean", "noise10db"}
+    card = (out / "MODEL_CARD.md").read_text()
+    assert "the untouched test set" in card and "development set" in card and "seed 7001" in card
+    assert {name: (ROOT / "models" / name).read_bytes() for name in shipped} == shipped
+
 
 def fake_real_speech_cache(cache: Path):
     """The cache as tools.real_speech's fetch leaves it (Debian packages extracted and marked

@@ -89,3 +89,17 @@ def test_no_reference_points_outside_the_repository():
     marker = "shared" + "/"                     # spelt in two so this file does not cite it
     citing = [f for f in files if marker in (ROOT / f).read_text(errors="replace")]
     assert citing == [], citing
+
+
+def test_the_model_card_is_what_its_results_give(tmp_path):
+    """models/MODEL_CARD.md is generated from models/phonon-small.json (training.release's card):
+    regenerated, it is the shipped card; a figure edited in the results by hand changes it."""
+    import json
+    from training.release import rewrite_card
+    results = json.loads((ROOT / "models" / "phonon-small.json").read_text())
+    tune = ROOT / "docs" / "runs" / "small-v18a" / "config.json"
+    rewrite_card(tmp_path, results, tune)
+    assert (tmp_path / "MODEL_CARD.md").read_text() == (ROOT / "models" / "MODEL_CARD.md").read_text()
+    results["untouched_test"]["wer"]["clean"] += 0.01
+    rewrite_card(tmp_path, results, tune)
+    assert (tmp_path / "MODEL_CARD.md").read_text() != (ROOT / "models" / "MODEL_CARD.md").read_text()
