@@ -733,6 +733,16 @@ def cmd_fetch(args):
     run(cmd, cwd=ROOT)
 
 
+def cmd_docs(args):
+    """The documents' generated tables from results/*.json (harness/results.py); --check only
+    compares and fails on a difference. Standard library only: runs before setup."""
+    from harness.results import main as results_main
+    code = results_main(["--check"] if args.check else [])
+    if code:
+        sys.exit(f"build.py docs --check: a generated part differs from its result; run `python3 build.py docs` "
+                 "after a benchmark, never edit the part or the result by hand")
+
+
 def cmd_clean(args=None):
     for path in [BUILD, SITE, SITE_TINY, *LIB_DIR.glob("phonon_kernels*")]:
         if path.exists():
@@ -775,6 +785,8 @@ def main(argv=None):
     demo.add_argument("--out", help="site folder (default: dist/site)")
     fetch = sub.add_parser("fetch", help="download a model release into the cache and convert it")
     add_fetch_arguments(fetch)
+    docs = sub.add_parser("docs", help="the documents' generated tables from results/*.json")
+    docs.add_argument("--check", action="store_true", help="only compare: fail if a table differs from its result")
     test = sub.add_parser("test", help="run the whole test suite")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to pytest")
     bench = sub.add_parser("bench", help="kernel benchmarks in every runtime")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +29,7 @@ import numpy as np
 from harness.bench_e2e import full_model
 from harness.bench_threads import cpu_name
 from harness.long_speech import long_speech
+from harness.results import write_result
 from harness.server import StaticServer
 from harness.site_check import SiteBrowser, native_stream, write_wav
 
@@ -57,6 +59,12 @@ PACED_JS = """async ({ model, threads, silenceMs = 15000, seconds = null }) => {
     r.close();
     return out;
 }"""
+
+
+def chromium_version() -> str:
+    from harness.runtimes import CHROMIUM
+    out = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True).stdout.split()
+    return " ".join(out[:2]) if out else "Chromium (unknown version)"
 
 
 def native_final(model: Path, x: np.ndarray) -> dict:
@@ -146,7 +154,9 @@ def main(argv=None) -> int:
     parser.add_argument("--mic-seconds", type=float, default=60, help="audio the fake microphone plays")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--skip-mic", action="store_true")
-    parser.add_argument("--json", help="write the record here")
+    parser.add_argument("--json", help="write the record here too")
+    parser.add_argument("--no-result", action="store_true",
+                        help="do not write results/behind.json (BENCHMARKS.md's table: `python3 build.py docs`)")
     args = parser.parse_args(argv)
     models = {"small": SMALL, "full": full_model()}
     x, _ = long_speech(args.seconds / 60, seed=45)
@@ -155,6 +165,8 @@ def main(argv=None) -> int:
         mic, _ = long_speech(args.mic_seconds / 60, seed=46)
         rows += mic_runs(models, mic)
     record = {"cpu": cpu_name(), "date": time.strftime("%Y-%m-%d"), "rows": rows}
+    if not args.no_result:
+        write_result("behind", {"rows": rows}, browser=chromium_version())
     print(f"CPU: {record['cpu']}")
     print("| how | model | workers | audio s | compute/audio | most behind s | deferred s | catch-up s | "
           "commit lag p50/p95 s | native tokens |")

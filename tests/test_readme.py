@@ -103,3 +103,25 @@ def test_the_model_card_is_what_its_results_give(tmp_path):
     results["untouched_test"]["wer"]["clean"] += 0.01
     rewrite_card(tmp_path, results, tune)
     assert (tmp_path / "MODEL_CARD.md").read_text() != (ROOT / "models" / "MODEL_CARD.md").read_text()
+
+
+def test_generated_tables_are_what_their_results_give(tmp_path):
+    """`python3 build.py docs --check` passes on the tree; a result edited by hand (or a table
+    edited by hand) makes it fail, naming the part."""
+    import shutil
+    from harness.results import RESULTS, render_documents
+    proc = subprocess.run([sys.executable, "build.py", "docs", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    marked = [doc for doc in (ROOT / "BENCHMARKS.md", ROOT / "README.md") if "<!-- generated: " in doc.read_text()]
+    assert marked and render_documents(check=True) == []
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS, results)
+    record = json.loads((results / "behind.json").read_text())
+    record["figures"]["rows"][1]["max_pending_seconds"] = 3.0              # a figure edited by hand
+    (results / "behind.json").write_text(json.dumps(record))
+    assert render_documents(check=True, folder=results) == [(ROOT / "BENCHMARKS.md", "behind")]
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text((ROOT / "BENCHMARKS.md").read_text().replace("| 35.83 |", "| 30.0 |"))
+    assert render_documents(check=True, documents=[doc]) == [(doc, "behind")]
+    render_documents(documents=[doc])                                       # rewriting restores it
+    assert doc.read_text() == (ROOT / "BENCHMARKS.md").read_text()

@@ -1,0 +1,142 @@
+"""Results, then documents: a benchmark writes its figures to results/<name>.json with where and
+how they were measured (date, commit, CPU model and flags, browser, the command line), and the
+tables in the documents are generated from those files between markers:
+
+    <!-- generated: behind -->
+    ... (written by `python3 build.py docs`; do not edit) ...
+    <!-- /generated: behind -->
+
+`python3 build.py docs` rewrites every generated part; `python3 build.py docs --check` fails,
+naming the part, when a document differs from what its result gives (tests/test_readme.py runs
+it), so a figure cannot drift from the run behind it.
+
+    write_result("behind", figures)     # in a benchmark: figures is a JSON-able dict
+    render_documents(check=True)        # -> [(document, name)] that differ
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+DOCUMENTS = [ROOT / "BENCHMARKS.md", ROOT / "README.md", ROOT / "models" / "MODEL_CARD.md"]
+MARKED = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /generated: (?P=name) -->)", re.S)
+
+
+def machine() -> dict:
+    """The CPU model and the flags that pick kernel tiers, this Python, the OS."""
+    model, flags = "unknown CPU", []
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                flags = sorted(have & {"avx2", "avx512f", "avx512_vnni", "avx512vnni", "avx_vnni", "fma", "f16c"})
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "cpu_flags": flags, "cores": _cores(), "python": platform.python_version(),
+            "system": platform.platform()}
+
+
+def _cores() -> int:
+    import os
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def commit() -> str:
+    """HEAD's short hash, with "+changes" when the tree has uncommitted changes to tracked files."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + ("+changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def write_result(name: str, figures: dict, browser: str | None = None, folder: Path = RESULTS) -> Path:
+    """results/<name>.json: the figures and where, when and how they were measured."""
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"name": name, "date": time.strftime("%Y-%m-%d"), "commit": commit(), **machine(),
+              "browser": browser, "command": "python3 -m " + " ".join([_module(), *sys.argv[1:]]), "figures": figures}
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def _module() -> str:
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return spec.name if spec is not None else Path(sys.argv[0]).stem
+
+
+# -- the generated parts --------------------------------------------------------------------------
+
+def behind_table(result: dict) -> str:
+    """harness/bench_behind.py's rows."""
+    lines = [f"Measured {result['date']} at commit {result['commit']} on {result['cpu']} ({result['cores']} cores; "
+             f"{', '.join(result['cpu_flags'])}), {result['browser']}: `{result['command']}`.", "",
+             "| how | model | workers | audio s | compute / audio | most behind s | deferred s | catch-up s | "
+             "commit lag p50 / p95 s | native tokens |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in result["figures"]["rows"]:
+        lines.append(f"| {r['how']} | {r['model']} | {r['workers']} | {r['audio_seconds']} | {r['compute_per_audio']} | "
+                     f"{r['max_pending_seconds']} | {r['deferred_seconds']} | {r['catch_up_seconds']} | "
+                     f"{r['commit_lag_p50_seconds']} / {r['commit_lag_p95_seconds']} | "
+                     f"{'yes' if r['native_tokens'] else 'NO'} ({r['tokens']:,}) |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"behind": behind_table}
+
+
+def rendered(name: str, folder: Path = RESULTS) -> str:
+    path = folder / f"{name}.json"
+    if name not in RENDERERS:
+        raise KeyError(f"no renderer for the generated part {name!r} (harness/results.py RENDERERS)")
+    if not path.exists():
+        raise FileNotFoundError(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: the result "
+                                f"behind the generated part {name!r} is missing")
+    return RENDERERS[name](json.loads(path.read_text()))
+
+
+def render_documents(check: bool = False, documents=None, folder: Path = RESULTS) -> list:
+    """Rewrite (or with check, only compare) every generated part; -> [(document, name)] that
+    differed from what their results give."""
+    differ = []
+    for doc in documents or DOCUMENTS:
+        text = doc.read_text()
+
+        def replace(m, doc=doc):
+            body = rendered(m.group("name"), folder)
+            if body != m.group("body"):
+                differ.append((doc, m.group("name")))
+            return m.group(1) + body + m.group(4)
+        new = MARKED.sub(replace, text)
+        if not check and new != text:
+            doc.write_text(new)
+    return differ
+
+
+def main(argv=None) -> int:
+    check = "--check" in (argv if argv is not None else sys.argv[1:])
+    differ = render_documents(check=check)
+    for doc, name in differ:
+        where = doc.relative_to(ROOT)
+        print(f"{where}: the generated part {name!r} differs from results/{name}.json"
+              + ("" if check else " (rewritten)"))
+    return 1 if check and differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
