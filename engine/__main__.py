@@ -105,7 +105,7 @@ def main(argv=None) -> int:
             parser.error("convert parakeet needs --hf DIR or --nemo FILE.nemo")
         if args.container and not args.config:
             parser.error("--container needs --config")
-        from modeltools.convert import ConversionError, main as convert_main
+        from modeltools.convert_cli import ConversionError, main as convert_main
         from modeltools.fermion import ContainerError
         try:
             return convert_main(args)
