@@ -419,6 +419,7 @@ function showPartial(view, metrics) {
 // it stays behind, the device is slower than real time for this model: say so and what helps.
 function showBacklog(metrics) {
   const pending = metrics.pending_seconds || 0;
+  phonon.mostBehind = Math.max(phonon.mostBehind || 0, pending);     // what the page showed (tests read it)
   ui.behind.textContent = seconds(pending);
   ui.behind.classList.toggle("behind", pending > BEHIND_S);
   const now = performance.now();
