@@ -3,7 +3,7 @@
 
 int fv5_decode_block__wasm_simd128(int K, const uint8_t *stored, const int8_t *lut, int8_t *panel) {
     if (K <= 0 || K % 8 != 0 || K > PK_MAX_DIM) return PK_E_SHAPE;
-    pk_fv5_decode(K, stored, lut, panel, NULL);
+    pk_fv5_decode_wasm_simd128(K, stored, lut, panel, NULL);
     return PK_OK;
 }
 

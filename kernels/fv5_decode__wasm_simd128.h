@@ -23,8 +23,8 @@
  * the including file names another layout's k-block and range functions first (the
  * relaxed-SIMD GEMM does). */
 #ifndef PK_DECODE_STAGE_KB
-#define PK_DECODE_STAGE_KB pk_stage_kb
-#define PK_DECODE_STAGE_RANGE pk_stage_from_panel
+#define PK_DECODE_STAGE_KB pk_stage_kb_wasm_simd128
+#define PK_DECODE_STAGE_RANGE pk_stage_from_panel_wasm_simd128
 #endif
 
 /* x / 5 on 16-bit lanes holding 0..124: ((x + 1) * 51) >> 8. */
@@ -76,7 +76,7 @@ static inline void pk_decode_quad(const v128_t *x, const v128_t *table, v128_t *
 
 /* Decode one block. stage == NULL: write the spec panel. Otherwise write the dot-order staging
  * of gemm_tile__wasm_simd128.h (panel is then only scratch for the general path). */
-static inline void pk_fv5_decode(int K, const uint8_t *stored, const int8_t *lut, int8_t *panel,
+static inline void pk_fv5_decode_wasm_simd128(int K, const uint8_t *stored, const int8_t *lut, int8_t *panel,
                                  int8_t *stage) {
     int vectors = K / 2;
     int T = (vectors + 2) / 3;

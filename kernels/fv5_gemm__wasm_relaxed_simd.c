@@ -21,14 +21,14 @@ int fv5_gemm__wasm_relaxed_simd(PK_FV5_GEMM_ARGS) {
     v128_t acc[2 * PK_RELAXED_TOKENS];
     for (int b = 0; b < O / 8; b++) {
         int o0 = 8 * b;
-        pk_fv5_decode(K, packed + (size_t)b * block_bytes, lut + (size_t)b * 64, panel, stage);
+        pk_fv5_decode_wasm_simd128(K, packed + (size_t)b * block_bytes, lut + (size_t)b * 64, panel, stage);
         for (int n = 0; n < N; n += PK_RELAXED_TOKENS) {
             int tokens = N - n < PK_RELAXED_TOKENS ? N - n : PK_RELAXED_TOKENS;
             pk_relaxed_tile(K, stage, xq + (size_t)n * K, xsum + n, tokens, acc);
             for (int t = 0; t < tokens; t++) {
                 float *yr = y + (size_t)(n + t) * O;
-                wasm_v128_store(yr + o0, pk_dequant4(acc[2 * t], xs[n + t], ws, bias, o0));
-                wasm_v128_store(yr + o0 + 4, pk_dequant4(acc[2 * t + 1], xs[n + t], ws, bias, o0 + 4));
+                wasm_v128_store(yr + o0, pk_dequant4_wasm_simd128(acc[2 * t], xs[n + t], ws, bias, o0));
+                wasm_v128_store(yr + o0 + 4, pk_dequant4_wasm_simd128(acc[2 * t + 1], xs[n + t], ws, bias, o0 + 4));
             }
         }
     }

@@ -53,7 +53,7 @@ static inline void pk_widen_activations_avx2(int N, int K, const int8_t *xq, int
 
 #define PK_AVX2_TILE_TOKENS 6
 
-static inline __m256i pk_pair_splat(const int16_t *x) {
+static inline __m256i pk_pair_splat_avx2(const int16_t *x) {
     int32_t v;
     memcpy(&v, x, 4);
     return _mm256_set1_epi32(v);
@@ -67,7 +67,7 @@ static inline void pk_tile_avx2(int K, const int8_t *stage, const int16_t *x, in
         for (int j = 0; j < K / 2; j++) {
             __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(stage + 16 * j)));
             for (int t = 0; t < PK_AVX2_TILE_TOKENS; t++)
-                a[t] = _mm256_add_epi32(a[t], _mm256_madd_epi16(w, pk_pair_splat(x + (size_t)t * K + 2 * j)));
+                a[t] = _mm256_add_epi32(a[t], _mm256_madd_epi16(w, pk_pair_splat_avx2(x + (size_t)t * K + 2 * j)));
         }
         for (int t = 0; t < PK_AVX2_TILE_TOKENS; t++) acc[t] = a[t];
         return;
@@ -77,7 +77,7 @@ static inline void pk_tile_avx2(int K, const int8_t *stage, const int16_t *x, in
         __m256i a = _mm256_setzero_si256();
         for (int j = 0; j < K / 2; j++) {
             __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(stage + 16 * j)));
-            a = _mm256_add_epi32(a, _mm256_madd_epi16(w, pk_pair_splat(xt + 2 * j)));
+            a = _mm256_add_epi32(a, _mm256_madd_epi16(w, pk_pair_splat_avx2(xt + 2 * j)));
         }
         acc[t] = a;
     }

@@ -14,7 +14,7 @@
 #include "gemm_common.h"
 
 /* Four panel vectors of one kb (rows 0-1, 2-3, 4-5, 6-7 by 8 k) -> four staging vectors. */
-static inline void pk_stage_kb(v128_t P0, v128_t P1, v128_t P2, v128_t P3, int8_t *out) {
+static inline void pk_stage_kb_wasm_simd128(v128_t P0, v128_t P1, v128_t P2, v128_t P3, int8_t *out) {
     /* As int16 lanes, P0 = r0q0 r0q1 r0q2 r0q3 r1q0 r1q1 r1q2 r1q3 (q = k pair). */
     v128_t t0 = wasm_i16x8_shuffle(P0, P1, 0, 8, 1, 9, 2, 10, 3, 11);   /* r0 r2 by q */
     v128_t t1 = wasm_i16x8_shuffle(P0, P1, 4, 12, 5, 13, 6, 14, 7, 15); /* r1 r3 by q */
@@ -31,16 +31,16 @@ static inline void pk_stage_kb(v128_t P0, v128_t P1, v128_t P2, v128_t P3, int8_
 }
 
 /* Spec panel (fv5_decode.h) -> staging, for k-blocks kb_begin..kb_end-1. */
-static inline void pk_stage_from_panel(int kb_begin, int kb_end, const int8_t *panel, int8_t *stage) {
+static inline void pk_stage_from_panel_wasm_simd128(int kb_begin, int kb_end, const int8_t *panel, int8_t *stage) {
     for (int kb = kb_begin; kb < kb_end; kb++) {
         const int8_t *p = panel + (size_t)kb * 64;
-        pk_stage_kb(wasm_v128_load(p), wasm_v128_load(p + 16), wasm_v128_load(p + 32),
+        pk_stage_kb_wasm_simd128(wasm_v128_load(p), wasm_v128_load(p + 16), wasm_v128_load(p + 32),
                     wasm_v128_load(p + 48), stage + (size_t)kb * 64);
     }
 }
 
 /* Row-major int8 rows (rows valid of 8, the rest zero) -> staging. */
-static inline void pk_stage_from_rows(int K, const int8_t *w, int rows, int8_t *stage) {
+static inline void pk_stage_from_rows_wasm_simd128(int K, const int8_t *w, int rows, int8_t *stage) {
     for (int kb = 0; kb < K / 8; kb++) {
         v128_t P[4];
         for (int p = 0; p < 4; p++) {
@@ -50,37 +50,37 @@ static inline void pk_stage_from_rows(int K, const int8_t *w, int rows, int8_t *
             if (r1 < rows) v = wasm_v128_load64_lane(w + (size_t)r1 * K + 8 * kb, v, 1);
             P[p] = v;
         }
-        pk_stage_kb(P[0], P[1], P[2], P[3], stage + (size_t)kb * 64);
+        pk_stage_kb_wasm_simd128(P[0], P[1], P[2], P[3], stage + (size_t)kb * 64);
     }
 }
 
 /* xq[N][K] int8 -> x16[N][K] int16 (K % 8 == 0). */
-static inline void pk_widen_activations(int N, int K, const int8_t *xq, int16_t *x16) {
+static inline void pk_widen_activations_wasm_simd128(int N, int K, const int8_t *xq, int16_t *x16) {
     size_t total = (size_t)N * (size_t)K;
     for (size_t i = 0; i < total; i += 8) wasm_v128_store(x16 + i, wasm_i16x8_load8x8(xq + i));
 }
 
 /* 4 tokens: 8 accumulators + 2 weight + 4 activation vectors fit V8's 16 xmm registers on
  * x86-64; 2, 3, 5, 6 measured slower in Node (5 and 6 spill), and so did unrolling j by 2. */
-#define PK_TILE_TOKENS 4
+#define PK_WASM_SIMD128_TILE_TOKENS 4
 
 /* acc[2t] = rows 0-3, acc[2t+1] = rows 4-7 of token t, for `tokens` (1..4) rows of x16. */
-static inline void pk_tile(int K, const int8_t *stage, const int16_t *x, int tokens, v128_t *acc) {
-    for (int i = 0; i < 2 * PK_TILE_TOKENS; i++) acc[i] = wasm_i32x4_splat(0);
-    if (tokens == PK_TILE_TOKENS) {
+static inline void pk_tile_wasm_simd128(int K, const int8_t *stage, const int16_t *x, int tokens, v128_t *acc) {
+    for (int i = 0; i < 2 * PK_WASM_SIMD128_TILE_TOKENS; i++) acc[i] = wasm_i32x4_splat(0);
+    if (tokens == PK_WASM_SIMD128_TILE_TOKENS) {
         /* constant trip counts: clang unrolls these and keeps a[] in wasm locals */
-        v128_t a[2 * PK_TILE_TOKENS];
-        for (int i = 0; i < 2 * PK_TILE_TOKENS; i++) a[i] = wasm_i32x4_splat(0);
+        v128_t a[2 * PK_WASM_SIMD128_TILE_TOKENS];
+        for (int i = 0; i < 2 * PK_WASM_SIMD128_TILE_TOKENS; i++) a[i] = wasm_i32x4_splat(0);
         for (int j = 0; j < K / 2; j++) {
             v128_t wa = wasm_i16x8_load8x8(stage + 16 * j);
             v128_t wb = wasm_i16x8_load8x8(stage + 16 * j + 8);
-            for (int t = 0; t < PK_TILE_TOKENS; t++) {
+            for (int t = 0; t < PK_WASM_SIMD128_TILE_TOKENS; t++) {
                 v128_t v = wasm_v128_load32_splat(x + (size_t)t * K + 2 * j);
                 a[2 * t] = wasm_i32x4_add(a[2 * t], wasm_i32x4_dot_i16x8(wa, v));
                 a[2 * t + 1] = wasm_i32x4_add(a[2 * t + 1], wasm_i32x4_dot_i16x8(wb, v));
             }
         }
-        for (int i = 0; i < 2 * PK_TILE_TOKENS; i++) acc[i] = a[i];
+        for (int i = 0; i < 2 * PK_WASM_SIMD128_TILE_TOKENS; i++) acc[i] = a[i];
         return;
     }
     for (int t = 0; t < tokens; t++) {
@@ -97,7 +97,7 @@ static inline void pk_tile(int K, const int8_t *stage, const int16_t *x, int tok
 }
 
 /* Dequantise 4 rows (o0..o0+3) of token n in the order of gemm_common.h. */
-static inline v128_t pk_dequant4(v128_t acc, float xs, const float *ws, const float *bias, int o0) {
+static inline v128_t pk_dequant4_wasm_simd128(v128_t acc, float xs, const float *ws, const float *bias, int o0) {
     v128_t y = wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc), wasm_f32x4_splat(xs)),
                               wasm_v128_load(ws + o0));
     if (bias) y = wasm_f32x4_add(y, wasm_v128_load(bias + o0));
@@ -105,18 +105,18 @@ static inline v128_t pk_dequant4(v128_t acc, float xs, const float *ws, const fl
 }
 
 /* Run the tile over all N tokens for block rows o0..o0+rows-1 and write y. */
-static inline void pk_block_gemm(int N, int O, int K, int o0, int rows, const int8_t *stage,
+static inline void pk_block_gemm_wasm_simd128(int N, int O, int K, int o0, int rows, const int8_t *stage,
                                  const int16_t *x16, const float *xs, const float *ws,
                                  const float *bias, float *y) {
-    v128_t acc[2 * PK_TILE_TOKENS];
-    for (int n = 0; n < N; n += PK_TILE_TOKENS) {
-        int tokens = N - n < PK_TILE_TOKENS ? N - n : PK_TILE_TOKENS;
-        pk_tile(K, stage, x16 + (size_t)n * K, tokens, acc);
+    v128_t acc[2 * PK_WASM_SIMD128_TILE_TOKENS];
+    for (int n = 0; n < N; n += PK_WASM_SIMD128_TILE_TOKENS) {
+        int tokens = N - n < PK_WASM_SIMD128_TILE_TOKENS ? N - n : PK_WASM_SIMD128_TILE_TOKENS;
+        pk_tile_wasm_simd128(K, stage, x16 + (size_t)n * K, tokens, acc);
         for (int t = 0; t < tokens; t++) {
             float *yr = y + (size_t)(n + t) * O;
             if (rows == 8) {
-                wasm_v128_store(yr + o0, pk_dequant4(acc[2 * t], xs[n + t], ws, bias, o0));
-                wasm_v128_store(yr + o0 + 4, pk_dequant4(acc[2 * t + 1], xs[n + t], ws, bias, o0 + 4));
+                wasm_v128_store(yr + o0, pk_dequant4_wasm_simd128(acc[2 * t], xs[n + t], ws, bias, o0));
+                wasm_v128_store(yr + o0 + 4, pk_dequant4_wasm_simd128(acc[2 * t + 1], xs[n + t], ws, bias, o0 + 4));
             } else {
                 int32_t sums[8];
                 wasm_v128_store(sums, acc[2 * t]);
@@ -129,7 +129,7 @@ static inline void pk_block_gemm(int N, int O, int K, int o0, int rows, const in
 }
 
 /* Scratch layout shared by the drivers: panel [8K], stage [8K], x16 [N][K]. */
-static inline void pk_carve_scratch(void *scratch, int K, int8_t **panel, int8_t **stage,
+static inline void pk_carve_scratch_wasm_simd128(void *scratch, int K, int8_t **panel, int8_t **stage,
                                     int16_t **x16) {
     int8_t *base = (int8_t *)pk_align64(scratch);
     *panel = base;

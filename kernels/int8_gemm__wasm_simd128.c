@@ -19,49 +19,16 @@ static inline int32_t row_dot(int K, const int8_t *wr, const int8_t *x) {
     return sum;
 }
 
-int int8_gemm__wasm_simd128(PK_INT8_GEMM_ARGS) {
-    int status = pk_gemm_check(N, O, K, 1, scratch_bytes);
-    if (status != PK_OK) return status;
-    if (N <= PK_GEMV_MAX_TOKENS) {
-        pk_int8_gemv(row_dot, N, O, K, xq, xs, w, ws, bias, y);
-        return PK_OK;
+/* A tile's sums, two vectors of 4 int32 per token, into acc rows (the peak kernel). */
+typedef struct { v128_t v[2 * PK_WASM_SIMD128_TILE_TOKENS]; } pk_tile_sums_wasm_simd128;
+static inline void store_tile(int32_t *acc, int O, int tokens, const v128_t *sums) {
+    for (int t = 0; t < tokens; t++) {
+        wasm_v128_store(acc + (size_t)t * O, sums[2 * t]);
+        wasm_v128_store(acc + (size_t)t * O + 4, sums[2 * t + 1]);
     }
-    int8_t *panel, *stage;
-    int16_t *x16;
-    pk_carve_scratch(scratch, K, &panel, &stage, &x16);
-    pk_widen_activations(N, K, xq, x16);
-    for (int o0 = 0; o0 < O; o0 += 8) {
-        int rows = O - o0 < 8 ? O - o0 : 8;
-        pk_stage_from_rows(K, w + (size_t)o0 * K, rows, stage);
-        pk_block_gemm(N, O, K, o0, rows, stage, x16, xs, ws, bias, y);
-    }
-    return PK_OK;
 }
 
-int int8_stage_weights__wasm_simd128(int O, int K, const int8_t *w, int8_t *staged) {
-    if (O <= 0 || O % 8 != 0 || K <= 0 || K % 8 != 0) return PK_E_SHAPE;
-    for (int o0 = 0; o0 < O; o0 += 8) pk_stage_from_rows(K, w + (size_t)o0 * K, 8, staged + (size_t)o0 * K);
-    return PK_OK;
-}
-
-int int8_gemm_peak__wasm_simd128(PK_INT8_PEAK_ARGS) {
-    int status = pk_gemm_check(N, O, K, 8, scratch_bytes);
-    if (status != PK_OK) return status;
-    int8_t *panel, *stage;
-    int16_t *x16;
-    pk_carve_scratch(scratch, K, &panel, &stage, &x16);
-    pk_widen_activations(N, K, xq, x16);
-    v128_t sums[2 * PK_TILE_TOKENS];
-    for (int o0 = 0; o0 < O; o0 += 8) {
-        const int8_t *st = staged + (size_t)o0 * K;
-        for (int n = 0; n < N; n += PK_TILE_TOKENS) {
-            int tokens = N - n < PK_TILE_TOKENS ? N - n : PK_TILE_TOKENS;
-            pk_tile(K, st, x16 + (size_t)n * K, tokens, sums);
-            for (int t = 0; t < tokens; t++) {
-                wasm_v128_store(acc + (size_t)(n + t) * O + o0, sums[2 * t]);
-                wasm_v128_store(acc + (size_t)(n + t) * O + o0 + 4, sums[2 * t + 1]);
-            }
-        }
-    }
-    return PK_OK;
-}
+#define PK_TIER wasm_simd128
+#define PK_TILE_TOKENS PK_WASM_SIMD128_TILE_TOKENS
+#define PK_TILE_SUMS pk_tile_sums_wasm_simd128
+#include "int8_gemm_impl.h"

@@ -194,9 +194,12 @@ def test_decoder_steps_are_the_composed_steps_bit_for_bit(tier):
             assert decoder.best(t) == (k.argmax(z, M.V + 1), k.argmax(z, M.n_dur, offset=M.V + 1))
 
 
-def python_greedy(M: RandomDecoder, k: Kernels, frames, T: int, durations: list, max_symbols: int) -> list:
-    """greedy_rules (engine/parakeet_tdt/decoder.py) driven from Python, one C call a step."""
+def python_greedy(M: RandomDecoder, k: Kernels, frames, T: int, durations: list, max_symbols: int,
+                  rules=None) -> list:
+    """greedy_rules (engine/parakeet_tdt/decoder.py; or other `rules` of its signature) driven
+    from Python, one C call a step."""
     from engine.parakeet_tdt.decoder import greedy_rules
+    rules = rules or greedy_rules
     decoder = DecoderState(M.weights(k, durations))
     decoder.frames(frames, T)
     decoder.step(M.V, M.embed(M.V))
@@ -204,7 +207,7 @@ def python_greedy(M: RandomDecoder, k: Kernels, frames, T: int, durations: list,
     def best(t):
         label, di = decoder.best(t)
         return label, durations[di]
-    tokens = greedy_rules(T, best, lambda label: decoder.step(label, M.embed(label)), M.V, max_symbols)
+    tokens = rules(T, best, lambda label: decoder.step(label, M.embed(label)), M.V, max_symbols)
     return tokens, decoder.state.tobytes() + decoder.g.tobytes()
 
 

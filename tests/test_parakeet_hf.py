@@ -145,29 +145,34 @@ def test_log_mel_matches_the_feature_extractor(converted):
     assert rel <= 1e-3, rel
 
 
-def test_encoder_and_tokens_match_transformers(converted):
-    folder, out, _ = converted
+def engine_and_reference(folder: Path, out: Path) -> tuple:
+    """The converted model in the engine and in transformers (with the GGUF's weights), and one
+    input: (engine, reference, samples, features, frames, the features as transformers takes them)."""
     engine = Engine.open(out, "scalar", 1)
     reference = as_quantized(ParakeetForTDT.from_pretrained(folder).eval(), out)
     x = speechlike(4.0, seed=32)
     feats, T = engine.features(x)
     inputs = torch.from_numpy(np.frombuffer(feats, np.float32).reshape(128, T).T.copy())[None]
-    enc, frames = engine.network.encoder(feats, T, True)
+    return engine, reference, x, feats, T, inputs
+
+
+def encoder_distance(engine, reference, feats, T: int, inputs, float_acts: bool) -> float:
+    """rel-L2 of the engine's encoder output from transformers'."""
+    enc, frames = engine.network.encoder(feats, T, float_acts)
     with torch.no_grad():
         theirs = reference.encoder(input_features=inputs).last_hidden_state[0].numpy()
     ours = np.frombuffer(enc, np.float32).reshape(frames, -1)
-    rel = float(np.linalg.norm(ours - theirs) / np.linalg.norm(theirs))
+    return float(np.linalg.norm(ours - theirs) / np.linalg.norm(theirs))
+
+
+def test_encoder_and_tokens_match_transformers(converted):
+    folder, out, _ = converted
+    engine, reference, x, feats, T, inputs = engine_and_reference(folder, out)
+    rel = encoder_distance(engine, reference, feats, T, inputs, True)
     assert rel <= 1e-3, rel
     tokens = engine.tokens(x, float_acts=True)
-    with torch.no_grad():
-        generated = reference.generate(input_features=inputs)
-    emitted, frame = [], 0
-    for token, duration in zip(generated.sequences[0, 1:].tolist(), generated.durations[0, 1:].tolist()):
-        if token != VOCAB:
-            emitted.append((token, frame, duration))
-        frame += duration
     assert len(tokens) >= 5, "the random model must emit tokens for the comparison to mean anything"
-    assert [(t.id, t.frame, t.duration) for t in tokens] == emitted
+    assert [(t.id, t.frame, t.duration) for t in tokens] == generated_tokens(reference, inputs)
 
 
 @pytest.mark.parametrize("setting", [{"attention_bias": True}, {"scale_input": True}])
@@ -239,11 +244,7 @@ def test_duration_zero_and_many_symbols_on_a_frame_match_transformers(staying):
     transformers' steps are the engine's first tokens, duration-0 tokens and one frame holding
     hundreds included; with the cap, the engine stops that frame at 10 and moves on by one."""
     folder, out = staying
-    engine = Engine.open(out, "scalar", 1)
-    reference = as_quantized(ParakeetForTDT.from_pretrained(folder).eval(), out)
-    x = speechlike(4.0, seed=32)
-    feats, T = engine.features(x)
-    inputs = torch.from_numpy(np.frombuffer(feats, np.float32).reshape(128, T).T.copy())[None]
+    engine, reference, x, feats, T, inputs = engine_and_reference(folder, out)
     theirs = generated_tokens(reference, inputs)
     capped = [(t.id, t.frame, t.duration) for t in engine.tokens(x, float_acts=True)]
     engine.network.max_symbols = 10_000
@@ -264,14 +265,6 @@ def test_int8_activations_stay_close_to_transformers(converted):
     the same weights the encoder output moves by 3.3% (int8 rows) and 2.4% (five-value) rel-L2 on
     this random model (float activations: 7e-7). Bound: 6%."""
     folder, out, _ = converted
-    engine = Engine.open(out, "scalar", 1)
-    reference = as_quantized(ParakeetForTDT.from_pretrained(folder).eval(), out)
-    x = speechlike(4.0, seed=32)
-    feats, T = engine.features(x)
-    inputs = torch.from_numpy(np.frombuffer(feats, np.float32).reshape(128, T).T.copy())[None]
-    with torch.no_grad():
-        theirs = reference.encoder(input_features=inputs).last_hidden_state[0].numpy()
-    enc, frames = engine.network.encoder(feats, T, False)
-    ours = np.frombuffer(enc, np.float32).reshape(frames, -1)
-    rel = float(np.linalg.norm(ours - theirs) / np.linalg.norm(theirs))
+    engine, reference, x, feats, T, inputs = engine_and_reference(folder, out)
+    rel = encoder_distance(engine, reference, feats, T, inputs, False)
     assert 1e-4 < rel <= 0.06, rel

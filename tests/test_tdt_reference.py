@@ -106,16 +106,10 @@ def test_the_c_loop_is_the_papers_greedy(tier):
     for T, durations, max_symbols, scale in ((40, [0, 0, 0, 1, 2], 3, 1.0), (40, [0, 0, 0, 0, 0], 1, 2.0),
                                              (23, [0, 0, 0, 0, 0], 0, 1.0), (31, [0, 1, 2, 3, 4], 10, 3.0)):
         frames = f32(rng.standard_normal(T * M.J) * scale)
-        decoder = DecoderState(M.weights(k, durations))
-        decoder.frames(frames, T)
-        decoder.step(M.V, M.embed(M.V))
-
-        def best(t):
-            label, di = decoder.best(t)
-            return label, durations[di]
-        want = paper_greedy(T, best, lambda label: decoder.step(label, M.embed(label)), M.V, max_symbols)
+        want, want_state = python_greedy(M, k, frames, T, durations, max_symbols, rules=paper_greedy)
         c_loop = DecoderState(M.weights(k, durations))
         c_loop.frames(frames, T)
         c_loop.step(M.V, M.embed(M.V))
         assert c_loop.greedy(max_symbols) == want, (tier, T, durations, max_symbols)
+        assert c_loop.state.tobytes() + c_loop.g.tobytes() == want_state
         assert python_greedy(M, k, frames, T, durations, max_symbols)[0] == want
