@@ -37,6 +37,28 @@ class WindowPolicy:
             raise ValueError(f"need 0 < pause < min_window < max_window <= 600 s, got {self}")
 
 
+def transcript(engine, windows: list, compute_seconds: float) -> dict:
+    """The one result builder of a transcription: windows [(start, end, tokens)] in 16 kHz
+    samples, tokens with absolute frames, -> {"text", "words", "tokens", "timing"}. A word never
+    spans two windows; the text is the windows' texts joined by a space."""
+    model, marks = engine.model, engine.marks
+    texts, words, tokens = [], [], []
+    for _, _, window_tokens in windows:
+        texts.append(detokenize([model.vocabulary[t.id] for t in window_tokens], marks))
+        words += words_with_times(window_tokens, model.vocabulary, marks)
+        tokens += window_tokens
+    audio_seconds = (windows[-1][1] if windows else 0) / MODEL_RATE
+    return {
+        "text": " ".join(t for t in texts if t),
+        "words": words,
+        "tokens": [{"id": t.id, "frame": t.frame, "duration": t.duration} for t in tokens],
+        "timing": {"audio_seconds": round(audio_seconds, 3), "compute_seconds": round(compute_seconds, 3),
+                   "rtfx": round(audio_seconds / compute_seconds, 2) if compute_seconds > 0 else None,
+                   "tier": engine.tier, "threads": engine.threads,
+                   "windows": [[round(a / MODEL_RATE, 2), round(b / MODEL_RATE, 2)] for a, b, _ in windows]},
+    }
+
+
 def choose_cut(power, lo_frame: int, hi_frame: int, span_blocks: int) -> int:
     """The frame boundary in [lo_frame, hi_frame] centred in the quietest `span_blocks` of
     10 ms block powers (mean over the span). Where several boundaries are equally quiet (a
@@ -114,23 +136,7 @@ class WindowedTranscription:
         return detokenize([model.vocabulary[t.id] for t in tokens], self.engine.marks)
 
     def _result(self) -> dict:
-        model, marks = self.engine.model, self.engine.marks
-        texts = [self._text(tokens) for _, _, tokens in self.windows]
-        words, tokens = [], []
-        for _, _, window_tokens in self.windows:      # words never span two windows
-            words += words_with_times(window_tokens, model.vocabulary, marks)
-            tokens += window_tokens
-        audio_seconds = self.start / MODEL_RATE
-        return {
-            "text": " ".join(t for t in texts if t),
-            "words": words,
-            "tokens": [{"id": t.id, "frame": t.frame, "duration": t.duration} for t in tokens],
-            "timing": {"audio_seconds": round(audio_seconds, 3), "compute_seconds": round(self.compute, 3),
-                       "rtfx": round(audio_seconds / self.compute, 2) if self.compute > 0 else None,
-                       "tier": self.engine.tier, "threads": self.engine.threads,
-                       "windows": [[round(a / MODEL_RATE, 2), round(b / MODEL_RATE, 2)]
-                                   for a, b, _ in self.windows]},
-        }
+        return transcript(self.engine, self.windows, self.compute)
 
 
 class SteppedTranscription:

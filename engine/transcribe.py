@@ -16,10 +16,10 @@ from array import array
 from .audio import MODEL_RATE
 from .family import Cancelled, load, network
 from .kernels import Kernels
-from .longform import WindowPolicy, transcribe_pieces
+from .longform import WindowPolicy, transcribe_pieces, transcript
 from .parallel import Team, WorkerTeam, default_threads
 from .streaming import StreamConfig, StreamSession
-from .text import detokenize, punctuation_marks, words_with_times
+from .text import punctuation_marks
 from .timing import section
 
 
@@ -103,18 +103,7 @@ class Engine:
         self.begin_job()
         started = time.perf_counter()
         tokens = self.tokens(samples, float_acts)
-        pieces = [self.model.vocabulary[t.id] for t in tokens]
-        seconds = time.perf_counter() - started
-        audio_seconds = len(samples) / MODEL_RATE
-        return {
-            "text": detokenize(pieces, self.marks),
-            "words": words_with_times(tokens, self.model.vocabulary, self.marks),
-            "tokens": [{"id": t.id, "frame": t.frame, "duration": t.duration} for t in tokens],
-            "timing": {"audio_seconds": round(audio_seconds, 3), "compute_seconds": round(seconds, 3),
-                       "rtfx": round(audio_seconds / seconds, 2) if seconds > 0 else None,
-                       "tier": self.k.tier, "threads": self.team.size,
-                       "windows": [[0.0, round(audio_seconds, 2)]]},
-        }
+        return transcript(self, [(0, len(samples), tokens)], time.perf_counter() - started)
 
 
 __all__ = ["Engine", "Cancelled"]
