@@ -1,5 +1,5 @@
 """tools/continuous_speech.py's pieces: the run-on pauses and the error classes (the WERs
-themselves are measured by the tool, in docs/streaming.md)."""
+themselves are measured by the tool: docs/history.md and the model card)."""
 
 from __future__ import annotations
 

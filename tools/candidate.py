@@ -62,7 +62,7 @@ def evaluate(gguf: Path, data: Path, utterances: int, continuous_seed: int, paus
     for name, folder in (("clean", "test-clean"), ("noise10db", "test-noise")):
         if not (data / folder / "info.json").exists():
             raise FileNotFoundError(f"{data / folder} is not a corpus: make it with training.corpus "
-                                    "(docs/training.md, Reproduce)")
+                                    "(docs/training.md, \"Reproduce the shipped model\")")
         corpus = Corpus(data / folder)
         if len(corpus.rows) < utterances:
             raise ValueError(f"{data / folder} has {len(corpus.rows)} utterances, fewer than --utterances {utterances}")

@@ -18,7 +18,7 @@ Each is streamed at 16 kHz in 20 ms feeds with a partial after each. Per set and
 - commit lag p50 / p95 over every word committed live (pooled), and the first-partial latency
   from the speech onset (engine.stream_view.stream_metrics) as median and maximum.
 Tune on one seed, report on others: --paused-seed 100 and --runon-seeds 42 43 were not used to
-choose the defaults of 2026-12-04 (docs/streaming.md).
+choose the defaults of 2026-12-04 (docs/history.md, "The rules of 2026-12-04").
 """
 
 from __future__ import annotations

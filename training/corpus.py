@@ -727,8 +727,8 @@ def speech_with_pauses(sentences: list, voice: str, tts: dict,
                        rng: np.random.Generator) -> tuple[np.ndarray, list]:
     """Sentences in one voice joined by silences drawn from PAUSE_S: (float32 [L] at REF_DBFS
     per sentence, [(text, start_s, end_s)]). The model must keep its place across pauses and
-    say nothing inside them; one-sentence training utterances taught it neither (docs/training.md,
-    the first full run)."""
+    say nothing inside them; one-sentence training utterances taught it neither (docs/history.md,
+    small-v3)."""
     gaps = [float(rng.uniform(*PAUSE_S)) for _ in sentences[1:]] + [0.0]
     audio, spans = join_with_pauses([(text, speech(text, voice, tts)) for text in sentences], gaps, 0.0)
     return audio, [(t, round(a, 6), round(b, 6)) for t, a, b in spans]
@@ -763,7 +763,7 @@ def speech_run_on(sentences: list, voice: str, tts: dict, r: random.Random, spli
     RUNON_VOICE_CHANGE (each sentence at REF_DBFS): what a conversation or a dictation without
     pauses sounds like. The single-sentence and `pauses` corpora never put one sentence's end
     against the next one's start, and the model trained on them drops the start of the second
-    (docs/streaming.md, continuous speech)."""
+    (docs/history.md, "Continuous speech")."""
     clips = []
     for i, text in enumerate(sentences):
         if i and r.random() < RUNON_VOICE_CHANGE:

@@ -11,8 +11,8 @@ Why: a streaming decode sees audio that stops mid-sentence (the window ends at t
 sample), but every corpus utterance ends in silence after a whole sentence. On a window that
 holds the first second of "can you pick up some carrots", the model trained only on whole
 sentences answers with a whole sentence it knows, "tell me a joke", and two decodes in a row
-agree on it, so the stream commits "tell me" (docs/streaming.md, "What the stream still gets
-wrong"). Cut utterances show it sentences that simply stop.
+agree on it, so the stream commits "tell me" (docs/history.md, "Guesses"). Cut utterances
+show it sentences that simply stop.
 
 Where the words are: the corpus does not know (the TTS is one call per sentence), so a trained
 model's CTC head finds them. `forced_alignment` is the best CTC path of the transcript's pieces

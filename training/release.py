@@ -529,7 +529,7 @@ def restream(out: Path, tune_config: Path | None, recordings: int = 6, continuou
 # The untouched test set: corpus seeds (split "test") that no training, selection, tuning or gate
 # has used. The development seeds - the ones models were chosen on - are test seeds 1 (clean and
 # 10 dB: the config's test-clean and test-noise), 2-4 (the clean confirmation sets) and 9, 11,
-# 13-15 (short streams); docs/training.md tells the choices.
+# 13-15 (short streams); docs/history.md tells the choices.
 UNTOUCHED_SEEDS = {"clean": 7001, "noise10db": 7002}
 DEVELOPMENT_SEEDS = "test seeds 1 (clean and 10 dB) and 2-4 (clean)"
 

@@ -61,7 +61,7 @@ def make_batch(store: FeatureStore, labels: list, idx: list, specaugment: dict |
 def silence_twins(store, idx: list, x: torch.Tensor, xl: torch.Tensor, pad_frames: tuple, rng) -> tuple:
     """The batch again, each utterance followed by k (uniform in pad_frames, inclusive) copies of
     its own last stored frame (not augmented, not renormalised: the engine renormalises the
-    longer window, which changed about as many transcripts in a probe, docs/training.md): the
+    longer window, which changed about as many transcripts in a probe, docs/history.md): the
     recording with more trailing silence, roughly what a stream's window gets as quiet
     arrives. x [B, n_mels, T] (augmented), xl [B] -> (x2 [B, n_mels, T2], xl2 [B]); frames up
     to xl[b] are x's. The last stored frame is
@@ -244,7 +244,7 @@ class Run:
             # SortaGrad (Deep Speech 2): shortest utterances first. Short utterances have few
             # alignments, so the encoder finds the audio-to-token mapping before long ones;
             # with random order the CTC loss sat on its blank plateau (~4.4 nats/token) for
-            # 550+ steps in a measured run (docs/training.md).
+            # 550+ steps in a measured run (docs/history.md).
             order.sort(key=lambda batch: int(self.train.frames[batch[0]]))
         return order
 
@@ -357,7 +357,7 @@ class Run:
         cross-entropy of the CTC head, frame by frame, against frame_targets on speech
         rendered word by word (corpus --condition by_words: every word's span is known). On
         its own the encoder sat on the CTC plateau for 1,850 steps; after 300 of these steps
-        the CTC loss on natural speech fell to 1.7 nats/token within 400 (docs/training.md)."""
+        the CTC loss on natural speech fell to 1.7 nats/token within 400 (docs/history.md)."""
         a = self.cfg["align"]
         store = FeatureStore.build(self.data / a["data"])
         rows = load_manifest(self.data / a["data"])
@@ -504,7 +504,7 @@ def average_checkpoints(inits: list) -> dict:
     theirs; integer tensors (BatchNorm's batch counter) are the last one's. Checkpoint
     averaging: fine-tunes from one model stay in one basin, so their mean is a model too. On
     small-v8w + small-v10 it measured within the noise of either (clean 5.31% / 5.06% on two
-    test seeds, against 5.41 / 5.38 and 5.20 / 5.58; docs/training.md), so none shipped."""
+    test seeds, against 5.41 / 5.38 and 5.20 / 5.58; docs/history.md), so none shipped."""
     if len(inits) < 2:
         raise ValueError("--average needs at least two checkpoints")
     (first, files), rest = inits[0], inits[1:]
