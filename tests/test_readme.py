@@ -125,3 +125,18 @@ def test_generated_tables_are_what_their_results_give(tmp_path):
     assert render_documents(check=True, documents=[doc]) == [(doc, "behind")]
     render_documents(documents=[doc])                                       # rewriting restores it
     assert doc.read_text() == (ROOT / "BENCHMARKS.md").read_text()
+
+
+def test_the_bundled_models_notice_is_its_own():
+    """The page and the API show the loaded model's parakeet.notice: the bundled model's says
+    what NOTICE says of it (trained here, no third-party weights), not Phonon-2's."""
+    from engine.family import load
+    from training.release import SMALL_MODEL_NOTICE
+    model = load(ROOT / "models" / "phonon-small.gguf")
+    try:
+        notice = model.notice
+    finally:
+        model.close()
+    assert notice == SMALL_MODEL_NOTICE and "no third-party weights" in notice
+    assert "NVIDIA" not in notice and "CHiME" not in notice
+    assert "contains no third-party weights" in " ".join((ROOT / "NOTICE").read_text().split())

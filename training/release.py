@@ -48,6 +48,15 @@ def model_from_checkpoint(ck: dict, dims: Dims) -> ParakeetTDT:
     return model.eval()
 
 
+# The small model's own notice, embedded as parakeet.notice (the page shows the loaded model's
+# notice; the converter's default is Phonon-2's, which names weights and data this model has
+# never had). NOTICE says the same.
+SMALL_MODEL_NOTICE = (
+    "phonon-small was trained by the phonon-web project on speech it generated with espeak-ng and "
+    "flite (models/MODEL_CARD.md); it contains no third-party weights or recordings. Licensed "
+    "CC-BY-4.0 (https://creativecommons.org/licenses/by/4.0/); attribution: the phonon-web authors.")
+
+
 def ship(run: Path, checkpoint: str, gguf: Path, dims: Dims) -> tuple:
     """A run's checkpoint -> RUN/export (model.fermion + config.json) -> the GGUF, verified ->
     its training sidecar beside it (what the GGUF lacks to go on training in a later session:
@@ -56,7 +65,9 @@ def ship(run: Path, checkpoint: str, gguf: Path, dims: Dims) -> tuple:
     model = model_from_checkpoint(ck, dims)
     export(model, vocabulary(load_tokenizer(run)), run / "export", MODEL_ID)
     gguf.parent.mkdir(parents=True, exist_ok=True)
-    print(to_gguf(run / "export", gguf, verify=True)[-400:], file=sys.stderr)
+    (run / "export" / "NOTICE.txt").write_text(SMALL_MODEL_NOTICE + "\n", encoding="utf-8")
+    print(to_gguf(run / "export", gguf, verify=True, notice=str(run / "export" / "NOTICE.txt"))[-400:],
+          file=sys.stderr)
     return model, write_sidecar(sidecar_path(gguf), model, ck["ctc_head"], run / "tokenizer.model")
 
 
@@ -573,6 +584,38 @@ figure to quote. The engine (int8 activations), normalised as below.
 |---|---|
 {rows}
 """
+
+
+def set_notice(gguf_path: Path, notice: str) -> None:
+    """Rewrite a shipped GGUF's parakeet.notice, every other key and every tensor kept as they
+    are (checked: the tensors' bytes and the other metadata read back equal), atomically."""
+    import gguf as gg
+    reader = gg.GGUFReader(str(gguf_path))
+    tmp = gguf_path.with_name(gguf_path.name + ".partial")
+    writer = gg.GGUFWriter(str(tmp), arch=str(bytes(reader.fields["general.architecture"].parts[-1]), "utf-8"))
+    try:
+        for name, field in reader.fields.items():
+            if name.startswith("GGUF.") or name == "general.architecture":
+                continue
+            value = notice if name == "parakeet.notice" else field.contents()
+            writer.add_key_value(name, value, field.types[0],
+                                 sub_type=field.types[-1] if field.types[0] == gg.GGUFValueType.ARRAY else None)
+        for t in reader.tensors:
+            writer.add_tensor(t.name, t.data, raw_shape=list(reversed([int(d) for d in t.shape])), raw_dtype=t.tensor_type)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        check = gg.GGUFReader(str(tmp))
+        assert [(t.name, bytes(t.data)) for t in check.tensors] == [(t.name, bytes(t.data)) for t in reader.tensors]
+        assert {k: f.contents() for k, f in check.fields.items() if k != "parakeet.notice"} == \
+            {k: f.contents() for k, f in reader.fields.items() if k != "parakeet.notice"}
+        assert check.fields["parakeet.notice"].contents() == notice
+        tmp.replace(gguf_path)
+    except BaseException:
+        writer.close()
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def rewrite_card(out: Path, results: dict, tune_config: Path | None) -> None:
