@@ -384,11 +384,23 @@ BUNDLED_DESCRIPTION = ("A small demo model trained only on generated (text-to-sp
 TINY_DESCRIPTION = "Random weights, for tests only: it runs the whole pipeline, but its words are nonsense."
 
 
+def model_file_name(path: Path) -> str:
+    """A GGUF's general.name (the engine's reader: standard library only)."""
+    sys.path.insert(0, str(ROOT))
+    from engine.family import load
+    model = load(path)
+    try:
+        return model.name
+    finally:
+        model.close()
+
+
 def default_model() -> tuple:
     """The model the site ships: (path, description). The trained small model when it is in
     the repo (models/phonon-small.gguf), else the random tiny test model."""
-    if TRAINED_MODEL.exists():
-        return TRAINED_MODEL, {"name": "phonon-small", "test_model": False, "description": BUNDLED_DESCRIPTION}
+    if TRAINED_MODEL.exists():          # its name as the model file says it (what the API's r.model.name reads)
+        return TRAINED_MODEL, {"name": model_file_name(TRAINED_MODEL), "test_model": False,
+                               "description": BUNDLED_DESCRIPTION}
     return tiny_model(), {"name": "tiny test model (random weights)", "test_model": True,
                           "description": TINY_DESCRIPTION}
 
