@@ -474,8 +474,10 @@ def cmd_package(args=None) -> Path:
 def package_json() -> dict:
     return {"name": "phonon-web", "version": project_version(), "type": "module", "license": "Apache-2.0",
             "description": "Private, offline speech recognition in the browser (Parakeet-TDT on WebAssembly in a worker)",
+            # every file is exported: a bundler can resolve the runtime's files (`phonon-web/worker.mjs?url`,
+            # `phonon-web/manifest.json`) as well as the API
             "exports": {".": {"types": "./phonon.d.ts", "import": "./phonon.mjs", "default": "./phonon.mjs"},
-                        "./manifest.json": "./manifest.json"},
+                        "./manifest.json": "./manifest.json", "./*": "./*"},
             "types": "./phonon.d.ts", "sideEffects": False}
 
 

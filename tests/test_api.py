@@ -40,7 +40,8 @@ def native():
 def server():
     from harness.server import StaticServer
     package = build_artifact("PHONON_PACKAGE")
-    with StaticServer({"/": package, "/test/": ROOT / "tests" / "data" / "api-page"}) as server:
+    with StaticServer({"/": package, "/test/": ROOT / "tests" / "data" / "api-page",
+                       "/spa/": ROOT / "tests" / "data" / "spa-fallback"}) as server:
         yield server
 
 
@@ -188,6 +189,11 @@ def test_loading_options_and_close(page, server):
         out.wrong_digest = await codeOf(() => Recognizer.load({ model: { url: "/" + model.path, size: model.size,
                                                                           sha256: "0".repeat(64) } }));
         out.missing_url = await codeOf(() => Recognizer.load({ model: "/models/no-such.gguf" }));
+        for (const [name, base] of [["no_runtime", "/test/"], ["html_fallback", "/spa/"]]) {   // a bundler moved phonon.mjs
+            try { await Recognizer.load({ base }); } catch (e) {
+                out[name] = [e.code, /HTTP 404|an HTML page/.test(e.message), e.message.includes("base")];
+            }
+        }
         try {           // a pinned model that is not there: said from the server's answer, not "check the connection"
             await Recognizer.load({ model: { url: "/models/no-such.gguf", size: 10, sha256: "1".repeat(64) } });
         } catch (e) { out.missing_pinned = [e.code, e.message.includes("HTTP 404"), e.message.includes("address")]; }
@@ -207,7 +213,8 @@ def test_loading_options_and_close(page, server):
     }""", {"model": model, "tinyUrl": None})
     assert got == {"unknown_tier": "state", "bad_threads": "state", "bad_model": "state",
                    "not_a_model": "model-file", "wrong_digest": "model-digest", "missing_url": "model-fetch",
-                   "missing_pinned": ["model-fetch", True, True],
+                   "missing_pinned": ["model-fetch", True, True], "no_runtime": ["boot", True, True],
+                   "html_fallback": ["boot", True, True],
                    "pinned": page.evaluate("r.model.name"), "from_bytes": [page.evaluate("r.model.name"), "scalar"],
                    "pending_on_close": "closed", "after_close": "closed", "stream_after_close": "closed",
                    "closed": True}

@@ -119,15 +119,7 @@ export class Recognizer extends EventTarget {
     if (!base.href.endsWith("/")) base = new URL(base.href + "/");
     this.#onProgress = onProgress || null;
     this.#onWorkerMessage = onWorkerMessage || null;
-    if (!manifest) {
-      try {
-        const response = await fetch(new URL("manifest.json", base));
-        if (!response.ok) throw new Error(`HTTP ${response.status}`);
-        manifest = await response.json();
-      } catch (e) {
-        throw new PhononError("boot", `phonon-web's manifest.json could not be loaded from ${base.href} (${e.message})`);
-      }
-    }
+    if (!manifest) manifest = await loadManifest(base);
     const init = { kind: "init", manifest: { ...manifest }, tier: tier === "auto" ? bestTier(manifest.tiers) : tier, debug,
                    localModel: localModel || null };
     if (debug) this.debug = this.#debugHooks();
@@ -580,6 +572,32 @@ function chooseThreads(threads, isolationNote) {
              threadsNote: isolationNote || "one worker: this page is not cross-origin isolated (no COOP/COEP headers), so workers cannot share memory" };
   }
   return { threads: wanted, threadsForced: threads !== undefined, threadsNote: null };
+}
+
+// The runtime's manifest.json from `base`. A bundler that moved phonon.mjs and not the runtime
+// files gets a 404, or (a dev server's fallback) an HTML page: both are said with the fix.
+async function loadManifest(base) {
+  const url = new URL("manifest.json", base);
+  const fix = "the runtime files (the package's folder: manifest.json, worker.mjs, pyodide/, wheel/, models/) " +
+    "must be served from one folder, and Recognizer.load({ base }) must name it - with a bundler, copy the " +
+    "package folder to your static assets (e.g. Vite's public/phonon-web/) and pass " +
+    "base: new URL(\"phonon-web/\", location.href)";
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (e) {
+    throw new PhononError("boot", `phonon-web's manifest.json could not be loaded from ${url.href} (${e.message})`);
+  }
+  if (!response.ok) {
+    throw new PhononError("boot", `phonon-web's manifest.json is not at ${url.href} (HTTP ${response.status}): ${fix}`);
+  }
+  const text = await response.text();
+  try {
+    return JSON.parse(text);
+  } catch {
+    const what = /^\s*</.test(text) ? "an HTML page (a server's fallback for a missing file)" : "not JSON";
+    throw new PhononError("boot", `${url.href} is ${what}, not phonon-web's manifest.json: ${fix}`);
+  }
 }
 
 // A pinned model's address, checked before the worker starts Pyodide (seconds): a server that
