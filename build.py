@@ -148,6 +148,24 @@ def npm_package_dir(key: str) -> Path:
     return target / "package"
 
 
+def bundler_app(name: str) -> Path:
+    """tests/data/<name> (a web developer's app, pinned by its committed package-lock.json) with
+    its node_modules installed by `npm ci` into .cache/<name>, redone when the lock changes."""
+    source = ROOT / "tests" / "data" / name
+    lock = (source / "package-lock.json").read_bytes()
+    target = CACHE / name
+    stamp = target / ".lock-sha256"
+    want = hashlib.sha256(lock).hexdigest()
+    if stamp.exists() and stamp.read_text() == want:
+        return target
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target)
+    run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--silent"], cwd=target)
+    stamp.write_text(want)
+    return target
+
+
 def setup_venv():
     """.venv with the project and its test extras; redone when pyproject.toml changes."""
     pyproject = ROOT / "pyproject.toml"
@@ -198,6 +216,8 @@ def cmd_setup(args=None):
     npm_package_dir("pyodide")
     npm_package_dir("onnxruntime_web")
     npm_package_dir("typescript")
+    bundler_app("vite-app")
+    bundler_app("webpack-app")
     setup_venv()
     print(f"setup: emcc {emcc_version()}, chromium {chromium_major()}, pyodide "
           f"{PINS['pyodide']['version']}, venv {VENV}")
@@ -623,6 +643,8 @@ def test_env() -> dict:
                 PHONON_PYODIDE_DIR=str(npm_package_dir("pyodide")),
                 PHONON_ORT_DIR=str(npm_package_dir("onnxruntime_web")),
                 PHONON_TYPESCRIPT_DIR=str(npm_package_dir("typescript")),
+                PHONON_VITE_APP=str(bundler_app("vite-app")),
+                PHONON_WEBPACK_APP=str(bundler_app("webpack-app")),
                 PHONON_WHEEL=str(wheel_path()), PHONON_CHECKS_WHEEL=str(checks_wheel_path()),
                 PHONON_SITE=str(SITE), PHONON_SITE_TINY=str(SITE_TINY), PHONON_PACKAGE=str(PACKAGE))
 
