@@ -76,7 +76,7 @@ SITE_STATIC = RUNTIME_STATIC + APP_STATIC
 PYODIDE_RUNTIME = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
                    "pyodide-lock.json"]
 APT_PACKAGES = {"emcc": "emscripten", "chromium": "chromium", "chromedriver": "chromium-driver",
-                "espeak-ng": "espeak-ng", "flite": "flite", "node": "nodejs", "npm": "npm"}
+                "espeak-ng": "espeak-ng", "flite": "flite", "node": "nodejs", "npm": "npm", "nginx": "nginx"}
 
 
 class BuildError(SystemExit):
@@ -579,6 +579,7 @@ def cmd_site(args=None, package: bool = False) -> Path:
                 "wheel": f"wheel/{wheel.name}", "model": model_entry,
                 "tiers": page_tiers(),                       # best first: the page probes each
                 "files": {rel: files[rel] for rel in sorted(files)}}
+    manifest["compressed"] = precompress(stage, files)
     (stage / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     if site.exists():
         shutil.rmtree(site)
@@ -588,6 +589,28 @@ def cmd_site(args=None, package: bool = False) -> Path:
     print(f"{'package' if package else 'site'}: {site} ({len(files) + 1} files, {total / 2**20:.1f} MiB; "
           f"model {where} {model_entry['size']:,} bytes; build {build_id})")
     return site
+
+
+# Files worth sending compressed (text and WebAssembly; the wheel and Pyodide's stdlib are zips,
+# the model's packed weights barely shrink). A static host that serves `<file>.gz` to browsers
+# that accept gzip (nginx `gzip_static on`, Caddy `precompressed gzip`, most CDNs) sends these.
+PRECOMPRESS = (".wasm", ".mjs", ".js", ".json", ".html", ".css", ".svg", ".txt", ".ts")
+
+
+def precompress(stage: Path, files: dict) -> dict:
+    """<file>.gz beside each site file of a PRECOMPRESS type over 1 KiB (gzip -9, no name or
+    time in the header: reproducible); -> {gz path: {sha256, size, of}}."""
+    import gzip
+    out = {}
+    for rel in sorted(files):
+        path = stage / rel
+        if path.suffix not in PRECOMPRESS or files[rel]["size"] <= 1024:
+            continue
+        gz = path.with_name(path.name + ".gz")
+        with open(gz, "wb") as raw, gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=raw, mtime=0) as f:
+            f.write(path.read_bytes())
+        out[f"{rel}.gz"] = {"sha256": sha256_of(gz), "size": gz.stat().st_size, "of": rel}
+    return out
 
 
 def cmd_serve(args=None):

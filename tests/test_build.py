@@ -138,4 +138,5 @@ def test_the_runtime_package_is_the_runtime_and_its_api():
             "pyodide", "wheel", "models", "NOTICE.txt", "LICENSE.txt"} <= top
     assert not top & {"index.html", "app.mjs", "sw.js", "capture-worklet.mjs", "style.css"}
     manifest = json.loads((package / "manifest.json").read_text())
-    assert set(manifest["files"]) | {"manifest.json"} == {str(p.relative_to(package)) for p in package.rglob("*") if p.is_file()}
+    assert set(manifest["files"]) | set(manifest["compressed"]) | {"manifest.json"} == \
+        {str(p.relative_to(package)) for p in package.rglob("*") if p.is_file()}

@@ -91,7 +91,11 @@ def shoot(app, name: str):
 
 def test_manifest_lists_every_file_with_its_digest(site, manifest):
     on_disk = {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
-    assert on_disk - {"manifest.json"} == set(manifest["files"])
+    assert on_disk - {"manifest.json"} == set(manifest["files"]) | set(manifest["compressed"])
+    for rel, entry in manifest["compressed"].items():           # each a gzip of its file, for a host that serves them
+        import gzip
+        assert gzip.decompress((site / rel).read_bytes()) == (site / entry["of"]).read_bytes(), rel
+        assert entry["size"] < manifest["files"][entry["of"]]["size"]
     for rel, entry in manifest["files"].items():
         data = (site / rel).read_bytes()
         assert (hashlib.sha256(data).hexdigest(), len(data)) == (entry["sha256"], entry["size"]), rel

@@ -1,0 +1,121 @@
+"""A real static host for the site's tests: Debian's nginx on a free loopback port, serving a
+built site from a sub-path the way README says a static host should - MIME types (.wasm as
+application/wasm, .mjs as text/javascript), the precompressed `<file>.gz` beside each file for
+browsers that accept gzip (`gzip_static on`), the cross-origin isolation headers that let the
+page run kernel workers, and revalidation for the files that name a build (index.html, sw.js,
+manifest.json). Its own prefix folder (config, logs, temp), stopped at the end of the block.
+
+    with Nginx(site, "/apps/phonon/") as host:
+        page.goto(host.url)               # http://127.0.0.1:PORT/apps/phonon/
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+TYPES = {"text/html": "html", "text/css": "css", "text/javascript": "js mjs", "application/json": "json",
+         "application/wasm": "wasm", "image/svg+xml": "svg", "text/plain": "txt", "application/zip": "whl zip",
+         "application/octet-stream": "gguf bin", "image/png": "png"}
+
+
+def nginx_binary() -> str:
+    found = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx", "/usr/bin/nginx") if Path(p).exists()), None)
+    if not found:
+        raise RuntimeError("nginx is not installed (Debian package nginx: `python3 build.py setup` installs it)")
+    return found
+
+
+def config(root: Path, site: Path, prefix: str, port: int, isolate: bool) -> str:
+    types = "\n".join(f"        {mime} {exts};" for mime, exts in TYPES.items())
+    isolation = ("add_header Cross-Origin-Opener-Policy same-origin always;\n"
+                 "            add_header Cross-Origin-Embedder-Policy require-corp always;\n"
+                 "            add_header Cross-Origin-Resource-Policy same-origin always;") if isolate else ""
+    return f"""worker_processes 1;
+daemon off;
+pid {root}/nginx.pid;
+error_log {root}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+    log_format bytes '$status $body_bytes_sent $uri';
+    access_log {root}/access.log bytes;
+    client_body_temp_path {root}/body;
+    proxy_temp_path {root}/proxy;
+    fastcgi_temp_path {root}/fastcgi;
+    uwsgi_temp_path {root}/uwsgi;
+    scgi_temp_path {root}/scgi;
+    types {{
+{types}
+    }}
+    default_type application/octet-stream;
+    sendfile on;
+    map $uri $revalidate {{
+        ~(/|index\\.html|sw\\.js|manifest\\.json)$ "no-cache";
+        default "";
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location {prefix} {{
+            alias {site}/;
+            gzip_static on;
+            {isolation}
+            add_header Cache-Control $revalidate always;
+        }}
+    }}
+}}
+"""
+
+
+class Nginx:
+    def __init__(self, site: Path, prefix: str = "/apps/phonon/", isolate: bool = True):
+        assert prefix.startswith("/") and prefix.endswith("/"), prefix
+        self.site, self.prefix, self.isolate = Path(site).resolve(), prefix, isolate
+
+    def __enter__(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="phonon-nginx-")
+        root = Path(self._tmp.name)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        conf = root / "nginx.conf"
+        conf.write_text(config(root, self.site, self.prefix, self.port, self.isolate))
+        self.proc = subprocess.Popen([nginx_binary(), "-p", str(root), "-c", str(conf), "-e", str(root / "error.log")],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen(self.url, timeout=2).read()
+                return self
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"nginx exited: {self.proc.stdout.read()}"
+                                       f"{(root / 'error.log').read_text() if (root / 'error.log').exists() else ''}")
+                time.sleep(0.2)
+        self.__exit__()
+        raise RuntimeError("nginx did not answer within 20 s")
+
+    def served(self) -> list:
+        """[(status, body bytes sent, path)] of every request so far (nginx's access log)."""
+        log = Path(self._tmp.name) / "access.log"
+        rows = []
+        for line in log.read_text().splitlines() if log.exists() else []:
+            status, sent, path = line.split(" ", 2)
+            rows.append((int(status), int(sent), path))
+        return rows
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.prefix}"
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self._tmp.cleanup()
