@@ -62,9 +62,15 @@ def _magnitudes(rng, O):
 def best_seconds(fn, min_seconds: float, batch_seconds: float = 0.02) -> float:
     """Seconds per call of the fastest batch. Calls are timed in batches of at least
     `batch_seconds`, because browsers coarsen performance.now() (to 100 us in Chromium)."""
-    t0 = time.perf_counter()
-    fn()
-    reps = max(1, int(batch_seconds / max(time.perf_counter() - t0, 1e-6)))
+    fn()                                    # warm-up: often many times slower than the rest
+    reps = 1                                # then the batch doubles until it lasts batch_seconds
+    while True:                             # (a batch sized from the warm-up alone could fall
+        t0 = time.perf_counter()            # under the clock's step and time as 0)
+        for _ in range(reps):
+            fn()
+        if time.perf_counter() - t0 >= batch_seconds:
+            break
+        reps *= 2
     best, spent, runs = float("inf"), 0.0, 0
     while spent < min_seconds or runs < 2:
         t0 = time.perf_counter()
