@@ -36,16 +36,21 @@ class AudioWindow:
         self.resampler = StreamResampler(k, sample_rate)     # ValueError for a rate it cannot take
         self._lock = threading.Lock()
         self._pending = array("f")          # resampled, not yet drained
+        self.closed = False                 # flushed by finish(): push refuses more
         self.audio = array("f")             # 16 kHz samples [start, total)
         self.frame_power = array("d")       # mean square of each whole 80 ms frame from start
         self.start = self.total = 0
 
     # -- intake ---------------------------------------------------------------------------------
 
-    def push(self, x: array) -> None:
-        """Samples at the stream's rate (checked by the caller). Never decodes."""
+    def push(self, x: array) -> bool:
+        """Samples at the stream's rate (checked by the caller). Never decodes. False (nothing
+        added) once the window was flushed: a push racing finish() on another thread."""
         with self._lock:
+            if self.closed:
+                return False
             self._pending.extend(self.resampler.push(x))
+            return True
 
     def drain(self, flush: bool = False) -> None:
         """Pending audio joins the window (with `flush`, the resampler's tail too)."""
@@ -53,6 +58,7 @@ class AudioWindow:
             new, self._pending = self._pending, array("f")
             if flush:
                 new.extend(self.resampler.flush())
+                self.closed = True
             self.total += len(new)          # with the pending buffer's swap: `fed` never dips
         self.audio.extend(new)
         self._measure_frames()

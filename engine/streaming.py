@@ -199,7 +199,9 @@ class StreamSession:
                 f"feed(): {self.pending_seconds:.1f} s of audio wait to be decoded and this chunk would take "
                 f"that past max_pending ({limit / MODEL_RATE:.0f} s); it was not added: feed it again once "
                 "pending_seconds has fallen (the stream decodes slower than the audio arrives)")
-        self.window.push(x)
+        if not self.window.push(x):
+            raise StreamError("feed() after finish(): the stream was closed while this chunk arrived; "
+                              "it was not added")
 
     def partial(self, max_decodes: int | None = None) -> dict:
         """Drain fed audio, run the decodes that are due (at most `max_decodes`; the rest stay
@@ -266,6 +268,11 @@ class StreamSession:
         if p is None:
             return 0.0
         return min(p - self.window.start, self.config.samples("max_window_ms")) / MODEL_RATE
+
+    def tail_window_seconds(self) -> float:
+        """The window finish() would decode now (at most max_window): its watchdog's measure."""
+        fed = self.window.fed
+        return min(fed - self.window.start, self.config.samples("max_window_ms")) / MODEL_RATE
 
     # -- one decode step through the parts ------------------------------------------------------
 

@@ -112,7 +112,8 @@ class WebApp:
         metrics["refused_seconds"] = round(self.refused / session.sample_rate, 2)
         metrics["fed_seconds"] = self.received / session.sample_rate     # what the page's stream.pending
         return json.dumps({"view": view, "metrics": metrics, "due": session.due,
-                           "next_window_seconds": round(session.next_window_seconds(), 2)})
+                           "next_window_seconds": round(session.next_window_seconds(), 2),
+                           "tail_window_seconds": round(session.tail_window_seconds(), 2)})
 
     def finish(self) -> str:
         final = self.session.finish()

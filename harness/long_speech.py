@@ -9,6 +9,7 @@ sentences of the training corpus (espeak-ng and flite voices) joined by pauses d
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 from pathlib import Path
@@ -21,23 +22,26 @@ SECONDS_PER_SENTENCE = 2.5          # an espeak sentence of the corpus with its 
 
 
 def long_speech(minutes: float, seed: int = 41) -> tuple:
-    """At least `minutes` of speech (whole sentences) -> (float32 [L] at 16 kHz, spans).
+    """At least `minutes` of speech (whole sentences) -> (float32 [L] at 16 kHz, the spans
+    [(text, start s, end s)] of the sentences it holds).
     Cached under build/long-speech (generating 15 minutes takes a few seconds)."""
     from training.corpus import long_recording
     n = max(2, int(minutes * 60 / SECONDS_PER_SENTENCE) + 1)
     cache = CACHE / f"seed{seed}-n{n}.f32"
     r = random.Random(f"pauses/{seed}")
     gaps = [round(r.uniform(0.3, 1.5), 2) for _ in range(n - 1)]
-    if cache.exists():
+    spans_file = cache.with_suffix(".json")
+    if cache.exists() and spans_file.exists():
         x = np.fromfile(cache, np.float32)
-        spans = None
+        spans = [tuple(s) for s in json.loads(spans_file.read_text())]
     else:
         x, spans = long_recording(seed, n, gaps)
         cache.parent.mkdir(parents=True, exist_ok=True)
         x.astype(np.float32).tofile(cache)
+        spans_file.write_text(json.dumps(spans))
     keep = min(x.size, max(int(minutes * 60 * 16000), 1))
     end = _sentence_end(x, keep)            # cut in a pause, never inside a sentence
-    return x[:end].astype(np.float32), spans
+    return x[:end].astype(np.float32), [s for s in spans if s[2] * 16000 <= end]
 
 
 def _sentence_end(x: np.ndarray, at: int) -> int:

@@ -101,8 +101,9 @@ class DevServer:
 
     def __enter__(self):
         script, *args = BUNDLERS[self.bundler][2]
+        self.log = open(self.app / "dev-server.log", "w+")           # not a pipe: nobody would drain it
         self.proc = subprocess.Popen(["node", str(self.app / "node_modules" / script), *args, "--port", str(self.port)],
-                                     cwd=self.app, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     cwd=self.app, stdout=self.log, stderr=subprocess.STDOUT, text=True,
                                      env=bundler_env(self.with_runtime))
         deadline = time.time() + 120
         while time.time() < deadline:
@@ -111,7 +112,8 @@ class DevServer:
                 return self
             except OSError:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(f"{self.bundler}'s dev server exited: {self.proc.stdout.read()}")
+                    self.log.seek(0)
+                    raise RuntimeError(f"{self.bundler}'s dev server exited: {self.log.read()}")
                 time.sleep(0.3)
         self.proc.kill()
         raise RuntimeError(f"{self.bundler}'s dev server did not answer within 120 s")
@@ -126,6 +128,7 @@ class DevServer:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        self.log.close()
 
 
 def check(browser, url: str) -> dict:

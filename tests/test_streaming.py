@@ -621,3 +621,14 @@ def test_the_default_model_fed_from_another_thread_at_random_rates_gives_the_cli
     assert want["tokens"] and len(want["words"]) > 50
     assert (got["text"], got["tokens"], got["words"]) == (want["text"], want["tokens"], want["words"])
     assert got["stats"]["decodes"] == want["stats"]["decodes"] and most_behind > 2
+
+
+def test_a_feed_racing_finish_is_refused_not_dropped(fake):
+    """finish() on the decoding thread flushes the window; a feed() arriving after that on
+    another thread gets an error instead of vanishing into a buffer nobody drains."""
+    x = utterances([0.5, 0.3], [0.3], seed=3)
+    session = StreamSession(fake, SR)
+    session.feed(x)
+    session.window.drain(flush=True)                     # finish()'s flush, before its state changes
+    with pytest.raises(StreamError, match="closed while this chunk arrived"):
+        session.feed(x[:320])

@@ -70,7 +70,7 @@ def test_a_stream_matches_a_session_fed_the_same_way(app):
     for i in range(0, len(audio), 1600):
         app.feed(memoryview(audio[i:i + 1600]))
         live = json.loads(app.partial())
-        assert set(live) == {"view", "metrics", "due", "next_window_seconds"} and not live["due"]
+        assert set(live) == {"view", "metrics", "due", "next_window_seconds", "tail_window_seconds"} and not live["due"]
         assert live["metrics"]["pending_seconds"] < 0.9 and live["metrics"]["fed_seconds"] == (i + 1600) / 16000 \
             or i + 1600 > len(audio)
         assert live["metrics"]["audio_seconds"] == pytest.approx((i + len(audio[i:i + 1600])) / 16000, abs=1e-3)

@@ -526,14 +526,12 @@ def restream(out: Path, tune_config: Path | None, recordings: int = 6, continuou
     if not results.get("dense_from_previous_release"):
         raise SystemExit("restream: this release was not fine-tuned from a previous one; its base config "
                          "is its own run's - release it again instead")
-    base_cfg = Path(__file__).parent / "config.json"
     results.update(stream_vs_batch=stream_vs_batch(gguf, recordings),
                    continuous_speech=continuous_speech(gguf, seeds, recordings=continuous_recordings),
                    short_streams=short_streams(gguf, per_seed=short_per_seed),
                    silence=silence_checks(gguf), stream_rules_date=time.strftime("%Y-%m-%d"))
     (out / "phonon-small.json").write_text(json.dumps(results, indent=1) + "\n")
-    (out / "MODEL_CARD.md").write_text(card(results, json.loads(base_cfg.read_text()),
-                                            json.loads(tune_config.read_text()) if tune_config else None))
+    rewrite_card(out, results, tune_config)
     return results
 
 

@@ -458,9 +458,10 @@ function showFinal({ result, metrics, heapBytes }) {
   ui.lag.textContent = seconds(metrics.commit_lag_p50_seconds);
   ui.behind.textContent = seconds(0);
   ui.behind.classList.remove("behind");
+  const lost = (metrics.refused_seconds || 0) > 0 || (metrics.dropped_samples || 0) > 0;
   const behind = metrics.deferred_seconds > 0
     ? ` (decoding fell up to ${metrics.max_pending_seconds.toFixed(1)} s behind, ${metrics.deferred_seconds.toFixed(1)} s ` +
-      "of audio were decoded late, and it caught up: nothing was skipped)" : "";
+      `of audio were decoded late, and it caught up${lost ? "" : ": nothing was skipped"})` : "";
   setState("done", `Done · ${result.audio_seconds.toFixed(1)} s${behind}`);
   if (metrics.refused_seconds) {
     showAlert(`${metrics.refused_seconds.toFixed(1)} s of audio were not transcribed: decoding fell more than ` +

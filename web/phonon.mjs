@@ -19,10 +19,10 @@ const RATE_MIN = 8000, RATE_MAX = 192000;
 const HEARTBEAT_MS = 2000;
 const LONG_STEP_MS = 120000;                 // loading or switching a model: one long synchronous step
 const FILE_STEP_MS = 30000 + 20000 * 40;     // a file step's worst case (one 30 s window, slow machine)
-// A stream step decodes one window (at most 12 s) and then answers pings again: allow the worst
-// case of a slow machine and a large model (10 s of compute per second of window) before
-// calling the worker dead. The full-size model needs about 0.3 s per second in Chromium here.
-const STREAM_STEP_MS = (windowSeconds) => 20000 + 10000 * windowSeconds;
+// A stream step decodes one window (at most 12 s) and then answers pings again: beyond the
+// heartbeat's silence, allow the worst case of a slow machine and a large model (10 s of
+// compute per second of window). The full-size model needs about 0.3 s per second here.
+const STREAM_STEP_MS_PER_SECOND = 10000;
 const MAX_PENDING_S = 1200;                  // stream backlog that feed() refuses past (20 min of audio)
 
 /** An error from the engine or from misuse; `code` says which kind ("closed", "busy", "state",
@@ -100,6 +100,7 @@ export class Recognizer extends EventTarget {
   #lastHeard = 0;
   #quietUntil = 0;           // a long synchronous step runs until then: silence is expected
   #heartbeat = 0;
+  #silenceMs = 15000;
 
   /** The kernel tier, encoder workers, why fewer run (or null), the model's name and notice. */
   tier = null;
@@ -153,6 +154,7 @@ export class Recognizer extends EventTarget {
     this.#worker.postMessage(init, transfer);
     this.#lastHeard = performance.now();
     this.#quietUntil = this.#lastHeard + LONG_STEP_MS;      // start-up has long synchronous steps
+    this.#silenceMs = silenceMs;
     this.#heartbeat = setInterval(() => this.#checkHeartbeat(silenceMs), HEARTBEAT_MS);
     try {
       await ready;
@@ -222,9 +224,9 @@ export class Recognizer extends EventTarget {
   stream({ sampleRate, ring = null, pendingThreshold = 10, maxPending = MAX_PENDING_S } = {}) {
     this.#usable();
     checkRate(sampleRate);
-    for (const [name, value] of [["pendingThreshold", pendingThreshold], ["maxPending", maxPending]]) {
-      if (typeof value !== "number" || !(value > 0) || value > 3600) {
-        throw new PhononError("state", `${name} must be a number of seconds in (0, 3600], got ${value}`);
+    for (const [name, value, least] of [["pendingThreshold", pendingThreshold, 0], ["maxPending", maxPending, 1]]) {
+      if (typeof value !== "number" || !(value > least || (least && value === least)) || value > 3600) {
+        throw new PhononError("state", `${name} must be a number of seconds in ${least ? "[1" : "(0"}, 3600], got ${value}`);
       }
     }
     if (this.#stream) throw new PhononError("busy", "a stream is already open: finish() or cancel() it first");
@@ -236,8 +238,11 @@ export class Recognizer extends EventTarget {
     }, { pendingThreshold, maxPending });
     stream.id = id;
     this.#stream = stream;
-    this.#worker.postMessage({ kind: "start", rate: sampleRate, port: channel.port2, ring, id, maxPending },
-                             [channel.port2]);
+    // the worker's bound is the backstop for worklet audio; feed() holds the page to maxPending,
+    // and the slack keeps a chunk feed() admitted (by the worker's last, rounded report) from
+    // being refused there
+    this.#worker.postMessage({ kind: "start", rate: sampleRate, port: channel.port2, ring, id,
+                               maxPending: maxPending + 1 }, [channel.port2]);
     return stream;
   }
 
@@ -365,7 +370,9 @@ export class Recognizer extends EventTarget {
       case "started": return;
       case "partial":
         // the worker decodes a window of nextWindowSeconds next and answers pings only after it
-        if (data.nextWindowSeconds > 0) this.#quietUntil = this.#lastHeard + STREAM_STEP_MS(data.nextWindowSeconds);
+        // (0: nothing due, the plain heartbeat applies again)
+        this.#quietUntil = data.nextWindowSeconds > 0
+          ? this.#lastHeard + this.#silenceMs + STREAM_STEP_MS_PER_SECOND * data.nextWindowSeconds : 0;
         return this.#current(data.id) && this.#stream._partial(data.view, data.metrics);
       case "final": {
         if (!this.#current(data.id)) return;

@@ -435,8 +435,10 @@ function tick() {
     due = out.due;
     if (stream.ring) out.metrics.dropped_samples = Atomics.load(stream.ring.header, 2);
     checkWorkers();
+    // ending with nothing due, finish() comes next: it decodes the window's tail
+    const next = due ? out.next_window_seconds : stream.ending ? out.tail_window_seconds : 0;
     post({ kind: "partial", id: stream.id, view: out.view, metrics: out.metrics, due,
-           nextWindowSeconds: out.next_window_seconds, ending: stream.ending });
+           nextWindowSeconds: next, ending: stream.ending });
     if (stream.ending && !due) endStream();
   });
   if (stream) stream.timer = setTimeout(tick, due || stream.ending ? 0 : TICK_MS);   // never overlapping
