@@ -19,9 +19,15 @@ import time
 import urllib.request
 from pathlib import Path
 
-TYPES = {"text/html": "html", "text/css": "css", "text/javascript": "js mjs", "application/json": "json",
-         "application/wasm": "wasm", "image/svg+xml": "svg", "text/plain": "txt", "application/zip": "whl zip",
-         "application/octet-stream": "gguf bin", "image/png": "png"}
+def nginx_types() -> dict:
+    """{MIME type: "ext ext"} from the project's own table (harness/server.py MIME), the types
+    the site needs (nginx's `types` block replaces its defaults, so it is complete here)."""
+    from harness.server import MIME
+    out = {}
+    for ext, mime in MIME.items():
+        out.setdefault(mime.split(";")[0], []).append(ext.lstrip("."))
+    out.setdefault("image/png", []).append("png")
+    return {mime: " ".join(exts) for mime, exts in out.items()}
 
 
 def nginx_binary() -> str:
@@ -32,7 +38,7 @@ def nginx_binary() -> str:
 
 
 def config(root: Path, site: Path, prefix: str, port: int, isolate: bool) -> str:
-    types = "\n".join(f"        {mime} {exts};" for mime, exts in TYPES.items())
+    types = "\n".join(f"        {mime} {exts};" for mime, exts in nginx_types().items())
     isolation = ("add_header Cross-Origin-Opener-Policy same-origin always;\n"
                  "            add_header Cross-Origin-Embedder-Policy require-corp always;\n"
                  "            add_header Cross-Origin-Resource-Policy same-origin always;") if isolate else ""
