@@ -12,12 +12,11 @@ manifest.json). Its own prefix folder (config, logs, temp), stopped at the end o
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
+
+from harness.server import free_port, stop_process, wait_until_serving
 
 def nginx_types() -> dict:
     """{MIME type: "ext ext"} from the project's own table (harness/server.py MIME), the types
@@ -85,25 +84,14 @@ class Nginx:
     def __enter__(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="phonon-nginx-")
         root = Path(self._tmp.name)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         conf = root / "nginx.conf"
         conf.write_text(config(root, self.site, self.prefix, self.port, self.isolate))
         self.proc = subprocess.Popen([nginx_binary(), "-p", str(root), "-c", str(conf), "-e", str(root / "error.log")],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(self.url, timeout=2).read()
-                return self
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"nginx exited: {self.proc.stdout.read()}"
-                                       f"{(root / 'error.log').read_text() if (root / 'error.log').exists() else ''}")
-                time.sleep(0.2)
-        self.__exit__()
-        raise RuntimeError("nginx did not answer within 20 s")
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        log = root / "error.log"
+        wait_until_serving(self.url, self.proc, 20, "nginx", lambda: log.read_text() if log.exists() else "")
+        return self
 
     def served(self) -> list:
         """[(status, body bytes sent, path)] of every request so far (nginx's access log)."""
@@ -119,9 +107,5 @@ class Nginx:
         return f"http://127.0.0.1:{self.port}{self.prefix}"
 
     def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_process(self.proc)
         self._tmp.cleanup()

@@ -90,3 +90,40 @@ class StaticServer(LoopbackServer):
             print("\nstopped")
         finally:
             self.httpd.server_close()
+
+
+# -- another program serving on loopback (nginx, a bundler's dev server) ---------------------------
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_serving(url: str, proc, seconds: float, what: str, output=lambda: "") -> None:
+    """Poll `url` until it answers 200; a RuntimeError (with output()) if `proc` exits first or
+    `seconds` pass (then the process is stopped)."""
+    import time
+    import urllib.request
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2).read()
+            return
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{what} exited: {output()}") from None
+            time.sleep(0.2)
+    stop_process(proc)
+    raise RuntimeError(f"{what} did not answer within {seconds:.0f} s: {output()}")
+
+
+def stop_process(proc) -> None:
+    import subprocess
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+

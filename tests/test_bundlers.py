@@ -13,15 +13,13 @@ import base64
 import json
 import os
 import shutil
-import socket
 import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from conftest import build_artifact
+from harness.server import free_port, stop_process, wait_until_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 WAV = ROOT / "samples" / "two-commands.wav"
@@ -87,12 +85,6 @@ def build_for_production(bundler: str, app: Path, with_runtime: bool) -> Path:
     return app / "dist"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class DevServer:
     """The bundler's dev server on a free loopback port, until the block ends."""
 
@@ -105,29 +97,19 @@ class DevServer:
         self.proc = subprocess.Popen(["node", str(self.app / "node_modules" / script), *args, "--port", str(self.port)],
                                      cwd=self.app, stdout=self.log, stderr=subprocess.STDOUT, text=True,
                                      env=bundler_env(self.with_runtime))
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(self.url, timeout=2).read()
-                return self
-            except OSError:
-                if self.proc.poll() is not None:
-                    self.log.seek(0)
-                    raise RuntimeError(f"{self.bundler}'s dev server exited: {self.log.read()}")
-                time.sleep(0.3)
-        self.proc.kill()
-        raise RuntimeError(f"{self.bundler}'s dev server did not answer within 120 s")
+        wait_until_serving(self.url, self.proc, 120, f"{self.bundler}'s dev server", self._output)
+        return self
+
+    def _output(self) -> str:
+        self.log.seek(0)
+        return self.log.read()[-3000:]
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
 
     def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_process(self.proc)
         self.log.close()
 
 
