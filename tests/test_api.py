@@ -239,6 +239,28 @@ def test_a_worker_that_dies_mid_stream_fails_it_with_the_real_reason(page, nativ
     assert got == {"finish": "worker", "closed": True, "event": "worker", "message": "it stopped responding"}
 
 
+def test_audio_a_worklet_sends_past_max_pending_is_refused_said_and_counted(page, native):
+    """Issue 41: audio that reaches the worker on the stream's port (as an AudioWorklet sends it,
+    no feed() to check it first) past maxPending is refused there, said by an "error" event with
+    code "overrun" and counted in the final metrics; the stream goes on."""
+    got = page.evaluate("""async ({ samples }) => {
+        const x = Float32Array.from(samples);
+        const s = r.stream({ sampleRate: 16000, maxPending: 1 });
+        const errors = [];
+        s.addEventListener("error", (e) => errors.push([e.detail.code, e.detail.message]));
+        const port = s.takePort();
+        for (let i = 0; i < 12; i++) {              // 6 s at once: the worker's bound is 1 + 1 s
+            const block = x.slice((i % 12) * 8000, (i % 12) * 8000 + 8000);
+            port.postMessage({ kind: "audio", samples: block }, [block.buffer]);
+        }
+        port.postMessage({ kind: "end" });
+        const final = await s.finish();
+        return { errors, refused: final.metrics.refused_seconds, audio: final.audio_seconds };
+    }""", {"samples": native["samples"]})
+    assert got["errors"] and got["errors"][0][0] == "overrun" and "not added" in got["errors"][0][1], got
+    assert got["refused"] > 0 and got["audio"] + got["refused"] == pytest.approx(6.0, abs=0.05), got
+
+
 def test_the_example_page_transcribes_a_file(server, browser, native):
     page = browser.browser.new_context().new_page()
     problems = []
