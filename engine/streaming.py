@@ -206,16 +206,21 @@ class StreamSession:
     def partial(self, max_decodes: int | None = None) -> dict:
         """Drain fed audio, run the decodes that are due (at most `max_decodes`; the rest stay
         due, in order, for the next call), and return the current text."""
+        self.run_due(max_decodes)
+        return self._view()
+
+    def run_due(self, max_decodes: int | None = None) -> None:
+        """partial() without building the view: for a caller that runs several steps and shows
+        the text once (the engine worker's budgeted step)."""
         if max_decodes is not None and (not isinstance(max_decodes, int) or isinstance(max_decodes, bool)
                                         or max_decodes < 0):
             raise StreamError(f"max_decodes must be None or an int >= 0, got {max_decodes!r}")
         if self._state == "finished":
-            return self._view()
+            return
         with self._decoding():
             self.window.drain()
             self._find_onset()
             self._run_schedule(max_decodes)
-            return self._view()
 
     def finish(self) -> dict:
         """Decode what is left, commit everything, and return the final transcript."""

@@ -101,9 +101,10 @@ class WebApp:
             view = session.partial()
         else:
             started = time.perf_counter()
-            view = session.partial(1)
+            session.run_due(1)
             while session.due and (time.perf_counter() - started) * 1000 < float(budget_ms):
-                view = session.partial(1)
+                session.run_due(1)
+            view = session.partial(0)                   # the text once, after the step
         if (view["committed"], view["tentative"]) != self.last:
             self.last = (view["committed"], view["tentative"])
             self.events.append({"audio_seconds": view["audio_seconds"], "committed": self.last[0],
