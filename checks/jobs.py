@@ -211,7 +211,7 @@ async def worker_digests(model, audio, tiers, counts):
             tokens = engine.transcribe(audio)["tokens"]
             out[f"{tier}/{n}"] = {"encoder_sha256": digest(enc), "tokens": tokens, "threads": engine.threads,
                                   "commands": sum(pool.commands) if pool is not None else 0,
-                                  "lost": getattr(getattr(engine, "team", None), "lost", None)}
+                                  "lost": engine.executor.lost}
             if pool is not None:
                 pool.close()
     return out
@@ -228,7 +228,7 @@ async def worker_lost(model, audio, tier="wasm_simd128"):
     enc, _ = engine.encode(audio)
     seconds = time.perf_counter() - started
     again, _ = engine.encode(audio)
-    return {"lost": engine.team.lost, "threads": engine.threads, "seconds": seconds,
+    return {"lost": engine.executor.lost, "threads": engine.threads, "seconds": seconds,
             "digests": [digest(enc), digest(again)], "tokens": engine.transcribe(audio)["tokens"]}
 
 

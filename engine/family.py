@@ -4,7 +4,7 @@ A family is a package under engine/ (engine/parakeet_tdt/ is the only one so far
 
     ARCHITECTURE = "parakeet-tdt"            # the general.architecture it reads
     validate(f: GGUFFile) -> model           # checks metadata and every tensor; GGUFError if not
-    Network(k, model, team)                  # the network on the C kernels:
+    Network(executor, model)                 # the network, run by an engine/executor.py executor:
         .encode(features, T, float_acts, on_layer, cancelled) -> (encoder output, frames)
         .decode(encoder output, frames, float_acts, cancelled) -> [engine.text.Token]
 
@@ -47,9 +47,9 @@ def load(source):
         raise
 
 
-def network(k, model, team):
-    """The family network for a loaded model (engine.transcribe.Engine builds one)."""
-    return family(model.architecture).Network(k, model, team)
+def network(model, executor):
+    """The family network for a loaded model on an executor (engine.transcribe.Engine builds one)."""
+    return family(model.architecture).Network(executor, model)
 
 
 def fingerprint(model) -> dict:

@@ -103,7 +103,7 @@ def wasm_module_path(tier: str) -> str:
     return str(LIB_DIR / WASM_MODULE_OF_TIER[tier])
 
 
-class _Arg:
+class Arg:
     """A checked buffer argument: keeps the ctypes view alive for the duration of a call.
 
     `pointer` is the ctypes array (or c_char_p) itself, which a c_void_p parameter accepts.
@@ -149,7 +149,7 @@ class _Arg:
             self.pointer = raw
 
 
-def _check_dims(**dims):
+def check_dims(**dims):
     for name, value in dims.items():
         if not isinstance(value, int) or isinstance(value, bool):
             raise KernelError(f"{name} must be an int, got {type(value).__name__}")
@@ -162,7 +162,7 @@ def _check_count(n):
         raise KernelError(f"element count {n!r} must be an int in 0..{MAX_DIM * MAX_DIM}")
 
 
-def _check_multiple_of_8(**dims):
+def check_multiple_of_8(**dims):
     for name, value in dims.items():
         if value % 8:
             raise KernelError(f"{name} = {value} is not a multiple of 8")
@@ -211,10 +211,6 @@ _COMMON_SIGNATURES = {
     "pk_subsampling_head": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
     "pk_argmax": (_i, [_i, _vp]),
     "pk_add_div": (_i, [_i, _vp, _vp, ctypes.c_float, _vp]),
-    "pk_conformer_layer_scratch_bytes": (_sz, [_i, _i, _i, _i]),
-    "pk_decoder_scratch_bytes": (_sz, [_i, _i, _i]),
-    "pk_tdt_scratch_bytes": (_sz, [_i, _i, _i]),
-    "pk_subsampling_scratch_bytes": (_sz, [_i, _i, _i, _i]),
     "pk_frontend": (_i, [_i, _vp, _vp, _i, _i, _i, _vp, _i, ctypes.c_float, ctypes.c_float,
                          ctypes.c_float, _i, _vp, _vp, _sz]),
 }
@@ -227,12 +223,7 @@ _TIER_SIGNATURES = {
     "subsampling_head": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
     "fv5_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
     "int8_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
-    "conformer_layer": (_i, [_vp, _i, _vp, _vp, _vp, _vp, _vp, _sz]),
     "subsampling_head_cl": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
-    "subsampling_frames": (_i, [_vp, _i, _vp, _vp, _vp, _sz]),
-    "prediction_step": (_i, [_vp, _vp, _vp, _vp, _vp, _sz]),
-    "joint_best": (_i, [_vp, _vp, _vp, _vp, _vp, _sz]),
-    "tdt_greedy": (_i, [_vp, _vp, _i, _i, _i, _vp, _vp, _vp, _vp, _i, _vp, _sz]),
 }
 _PEAK_SIGNATURES = {  # SIMD tiers only (benchmarks)
     "int8_stage_weights": (_i, [_i, _i, _vp, _vp]),
@@ -291,7 +282,7 @@ class Kernels:
         if tier not in tiers:
             raise KernelError(f"tier {tier!r} cannot run here; available: {', '.join(tiers)}")
         self.tier = tier
-        lib = _load(LIB_DIR / WASM_MODULE_OF_TIER[tier]) if IN_PYODIDE else _load(native_library_path())
+        lib = self._lib = _load(LIB_DIR / WASM_MODULE_OF_TIER[tier]) if IN_PYODIDE else _load(native_library_path())
         self._fn = {name: _declare(lib, name, r, a) for name, (r, a) in _COMMON_SIGNATURES.items()}
         for name, (r, a) in _TIER_SIGNATURES.items():
             self._fn[name] = _declare(lib, f"{name}__{tier}", r, a)
@@ -315,6 +306,14 @@ class Kernels:
             buffer = self._staging[slot] = zeros_f32(n)
         return buffer
 
+    def entry(self, name: str, restype, argtypes, per_tier: bool = True):
+        """A family's own C entry point on this Kernels (declared once): `<name>__<tier>` when
+        per_tier, else `name`. How engine/parakeet_tdt/one_call.py binds the whole-layer calls."""
+        fn = self._fn.get(name)
+        if fn is None:
+            fn = self._fn[name] = _declare(self._lib, f"{name}__{self.tier}" if per_tier else name, restype, argtypes)
+        return fn
+
     def scratch_size(self, name: str, *dims) -> int:
         """A kernel's scratch size for these dimensions (a pure function of them), asked of C
         once per shape: a crossing costs about 15 us in Pyodide, and every layer asks. The
@@ -331,34 +330,34 @@ class Kernels:
         need = gemm_scratch_bytes(N, K)
         if len(self._scratch) < need:
             self._scratch = bytearray(need)
-        return _Arg(self._scratch, need, "uint8", "scratch", writable=True), need
+        return Arg(self._scratch, need, "uint8", "scratch", writable=True), need
 
     # -- five-value weights -----------------------------------------------------------------
 
     def row_grid(self, lo, hi, O: int):
         """Per-row int8 grid: returns (lut bytearray [O][8], ws array('f') [O])."""
-        _check_dims(O=O)
+        check_dims(O=O)
         lut, ws = bytearray(8 * O), zeros_f32(O)
         status = self._fn["fv5_row_grid"](
-            O, _Arg(lo, O, "float32", "lo").pointer, _Arg(hi, O, "float32", "hi").pointer,
-            _Arg(lut, 8 * O, "int8", "lut", True).pointer, _Arg(ws, O, "float32", "ws", True).pointer)
+            O, Arg(lo, O, "float32", "lo").pointer, Arg(hi, O, "float32", "hi").pointer,
+            Arg(lut, 8 * O, "int8", "lut", True).pointer, Arg(ws, O, "float32", "ws", True).pointer)
         if status > 0:
             r = status - 1
             raise KernelError(f"row {r}: need finite 0 <= lo <= hi, got lo={lo[r]!r}, hi={hi[r]!r}")
-        _raise_status(status, "fv5_row_grid")
+        raise_status(status, "fv5_row_grid")
         return lut, ws
 
     def check_blocks(self, packed, O: int, K: int):
         """Raise KernelError unless every block of `packed` follows fv5-b5x3t7-v1."""
-        _check_dims(O=O, K=K)
-        _check_multiple_of_8(O=O, K=K)
-        arg = _Arg(packed, (O // 8) * fv5_block_bytes(K), "uint8", "packed")
+        check_dims(O=O, K=K)
+        check_multiple_of_8(O=O, K=K)
+        arg = Arg(packed, (O // 8) * fv5_block_bytes(K), "uint8", "packed")
         status = self._fn["fv5_check_blocks"](O, K, arg.pointer)
         if status > 0:
             raise KernelError(f"packed block {status - 1} (rows {8 * (status - 1)}.."
                               f"{8 * status - 1}) is corrupt: a level code >= 125, a set bit 7 in "
                               "the short last group, or a non-zero padding digit")
-        _raise_status(status, "fv5_check_blocks")
+        raise_status(status, "fv5_check_blocks")
 
     def prepare_fv5(self, packed, lo, hi, O: int, K: int) -> "Fv5Weights":
         """Validate a packed five-value linear once and build its grid."""
@@ -369,10 +368,10 @@ class Kernels:
     def decode_block(self, stored, lut_block, K: int) -> bytearray:
         """Decode one stored 8-row block into its int8 panel (8*K bytes), with the block's
         [8][8] int8 lut (entries in -63..63, 5..7 zero). Both are validated first."""
-        _check_dims(K=K)
-        _check_multiple_of_8(K=K)
+        check_dims(K=K)
+        check_multiple_of_8(K=K)
         self.check_blocks(stored, 8, K)
-        _Arg(lut_block, 64, "int8", "lut")                       # type and size
+        Arg(lut_block, 64, "int8", "lut")                       # type and size
         table = memoryview(lut_block).tobytes()[:64]
         for r in range(8):
             row = [v - 256 if v > 127 else v for v in table[8 * r: 8 * r + 8]]
@@ -380,9 +379,9 @@ class Kernels:
                 raise KernelError(f"lut row {r}: entries 0..4 must be in -63..63 and 5..7 zero, got {row}")
         panel = bytearray(8 * K)
         status = self._fn["fv5_decode_block"](
-            K, _Arg(stored, fv5_block_bytes(K), "uint8", "stored").pointer,
-            _Arg(lut_block, 64, "int8", "lut").pointer, _Arg(panel, 8 * K, "int8", "panel", True).pointer)
-        _raise_status(status, "fv5_decode_block")
+            K, Arg(stored, fv5_block_bytes(K), "uint8", "stored").pointer,
+            Arg(lut_block, 64, "int8", "lut").pointer, Arg(panel, 8 * K, "int8", "panel", True).pointer)
+        raise_status(status, "fv5_decode_block")
         return panel
 
     def decode_blocks(self, weights: "Fv5Weights", panels=None, reuse: bool = False):
@@ -395,8 +394,8 @@ class Kernels:
         panels = bytearray(size) if panels is None else panels
         status = self._fn["fv5_decode_blocks"](
             blocks, K, weights.packed_arg.pointer, weights.lut_arg.pointer,
-            _Arg(panels, size, "int8", "panels", True).pointer, 0 if reuse else 8 * K)
-        _raise_status(status, "fv5_decode_blocks")
+            Arg(panels, size, "int8", "panels", True).pointer, 0 if reuse else 8 * K)
+        raise_status(status, "fv5_decode_blocks")
         return panels
 
     # -- the project's math functions and the audio frontend ---------------------------------
@@ -407,20 +406,20 @@ class Kernels:
             raise KernelError(f"unknown math op {op!r}; known: {', '.join(MATH_OPS)}")
         _check_count(n)
         y = zeros_f32(n)
-        _raise_status(self._fn["pk_math_array"](MATH_OPS[op], n, _Arg(x, n, "float32", "x").pointer,
-                                                _Arg(y, n, "float32", "y", True).pointer), "pk_math_array")
+        raise_status(self._fn["pk_math_array"](MATH_OPS[op], n, Arg(x, n, "float32", "x").pointer,
+                                                Arg(y, n, "float32", "y", True).pointer), "pk_math_array")
         return y
 
     def sincos(self, x, n: int):
         """[sin(x0), cos(x0), sin(x1), ...] in float64 (x float64, |x| < 2^20)."""
-        _check_dims(n=n)
-        xa = _Arg(x, n, "float64", "x")
+        check_dims(n=n)
+        xa = Arg(x, n, "float64", "x")
         xv = memoryview(x).cast("B").cast("d")
         for i in range(n):
             if not abs(xv[i]) < 2.0 ** 20:
                 raise KernelError(f"x[{i}] = {xv[i]!r} is outside |x| < 2^20")
         y = array("d", bytes(16 * n))
-        _raise_status(self._fn["pk_sincos_array"](n, xa.pointer, _Arg(y, 2 * n, "float64", "y", True).pointer),
+        raise_status(self._fn["pk_sincos_array"](n, xa.pointer, Arg(y, 2 * n, "float64", "y", True).pointer),
                       "pk_sincos_array")
         return y
 
@@ -431,7 +430,7 @@ class Kernels:
         Fewer samples than one hop give (empty array, 0). NaN/inf samples raise KernelError."""
         if not isinstance(n_samples, int) or not 0 <= n_samples <= 1 << 28:
             raise KernelError(f"n_samples = {n_samples!r} must be an int in 0..2^28")
-        _check_dims(win=win, n_fft=n_fft, hop=hop, n_mels=n_mels)
+        check_dims(win=win, n_fft=n_fft, hop=hop, n_mels=n_mels)
         if n_fft & (n_fft - 1) or win > n_fft:
             raise KernelError(f"n_fft = {n_fft} must be a power of two >= win = {win}")
         N = n_samples // hop
@@ -442,14 +441,14 @@ class Kernels:
         need = self.scratch_size("pk_frontend_scratch_bytes", n_samples, n_fft)
         scratch = self.staging((need + 3) // 4, "frontend")     # reused: no fresh pages per call
         status = self._fn["pk_frontend"](
-            n_samples, _Arg(samples, n_samples, "float32", "samples").pointer,
-            _Arg(window, win, "float32", "window").pointer, win, n_fft, hop,
-            _Arg(fb, n_mels * bins, "float32", "mel filterbank").pointer, n_mels, preemph, log_guard,
-            norm_eps, 1 if normalize else 0, _Arg(out, n_mels * N, "float32", "features", True).pointer,
-            _Arg(scratch, (need + 3) // 4, "float32", "scratch", True).pointer, need)
+            n_samples, Arg(samples, n_samples, "float32", "samples").pointer,
+            Arg(window, win, "float32", "window").pointer, win, n_fft, hop,
+            Arg(fb, n_mels * bins, "float32", "mel filterbank").pointer, n_mels, preemph, log_guard,
+            norm_eps, 1 if normalize else 0, Arg(out, n_mels * N, "float32", "features", True).pointer,
+            Arg(scratch, (need + 3) // 4, "float32", "scratch", True).pointer, need)
         if status > 0:
             raise KernelError(f"audio sample {status - 1} is NaN or infinite")
-        _raise_status(status, "pk_frontend")
+        raise_status(status, "pk_frontend")
         return out, N
 
     # -- audio input: PCM decoding and resampling ----------------------------------------------
@@ -470,11 +469,11 @@ class Kernels:
         out = zeros_f32(frames)
         if frames == 0:
             return out
-        status = self._fn["pk_pcm_to_mono"](code, channels, frames, _Arg(data, frames * size * channels, "uint8", "pcm").pointer,
-                                            _Arg(out, frames, "float32", "out", True).pointer)
+        status = self._fn["pk_pcm_to_mono"](code, channels, frames, Arg(data, frames * size * channels, "uint8", "pcm").pointer,
+                                            Arg(out, frames, "float32", "out", True).pointer)
         if status > 0:
             raise KernelError(f"audio frame {status - 1} holds a NaN or infinite sample")
-        _raise_status(status, "pk_pcm_to_mono")
+        raise_status(status, "pk_pcm_to_mono")
         return out
 
     def resampler_plan(self, in_rate: int, out_rate: int):
@@ -489,8 +488,8 @@ class Kernels:
         if b.value * 2 * h.value > 1 << 22:
             raise KernelError(f"{in_rate} Hz -> {out_rate} Hz needs a {b.value}-phase filter: use a common rate")
         table = zeros_f32(b.value * 2 * h.value)
-        _raise_status(self._fn["pk_resample_table"](a.value, b.value, h.value,
-                                                    _Arg(table, len(table), "float32", "table", True).pointer),
+        raise_status(self._fn["pk_resample_table"](a.value, b.value, h.value,
+                                                    Arg(table, len(table), "float32", "table", True).pointer),
                       "pk_resample_table")
         return a.value, b.value, h.value, table
 
@@ -505,12 +504,12 @@ class Kernels:
         out = zeros_f32(n_out) if out is None else out
         if n_out == 0:
             return out
-        xp = _Arg(x, n_x, "float32", "x").pointer if n_x else None
-        status = self._fn["pk_resample"](a, b, h, _Arg(table, b * 2 * h, "float32", "table").pointer, xp, n_x,
-                                         q0, r0, n_out, _Arg(out, n_out, "float32", "out", True).pointer)
+        xp = Arg(x, n_x, "float32", "x").pointer if n_x else None
+        status = self._fn["pk_resample"](a, b, h, Arg(table, b * 2 * h, "float32", "table").pointer, xp, n_x,
+                                         q0, r0, n_out, Arg(out, n_out, "float32", "out", True).pointer)
         if status > 0:
             raise KernelError(f"audio sample {status - 1} is NaN or infinite")
-        _raise_status(status, "pk_resample")
+        raise_status(status, "pk_resample")
         return out
 
     # -- float ops of the graph (kernels/ops.h); outputs are new array('f') unless `out` -------
@@ -526,24 +525,24 @@ class Kernels:
                 raw = memoryview(h).cast("B")          # uint16, float16 or byte buffers alike
             except (TypeError, ValueError):
                 raise KernelError("f16: expected a C-contiguous buffer of IEEE half floats") from None
-            _raise_status(self._fn["pk_f16_to_f32"](n, _Arg(raw, 2 * n, "uint8", "f16").pointer,
-                                                    _Arg(y, n, "float32", "y", True).pointer), "pk_f16_to_f32")
+            raise_status(self._fn["pk_f16_to_f32"](n, Arg(raw, 2 * n, "uint8", "f16").pointer,
+                                                    Arg(y, n, "float32", "y", True).pointer), "pk_f16_to_f32")
         return y
 
     def layernorm(self, x, N: int, D: int, g, b, eps: float, out=None) -> array:
-        _check_dims(N=N, D=D)
+        check_dims(N=N, D=D)
         y = self._f32(N * D, out)
-        _raise_status(self._fn["pk_layernorm"](N, D, _Arg(x, N * D, "float32", "x").pointer,
-                                               _Arg(g, D, "float32", "gamma").pointer, _Arg(b, D, "float32", "beta").pointer,
-                                               eps, _Arg(y, N * D, "float32", "y", True).pointer), "pk_layernorm")
+        raise_status(self._fn["pk_layernorm"](N, D, Arg(x, N * D, "float32", "x").pointer,
+                                               Arg(g, D, "float32", "gamma").pointer, Arg(b, D, "float32", "beta").pointer,
+                                               eps, Arg(y, N * D, "float32", "y", True).pointer), "pk_layernorm")
         return y
 
     def _unary(self, name: str, x, n: int, out=None) -> array:
         _check_count(n)
         y = self._f32(n, out)
         if n:
-            _raise_status(self._fn[name](n, _Arg(x, n, "float32", "x").pointer,
-                                         _Arg(y, n, "float32", "y", True).pointer), name)
+            raise_status(self._fn[name](n, Arg(x, n, "float32", "x").pointer,
+                                         Arg(y, n, "float32", "y", True).pointer), name)
         return y
 
     def silu(self, x, n: int, out=None) -> array:
@@ -553,80 +552,80 @@ class Kernels:
         return self._unary("pk_relu", x, n, out)
 
     def glu(self, x, N: int, C: int, out=None) -> array:
-        _check_dims(N=N, C=C)
+        check_dims(N=N, C=C)
         y = self._f32(N * C, out)
-        _raise_status(self._fn["pk_glu"](N, C, _Arg(x, 2 * N * C, "float32", "x").pointer,
-                                         _Arg(y, N * C, "float32", "y", True).pointer), "pk_glu")
+        raise_status(self._fn["pk_glu"](N, C, Arg(x, 2 * N * C, "float32", "x").pointer,
+                                         Arg(y, N * C, "float32", "y", True).pointer), "pk_glu")
         return y
 
     def glu_split(self, a, b, N: int, C: int, out=None) -> array:
         """a * sigmoid(b) for a, b [N][C]: glu with its halves in two buffers."""
-        _check_dims(N=N, C=C)
+        check_dims(N=N, C=C)
         y = self._f32(N * C, out)
-        _raise_status(self._fn["pk_glu_split"](N, C, _Arg(a, N * C, "float32", "a").pointer,
-                                               _Arg(b, N * C, "float32", "b").pointer,
-                                               _Arg(y, N * C, "float32", "y", True).pointer), "pk_glu_split")
+        raise_status(self._fn["pk_glu_split"](N, C, Arg(a, N * C, "float32", "a").pointer,
+                                               Arg(b, N * C, "float32", "b").pointer,
+                                               Arg(y, N * C, "float32", "y", True).pointer), "pk_glu_split")
         return y
 
     def add_scaled(self, x, s: float, d, n: int, out=None) -> array:
         _check_count(n)
         y = self._f32(n, out)
         if n:
-            _raise_status(self._fn["pk_add_scaled"](n, _Arg(x, n, "float32", "x").pointer, s,
-                                                    _Arg(d, n, "float32", "d").pointer,
-                                                    _Arg(y, n, "float32", "y", True).pointer), "pk_add_scaled")
+            raise_status(self._fn["pk_add_scaled"](n, Arg(x, n, "float32", "x").pointer, s,
+                                                    Arg(d, n, "float32", "d").pointer,
+                                                    Arg(y, n, "float32", "y", True).pointer), "pk_add_scaled")
         return y
 
     def dwconv1d(self, x, T: int, C: int, w, b, K: int, out=None) -> array:
-        _check_dims(T=T, C=C, K=K)
+        check_dims(T=T, C=C, K=K)
         if K % 2 == 0:
             raise KernelError(f"depthwise kernel size {K} must be odd")
         y = self._f32(T * C, out)
-        _raise_status(self._fn["pk_dwconv1d"](T, C, K, _Arg(x, T * C, "float32", "x").pointer,
-                                              _Arg(w, C * K, "float32", "w").pointer, _Arg(b, C, "float32", "b").pointer,
-                                              _Arg(y, T * C, "float32", "y", True).pointer), "pk_dwconv1d")
+        raise_status(self._fn["pk_dwconv1d"](T, C, K, Arg(x, T * C, "float32", "x").pointer,
+                                              Arg(w, C * K, "float32", "w").pointer, Arg(b, C, "float32", "b").pointer,
+                                              Arg(y, T * C, "float32", "y", True).pointer), "pk_dwconv1d")
         return y
 
     def softmax_rows(self, x, M: int, N: int) -> None:
-        _check_dims(M=M, N=N)
-        _raise_status(self._fn["pk_softmax_rows"](M, N, _Arg(x, M * N, "float32", "x", True).pointer),
+        check_dims(M=M, N=N)
+        raise_status(self._fn["pk_softmax_rows"](M, N, Arg(x, M * N, "float32", "x", True).pointer),
                       "pk_softmax_rows")
 
     def matmul_nt(self, a, b, M: int, N: int, K: int, scale: float = 1.0, out=None) -> array:
-        _check_dims(M=M, N=N, K=K)
+        check_dims(M=M, N=N, K=K)
         c = self._f32(M * N, out)
-        _raise_status(self._fn["pk_matmul_nt"](M, N, K, _Arg(a, M * K, "float32", "a").pointer,
-                                               _Arg(b, N * K, "float32", "b").pointer, scale,
-                                               _Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nt")
+        raise_status(self._fn["pk_matmul_nt"](M, N, K, Arg(a, M * K, "float32", "a").pointer,
+                                               Arg(b, N * K, "float32", "b").pointer, scale,
+                                               Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nt")
         return c
 
     def matmul_nn(self, a, b, M: int, N: int, K: int, out=None) -> array:
-        _check_dims(M=M, N=N, K=K)
+        check_dims(M=M, N=N, K=K)
         c = self._f32(M * N, out)
-        _raise_status(self._fn["pk_matmul_nn"](M, N, K, _Arg(a, M * K, "float32", "a").pointer,
-                                               _Arg(b, K * N, "float32", "b").pointer,
-                                               _Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nn")
+        raise_status(self._fn["pk_matmul_nn"](M, N, K, Arg(a, M * K, "float32", "a").pointer,
+                                               Arg(b, K * N, "float32", "b").pointer,
+                                               Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nn")
         return c
 
     def subsampling_head(self, x, T: int, F: int, C: int, w0, b0, w2, b2, out=None) -> tuple:
         """relu(conv0) then depthwise conv2, fused per channel: (y [C][H2][W2], H2, W2)."""
-        _check_dims(T=T, F=F, C=C)
+        check_dims(T=T, F=F, C=C)
         H1, W1 = (T + 1) // 2, (F + 1) // 2
         H2, W2 = (H1 + 1) // 2, (W1 + 1) // 2
         scratch = zeros_f32(H1 * W1)
         y = self._f32(C * H2 * W2, out)
-        _raise_status(self._fn["subsampling_head"](                  # the tier's code, pk_subsampling_head's bits
-            T, F, C, _Arg(x, T * F, "float32", "x").pointer, _Arg(w0, C * 9, "float32", "w0").pointer,
-            _Arg(b0, C, "float32", "b0").pointer, _Arg(w2, C * 9, "float32", "w2").pointer,
-            _Arg(b2, C, "float32", "b2").pointer, _Arg(scratch, H1 * W1, "float32", "scratch", True).pointer,
-            _Arg(y, C * H2 * W2, "float32", "y", True).pointer), "subsampling_head")
+        raise_status(self._fn["subsampling_head"](                  # the tier's code, pk_subsampling_head's bits
+            T, F, C, Arg(x, T * F, "float32", "x").pointer, Arg(w0, C * 9, "float32", "w0").pointer,
+            Arg(b0, C, "float32", "b0").pointer, Arg(w2, C * 9, "float32", "w2").pointer,
+            Arg(b2, C, "float32", "b2").pointer, Arg(scratch, H1 * W1, "float32", "scratch", True).pointer,
+            Arg(y, C * H2 * W2, "float32", "y", True).pointer), "subsampling_head")
         return y, H2, W2
 
     def subsampling_head_cl(self, x, T: int, F: int, C: int, w0, b0, w2, b2, c0: int = 0, c1: int | None = None,
                             out=None) -> tuple:
         """subsampling_head's bits, channel-last, channels c0..c1-1: (y [H2][W2][C], H2, W2)."""
         c1 = C if c1 is None else c1
-        _check_dims(T=T, F=F, C=C)
+        check_dims(T=T, F=F, C=C)
         if not (isinstance(c0, int) and isinstance(c1, int) and 0 <= c0 < c1 <= C):
             raise KernelError(f"subsampling_head_cl: channels {c0!r}..{c1!r} of {C}")
         H1, W1 = (T + 1) // 2, (F + 1) // 2
@@ -634,68 +633,68 @@ class Kernels:
         need = self.scratch_size("pk_subsampling_head_cl_scratch_floats", F)
         scratch = self.staging(need, "head")
         y = self._f32(H2 * W2 * C, out)
-        _raise_status(self._fn["subsampling_head_cl"](                # the tier's build of pk_subsampling_head_cl
-            T, F, C, c0, c1, _Arg(x, T * F, "float32", "x").pointer, _Arg(w0, C * 9, "float32", "w0").pointer,
-            _Arg(b0, C, "float32", "b0").pointer, _Arg(w2, C * 9, "float32", "w2").pointer,
-            _Arg(b2, C, "float32", "b2").pointer, _Arg(scratch, need, "float32", "scratch", True).pointer,
-            _Arg(y, H2 * W2 * C, "float32", "y", True).pointer), "subsampling_head_cl")
+        raise_status(self._fn["subsampling_head_cl"](                # the tier's build of pk_subsampling_head_cl
+            T, F, C, c0, c1, Arg(x, T * F, "float32", "x").pointer, Arg(w0, C * 9, "float32", "w0").pointer,
+            Arg(b0, C, "float32", "b0").pointer, Arg(w2, C * 9, "float32", "w2").pointer,
+            Arg(b2, C, "float32", "b2").pointer, Arg(scratch, need, "float32", "scratch", True).pointer,
+            Arg(y, H2 * W2 * C, "float32", "y", True).pointer), "subsampling_head_cl")
         return y, H2, W2
 
     def rel_positions(self, T: int, D: int) -> array:
         """The relative positional table [2T-1][D] (kernels/ops.h)."""
-        _check_dims(T=T, D=D)
+        check_dims(T=T, D=D)
         if D % 2:
             raise KernelError(f"d_model {D} must be even")
         pe = zeros_f32((2 * T - 1) * D)
-        _raise_status(self._fn["pk_rel_positions"](T, D, _Arg(pe, len(pe), "float32", "pe", True).pointer),
+        raise_status(self._fn["pk_rel_positions"](T, D, Arg(pe, len(pe), "float32", "pe", True).pointer),
                       "pk_rel_positions")
         return pe
 
     def rel_scores(self, qu, k, qv, p, T: int, dk: int, s: float, scratch=None) -> array:
         """One head's relative-position attention scores [T][T] (kernels/ops.h). `scratch`
         (array('f') of at least (3T - 1) * dk + T) may be passed in to reuse across heads."""
-        _check_dims(T=T, dk=dk)
+        check_dims(T=T, dk=dk)
         need = (3 * T - 1) * dk + T
         if scratch is None or len(scratch) < need:
             scratch = zeros_f32(need)
         y = zeros_f32(T * T)
-        _raise_status(self._fn["pk_rel_scores"](
-            T, dk, _Arg(qu, T * dk, "float32", "qu").pointer, _Arg(k, T * dk, "float32", "k").pointer,
-            _Arg(qv, T * dk, "float32", "qv").pointer, _Arg(p, (2 * T - 1) * dk, "float32", "p").pointer, s,
-            _Arg(scratch, need, "float32", "scratch", True).pointer,
-            _Arg(y, T * T, "float32", "scores", True).pointer), "pk_rel_scores")
+        raise_status(self._fn["pk_rel_scores"](
+            T, dk, Arg(qu, T * dk, "float32", "qu").pointer, Arg(k, T * dk, "float32", "k").pointer,
+            Arg(qv, T * dk, "float32", "qv").pointer, Arg(p, (2 * T - 1) * dk, "float32", "p").pointer, s,
+            Arg(scratch, need, "float32", "scratch", True).pointer,
+            Arg(y, T * T, "float32", "scores", True).pointer), "pk_rel_scores")
         return y
 
     def lstm_cell(self, gates, P: int, c, h) -> None:
         """One LSTM cell update in place: c, h [P] from gates [4P] (i, f, g, o)."""
-        _check_dims(P=P)
-        _raise_status(self._fn["pk_lstm_cell"](P, _Arg(gates, 4 * P, "float32", "gates").pointer,
-                                               _Arg(c, P, "float32", "c", True).pointer,
-                                               _Arg(h, P, "float32", "h", True).pointer), "pk_lstm_cell")
+        check_dims(P=P)
+        raise_status(self._fn["pk_lstm_cell"](P, Arg(gates, 4 * P, "float32", "gates").pointer,
+                                               Arg(c, P, "float32", "c", True).pointer,
+                                               Arg(h, P, "float32", "h", True).pointer), "pk_lstm_cell")
 
     def argmax(self, x, n: int, offset: int = 0) -> int:
         """First index of the largest of x[offset:offset+n], relative to offset."""
-        _check_dims(n=n)
+        check_dims(n=n)
         view = memoryview(x)
         if view.format != "f" or view.itemsize != 4 or offset < 0 or offset + n > len(view):
             raise KernelError("argmax: need a float32 buffer covering offset..offset+n")
-        return self._fn["pk_argmax"](n, _Arg(view[offset:offset + n], n, "float32", "x").pointer)
+        return self._fn["pk_argmax"](n, Arg(view[offset:offset + n], n, "float32", "x").pointer)
 
     def transpose3(self, x, A: int, B: int, C: int, out=None) -> array:
         """x [A][B][C] -> [B][A][C]."""
-        _check_dims(A=A, B=B, C=C)
+        check_dims(A=A, B=B, C=C)
         y = self._f32(A * B * C, out)
-        _raise_status(self._fn["pk_transpose3"](A, B, C, _Arg(x, A * B * C, "float32", "x").pointer,
-                                                _Arg(y, A * B * C, "float32", "y", True).pointer), "pk_transpose3")
+        raise_status(self._fn["pk_transpose3"](A, B, C, Arg(x, A * B * C, "float32", "x").pointer,
+                                                Arg(y, A * B * C, "float32", "y", True).pointer), "pk_transpose3")
         return y
 
     def transpose_last2(self, x, N: int, A: int, B: int, relu: bool = False, out=None) -> array:
         """x [N][A][B] -> [N][B][A] (relu: of relu(x), pk_relu's bits)."""
-        _check_dims(N=N, A=A, B=B)
+        check_dims(N=N, A=A, B=B)
         y = self._f32(N * A * B, out)
-        _raise_status(self._fn["pk_transpose_last2"](N, A, B, 1 if relu else 0,
-                                                     _Arg(x, N * A * B, "float32", "x").pointer,
-                                                     _Arg(y, N * A * B, "float32", "y", True).pointer),
+        raise_status(self._fn["pk_transpose_last2"](N, A, B, 1 if relu else 0,
+                                                     Arg(x, N * A * B, "float32", "x").pointer,
+                                                     Arg(y, N * A * B, "float32", "y", True).pointer),
                       "pk_transpose_last2")
         return y
 
@@ -705,15 +704,15 @@ class Kernels:
         (y [ceil(H/2)][ceil(W/2)][C], Ho, Wo); pk_conv2d_s2's bits with groups = C (of relu(x)
         with relu_input, pk_relu's bits)."""
         c1 = C if c1 is None else c1
-        _check_dims(H=H, W=W, C=C)
+        check_dims(H=H, W=W, C=C)
         if not (isinstance(c0, int) and isinstance(c1, int) and 0 <= c0 < c1 <= C):
             raise KernelError(f"dwconv2d_s2_cl: channels {c0!r}..{c1!r} of {C}")
         Ho, Wo = (H + 1) // 2, (W + 1) // 2
         y = self._f32(Ho * Wo * C, out)
-        _raise_status(self._fn["pk_dwconv2d_s2_cl"](
-            H, W, C, c0, c1, 1 if relu_input else 0, _Arg(x, H * W * C, "float32", "x").pointer,
-            _Arg(w, C * 9, "float32", "w").pointer,
-            _Arg(b, C, "float32", "b").pointer, _Arg(y, Ho * Wo * C, "float32", "y", True).pointer),
+        raise_status(self._fn["pk_dwconv2d_s2_cl"](
+            H, W, C, c0, c1, 1 if relu_input else 0, Arg(x, H * W * C, "float32", "x").pointer,
+            Arg(w, C * 9, "float32", "w").pointer,
+            Arg(b, C, "float32", "b").pointer, Arg(y, Ho * Wo * C, "float32", "y", True).pointer),
             "pk_dwconv2d_s2_cl")
         return y, Ho, Wo
 
@@ -730,73 +729,73 @@ class Kernels:
     def _per_block(self, name: str, x, n: int, block: int, kind: str) -> array:
         """One value per block of x[n] from kernel `name`, as array('f') or array('d')."""
         _check_count(n)
-        _check_dims(block=block)
+        check_dims(block=block)
         y = array(_FORMATS[kind][0], bytes(_ITEMSIZE[kind] * (-(-n // block))))
         if n:
-            _raise_status(self._fn[name](n, block, _Arg(x, n, "float32", "x").pointer,
-                                         _Arg(y, len(y), kind, "y", True).pointer), name)
+            raise_status(self._fn[name](n, block, Arg(x, n, "float32", "x").pointer,
+                                         Arg(y, len(y), kind, "y", True).pointer), name)
         return y
 
     def copy_cols(self, x, N: int, W: int, y, O: int, c0: int) -> None:
         """x [N][W] -> columns c0..c0+W-1 of y [N][O], in place."""
-        _check_dims(N=N, W=W, O=O)
+        check_dims(N=N, W=W, O=O)
         if not isinstance(c0, int) or isinstance(c0, bool) or not 0 <= c0 <= O - W:
             raise KernelError(f"copy_cols: {W} columns from column {c0!r} do not fit in {O}")
-        _raise_status(self._fn["pk_copy_cols"](N, W, _Arg(x, N * W, "float32", "x").pointer, O, c0,
-                                               _Arg(y, N * O, "float32", "y", True).pointer), "pk_copy_cols")
+        raise_status(self._fn["pk_copy_cols"](N, W, Arg(x, N * W, "float32", "x").pointer, O, c0,
+                                               Arg(y, N * O, "float32", "y", True).pointer), "pk_copy_cols")
 
     def attention_heads(self, T: int, D: int, dk: int, h0: int, h1: int, q, k, v, p, u, vb, s: float, out) -> None:
         """Heads h0..h1-1 of relative-position attention into their columns of out [T][D]
         (kernels/ops.h pk_attention_heads): q, k, v [T][D], p [2T-1][D], u, vb [D]. One call
         per thread, so the heads cost one crossing, not ten each."""
-        _check_dims(T=T, D=D, dk=dk)
+        check_dims(T=T, D=D, dk=dk)
         if D % dk or not 0 <= h0 < h1 <= D // dk:
             raise KernelError(f"attention_heads: heads {h0}..{h1} of D={D}, dk={dk}")
         need = self.scratch_size("pk_attention_scratch_floats", T, dk)
         scratch = self.staging(need, "attention")
-        _raise_status(self._fn["pk_attention_heads"](
-            T, D, dk, h0, h1, _Arg(q, T * D, "float32", "q").pointer, _Arg(k, T * D, "float32", "k").pointer,
-            _Arg(v, T * D, "float32", "v").pointer, _Arg(p, (2 * T - 1) * D, "float32", "p").pointer,
-            _Arg(u, D, "float32", "u").pointer, _Arg(vb, D, "float32", "vb").pointer, s,
-            _Arg(scratch, need, "float32", "scratch", True).pointer,
-            _Arg(out, T * D, "float32", "out", True).pointer), "pk_attention_heads")
+        raise_status(self._fn["pk_attention_heads"](
+            T, D, dk, h0, h1, Arg(q, T * D, "float32", "q").pointer, Arg(k, T * D, "float32", "k").pointer,
+            Arg(v, T * D, "float32", "v").pointer, Arg(p, (2 * T - 1) * D, "float32", "p").pointer,
+            Arg(u, D, "float32", "u").pointer, Arg(vb, D, "float32", "vb").pointer, s,
+            Arg(scratch, need, "float32", "scratch", True).pointer,
+            Arg(out, T * D, "float32", "out", True).pointer), "pk_attention_heads")
 
     def add_div(self, a, b, s: float, n: int, out=None) -> array:
         """(a + b) / s elementwise."""
         _check_count(n)
         y = self._f32(n, out)
         if n:
-            _raise_status(self._fn["pk_add_div"](n, _Arg(a, n, "float32", "a").pointer,
-                                                 _Arg(b, n, "float32", "b").pointer, s,
-                                                 _Arg(y, n, "float32", "y", True).pointer), "pk_add_div")
+            raise_status(self._fn["pk_add_div"](n, Arg(a, n, "float32", "a").pointer,
+                                                 Arg(b, n, "float32", "b").pointer, s,
+                                                 Arg(y, n, "float32", "y", True).pointer), "pk_add_div")
         return y
 
     def conv2d_s2(self, x, Cin: int, H: int, W: int, w, b, Cout: int, groups: int = 1, out=None) -> tuple:
         """3x3 stride-2 padding-1 conv: returns (y [Cout][ceil(H/2)][ceil(W/2)], Ho, Wo)."""
-        _check_dims(Cin=Cin, H=H, W=W, Cout=Cout, groups=groups)
+        check_dims(Cin=Cin, H=H, W=W, Cout=Cout, groups=groups)
         if Cin % groups or Cout % groups:
             raise KernelError(f"groups {groups} must divide Cin {Cin} and Cout {Cout}")
         Ho, Wo = (H + 1) // 2, (W + 1) // 2
         y = self._f32(Cout * Ho * Wo, out)
-        _raise_status(self._fn["pk_conv2d_s2"](Cin, Cout, H, W, _Arg(x, Cin * H * W, "float32", "x").pointer,
-                                               _Arg(w, Cout * (Cin // groups) * 9, "float32", "w").pointer,
-                                               _Arg(b, Cout, "float32", "b").pointer, groups,
-                                               _Arg(y, Cout * Ho * Wo, "float32", "y", True).pointer), "pk_conv2d_s2")
+        raise_status(self._fn["pk_conv2d_s2"](Cin, Cout, H, W, Arg(x, Cin * H * W, "float32", "x").pointer,
+                                               Arg(w, Cout * (Cin // groups) * 9, "float32", "w").pointer,
+                                               Arg(b, Cout, "float32", "b").pointer, groups,
+                                               Arg(y, Cout * Ho * Wo, "float32", "y", True).pointer), "pk_conv2d_s2")
         return y, Ho, Wo
 
     # -- activations ------------------------------------------------------------------------
 
     def quantize(self, x, N: int, K: int, xq=None, xs=None):
         """Per-token int8 quantisation of x[N][K] float32 -> (xq bytearray, xs array('f'))."""
-        _check_dims(N=N, K=K)
+        check_dims(N=N, K=K)
         xq = bytearray(N * K) if xq is None else xq
         xs = zeros_f32(N) if xs is None else xs
         status = self._fn["quantize_act"](
-            N, K, _Arg(x, N * K, "float32", "x").pointer, _Arg(xq, N * K, "int8", "xq", True).pointer,
-            _Arg(xs, N, "float32", "xs", True).pointer)
+            N, K, Arg(x, N * K, "float32", "x").pointer, Arg(xq, N * K, "int8", "xq", True).pointer,
+            Arg(xs, N, "float32", "xs", True).pointer)
         if status > 0:
             raise KernelError(f"activation row {status - 1} contains NaN or infinity")
-        _raise_status(status, "quantize_act")
+        raise_status(status, "quantize_act")
         return xq, xs
 
     # -- GEMMs ------------------------------------------------------------------------------
@@ -806,29 +805,29 @@ class Kernels:
         if not isinstance(weights, Fv5Weights):
             raise KernelError("weights must come from Kernels.prepare_fv5 (validated blocks)")
         O, K = weights.O, weights.K
-        _check_dims(N=N)
+        check_dims(N=N)
         out = zeros_f32(N * O) if out is None else out
         scratch, need = self._scratch_for(N, K)
         status = self._fn["fv5_gemm"](
-            N, O, K, _Arg(xq, N * K, "int8", "xq").pointer, _Arg(xs, N, "float32", "xs").pointer,
+            N, O, K, Arg(xq, N * K, "int8", "xq").pointer, Arg(xs, N, "float32", "xs").pointer,
             weights.packed_arg.pointer, weights.lut_arg.pointer, weights.ws_arg.pointer,
-            None if bias is None else _Arg(bias, O, "float32", "bias").pointer,
-            _Arg(out, N * O, "float32", "out", True).pointer, scratch.pointer, need)
-        _raise_status(status, "fv5_gemm")
+            None if bias is None else Arg(bias, O, "float32", "bias").pointer,
+            Arg(out, N * O, "float32", "out", True).pointer, scratch.pointer, need)
+        raise_status(status, "fv5_gemm")
         return out
 
     def int8_gemm(self, xq, xs, N: int, w, ws, O: int, K: int, bias=None, out=None):
         """y[N][O] float32 = dequant(w . xq) for plain int8 weights w[O][K] with row scales."""
-        _check_dims(N=N, O=O, K=K)
-        _check_multiple_of_8(K=K)
+        check_dims(N=N, O=O, K=K)
+        check_multiple_of_8(K=K)
         out = zeros_f32(N * O) if out is None else out
         scratch, need = self._scratch_for(N, K)
         status = self._fn["int8_gemm"](
-            N, O, K, _Arg(xq, N * K, "int8", "xq").pointer, _Arg(xs, N, "float32", "xs").pointer,
-            _Arg(w, O * K, "int8", "w").pointer, _Arg(ws, O, "float32", "ws").pointer,
-            None if bias is None else _Arg(bias, O, "float32", "bias").pointer,
-            _Arg(out, N * O, "float32", "out", True).pointer, scratch.pointer, need)
-        _raise_status(status, "int8_gemm")
+            N, O, K, Arg(xq, N * K, "int8", "xq").pointer, Arg(xs, N, "float32", "xs").pointer,
+            Arg(w, O * K, "int8", "w").pointer, Arg(ws, O, "float32", "ws").pointer,
+            None if bias is None else Arg(bias, O, "float32", "bias").pointer,
+            Arg(out, N * O, "float32", "out", True).pointer, scratch.pointer, need)
+        raise_status(status, "int8_gemm")
         return out
 
     # -- benchmark-only: the runtime's plain int8 GEMM ceiling --------------------------------
@@ -842,111 +841,26 @@ class Kernels:
 
     def stage_int8(self, w, O: int, K: int) -> bytearray:
         self._need_peak()
-        _check_dims(O=O, K=K)
-        _check_multiple_of_8(O=O, K=K)
+        check_dims(O=O, K=K)
+        check_multiple_of_8(O=O, K=K)
         staged = bytearray(O * K)
-        status = self._fn["int8_stage_weights"](O, K, _Arg(w, O * K, "int8", "w").pointer,
-                                                _Arg(staged, O * K, "int8", "staged", True).pointer)
-        _raise_status(status, "int8_stage_weights")
+        status = self._fn["int8_stage_weights"](O, K, Arg(w, O * K, "int8", "w").pointer,
+                                                Arg(staged, O * K, "int8", "staged", True).pointer)
+        raise_status(status, "int8_stage_weights")
         return staged
 
     def int8_gemm_peak(self, xq, N: int, staged, O: int, K: int, acc=None):
         self._need_peak()
-        _check_dims(N=N, O=O, K=K)
-        _check_multiple_of_8(O=O, K=K)
+        check_dims(N=N, O=O, K=K)
+        check_multiple_of_8(O=O, K=K)
         acc = array("i", bytes(4 * N * O)) if acc is None else acc
         scratch, need = self._scratch_for(N, K)
         status = self._fn["int8_gemm_peak"](
-            N, O, K, _Arg(xq, N * K, "int8", "xq").pointer, _Arg(staged, O * K, "int8", "staged").pointer,
-            _Arg(acc, N * O, "int32", "acc", True).pointer, scratch.pointer, need)
-        _raise_status(status, "int8_gemm_peak")
+            N, O, K, Arg(xq, N * K, "int8", "xq").pointer, Arg(staged, O * K, "int8", "staged").pointer,
+            Arg(acc, N * O, "int32", "acc", True).pointer, scratch.pointer, need)
+        raise_status(status, "int8_gemm_peak")
         return acc
 
-
-    # -- one whole encoder layer (kernels/layer.h) ----------------------------------------------
-
-    def conformer_layer_weights(self, D: int, heads: int, ff: int, conv_kernel: int, eps: float,
-                                sqrt_dk: float, norms: list, linears: dict, bias_u, bias_v, dw_w, dw_b
-                                ) -> "ConformerLayerWeights":
-        """Check one layer's weights once and describe them for conformer_layer. norms: five
-        (gamma, beta) pairs [D] in layer.h's order; linears: LAYER_LINEARS name -> (kind, O, K,
-        weights, bias): kind "fv5" with Fv5Weights, or "int8" with (w [O][K], scale [O])."""
-        _check_dims(D=D, heads=heads, ff=ff, conv_kernel=conv_kernel)
-        if D % heads or conv_kernel % 2 == 0:
-            raise KernelError(f"layer: d_model {D} must divide into {heads} heads and the conv kernel "
-                              f"{conv_kernel} must be odd")
-        return ConformerLayerWeights(_PREPARED, D, heads, ff, conv_kernel, eps, sqrt_dk, norms, linears,
-                                     bias_u, bias_v, dw_w, dw_b)
-
-    def conformer_layer(self, weights: "ConformerLayerWeights", T: int, x, pe, out=None, pos_keys=None) -> array:
-        """One FastConformer layer: y [T][D] from x [T][D] and the positional table pe [2T-1][D]
-        (or pos_keys [2T-1][D], the layer's pos projection of it computed already: pe may then
-        be None), the bits of the layer composed call by call (kernels/layer.h)."""
-        if not isinstance(weights, ConformerLayerWeights):
-            raise KernelError("weights must come from Kernels.conformer_layer_weights")
-        _check_dims(T=T)
-        if 2 * T - 1 > MAX_DIM:
-            raise KernelError(f"T = {T}: the positional table's 2T - 1 rows exceed {MAX_DIM}")
-        if pe is None and pos_keys is None:
-            raise KernelError("conformer_layer needs the positional table pe or its projected pos_keys")
-        D = weights.D
-        need = self.scratch_size("pk_conformer_layer_scratch_bytes", T, D, weights.ff, weights.heads)
-        scratch = self.staging((need + 3) // 4, "layer")
-        y = self._f32(T * D, out)
-        rows = (2 * T - 1) * D
-        status = self._fn["conformer_layer"](
-            ctypes.addressof(weights.desc), T, _Arg(x, T * D, "float32", "x").pointer,
-            None if pe is None else _Arg(pe, rows, "float32", "pe").pointer,
-            None if pos_keys is None else _Arg(pos_keys, rows, "float32", "pos_keys").pointer,
-            _Arg(y, T * D, "float32", "y", True).pointer,
-            _Arg(scratch, (need + 3) // 4, "float32", "scratch", True).pointer, need)
-        if status > 0:
-            raise KernelError(f"activation row {status - 1} contains NaN or infinity")
-        _raise_status(status, "conformer_layer")
-        return y
-
-    def decoder_weights(self, P: int, J: int, V: int, n_dur: int, w_ih: list, w_hh: list, proj, head,
-                        embedding=None, durations=None) -> "DecoderWeights":
-        """Check the TDT decoder's weights once for the one-call steps (kernels/decoder_step.h):
-        w_ih, w_hh one (kind, O, K, weights, bias) per LSTM layer (4P x P), proj J x P, head
-        (V + 1 + n_dur) x J, as conformer_layer_weights' linears. With embedding = (int8 rows
-        [V + 1][P], float32 scales [V + 1]) and durations (n_dur frame counts) also the whole
-        greedy decoding in C (DecoderState.greedy)."""
-        _check_dims(P=P, J=J, V=V, n_dur=n_dur, layers=len(w_ih))
-        if len(w_hh) != len(w_ih):
-            raise KernelError(f"decoder: {len(w_ih)} input and {len(w_hh)} hidden LSTM weights")
-        if (embedding is None) != (durations is None):
-            raise KernelError("decoder: the greedy decoding needs both the embedding and the durations")
-        return DecoderWeights(_PREPARED, self, P, J, V, n_dur, w_ih, w_hh, proj, head, embedding, durations)
-
-    def subsampling_weights(self, C: int, F: int, D: int, convs: list, pw3, pw6, linear) -> "SubsamplingWeights":
-        """Check the subsampling's weights once for subsampling_frames (kernels/subsampling.h):
-        convs = [(w0, b0), (w2, b2), (w5, b5)] ([C][3][3], [C]); pw3, pw6 (C x C) and linear
-        (D x C * ceil(F / 8)) as conformer_layer_weights' linears."""
-        _check_dims(C=C, F=F, D=D)
-        return SubsamplingWeights(_PREPARED, C, F, D, convs, pw3, pw6, linear)
-
-    def subsampling_frames(self, weights: "SubsamplingWeights", T: int, x) -> tuple:
-        """The whole subsampling stack on x [T][F]: (y [T'][D], T'), T' = ceil(T / 8); the bits
-        of the stack composed call by call."""
-        if not isinstance(weights, SubsamplingWeights):
-            raise KernelError("weights must come from Kernels.subsampling_weights")
-        _check_dims(T=T)
-        F, C, D = weights.F, weights.C, weights.D
-        need = self.scratch_size("pk_subsampling_scratch_bytes", T, F, C, D)
-        if need == 0:
-            raise KernelError(f"subsampling: {T} frames of {F} bins are too many for one call")
-        scratch = self.staging((need + 3) // 4, "subsampling")
-        Tp = (((T + 1) // 2 + 1) // 2 + 1) // 2
-        y = zeros_f32(Tp * D)
-        status = self._fn["subsampling_frames"](
-            ctypes.addressof(weights.desc), T, _Arg(x, T * F, "float32", "x").pointer,
-            _Arg(y, Tp * D, "float32", "y", True).pointer,
-            _Arg(scratch, (need + 3) // 4, "float32", "scratch", True).pointer, need)
-        if status > 0:
-            raise KernelError(f"subsampling: activation row {status - 1} contains NaN or infinity")
-        _raise_status(status, "subsampling_frames")
-        return y, Tp
 
 _PREPARED = object()     # only Kernels.prepare_fv5 may build Fv5Weights
 
@@ -964,10 +878,10 @@ class Fv5Weights:
         if token is not _PREPARED:
             raise KernelError("Fv5Weights come from Kernels.prepare_fv5 (which validates them)")
         self._O, self._K = O, K
-        self.packed_arg = _Arg(packed, (O // 8) * fv5_block_bytes(K), "uint8", "packed")
+        self.packed_arg = Arg(packed, (O // 8) * fv5_block_bytes(K), "uint8", "packed")
         self.lut, self.ws = bytes(lut), array("f", ws).tobytes()
-        self.lut_arg = _Arg(self.lut, 8 * O, "int8", "lut")
-        self.ws_arg = _Arg(self.ws, 4 * O, "uint8", "ws")
+        self.lut_arg = Arg(self.lut, 8 * O, "int8", "lut")
+        self.ws_arg = Arg(self.ws, 4 * O, "uint8", "ws")
 
     @property
     def O(self) -> int:
@@ -978,52 +892,42 @@ class Fv5Weights:
         return self._K
 
 
-# The weights of one encoder layer as kernels/layer.h's structs.
-LAYER_LINEARS = ("ff1_in", "ff1_out", "q", "k", "v", "o", "pos", "pw1", "pw2", "ff2_in", "ff2_out")
+# A linear described for C (kernels/fused.h pk_linear), for families' one-call entry points.
 
-
-class _LinearDesc(ctypes.Structure):
+class LinearDesc(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_int32), ("O", ctypes.c_int32), ("K", ctypes.c_int32),
                 ("packed", _vp), ("w", _vp), ("ws", _vp), ("bias", _vp)]
 
 
-class _LayerDesc(ctypes.Structure):
-    _fields_ = ([("D", ctypes.c_int32), ("heads", ctypes.c_int32), ("ff", ctypes.c_int32),
-                 ("conv_kernel", ctypes.c_int32), ("eps", ctypes.c_float), ("sqrt_dk", ctypes.c_float),
-                 ("norm_g", _vp * 5), ("norm_b", _vp * 5)]
-                + [(name, _LinearDesc) for name in LAYER_LINEARS]
-                + [("bias_u", _vp), ("bias_v", _vp), ("dw_w", _vp), ("dw_b", _vp)])
-
-
-def _address(arg: _Arg) -> int:
-    """The address of a checked buffer (kept alive by the _Arg)."""
+def address_of(arg: Arg) -> int:
+    """The address of a checked buffer (kept alive by the Arg)."""
     p = arg.pointer
     return ctypes.addressof(p) if isinstance(p, ctypes.Array) else ctypes.cast(p, _vp).value
 
 
-class _WeightsDescription:
+class WeightsDescription:
     """Buffers checked once, their addresses handed to C in a struct, kept alive here."""
 
     def __init__(self):
         self._keep = []
 
     def _pin(self, buffer, count: int, name: str, kind: str = "float32") -> int:
-        arg = _Arg(buffer, count, kind, name)
+        arg = Arg(buffer, count, kind, name)
         self._keep.append(arg)
-        return _address(arg)
+        return address_of(arg)
 
-    def _linear(self, name: str, shape: tuple, kind: str, O: int, K: int, weights, bias) -> _LinearDesc:
+    def _linear(self, name: str, shape: tuple, kind: str, O: int, K: int, weights, bias) -> LinearDesc:
         """A pk_linear for (kind, O, K, weights, bias): fv5 with Fv5Weights, int8 with (w, scale)."""
         if (O, K) != shape:
             raise KernelError(f"linear {name}: shape {O}x{K}, expected {shape[0]}x{shape[1]}")
-        _check_multiple_of_8(K=K)
-        out = _LinearDesc(O=O, K=K, bias=None if bias is None else self._pin(bias, O, f"{name} bias"))
+        check_multiple_of_8(K=K)
+        out = LinearDesc(O=O, K=K, bias=None if bias is None else self._pin(bias, O, f"{name} bias"))
         if kind == "fv5":
             if not isinstance(weights, Fv5Weights) or (weights.O, weights.K) != (O, K):
                 raise KernelError(f"linear {name}: five-value weights must come from prepare_fv5")
             self._keep.append(weights)
-            out.kind, out.packed = 1, _address(weights.packed_arg)
-            out.w, out.ws = _address(weights.lut_arg), _address(weights.ws_arg)
+            out.kind, out.packed = 1, address_of(weights.packed_arg)
+            out.w, out.ws = address_of(weights.lut_arg), address_of(weights.ws_arg)
         elif kind == "int8":
             w, scale = weights
             out.kind, out.packed = 0, None
@@ -1033,194 +937,7 @@ class _WeightsDescription:
         return out
 
 
-class ConformerLayerWeights(_WeightsDescription):
-    """One layer's weights, checked and described once (Kernels.conformer_layer_weights): every
-    buffer's size against the layer's dimensions, its address in a _LayerDesc, the buffers kept
-    alive here."""
-
-    def __init__(self, token, D, heads, ff, conv_kernel, eps, sqrt_dk, norms, linears, bias_u, bias_v,
-                 dw_w, dw_b):
-        if token is not _PREPARED:
-            raise KernelError("ConformerLayerWeights come from Kernels.conformer_layer_weights")
-        super().__init__()
-        self.D, self.heads, self.ff = D, heads, ff
-        d = self.desc = _LayerDesc(D=D, heads=heads, ff=ff, conv_kernel=conv_kernel, eps=eps, sqrt_dk=sqrt_dk)
-        if len(norms) != 5:
-            raise KernelError(f"layer: need 5 norms, got {len(norms)}")
-        for i, (g, b) in enumerate(norms):
-            d.norm_g[i], d.norm_b[i] = self._pin(g, D, f"norm {i} gamma"), self._pin(b, D, f"norm {i} beta")
-        shapes = {"ff1_in": (ff, D), "ff1_out": (D, ff), "pw1": (2 * D, D), "ff2_in": (ff, D), "ff2_out": (D, ff)}
-        if set(linears) != set(LAYER_LINEARS):
-            raise KernelError(f"layer: linears {sorted(linears)} are not {sorted(LAYER_LINEARS)}")
-        for name in LAYER_LINEARS:
-            setattr(d, name, self._linear(name, shapes.get(name, (D, D)), *linears[name]))
-        d.bias_u, d.bias_v = self._pin(bias_u, D, "bias_u"), self._pin(bias_v, D, "bias_v")
-        d.dw_w, d.dw_b = self._pin(dw_w, D * conv_kernel, "depthwise weight"), self._pin(dw_b, D, "depthwise bias")
-
-
-class _PredictionDesc(ctypes.Structure):
-    _fields_ = [("layers", ctypes.c_int32), ("P", ctypes.c_int32), ("J", ctypes.c_int32),
-                ("w_ih", _vp), ("w_hh", _vp), ("proj", _LinearDesc)]
-
-
-class _JointDesc(ctypes.Structure):
-    _fields_ = [("V", ctypes.c_int32), ("n_dur", ctypes.c_int32), ("J", ctypes.c_int32), ("head", _LinearDesc)]
-
-
-class _TdtDesc(ctypes.Structure):
-    _fields_ = [("pred", _vp), ("joint", _vp), ("embedding", _vp), ("embedding_scale", _vp), ("durations", _vp)]
-
-
-class _TdtCursor(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_int32) for name in ("t", "last_frame", "count", "n_tokens", "done")]
-
-
-class DecoderWeights(_WeightsDescription):
-    """The prediction network's and the joint's weights, checked and described once
-    (Kernels.decoder_weights) for DecoderState."""
-
-    def __init__(self, token, k, P, J, V, n_dur, w_ih, w_hh, proj, head, embedding=None, durations=None):
-        if token is not _PREPARED:
-            raise KernelError("DecoderWeights come from Kernels.decoder_weights")
-        super().__init__()
-        self.k, self.P, self.J, self.V, self.n_dur, self.layers = k, P, J, V, n_dur, len(w_ih)
-        self.w_ih = (_LinearDesc * self.layers)(*(self._linear(f"lstm input {i}", (4 * P, P), *w)
-                                                  for i, w in enumerate(w_ih)))
-        self.w_hh = (_LinearDesc * self.layers)(*(self._linear(f"lstm hidden {i}", (4 * P, P), *w)
-                                                  for i, w in enumerate(w_hh)))
-        self.prediction = _PredictionDesc(layers=self.layers, P=P, J=J, w_ih=ctypes.addressof(self.w_ih),
-                                          w_hh=ctypes.addressof(self.w_hh),
-                                          proj=self._linear("prediction projection", (J, P), *proj))
-        self.joint = _JointDesc(V=V, n_dur=n_dur, J=J, head=self._linear("joint head", (V + 1 + n_dur, J), *head))
-        self.tdt = None if embedding is None else self._tdt(embedding, durations)
-
-    def _tdt(self, embedding, durations) -> _TdtDesc:
-        rows, scales = embedding
-        durations = list(durations)
-        if len(durations) != self.n_dur or not all(isinstance(d, int) and not isinstance(d, bool)
-                                                   and 0 <= d <= MAX_DIM for d in durations):
-            raise KernelError(f"decoder: need {self.n_dur} durations, ints in 0..{MAX_DIM}; got {durations!r}")
-        table = array("i", durations)
-        return _TdtDesc(pred=ctypes.addressof(self.prediction), joint=ctypes.addressof(self.joint),
-                        embedding=self._pin(rows, (self.V + 1) * self.P, "embedding rows", "int8"),
-                        embedding_scale=self._pin(scales, self.V + 1, "embedding scales"),
-                        durations=self._pin(table, self.n_dur, "durations", "int32"))
-
-
-class DecoderState:
-    """One utterance's decoding on DecoderWeights: the LSTM state [layers][2][P] (h, c) and the
-    projected prediction g [J], updated in place by step(); best(t) evaluates the joint on
-    frame t of the projected encoder output set by frames(). Buffers are checked and pinned
-    once, so a step is one crossing with nothing to convert."""
-
-    def __init__(self, weights: DecoderWeights):
-        if not isinstance(weights, DecoderWeights):
-            raise KernelError("DecoderState needs Kernels.decoder_weights")
-        w = self.weights = weights
-        self._fn = w.k._fn
-        self.state = zeros_f32(2 * w.layers * w.P)
-        self.g = zeros_f32(w.J)
-        self._best = array("i", [0, 0])
-        self._need = w.k.scratch_size("pk_tdt_scratch_bytes", w.P, w.J, w.V + 1 + w.n_dur)   # the steps' and the loop's
-        scratch = bytearray(self._need)
-        self._args = [_Arg(b, len(b), kind, name, True) for b, kind, name in
-                      ((self.state, "float32", "state"), (self.g, "float32", "g"), (self._best, "int32", "best"),
-                       (scratch, "uint8", "scratch"))]
-        self._state, self._g, self._best_at, self._scratch = (_address(a) for a in self._args)
-        self._rows: dict = {}
-        self._frames, self._T = None, 0
-        self._prediction_at, self._joint_at = ctypes.addressof(w.prediction), ctypes.addressof(w.joint)
-
-    def step(self, token: int, row) -> None:
-        """Advance the prediction network on `token` whose embedding is `row` (float32 [P]; the
-        pinned copy is cached per token)."""
-        address = self._rows.get(token)
-        if address is None:
-            arg = _Arg(array("f", row), self.weights.P, "float32", "embedding", True)
-            address = self._rows[token] = (_address(arg), arg)
-        status = self._fn["prediction_step"](self._prediction_at, address[0], self._state,
-                                             self._g, self._scratch, self._need)
-        if status > 0:
-            raise KernelError("the prediction network's state is NaN or infinite")
-        _raise_status(status, "prediction_step")
-
-    def frames(self, f, T: int) -> None:
-        """The projected encoder output f [T][J] that best(t) reads (pinned here)."""
-        _check_dims(T=T)
-        self._frames = _Arg(f, T * self.weights.J, "float32", "projected frames")
-        self._base, self._T = _address(self._frames), T
-
-    def greedy(self, max_symbols: int, frames_per_call: int = 64, between=None) -> list:
-        """The TDT greedy decoding of the frames set by frames(), in C (tdt_greedy__<tier>: the
-        rules of engine/parakeet_tdt/decoder.py greedy_rules), from the current state - step()
-        it on the start symbol first. [(token, frame, duration)]. One call per
-        `frames_per_call` frames, with between() (which may raise, e.g. to cancel) before each."""
-        w = self.weights
-        if w.tdt is None:
-            raise KernelError("greedy decoding needs decoder_weights with the embedding and durations")
-        if self._frames is None:
-            raise KernelError("greedy: no frames set")
-        if not isinstance(max_symbols, int) or isinstance(max_symbols, bool) or not 0 <= max_symbols <= MAX_DIM:
-            raise KernelError(f"max_symbols must be an int in 0..{MAX_DIM}, got {max_symbols!r}")
-        _check_dims(frames_per_call=frames_per_call)
-        T = self._T
-        capacity = T * max(max_symbols, 1) + 1                  # at most max_symbols tokens a frame
-        if capacity > MAX_DIM * 64:
-            raise KernelError(f"greedy: {T} frames x {max_symbols} symbols is too many tokens")
-        tokens = array("i", bytes(12 * capacity))
-        tokens_arg = _Arg(tokens, 3 * capacity, "int32", "tokens", True)
-        cursor = _TdtCursor(t=0, last_frame=-1, count=0, n_tokens=0, done=0)
-        while not cursor.done:
-            if between is not None:
-                between()
-            stop = min(T, cursor.t + frames_per_call)
-            status = self._fn["tdt_greedy"](ctypes.addressof(w.tdt), self._base, T, max_symbols, stop,
-                                            ctypes.byref(cursor), self._state, self._g, _address(tokens_arg),
-                                            capacity, self._scratch, self._need)
-            if status == 1:
-                raise KernelError("the prediction network's state is NaN or infinite")
-            if status == 2:
-                raise KernelError(f"joint: a frame near {cursor.t} or the prediction is NaN or infinite")
-            _raise_status(status, "tdt_greedy")
-        return [(tokens[3 * i], tokens[3 * i + 1], tokens[3 * i + 2]) for i in range(cursor.n_tokens)]
-
-    def best(self, t: int) -> tuple:
-        """(token or blank id, duration index) of the joint at frame t and the current g."""
-        if self._frames is None or not 0 <= t < self._T:
-            raise KernelError(f"joint: frame {t} outside the {self._T} frames set")
-        status = self._fn["joint_best"](self._joint_at, self._base + 4 * t * self.weights.J,
-                                        self._g, self._best_at, self._scratch, self._need)
-        if status > 0:
-            raise KernelError(f"joint: frame {t} or the prediction is NaN or infinite")
-        _raise_status(status, "joint_best")
-        return self._best[0], self._best[1]
-
-
-class _SubsamplingDesc(ctypes.Structure):
-    _fields_ = ([("C", ctypes.c_int32), ("F", ctypes.c_int32), ("D", ctypes.c_int32)]
-                + [(name, _vp) for name in ("w0", "b0", "w2", "b2", "w5", "b5")]
-                + [("pw3", _LinearDesc), ("pw6", _LinearDesc), ("linear", _LinearDesc)])
-
-
-class SubsamplingWeights(_WeightsDescription):
-    """The subsampling's weights, checked and described once (Kernels.subsampling_weights)."""
-
-    def __init__(self, token, C, F, D, convs, pw3, pw6, linear):
-        if token is not _PREPARED:
-            raise KernelError("SubsamplingWeights come from Kernels.subsampling_weights")
-        super().__init__()
-        self.C, self.F, self.D = C, F, D
-        if len(convs) != 3:
-            raise KernelError(f"subsampling: need 3 convs, got {len(convs)}")
-        d = self.desc = _SubsamplingDesc(C=C, F=F, D=D)
-        for (w, b), wn, bn in zip(convs, ("w0", "w2", "w5"), ("b0", "b2", "b5")):
-            setattr(d, wn, self._pin(w, 9 * C, f"subsampling {wn}"))
-            setattr(d, bn, self._pin(b, C, f"subsampling {bn}"))
-        sub_freq = (((F + 1) // 2 + 1) // 2 + 1) // 2
-        d.pw3, d.pw6 = self._linear("pw3", (C, C), *pw3), self._linear("pw6", (C, C), *pw6)
-        d.linear = self._linear("subsampling linear", (D, C * sub_freq), *linear)
-
-def _raise_status(status: int, what: str):
+def raise_status(status: int, what: str):
     if status == 0:
         return
     reasons = {-1: "shape rejected", -2: "scratch too small", -4: "value out of range"}

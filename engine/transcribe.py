@@ -17,7 +17,7 @@ from .audio import MODEL_RATE
 from .family import Cancelled, load, network
 from .kernels import Kernels
 from .longform import WindowPolicy, transcribe_pieces, transcript
-from .parallel import Team, WorkerTeam, default_threads
+from .executor import executor
 from .streaming import StreamConfig, StreamSession
 from .text import punctuation_marks
 from .timing import section
@@ -27,16 +27,11 @@ class Engine:
     def __init__(self, model, tier: str = "auto", threads: int | None = None, workers=None):
         """threads: encoder threads (default: all cores natively, 1 in Pyodide); workers: in the
         browser, a web/kernel-pool.mjs KernelPool whose kernel workers share the encoder's work
-        instead. Results are bit-identical for every count (engine/parallel.py)."""
+        instead. Results are bit-identical for every count (engine/executor.py)."""
         self.model = model
         self.k = Kernels(tier)
-        if workers is not None:
-            if threads not in (None, 1):
-                raise ValueError("threads and kernel workers do not mix: give one or the other")
-            self.team = WorkerTeam(self.k, workers)
-        else:
-            self.team = Team(self.k, default_threads() if threads is None else threads)
-        self.network = network(self.k, model, self.team)      # the model family's (engine/family.py)
+        self.executor = executor(self.k, threads, workers)
+        self.network = network(model, self.executor)      # the model family's (engine/family.py)
         self.marks = punctuation_marks(model.vocabulary)
         self._cancel = threading.Event()
         self.frontend_settings = model.frontend()
@@ -55,7 +50,7 @@ class Engine:
 
     @property
     def threads(self) -> int:
-        return self.team.size
+        return self.executor.size
 
     def stream(self, sample_rate: int, **config):
         """A streaming session (engine/streaming.py); config: StreamConfig fields."""

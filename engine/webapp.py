@@ -66,7 +66,7 @@ class WebApp:
 
     def workers_lost(self):
         """Why the kernel workers are gone (the engine then computes alone), or None."""
-        return self.engine.team.lost
+        return self.engine.executor.lost
 
     # -- a live stream --------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import pytest
 from conftest import NATIVE_TIERS
 from modeltools import reference
 from modeltools.convert import convert, read_config
+from engine.executor import Alone
 from engine.parakeet_tdt.encoder import Encoder
 from engine.kernels import Kernels
 from engine.family import load
@@ -37,7 +38,7 @@ def rel_l2(a, b):
 @pytest.mark.parametrize("seconds", [0.09, 1.0, 3.3])
 def test_float_activations_match_the_reference(scalar, tiny_model, seconds):
     feats, T = features(scalar, tiny_model, seconds)
-    y, Tp = Encoder(scalar, tiny_model)(feats, T, float_acts=True)
+    y, Tp = Encoder(Alone(scalar), tiny_model)(feats, T, float_acts=True)
     assert Tp == -(-T // 8)
     ref = reference.encoder(reference.DenseWeights(tiny_model), tiny_model.dims,
                             np.frombuffer(feats, np.float32).reshape(-1, T).astype(np.float64))
@@ -50,7 +51,7 @@ def test_int8_activations_per_layer_error(scalar, tiny_model):
     reference.encoder(reference.DenseWeights(tiny_model), tiny_model.dims,
                       np.frombuffer(feats, np.float32).reshape(-1, T).astype(np.float64),
                       on_layer=lambda i, v: ref_layers.__setitem__(i, v))
-    Encoder(scalar, tiny_model)(feats, T, on_layer=lambda i, v: layers.__setitem__(i, np.frombuffer(v, np.float32).copy()))
+    Encoder(Alone(scalar), tiny_model)(feats, T, on_layer=lambda i, v: layers.__setitem__(i, np.frombuffer(v, np.float32).copy()))
     errors = [rel_l2(layers[i].reshape(ref_layers[i].shape), ref_layers[i]) for i in sorted(layers)]
     print("int8-activation relative L2 per layer:", [f"{e:.4f}" for e in errors])
     assert all(0 < e < 0.05 for e in errors), errors
@@ -61,7 +62,7 @@ def test_encoder_bits_identical_across_native_tiers(tiny_model):
     for tier in NATIVE_TIERS:
         k = Kernels(tier)
         feats, T = features(k, tiny_model, 1.5)
-        y, _ = Encoder(k, tiny_model)(feats, T)
+        y, _ = Encoder(Alone(k), tiny_model)(feats, T)
         outputs.add(y.tobytes())
     assert len(outputs) == 1
 
@@ -70,7 +71,7 @@ def test_cancel_between_layers(scalar, tiny_model):
     from engine.family import Cancelled
     feats, T = features(scalar, tiny_model, 0.5)
     with pytest.raises(Cancelled):
-        Encoder(scalar, tiny_model)(feats, T, cancelled=lambda: True)
+        Encoder(Alone(scalar), tiny_model)(feats, T, cancelled=lambda: True)
 
 
 def espeak_wav(text: str, voice: str = "en-us") -> bytes:
@@ -114,7 +115,7 @@ def test_chunked_subsampling_is_bit_identical(scalar, tiny_model, seconds, float
     same bytes as one pass over the whole input."""
     from engine.parakeet_tdt.encoder import Subsampling
     feats, T = features(scalar, tiny_model, seconds)
-    whole, chunked = Subsampling(scalar, tiny_model), Subsampling(scalar, tiny_model)
+    whole, chunked = Subsampling(Alone(scalar), tiny_model), Subsampling(Alone(scalar), tiny_model)
     whole.CHUNK, chunked.CHUNK = 1 << 30, 3
     a, Ta = whole(feats, tiny_model.dims.n_mels, T, float_acts)
     b, Tb = chunked(feats, tiny_model.dims.n_mels, T, float_acts)
@@ -135,7 +136,7 @@ def test_five_value_width_comes_from_the_layout(scalar, tmp_path):
     model = load(tmp_path / "m.gguf")
     assert model.fv5_cols("encoder.layers.0.feed_forward1.linear1.weight") == 48
     feats, T = features(scalar, model, 1.0)
-    y, Tp = Encoder(scalar, model)(feats, T, float_acts=True)
+    y, Tp = Encoder(Alone(scalar), model)(feats, T, float_acts=True)
     ref = reference.encoder(reference.DenseWeights(model), model.dims,
                             np.frombuffer(feats, np.float32).reshape(-1, T).astype(np.float64))
     assert rel_l2(np.frombuffer(y, np.float32).reshape(Tp, -1), ref) <= 1e-4

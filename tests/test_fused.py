@@ -18,7 +18,9 @@ import pytest
 
 from conftest import NATIVE_TIERS
 from engine.audio import load_audio
-from engine.kernels import LAYER_LINEARS, DecoderState, KernelError, Kernels, zeros_f32
+from engine.kernels import KernelError, Kernels, zeros_f32
+from engine.parakeet_tdt import one_call
+from engine.parakeet_tdt.one_call import LAYER_LINEARS, DecoderState
 from engine.parakeet_tdt.decoder import tdt_greedy
 from engine.transcribe import Engine
 from modeltools.fv5 import pack_b5x3t7
@@ -60,7 +62,7 @@ class RandomLayer:
         self.dw, self.dwb = f32(rng.standard_normal(D * ck) * 0.3), f32(rng.standard_normal(D) * 0.1)
 
     def weights(self, k: Kernels):
-        return k.conformer_layer_weights(self.D, self.heads, self.ff, self.ck, self.eps, self.sqrt_dk, self.norms,
+        return one_call.conformer_layer_weights(k, self.D, self.heads, self.ff, self.ck, self.eps, self.sqrt_dk, self.norms,
                                          self.linears, self.u, self.vb, self.dw, self.dwb)
 
 
@@ -112,7 +114,7 @@ def test_layer_is_the_composed_layer_bit_for_bit(tier, first):
         weights = L.weights(k)
         for T in (1, 2, 3, 9, 13, 31, 37):
             x, pe = f32(rng.standard_normal(T * D)), f32(rng.standard_normal((2 * T - 1) * D))
-            got, want = k.conformer_layer(weights, T, x, pe), composed_layer(k, L, T, x, pe)
+            got, want = one_call.conformer_layer(k, weights, T, x, pe), composed_layer(k, L, T, x, pe)
             assert got.tobytes() == want.tobytes(), (tier, D, T)
 
 
@@ -125,22 +127,22 @@ def test_layer_refuses_bad_input_before_c(scalar):
     bad = array("f", x)
     bad[2 * D + 5] = float("nan")
     with pytest.raises(KernelError, match="row 2 contains NaN"):
-        scalar.conformer_layer(weights, T, bad, pe)
+        one_call.conformer_layer(scalar, weights, T, bad, pe)
     with pytest.raises(KernelError, match="pe: need"):
-        scalar.conformer_layer(weights, T, x, pe[:-1])
+        one_call.conformer_layer(scalar, weights, T, x, pe[:-1])
     with pytest.raises(KernelError, match="x: need"):
-        scalar.conformer_layer(weights, T + 1, x, f32(rng.standard_normal((2 * T + 1) * D)))
+        one_call.conformer_layer(scalar, weights, T + 1, x, f32(rng.standard_normal((2 * T + 1) * D)))
     with pytest.raises(KernelError, match="T = 0"):
-        scalar.conformer_layer(weights, 0, x, pe)
+        one_call.conformer_layer(scalar, weights, 0, x, pe)
     with pytest.raises(KernelError, match="conformer_layer_weights"):
-        scalar.conformer_layer(object(), T, x, pe)
+        one_call.conformer_layer(scalar, object(), T, x, pe)
     wrong = dict(L.linears, q=L.linears["ff1_in"])
     with pytest.raises(KernelError, match="linear q: shape 40x24, expected 24x24"):
-        scalar.conformer_layer_weights(D, 3, 40, 5, 1e-5, 2.0, L.norms, wrong, L.u, L.vb, L.dw, L.dwb)
+        one_call.conformer_layer_weights(scalar, D, 3, 40, 5, 1e-5, 2.0, L.norms, wrong, L.u, L.vb, L.dw, L.dwb)
     with pytest.raises(KernelError, match="depthwise weight: need 120"):
-        scalar.conformer_layer_weights(D, 3, 40, 5, 1e-5, 2.0, L.norms, L.linears, L.u, L.vb, L.dw[:-1], L.dwb)
+        one_call.conformer_layer_weights(scalar, D, 3, 40, 5, 1e-5, 2.0, L.norms, L.linears, L.u, L.vb, L.dw[:-1], L.dwb)
     with pytest.raises(KernelError, match="must be odd"):
-        scalar.conformer_layer_weights(D, 3, 40, 4, 1e-5, 2.0, L.norms, L.linears, L.u, L.vb, L.dw, L.dwb)
+        one_call.conformer_layer_weights(scalar, D, 3, 40, 4, 1e-5, 2.0, L.norms, L.linears, L.u, L.vb, L.dw, L.dwb)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,7 +161,7 @@ class RandomDecoder:
 
     def weights(self, k: Kernels, durations=None):
         embedding = None if durations is None else (self.emb_rows, self.emb_scales)
-        return k.decoder_weights(self.P, self.J, self.V, self.n_dur, self.w_ih, self.w_hh, self.proj, self.head,
+        return one_call.decoder_weights(k, self.P, self.J, self.V, self.n_dur, self.w_ih, self.w_hh, self.proj, self.head,
                                  embedding=embedding, durations=durations)
 
     def embed(self, token: int) -> array:
@@ -269,9 +271,9 @@ def test_greedy_loop_cancels_between_stretches_and_refuses_bad_input(scalar):
     with pytest.raises(KernelError, match="need 5 durations"):
         M.weights(scalar, [0, 1, 2, 3, -1])
     with pytest.raises(KernelError, match="both the embedding and the durations"):
-        scalar.decoder_weights(M.P, M.J, M.V, M.n_dur, M.w_ih, M.w_hh, M.proj, M.head, durations=durations)
+        one_call.decoder_weights(scalar, M.P, M.J, M.V, M.n_dur, M.w_ih, M.w_hh, M.proj, M.head, durations=durations)
     with pytest.raises(KernelError, match="embedding rows: need"):
-        scalar.decoder_weights(M.P, M.J, M.V, M.n_dur, M.w_ih, M.w_hh, M.proj, M.head,
+        one_call.decoder_weights(scalar, M.P, M.J, M.V, M.n_dur, M.w_ih, M.w_hh, M.proj, M.head,
                                embedding=(M.emb_rows[:-1], M.emb_scales), durations=durations)
     bad = DecoderState(M.weights(scalar, durations))
     frames = f32(rng.standard_normal(5 * M.J))
@@ -298,9 +300,9 @@ def test_decoder_refuses_bad_input(scalar):
     with pytest.raises(KernelError, match="NaN or infinite"):
         decoder.step(2, f32([float("inf")] * M.P))
     with pytest.raises(KernelError, match="lstm hidden 1: shape 24x16"):
-        scalar.decoder_weights(M.P, M.J, M.V, M.n_dur, M.w_ih, [M.w_hh[0], M.proj], M.proj, M.head)
+        one_call.decoder_weights(scalar, M.P, M.J, M.V, M.n_dur, M.w_ih, [M.w_hh[0], M.proj], M.proj, M.head)
     with pytest.raises(KernelError, match="2 input and 1 hidden"):
-        scalar.decoder_weights(M.P, M.J, M.V, M.n_dur, M.w_ih, M.w_hh[:1], M.proj, M.head)
+        one_call.decoder_weights(scalar, M.P, M.J, M.V, M.n_dur, M.w_ih, M.w_hh[:1], M.proj, M.head)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,22 +343,21 @@ def test_subsampling_refuses_bad_input_before_c(tiny_gguf_path):
     F = sub.n_mels
     weights = sub.fused_weights()
     x = f32(np.random.default_rng(2).standard_normal(40 * F))
-    y, frames = k.subsampling_frames(weights, 40, x)
+    y, frames = one_call.subsampling_frames(k, weights, 40, x)
     assert frames == 5 and len(y) == 5 * sub.d_model
     bad = array("f", x)
     bad[17 * F + 3] = float("inf")                      # a NaN/inf input reaches the pointwise conv
     with pytest.raises(KernelError, match="contains NaN or infinity"):
-        k.subsampling_frames(weights, 40, bad)
+        one_call.subsampling_frames(k, weights, 40, bad)
     with pytest.raises(KernelError, match="x: need"):
-        k.subsampling_frames(weights, 41, x)
+        one_call.subsampling_frames(k, weights, 41, x)
     with pytest.raises(KernelError, match="subsampling_weights"):
-        k.subsampling_frames(object(), 40, x)
+        one_call.subsampling_frames(k, object(), 40, x)
+    linears = [one_call.linear_parts(k, lin.weights) for lin in (sub.pw3, sub.pw6, sub.linear)]
     with pytest.raises(KernelError, match="need 3 convs"):
-        k.subsampling_weights(sub.C, F, sub.d_model, [sub.conv0], sub.pw3.fused_parts(), sub.pw6.fused_parts(),
-                              sub.linear.fused_parts())
+        one_call.subsampling_weights(k, sub.C, F, sub.d_model, [sub.conv0], *linears)
     with pytest.raises(KernelError, match="subsampling linear: shape"):
-        k.subsampling_weights(sub.C, F + 16, sub.d_model, [sub.conv0, sub.conv2, sub.conv5], sub.pw3.fused_parts(),
-                              sub.pw6.fused_parts(), sub.linear.fused_parts())
+        one_call.subsampling_weights(k, sub.C, F + 16, sub.d_model, [sub.conv0, sub.conv2, sub.conv5], *linears)
 
 
 @pytest.mark.parametrize("tier", NATIVE_TIERS)
@@ -369,10 +370,10 @@ def test_layer_with_its_position_keys_given_is_the_layer(tier):
     for T in (1, 2, 13, 37):
         x, pe = f32(rng.standard_normal(T * 24)), f32(rng.standard_normal((2 * T - 1) * 24))
         keys = run_linear(k, L.linears["pos"], pe, 2 * T - 1)
-        assert k.conformer_layer(weights, T, x, None, pos_keys=keys).tobytes() == \
-            k.conformer_layer(weights, T, x, pe).tobytes(), (tier, T)
+        assert one_call.conformer_layer(k, weights, T, x, None, pos_keys=keys).tobytes() == \
+            one_call.conformer_layer(k, weights, T, x, pe).tobytes(), (tier, T)
     with pytest.raises(KernelError, match="needs the positional table"):
-        k.conformer_layer(weights, 2, x, None)
+        one_call.conformer_layer(k, weights, 2, x, None)
 
 
 @pytest.mark.parametrize("tier", NATIVE_TIERS)

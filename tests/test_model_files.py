@@ -444,7 +444,7 @@ def test_general_architecture_chooses_the_family(tiny_gguf, monkeypatch):
         return model
 
     class Network:
-        def __init__(self, k, model, team):
+        def __init__(self, executor, model):
             self.n_mels = model.dims.n_mels
 
         def encode(self, features, T, float_acts=False, on_layer=None, cancelled=None):

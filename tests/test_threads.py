@@ -1,5 +1,5 @@
 """Native threads (issue 23, step 1): the encoder split across threads gives the same bits for
-every thread count, in every native tier, on the tiny and the default model; the team's
+every thread count, in every native tier, on the tiny and the default model; the executor's
 plumbing (ranges, errors) and the column-join kernel on awkward shapes."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from conftest import NATIVE_TIERS
 from engine.audio import load_audio
 from engine.kernels import KernelError
-from engine.parallel import Team, check_threads, even_ranges
+from engine.executor import Threads, check_threads, even_ranges
 from engine.transcribe import Engine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +34,7 @@ def encoder_digest_and_tokens(model: Path, tier: str, threads: int) -> tuple:
     samples = load_audio(engine.k, SAMPLE.read_bytes())
     enc, _ = engine.encode(samples)
     tokens = engine.transcribe(samples)["tokens"]
-    engine.team.close()
+    engine.executor.close()
     return hashlib.sha256(bytes(memoryview(enc).cast("B"))).hexdigest(), tokens
 
 
@@ -51,11 +51,12 @@ def test_every_thread_count_gives_the_same_bits(tier, which, tiny_model):
 def test_linears_are_really_split(tiny_model):
     engine = Engine.open(tiny_model, "scalar", 3)
     layer = engine.network.encoder.layers[0]
-    slices = layer.feed_forward1.linear1.slices
+    slices = layer.feed_forward1.linear1._run.parts
     assert [(s.r0, s.rows) for s in slices] == [(0, 24), (24, 24), (48, 16)]      # 64 rows, 8 blocks
     assert engine.threads == 3 and engine.transcribe(array("f", bytes(4 * 8000)))["timing"]["threads"] == 3
     single = Engine.open(tiny_model, "scalar", 1)
-    assert single.network.encoder.layers[0].feed_forward1.linear1.slices is None
+    assert not hasattr(single.network.encoder.layers[0].feed_forward1.linear1._run, "parts")   # one GEMM
+    assert single.executor.whole_layers and not engine.executor.whole_layers
 
 
 def test_even_ranges():
@@ -66,7 +67,7 @@ def test_even_ranges():
 
 
 def test_team_runs_every_task_and_raises_after_all_finish(scalar):
-    team = Team(scalar, 3)
+    team = Threads(scalar, 3)
     ran = []
     assert team.run([lambda k, i=i: ran.append(i) or (i, k.tier) for i in range(3)]) == [
         (0, "scalar"), (1, "scalar"), (2, "scalar")]
@@ -79,7 +80,7 @@ def test_team_runs_every_task_and_raises_after_all_finish(scalar):
     with pytest.raises(KernelError, match="boom"):
         team.run([lambda k: finished.append("first"), fail, lambda k: finished.append("third")])
     assert sorted(finished) == ["first", "third"]
-    with pytest.raises(ValueError, match="4 tasks for a team of 3"):
+    with pytest.raises(ValueError, match="4 tasks for 3 threads"):
         team.run([lambda k: None] * 4)
     team.close()
 

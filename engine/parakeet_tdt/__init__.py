@@ -4,8 +4,9 @@ checkpoints converted with int8 rows (modeltools/parakeet_hf.py) store it.
 
     layout.py      tensor names, kinds and shapes from the dimensions
     model_file.py  metadata keys and validate(): a GGUF -> ModelFile
-    encoder.py     subsampling + conformer layers on the C kernels (threads / kernel workers)
+    encoder.py     subsampling + conformer layers, through the engine's executor
     decoder.py     prediction network, joint, TDT greedy decoding
+    one_call.py    the one-call entry points (a whole layer, the subsampling, decoder steps)
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from .model_file import ARCHITECTURE, ModelFile, validate
 class Network:
     """The family's network for one model on one set of kernels: encoder + TDT decoder."""
 
-    def __init__(self, k, model: ModelFile, team=None):
-        self.k, self.model = k, model
-        self.encoder = Encoder(k, model, team)
-        self.prediction = PredictionNetwork(k, model)
-        self.joint = Joint(k, model)
+    def __init__(self, ex, model: ModelFile):
+        """ex: the engine's executor (engine/executor.py): how the work runs, not what it is."""
+        self.k, self.model = ex.k, model
+        self.encoder = Encoder(ex, model)
+        self.prediction = PredictionNetwork(ex.unsplit, model)
+        self.joint = Joint(ex.unsplit, model)
         self.max_symbols = model.file.get("parakeet.tdt.max_symbols_per_step", "uint32")
 
     def encode(self, features, T: int, float_acts: bool = False, on_layer=None, cancelled=None) -> tuple:

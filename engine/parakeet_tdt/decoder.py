@@ -7,24 +7,26 @@ from __future__ import annotations
 from array import array
 
 from ..family import Cancelled
-from ..kernels import DecoderState, Kernels, zeros_f32
+from ..kernels import Kernels, zeros_f32
 from ..text import Token
+from . import one_call
 from .encoder import Linear
 from .model_file import ModelFile
-
+from .one_call import DecoderState
 
 
 class PredictionNetwork:
     """Embedding + stacked LSTM (PyTorch gate order i, f, g, o); state (h, c) per layer."""
 
-    def __init__(self, k: Kernels, model: ModelFile):
-        self.k, d = k, model.dims
+    def __init__(self, ex, model: ModelFile):
+        """ex: an executor that never splits (one token at a time: nothing to share out)."""
+        self.k, d = ex.k, model.dims
         self.P, self.layers = d.pred_hidden, d.pred_layers
         emb = model.tensor("decoder.embedding.weight.q8")
         self.emb_q = memoryview(emb.data).cast("b")
         self.emb_scale = model.tensor("decoder.embedding.weight.scale").data.cast("f")
-        self.w_ih = [Linear(k, model, f"decoder.lstm.weight_ih_l{i}", f"decoder.lstm.bias_ih_l{i}") for i in range(self.layers)]
-        self.w_hh = [Linear(k, model, f"decoder.lstm.weight_hh_l{i}", f"decoder.lstm.bias_hh_l{i}") for i in range(self.layers)]
+        self.w_ih = [Linear(ex, model, f"decoder.lstm.weight_ih_l{i}", f"decoder.lstm.bias_ih_l{i}") for i in range(self.layers)]
+        self.w_hh = [Linear(ex, model, f"decoder.lstm.weight_hh_l{i}", f"decoder.lstm.bias_hh_l{i}") for i in range(self.layers)]
         self.blank = d.vocab_size
         self._rows = {}
         self._fused = None
@@ -58,9 +60,13 @@ class PredictionNetwork:
         """This network's and `joint`'s weights, the embedding table and the durations for the
         one-call decoder steps and greedy decoding (DecoderState)."""
         if self._fused is None or self._fused[0] != durations:
-            weights = self.k.decoder_weights(
-                self.P, joint.J, joint.V, joint.n_dur, [lin.fused_parts() for lin in self.w_ih],
-                [lin.fused_parts() for lin in self.w_hh], joint.pred.fused_parts(), joint.head.fused_parts(),
+            k = self.k
+
+            def parts(lin: Linear) -> tuple:
+                return one_call.linear_parts(k, lin.weights)
+            weights = one_call.decoder_weights(
+                k, self.P, joint.J, joint.V, joint.n_dur, [parts(lin) for lin in self.w_ih],
+                [parts(lin) for lin in self.w_hh], parts(joint.pred), parts(joint.head),
                 embedding=(self.emb_q, self.emb_scale), durations=durations)
             self._fused = (list(durations), weights)
         return self._fused[1]
@@ -69,12 +75,12 @@ class PredictionNetwork:
 class Joint:
     """z = head(relu(enc_proj(f_t) + pred_proj(g))): [V tokens, blank, durations]."""
 
-    def __init__(self, k: Kernels, model: ModelFile):
-        self.k, d = k, model.dims
+    def __init__(self, ex, model: ModelFile):
+        self.k, d = ex.k, model.dims
         self.J, self.V, self.n_dur = d.joint_hidden, d.vocab_size, d.n_durations
-        self.enc = Linear(k, model, "encoder_projector.weight", "encoder_projector.bias")
-        self.pred = Linear(k, model, "decoder.decoder_projector.weight", "decoder.decoder_projector.bias")
-        self.head = Linear(k, model, "joint.head.weight", "joint.head.bias")
+        self.enc = Linear(ex, model, "encoder_projector.weight", "encoder_projector.bias")
+        self.pred = Linear(ex, model, "decoder.decoder_projector.weight", "decoder.decoder_projector.bias")
+        self.head = Linear(ex, model, "joint.head.weight", "joint.head.bias")
 
     def project_encoder(self, enc, T: int, float_acts: bool = False) -> array:
         return self.enc(enc, T, float_acts)

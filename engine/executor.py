@@ -1,0 +1,338 @@
+"""How the network's work runs, apart from what the network is.
+
+A family's network (engine/parakeet_tdt/encoder.py) asks for a handful of operations, each with
+one signature, and never learns how they are carried out:
+
+    ex = executor(k, threads=4)          # or executor(k, workers=pool) in the browser
+    ex.k                                 # the calling thread's Kernels (norms, residuals, ...)
+    ex.whole_layers                      # True: nothing to split, run a layer as one C call
+    run = ex.linear(weights, "silu")     # once per linear at load; run(x, N) -> y [N][O]
+    mid = ex.conv_middle(pw1, dw, dwb, ksize)   # mid(x, T) -> silu(dwconv(glu(pw1 x))) [T][D]
+    ex.attention_heads(T, D, dk, H, Q, K, V, P, u, v, sqrt_dk, out)
+    ex.channel_ranges(C, run)            # run(k, c0, c1) over ranges covering C channels
+    ex.unsplit                           # the same kernels, never split (one-token work)
+
+Three executors, chosen by `executor()`:
+- Alone: one worker computes everything (the unsplit kernels).
+- Threads (native): Python threads around GIL-free ctypes calls; ctypes drops the GIL for the
+  length of every foreign call and the calls that matter run for milliseconds, so N threads keep
+  N cores busy. A C thread pool would need pthreads, which the wasm side modules cannot have.
+- KernelWorkers (browser): Pyodide has no threads; web/kernel-pool.mjs's kernel workers (plain
+  WebAssembly) hold their row slices of every split linear and compute them, or a range of
+  attention heads, while this worker computes the first part. If they are lost, everything runs
+  here from then on (`lost` says why), with the same bits.
+A GPU executor plugs in the same way: the same operations, whole layers on the device.
+
+Bit-identity for every count: a split never changes how an output element is computed. A linear
+is cut into whole 8-row blocks (each block is computed on its own in every tier), attention by
+heads, the conv module's middle by channel blocks; parts write disjoint parts of one output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from array import array
+from concurrent.futures import ThreadPoolExecutor
+
+from .kernels import IN_PYODIDE, KernelError, Kernels, Pinned, zeros_f32
+from .linear import LinearWeights, RowSlice, check_activation, whole_gemm
+
+MAX_THREADS = 64
+
+
+def default_threads() -> int:
+    """All cores natively; one in Pyodide (no threads there)."""
+    return 1 if IN_PYODIDE else max(1, min(os.cpu_count() or 1, MAX_THREADS))
+
+
+def check_threads(threads) -> int:
+    if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_THREADS:
+        raise KernelError(f"threads must be an int in 1..{MAX_THREADS}, got {threads!r}")
+    if threads > 1 and IN_PYODIDE:
+        raise KernelError("threads > 1 needs native threads; in the browser the work is split across workers")
+    return threads
+
+
+def even_ranges(count: int, parts: int) -> list:
+    """[(start, end)] cutting range(count) into min(parts, count) contiguous ranges whose
+    lengths differ by at most one."""
+    parts = max(1, min(parts, count))
+    base, extra = divmod(count, parts)
+    ranges, start = [], 0
+    for i in range(parts):
+        end = start + base + (1 if i < extra else 0)
+        ranges.append((start, end))
+        start = end
+    return ranges
+
+
+def conv_middle_alone(k: Kernels, pw1: LinearWeights, dw, dwb, ksize: int, x, T: int) -> array:
+    """silu(dwconv(glu(pw1 x))) [T][D], unsplit: pw1's 2D rows are D value rows then D gates."""
+    D = pw1.O // 2
+    xq, xs = k.quantize(x, T, pw1.K)
+    g = k.glu(whole_gemm(k, pw1, xq, xs, T, None), T, D)
+    return k.silu(k.dwconv1d(g, T, D, dw, dwb, ksize), T * D)
+
+
+# -- the executors ---------------------------------------------------------------------------
+
+class Alone:
+    """One worker computes everything with the unsplit kernels; layers run as one C call."""
+
+    lost = None                      # nothing to lose (see KernelWorkers.lost)
+
+    def __init__(self, k: Kernels):
+        self.k, self.size = k, 1
+
+    @property
+    def whole_layers(self) -> bool:
+        """Nothing is split: each layer (and the subsampling) runs as one C call."""
+        return self.size == 1
+
+    def linear(self, w: LinearWeights, activation=None):
+        check_activation(activation)
+        w.prepared(self.k)                     # five-value blocks validated at load, not mid-decode
+
+        def run(x, N: int) -> array:
+            xq, xs = self.k.quantize(x, N, w.K)
+            return whole_gemm(self.k, w, xq, xs, N, activation)
+        return run
+
+    def conv_middle(self, pw1: LinearWeights, dw, dwb, ksize: int):
+        pw1.prepared(self.k)
+        return lambda x, T: conv_middle_alone(self.k, pw1, dw, dwb, ksize, x, T)
+
+    def attention_heads(self, T, D, dk, H, Q, K, V, P, u, v, sqrt_dk, out) -> array:
+        """softmax((q+u).k + (q+v).p) / sqrt(dk)) v of every head -> out [T][H][dk]."""
+        self.k.attention_heads(T, D, dk, 0, H, Q, K, V, P, u, v, sqrt_dk, out)
+        return out
+
+    def channel_ranges(self, C: int, run) -> None:
+        run(self.k, 0, C)
+
+    @property
+    def unsplit(self) -> "Alone":
+        """An executor on the same kernels that never splits (for one-token work: the decoder)."""
+        return self if type(self) is Alone else Alone(self.k)
+
+    def close(self):
+        pass
+
+
+class Threads(Alone):
+    """`threads` native threads: the caller's (with `k`) and threads - 1 pool threads, each with
+    its own Kernels of the same tier (its own GEMM scratch); they share read-only inputs and
+    write disjoint parts of one output."""
+
+    def __init__(self, k: Kernels, threads: int):
+        super().__init__(k)
+        self.size = check_threads(threads)
+        self.kernels = [k] + [Kernels(k.tier) for _ in range(self.size - 1)]
+        self._pool = ThreadPoolExecutor(self.size - 1, thread_name_prefix="phonon-encoder")
+
+    def run(self, tasks: list) -> list:
+        """task(k) for each task, the first on the calling thread; results in order. An exception
+        in any task is raised once all have finished (none is left running)."""
+        if len(tasks) > self.size:
+            raise ValueError(f"{len(tasks)} tasks for {self.size} threads")
+        futures = [self._pool.submit(task, k) for task, k in zip(tasks[1:], self.kernels[1:])]
+        error = None
+        try:
+            first = tasks[0](self.kernels[0])
+        except BaseException as e:         # noqa: BLE001 - re-raised once the others are done
+            error, first = e, None
+        results = [first]
+        for future in futures:
+            try:
+                results.append(future.result())
+            except BaseException as e:     # noqa: BLE001
+                error = error or e
+        if error is not None:
+            raise error
+        return results
+
+    def linear(self, w: LinearWeights, activation=None):
+        check_activation(activation)
+        if w.blocks < 2:
+            return super().linear(w, activation)
+        parts = [w.rows(self.k, b0, b1) for b0, b1 in even_ranges(w.blocks, self.size)]
+
+        def run(x, N: int) -> array:
+            xq, xs = self.k.quantize(x, N, w.K)
+            y = zeros_f32(N * w.O)
+
+            def task(part: RowSlice):
+                def on(k: Kernels):
+                    ys = k.staging(N * part.rows)
+                    part.gemm(k, xq, xs, N, activation, ys)
+                    k.copy_cols(ys, N, part.rows, y, w.O, part.r0)
+                return on
+            self.run([task(part) for part in parts])
+            return y
+        run.parts = parts                          # [RowSlice], for tests and benchmarks
+        return run
+
+    def conv_middle(self, pw1: LinearWeights, dw, dwb, ksize: int):
+        parts = conv_parts(self.k, pw1, self.size)
+        if parts is None:
+            return super().conv_middle(pw1, dw, dwb, ksize)
+
+        def run(x, T: int) -> array:
+            xq, xs = self.k.quantize(x, T, pw1.K)
+            h = zeros_f32(T * (pw1.O // 2))
+            self.run([lambda k, part=part: conv_part(k, part, dw, dwb, ksize, xq, xs, T, h) for part in parts])
+            return h
+        return run
+
+    def attention_heads(self, T, D, dk, H, Q, K, V, P, u, v, sqrt_dk, out) -> array:
+        self.run([lambda k, h0=h0, h1=h1: k.attention_heads(T, D, dk, h0, h1, Q, K, V, P, u, v, sqrt_dk, out)
+                  for h0, h1 in even_ranges(H, self.size)])
+        return out
+
+    def channel_ranges(self, C: int, run) -> None:
+        self.run([lambda k, c0=c0, c1=c1: run(k, c0, c1) for c0, c1 in even_ranges(C, self.size)])
+
+    def close(self):
+        self._pool.shutdown(wait=True)
+
+
+def conv_parts(k: Kernels, pw1: LinearWeights, parts: int, first_only: bool = False):
+    """The conv middle cut by channel blocks: [(c0, c1, value rows, gate rows)] (pw1's rows c0..c1
+    and D+c0..D+c1), or None when D is not split (fewer than two 8-channel blocks)."""
+    nb = pw1.O // 16 if pw1.O % 16 == 0 else 0
+    if nb < 2:
+        return None
+    ranges = even_ranges(nb, parts)[:1] if first_only else even_ranges(nb, parts)
+    return [(8 * b0, 8 * b1, pw1.rows(k, b0, b1), pw1.rows(k, nb + b0, nb + b1)) for b0, b1 in ranges]
+
+
+def conv_part(k: Kernels, part: tuple, dw, dwb, ksize: int, xq, xs, T: int, h) -> None:
+    """Channels c0..c1: GLU of pw1's value and gate rows, depthwise conv, SiLU -> h[:, c0:c1].
+    Every value as in the unsplit module: the same bits."""
+    c0, c1, value, gate = part
+    w, D = c1 - c0, value.linear.O // 2
+    a, b = k.staging(T * w, "value"), k.staging(T * w, "gate")
+    value.gemm(k, xq, xs, T, None, a)
+    gate.gemm(k, xq, xs, T, None, b)
+    g = k.glu_split(a, b, T, w, out=a)
+    d = k.dwconv1d(g, T, w, dw[c0 * ksize:c1 * ksize], dwb[c0:c1], ksize, out=b)
+    k.silu(d, T * w, out=d)
+    k.copy_cols(d, T, w, h, D, c0)
+
+
+class KernelWorkers(Alone):
+    """The browser's split: this engine worker and the kernel workers of `pool`, a
+    web/kernel-pool.mjs KernelPool (a JavaScript object). Each kernel worker keeps its slice of
+    every split linear (registered once, at load) and computes it when asked; this worker
+    computes the first slice meanwhile. Python closures (channel_ranges) run here in one piece.
+    Once the workers are lost (size 1), layers run as one C call here."""
+
+    def __init__(self, k: Kernels, pool):
+        super().__init__(k)
+        self.pool = pool
+        self.size = int(pool.size) + 1
+        self._next_id = 0
+        self.lost: str | None = None          # why the kernel workers are gone, once they are
+
+    def settle(self, call) -> bool:
+        """Run call() (a pool *Begin / *End). If the pool failed - a kernel worker died or was
+        terminated - remember why and return False: from then on everything runs here (the same
+        bits), so the transcription in progress goes on with one worker and loses nothing."""
+        if self.lost is not None:
+            return False
+        try:
+            call()
+            return True
+        except Exception as e:                # pyodide.ffi.JsException: the pool's KernelPoolError
+            self.lost = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+            self.size = 1
+            return False
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id - 1
+
+    def _register_linear(self, slices: list) -> int:
+        """slices: worker_buffers() dicts, one per kernel worker. Returns the id the pool knows."""
+        linear_id = self._new_id()
+        for worker, s in enumerate(slices):
+            names = ("packed", "lut", "ws") if s["fmt"] == "fv5" else ("q", "scale", None)
+            args = []
+            for pin in (Pinned(s[n]) if n else None for n in names):
+                args += [pin.address, pin.nbytes] if pin else [0, 0]
+            bias = Pinned(s["bias"]) if s["bias"] is not None else None
+            self.pool.addLinear(linear_id, worker, s["fmt"], s["r0"], s["rows"], s["K"], s["act"], *args,
+                                bias.address if bias else 0)
+        return linear_id
+
+    def linear(self, w: LinearWeights, activation=None):
+        check_activation(activation)
+        if w.blocks < 2 or self.size < 2:
+            return super().linear(w, activation)
+        ranges = even_ranges(w.blocks, self.size)
+        first = w.rows(self.k, *ranges[0])
+        linear_id = self._register_linear([w.worker_buffers(self.k, b0, b1, activation) for b0, b1 in ranges[1:]])
+
+        def run(x, N: int) -> array:
+            xq, xs = self.k.quantize(x, N, w.K)
+            if self.lost is None:
+                y = zeros_f32(N * w.O)
+                started = self.settle(lambda: self.pool.linearBegin(linear_id, N, w.K, Pinned(xq).address,
+                                                                    Pinned(xs).address))
+                ys = self.k.staging(N * first.rows)
+                first.gemm(self.k, xq, xs, N, activation, ys)
+                self.k.copy_cols(ys, N, first.rows, y, w.O, 0)
+                if started and self.settle(lambda: self.pool.linearEnd(Pinned(y).address, w.O)):
+                    return y
+            return whole_gemm(self.k, w, xq, xs, N, activation)
+        return run
+
+    def conv_middle(self, pw1: LinearWeights, dw, dwb, ksize: int):
+        parts = conv_parts(self.k, pw1, self.size, first_only=True) if self.size > 1 else None
+        if parts is None:
+            return super().conv_middle(pw1, dw, dwb, ksize)
+        nb, D = pw1.O // 16, pw1.O // 2
+        ranges = even_ranges(nb, self.size)[1:]
+        value_id = self._register_linear([pw1.worker_buffers(self.k, b0, b1, None) for b0, b1 in ranges])
+        gate_id = self._register_linear([pw1.worker_buffers(self.k, nb + b0, nb + b1, None) for b0, b1 in ranges])
+        conv_id = self._new_id()
+        for worker, (b0, b1) in enumerate(ranges):
+            c0, c1 = 8 * b0, 8 * b1
+            kernel, kernel_bias = Pinned(dw[c0 * ksize:c1 * ksize]), Pinned(dwb[c0:c1])
+            self.pool.addConv(conv_id, worker, value_id, gate_id, c0, c1 - c0, ksize,
+                              kernel.address, kernel.nbytes, kernel_bias.address, kernel_bias.nbytes)
+
+        def run(x, T: int) -> array:
+            if self.lost is None:
+                xq, xs = self.k.quantize(x, T, pw1.K)
+                h = zeros_f32(T * D)
+                started = self.settle(lambda: self.pool.convBegin(conv_id, T, D, Pinned(xq).address,
+                                                                  Pinned(xs).address))
+                conv_part(self.k, parts[0], dw, dwb, ksize, xq, xs, T, h)
+                if started and self.settle(lambda: self.pool.convEnd(Pinned(h).address, D)):
+                    return h
+            return conv_middle_alone(self.k, pw1, dw, dwb, ksize, x, T)
+        return run
+
+    def attention_heads(self, T, D, dk, H, Q, K, V, P, u, v, sqrt_dk, out) -> array:
+        ranges = even_ranges(H, self.size)
+        if self.lost is not None or len(ranges) < 2:
+            return super().attention_heads(T, D, dk, H, Q, K, V, P, u, v, sqrt_dk, out)
+        pins = [Pinned(m) for m in (Q, K, V, P, u, v)]
+        started = self.settle(lambda: self.pool.attentionBegin(T, D, dk, json.dumps(ranges[1:]),
+                                                               *(p.address for p in pins), sqrt_dk))
+        self.k.attention_heads(T, D, dk, *ranges[0], Q, K, V, P, u, v, sqrt_dk, out)
+        if not (started and self.settle(lambda: self.pool.attentionEnd(Pinned(out).address))):
+            self.k.attention_heads(T, D, dk, ranges[1][0], H, Q, K, V, P, u, v, sqrt_dk, out)   # theirs, here
+        return out
+
+
+def executor(k: Kernels, threads: int | None = None, workers=None):
+    """The executor for a thread count (natively; default all cores) or a kernel pool (browser)."""
+    if workers is not None:
+        if threads not in (None, 1):
+            raise ValueError("threads and kernel workers do not mix: give one or the other")
+        return KernelWorkers(k, workers)
+    threads = check_threads(default_threads() if threads is None else threads)
+    return Threads(k, threads) if threads > 1 else Alone(k)
