@@ -1,0 +1,272 @@
+"""The WebGPU tier's linears (issue 39, first increment): activation quantisation and the two
+GEMMs of the encoder in WGSL compute shaders (kernels/webgpu/*.wgsl), giving the C scalar
+tier's float32 bits (docs/webgpu.md says why and which WGSL guarantees that rests on).
+
+The caller hands in a WebGPU device: natively one from PyPI wgpu (wgpu-py, wgpu-native), later
+the browser's. This module imports nothing outside the standard library and the engine (the
+engine runs in Pyodide, which has no wgpu); the numbers below are the WebGPU specification's
+GPUBufferUsage values, the same in every binding.
+
+    gpu = GpuKernels(device)                     # compiles the shaders once per device
+    lin = GpuLinear(gpu, "fv5", O, K, packed, lo, hi, bias)      # weights uploaded once
+    y = lin(x, N)                                # x [N][K] float32 -> y [N][O] array('f')
+
+Weights go to the device as the model file stores them (fv5: the packed b5x3t7 blocks, decoded
+inside the GEMM, plus the per-row int8 grid; int8: the rows and their scales), never a
+dequantised copy. The fv5 grid and the block validation are the C ones (Kernels.prepare_fv5),
+so there is one implementation of each.
+"""
+
+from __future__ import annotations
+
+from array import array
+from pathlib import Path
+
+from engine.kernels import Fv5Weights, KernelError, Kernels, fv5_block_bytes
+
+SHADER_DIR = Path(__file__).resolve().parent.parent / "kernels" / "webgpu"
+PACKED_DOT = "packed_4x8_integer_dot_product"     # the WGSL language extension for dot4I8Packed
+
+# GPUBufferUsage (WebGPU specification)
+COPY_SRC, COPY_DST, UNIFORM, STORAGE = 0x0004, 0x0008, 0x0040, 0x0080
+
+GEMM_ROWS, GEMM_TOKENS = 64, 8           # gemm_tile.wgsl's workgroup tile
+MAX_GROUPS = 65535                       # maxComputeWorkgroupsPerDimension's default
+MAX_DIM = 65536                          # the kernels' bound on N, O and K (int32 sums exact)
+
+# The files of each module, in order (the requires-directive of dot4_packed comes first).
+MODULES = {
+    "quantize_act": ("softfloat", "quantize_act"),
+    "int8_gemm": ("{dot4}", "softfloat", "int8_weights", "gemm_tile"),
+    "fv5_gemm": ("{dot4}", "softfloat", "fv5_weights", "gemm_tile"),
+    "softfloat_check": ("softfloat", "softfloat_check"),
+}
+FLOAT_OPS = {"mul": 0, "add": 1, "from_i32": 2, "div": 3, "rint_clamp127": 4, "dequant": 5,
+             "dequant_bias1": 6}
+
+
+def shader_source(module: str, packed_dot: bool) -> str:
+    """The WGSL of one compute module: its files of kernels/webgpu joined, with dot4_packed or
+    dot4_plain as the int8 dot product."""
+    dot4 = "dot4_packed" if packed_dot else "dot4_plain"
+    return "\n".join((SHADER_DIR / f"{name.format(dot4=dot4)}.wgsl").read_text()
+                     for name in MODULES[module])
+
+
+def _float32_view(x, count: int, what: str) -> memoryview:
+    """A C-contiguous float32 buffer of exactly `count` values, as bytes."""
+    try:
+        mv = memoryview(x)
+    except TypeError:
+        raise KernelError(f"{what} must be a float32 buffer (array('f'), numpy float32, ...)") from None
+    if mv.format not in ("f", "<f", "=f") or not mv.c_contiguous:
+        raise KernelError(f"{what} must be a C-contiguous float32 buffer, got format {mv.format!r}")
+    if mv.nbytes != 4 * count:
+        raise KernelError(f"{what} holds {mv.nbytes // 4} float32 values, need {count}")
+    return mv.cast("B")
+
+
+def _check_dims(**dims):
+    for name, value in dims.items():
+        if not isinstance(value, int) or not 1 <= value <= MAX_DIM:
+            raise KernelError(f"{name} must be an int in 1..{MAX_DIM}, got {value!r}")
+
+
+class GpuKernels:
+    """The compiled compute pipelines of one device.
+
+    packed_dot: True for dot4I8Packed (the language extension packed_4x8_integer_dot_product),
+    False for plain i32 arithmetic, None to decide: True when `language_features` (the browser's
+    navigator.gpu.wgslLanguageFeatures, or wgpu.gpu.wgsl_language_features) lists it, else when
+    the device compiles the packed module (wgpu-native reports no language features but its
+    WGSL front end has the built-in), else False.
+    patch: a test hook, str -> str applied to every module's source (mutation tests)."""
+
+    def __init__(self, device, packed_dot: bool | None = None, language_features=(), patch=None):
+        self.device = device
+        self._patch = patch or (lambda source: source)
+        if packed_dot is None:
+            packed_dot = PACKED_DOT in set(language_features) or self._compiles(
+                shader_source("int8_gemm", True))
+        self.packed_dot = bool(packed_dot)
+        self._pipelines = {}
+        self._scratch = {}
+
+    def _compiles(self, source: str) -> bool:
+        try:
+            self.device.create_shader_module(code=self._patch(source))
+        except Exception:      # noqa: BLE001 - any refusal means: use the plain variant
+            return False
+        return True
+
+    def pipeline(self, module: str):
+        if module not in self._pipelines:
+            code = self._patch(shader_source(module, self.packed_dot))
+            shader = self.device.create_shader_module(label=module, code=code)
+            self._pipelines[module] = self.device.create_compute_pipeline(
+                label=module, layout="auto", compute={"module": shader, "entry_point": "main"})
+        return self._pipelines[module]
+
+    # -- buffers ----------------------------------------------------------------------------
+
+    def upload(self, data, usage: int = STORAGE):
+        """A storage buffer holding `data` (bytes-like, padded to a multiple of 4 bytes)."""
+        raw = memoryview(data).cast("B")
+        pad = (-raw.nbytes) % 4
+        if pad or raw.nbytes == 0:
+            raw = memoryview(raw.tobytes() + bytes(pad or 4))
+        return self.device.create_buffer_with_data(data=raw, usage=usage | COPY_DST | COPY_SRC)
+
+    def scratch(self, name: str, nbytes: int, usage: int = STORAGE):
+        """A reusable buffer of at least nbytes (grown, never shrunk)."""
+        buf = self._scratch.get(name)
+        if buf is None or buf.size < nbytes:
+            buf = self.device.create_buffer(size=max(16, (nbytes + 15) // 16 * 16),
+                                            usage=usage | COPY_DST | COPY_SRC)
+            self._scratch[name] = buf
+        return buf
+
+    def read(self, buf, nbytes: int) -> bytes:
+        return bytes(self.device.queue.read_buffer(buf, 0, nbytes))
+
+    def params(self, name: str, *values: int):
+        buf = self.scratch(name, 16, UNIFORM)
+        self.device.queue.write_buffer(buf, 0, array("I", (list(values) + [0, 0, 0, 0])[:4]).tobytes())
+        return buf
+
+    def _bind(self, module: str, buffers):
+        layout = self.pipeline(module).get_bind_group_layout(0)
+        return self.device.create_bind_group(layout=layout, entries=[
+            {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+            for i, b in enumerate(buffers)])
+
+    def run(self, passes):
+        """One command buffer: (module, buffers, (groups_x, groups_y)) for each pass, in order."""
+        encoder = self.device.create_command_encoder()
+        for module, buffers, groups in passes:
+            cpass = encoder.begin_compute_pass()
+            cpass.set_pipeline(self.pipeline(module))
+            cpass.set_bind_group(0, self._bind(module, buffers))
+            cpass.dispatch_workgroups(groups[0], groups[1], 1)
+            cpass.end()
+        self.device.queue.submit([encoder.finish()])
+
+    def float_op(self, op: str, a, b=None, c=None) -> array:
+        """softfloat.wgsl's `op` (FLOAT_OPS) element-wise on uint32 bit patterns a, b, c (equal
+        lengths): the results' bit patterns, array('I'). For the tests and known-answer checks."""
+        a = array("I", a)
+        n = len(a)
+        b, c = (array("I", v) if v is not None else array("I", bytes(4 * n)) for v in (b, c))
+        if not n or len(b) != n or len(c) != n:
+            raise KernelError("float_op needs equal, non-empty a, b and c")
+        out = self.scratch("float_out", 4 * n)
+        groups = -(-n // 64)
+        gx = min(groups, MAX_GROUPS)
+        self.run([("softfloat_check", [self.params("fparams", FLOAT_OPS[op], n), self.upload(a),
+                                       self.upload(b), self.upload(c), out], (gx, -(-groups // gx)))])
+        return array("I", self.read(out, 4 * n))
+
+    # -- quantisation -----------------------------------------------------------------------
+
+    def quantize_pass(self, x, N: int, K: int):
+        """Upload x [N][K] and return (the pass, xq buffer, xs buffer, status buffer)."""
+        _check_dims(N=N, K=K)
+        if K % 8:
+            raise KernelError(f"K must be a multiple of 8, got {K}")
+        raw = _float32_view(x, N * K, "x")
+        xbuf = self.scratch("x", 4 * N * K)
+        self.device.queue.write_buffer(xbuf, 0, raw)
+        xq, xs, status = (self.scratch("xq", N * K), self.scratch("xs", 4 * N),
+                          self.scratch("status", 4 * N))
+        gx = min(N, MAX_GROUPS)
+        pass_ = ("quantize_act", [self.params("qparams", N, K), xbuf, xq, xs, status],
+                 (gx, -(-N // gx)))
+        return pass_, xq, xs, status
+
+    def check_status(self, status, N: int):
+        flags = array("I", self.read(status, 4 * N))
+        for n, flag in enumerate(flags):
+            if flag:
+                raise KernelError(f"activation row {n} contains NaN or infinity")
+
+    def quantize(self, x, N: int, K: int):
+        """x [N][K] float32 -> (xq bytes [N][K] int8, xs array('f') [N]), as Kernels.quantize."""
+        pass_, xq, xs, status = self.quantize_pass(x, N, K)
+        self.run([pass_])
+        self.check_status(status, N)
+        return self.read(xq, N * K), array("f", self.read(xs, 4 * N))
+
+
+class GpuLinear:
+    """One linear's weights on the device and its quantise + GEMM.
+
+    kind "fv5": weights = the packed fv5-b5x3t7-v1 blocks [O/8][fv5_block_bytes(K)] (as in the
+    GGUF), scales = lo [O], hi = hi [O]; validated and gridded by the C reference (`kernels`,
+    default the scalar tier). kind "int8": weights = int8 [O][K], scales = float32 [O], no hi.
+    bias: float32 [O] or None. Shapes as the C kernels: K % 8 == 0, and O % 8 == 0 for fv5.
+    """
+
+    def __init__(self, gpu: GpuKernels, kind: str, O: int, K: int, weights, scales, hi=None,
+                 bias=None, kernels: Kernels | None = None):
+        _check_dims(O=O, K=K)
+        if K % 8:
+            raise KernelError(f"K must be a multiple of 8, got {K}")
+        self.gpu, self.kind, self.O, self.K = gpu, kind, O, K
+        if kind == "fv5":
+            if O % 8:
+                raise KernelError(f"fv5 needs O % 8 == 0, got {O}")
+            prepared: Fv5Weights = (kernels or Kernels("scalar")).prepare_fv5(weights, scales, hi, O, K)
+            packed = memoryview(weights).cast("B")
+            self._weights = [gpu.upload(packed[:(O // 8) * fv5_block_bytes(K)]), gpu.upload(prepared.lut)]
+            ws = prepared.ws
+        elif kind == "int8":
+            if hi is not None:
+                raise KernelError("int8 linears take weights and scales only")
+            w = memoryview(weights).cast("B")
+            if w.nbytes != O * K:
+                raise KernelError(f"int8 weights hold {w.nbytes} bytes, need O*K = {O * K}")
+            self._weights = [gpu.upload(w)]
+            ws = _float32_view(scales, O, "scales")
+        else:
+            raise KernelError(f"kind must be 'fv5' or 'int8', got {kind!r}")
+        self._ws = gpu.upload(ws)
+        self.has_bias = bias is not None
+        self._bias = gpu.upload(_float32_view(bias, O, "bias") if self.has_bias else bytes(4))
+        self.module = f"{kind}_gemm"
+
+    @classmethod
+    def from_weights(cls, gpu: GpuKernels, w, kernels: Kernels | None = None) -> "GpuLinear":
+        """From an engine.linear.LinearWeights (a linear as the model file stores it)."""
+        if w.kind == "fv5":
+            return cls(gpu, "fv5", w.O, w.K, w.packed, w.lo, w.hi, w.bias, kernels=kernels)
+        return cls(gpu, "int8", w.O, w.K, w.q, w.scale, None, w.bias)
+
+    def gemm_pass(self, xq, xs, N: int):
+        """The GEMM pass over quantised activations already on the device; returns (pass, y)."""
+        ybuf = self.gpu.scratch("y", 4 * N * self.O)
+        params = self.gpu.params(f"gparams_{id(self)}", N, self.O, self.K, int(self.has_bias))
+        groups = (-(-self.O // GEMM_ROWS), -(-N // GEMM_TOKENS))
+        if groups[1] > MAX_GROUPS:
+            raise KernelError(f"N = {N} needs {groups[1]} workgroups, above {MAX_GROUPS}")
+        return (self.module, [params, xq, xs, self._ws, self._bias, ybuf, *self._weights], groups), ybuf
+
+    def __call__(self, x, N: int) -> array:
+        """y [N][O] float32 (row-major) for x [N][K] float32: the scalar tier's bits."""
+        qpass, xq, xs, status = self.gpu.quantize_pass(x, N, self.K)
+        gpass, ybuf = self.gemm_pass(xq, xs, N)
+        self.gpu.run([qpass, gpass])
+        self.gpu.check_status(status, N)
+        return array("f", self.gpu.read(ybuf, 4 * N * self.O))
+
+    def gemm(self, xq, xs, N: int) -> array:
+        """The GEMM alone on given int8 activations xq [N][K] and scales xs [N] (tests)."""
+        _check_dims(N=N)
+        if len(memoryview(xq).cast("B")) != N * self.K:
+            raise KernelError(f"xq must hold N*K = {N * self.K} int8 values")
+        qbuf = self.gpu.scratch("xq", N * self.K)
+        sbuf = self.gpu.scratch("xs", 4 * N)
+        self.gpu.device.queue.write_buffer(qbuf, 0, memoryview(xq).cast("B"))
+        self.gpu.device.queue.write_buffer(sbuf, 0, _float32_view(xs, N, "xs"))
+        gpass, ybuf = self.gemm_pass(qbuf, sbuf, N)
+        self.gpu.run([gpass])
+        return array("f", self.gpu.read(ybuf, 4 * N * self.O))

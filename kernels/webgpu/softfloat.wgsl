@@ -1,0 +1,243 @@
+// binary32 arithmetic in integers: the float steps of the C scalar tier, bit for bit.
+//
+// Every value is carried as its IEEE-754 binary32 bit pattern in a u32 and no f32 appears
+// anywhere in the WebGPU tier's shaders. Reason (docs/webgpu.md): WGSL's f32 `+` and `*` are
+// "correctly rounded" in its own sense (either neighbour: no rounding mode is specified), any
+// f32 operation may flush subnormals to zero, an implementation may ignore the sign of a zero,
+// reassociate or fuse, and `/` is only 2.5 ULP. Integer arithmetic (u32/i32, wrapping, shifts,
+// countLeadingZeros, integer division) is exact by specification, so these functions give the
+// round-to-nearest-even, subnormal-keeping results of the C reference (built with
+// -ffp-contract=off) on every conforming implementation.
+//
+// Conventions: a significand `sig` with its leading bit at bit 30 and 7 rounding bits below
+// the 23 fraction bits; value = sig * 2^(e - 157), e being the biased exponent the result
+// gets when sig is in [2^30, 2^31). NaN inputs return a quiet NaN (the payload is not the C
+// one's; no kernel input can be NaN: quantize_act refuses them, the grid and scales are
+// finite); invalid operations (0 * inf, inf - inf) return 0xffc00000, x86's default NaN.
+
+const F32_SIGN: u32 = 0x80000000u;
+const F32_INF: u32 = 0x7f800000u;
+const F32_QUIET: u32 = 0x00400000u;
+const F32_DEFAULT_NAN: u32 = 0xffc00000u;
+
+// x >> s with every bit shifted out ORed into bit 0 ("jam"); any s (WGSL takes a runtime
+// shift amount modulo 32, so s = 0 and s >= 32 are handled apart).
+fn sf_shr_jam(x: u32, s: u32) -> u32 {
+    if (s == 0u) {
+        return x;
+    }
+    if (s >= 32u) {
+        return select(0u, 1u, x != 0u);
+    }
+    return (x >> s) | select(0u, 1u, (x << (32u - s)) != 0u);
+}
+
+// Round to nearest, ties to even, and pack. sig == 0 gives a signed zero; e < 1 goes to the
+// subnormal range (the exact shift with jam, then one rounding, as IEEE-754 prescribes);
+// e >= 255, or a rounding carry out of e = 254, gives infinity.
+fn sf_round_pack(sign: u32, e_in: i32, sig_in: u32) -> u32 {
+    var e = e_in;
+    var sig = sig_in;
+    if (sig == 0u) {
+        return sign;
+    }
+    if (e >= 255) {
+        return sign | F32_INF;
+    }
+    if (e < 1) {
+        sig = sf_shr_jam(sig, u32(1 - e));
+        e = 1;
+    }
+    let round_bits = sig & 0x7fu;
+    var r = (sig + 0x40u) >> 7u;
+    if (round_bits == 0x40u) {
+        r = r & ~1u;                        // a tie: to even
+    }
+    // r holds the implicit bit at bit 23 (or is below 2^23 for a subnormal): adding it to
+    // (e - 1) << 23 carries a rounding overflow into the exponent, up to infinity.
+    return sign | ((u32(e - 1) << 23u) + r);
+}
+
+struct SfUnpacked {
+    e: i32,      // biased exponent of the normalised value (below 1 for a subnormal input)
+    m: u32,      // significand in [2^23, 2^24)
+}
+
+// A finite non-zero value, normalised (subnormals shifted up, their exponent below 1).
+fn sf_unpack(x: u32) -> SfUnpacked {
+    let field = (x >> 23u) & 0xffu;
+    let frac = x & 0x7fffffu;
+    if (field == 0u) {
+        let s = countLeadingZeros(frac) - 8u;
+        return SfUnpacked(1 - i32(s), frac << s);
+    }
+    return SfUnpacked(i32(field), frac | 0x800000u);
+}
+
+fn sf_is_nan(x: u32) -> bool {
+    return (x & 0x7fffffffu) > F32_INF;
+}
+
+// (float)v for an i32: C's conversion, round to nearest even (exact while |v| < 2^24).
+fn sf_from_i32(v: i32) -> u32 {
+    if (v == 0) {
+        return 0u;
+    }
+    let sign = select(0u, F32_SIGN, v < 0);
+    let bits = bitcast<u32>(v);
+    let mag = select(bits, 0u - bits, v < 0);        // |v|, 2^31 for the most negative
+    let lz = countLeadingZeros(mag);
+    if (lz == 0u) {
+        return sf_round_pack(sign, 158, sf_shr_jam(mag, 1u));
+    }
+    return sf_round_pack(sign, 158 - i32(lz), mag << (lz - 1u));
+}
+
+// The 48-bit product of two 24-bit significands as (high, low) words, from 16-bit limbs.
+fn sf_mul_24x24(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xffffu;
+    let a1 = a >> 16u;
+    let b0 = b & 0xffffu;
+    let b1 = b >> 16u;
+    let p00 = a0 * b0;
+    let mid = a0 * b1 + a1 * b0;                      // < 2^25
+    let lo = p00 + (mid << 16u);
+    let carry = select(0u, 1u, lo < p00);
+    return vec2<u32>(a1 * b1 + (mid >> 16u) + carry, lo);
+}
+
+// a * b, IEEE-754 binary32, round to nearest even, subnormals kept.
+fn sf_mul(a: u32, b: u32) -> u32 {
+    let sign = (a ^ b) & F32_SIGN;
+    let ma = a & 0x7fffffffu;
+    let mb = b & 0x7fffffffu;
+    if (ma >= F32_INF || mb >= F32_INF) {
+        if (sf_is_nan(a)) {
+            return a | F32_QUIET;
+        }
+        if (sf_is_nan(b)) {
+            return b | F32_QUIET;
+        }
+        if (ma == 0u || mb == 0u) {
+            return F32_DEFAULT_NAN;                  // 0 * inf
+        }
+        return sign | F32_INF;
+    }
+    if (ma == 0u || mb == 0u) {
+        return sign;
+    }
+    let ua = sf_unpack(a);
+    let ub = sf_unpack(b);
+    let p = sf_mul_24x24(ua.m, ub.m);                // in [2^46, 2^48)
+    let e = ua.e + ub.e - 127;
+    if (p.x >= 0x8000u) {                            // >= 2^47: keep 31 bits, jam the rest
+        let sig = (p.x << 15u) | (p.y >> 17u) | select(0u, 1u, (p.y & 0x1ffffu) != 0u);
+        return sf_round_pack(sign, e + 1, sig);
+    }
+    let sig = (p.x << 16u) | (p.y >> 16u) | select(0u, 1u, (p.y & 0xffffu) != 0u);
+    return sf_round_pack(sign, e, sig);
+}
+
+// a + b, IEEE-754 binary32, round to nearest even, subnormals kept; x + (-x) is +0 and
+// -0 + -0 is -0, as in C's default rounding mode.
+fn sf_add(a: u32, b: u32) -> u32 {
+    let ma = a & 0x7fffffffu;
+    let mb = b & 0x7fffffffu;
+    if (ma >= F32_INF || mb >= F32_INF) {
+        if (sf_is_nan(a)) {
+            return a | F32_QUIET;
+        }
+        if (sf_is_nan(b)) {
+            return b | F32_QUIET;
+        }
+        if (ma == F32_INF && mb == F32_INF && a != b) {
+            return F32_DEFAULT_NAN;                  // inf - inf
+        }
+        return select(b, a, ma == F32_INF);
+    }
+    if (mb == 0u) {
+        return select(a, a & b, ma == 0u);           // two zeros: -0 only if both are
+    }
+    if (ma == 0u) {
+        return b;
+    }
+    // x: the larger magnitude (for finite values the bit order is the magnitude order)
+    let x = select(a, b, mb > ma);
+    let y = select(b, a, mb > ma);
+    let sign = x & F32_SIGN;
+    let fx = (x >> 23u) & 0xffu;
+    let fy = (y >> 23u) & 0xffu;
+    // subnormals as they are: exponent 1, no implicit bit
+    let ex = i32(max(fx, 1u));
+    let ey = i32(max(fy, 1u));
+    let sx = ((x & 0x7fffffu) | select(0u, 0x800000u, fx != 0u)) << 7u;
+    let sy = sf_shr_jam(((y & 0x7fffffu) | select(0u, 0x800000u, fy != 0u)) << 7u, u32(ex - ey));
+    if ((x ^ y) & F32_SIGN) == 0u {
+        let s = sx + sy;                                        // < 2^32
+        if (s >= 0x80000000u) {
+            return sf_round_pack(sign, ex + 1, sf_shr_jam(s, 1u));
+        }
+        return sf_round_pack(sign, ex, s);
+    }
+    let d = sx - sy;                                            // >= 0: |x| >= |y|
+    if (d == 0u) {
+        return 0u;
+    }
+    let lz = countLeadingZeros(d) - 1u;                         // leading bit to bit 30
+    return sf_round_pack(sign, ex - i32(lz), d << lz);
+}
+
+// a / b for finite non-zero a and b (the only divisions: 127 / amax and amax / 127 in
+// quantize_act), IEEE-754 binary32, round to nearest even: 31 quotient bits by restoring long
+// division, the remainder jammed into the last.
+fn sf_div_finite(a: u32, b: u32) -> u32 {
+    let sign = (a ^ b) & F32_SIGN;
+    let ua = sf_unpack(a);
+    let ub = sf_unpack(b);
+    var e = ua.e - ub.e + 127;
+    var rem = ua.m;
+    if (rem < ub.m) {
+        rem = rem << 1u;
+        e = e - 1;
+    }
+    var q = 0u;                                  // rem in [m_b, 2 m_b): q in [2^30, 2^31)
+    for (var i = 0u; i < 31u; i = i + 1u) {
+        q = q << 1u;
+        if (rem >= ub.m) {
+            rem = rem - ub.m;
+            q = q | 1u;
+        }
+        rem = rem << 1u;
+    }
+    return sf_round_pack(sign, e, q | select(0u, 1u, rem != 0u));
+}
+
+// C's (int8_t)clamp(nearbyintf(p), -127, 127) for the product p of quantize_act: round half
+// to even to an integer, then clamp. (NaN cannot reach it: rows with NaN are refused first.)
+fn sf_rint_clamp127(p: u32) -> i32 {
+    let field = (p >> 23u) & 0xffu;
+    var mag = 0u;
+    if (field >= 134u) {                         // |p| >= 128
+        mag = 127u;
+    } else if (field >= 126u) {                  // |p| in [0.5, 128); below 0.5 it is 0
+        let m = (p & 0x7fffffu) | 0x800000u;
+        let shift = 150u - field;                // 17..24 fraction bits below the point
+        let half = 1u << (shift - 1u);
+        let rest = m & ((1u << shift) - 1u);
+        var n = m >> shift;
+        if (rest > half || (rest == half && (n & 1u) == 1u)) {
+            n = n + 1u;
+        }
+        mag = min(n, 127u);
+    }
+    return select(i32(mag), -i32(mag), (p & F32_SIGN) != 0u);
+}
+
+// gemm_common.h's dequantisation: ((float)acc * xs) * ws, then + bias when there is one.
+fn sf_dequant(acc: i32, xs: u32, ws: u32, has_bias: bool, bias: u32) -> u32 {
+    let y = sf_mul(sf_mul(sf_from_i32(acc), xs), ws);
+    if (has_bias) {
+        return sf_add(y, bias);
+    }
+    return y;
+}

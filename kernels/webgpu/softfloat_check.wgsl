@@ -1,0 +1,36 @@
+// softfloat.wgsl's operations one by one on arrays of bit patterns, for the tests (against
+// the host's IEEE float32) and for a known-answer check of an adapter. Needs softfloat.wgsl.
+//   op 0: a * b   1: a + b   2: (float)(i32)a   3: a / b (finite, non-zero)
+//   op 4: clamp(nearbyint(a), -127, 127) as i32   5: dequant(i32 a, b, c) without bias
+//   op 6: dequant(i32 a, b, c) + 1.0f (bias 0x3f800000)
+
+struct CheckParams {
+    op: u32,
+    n: u32,
+}
+
+@group(0) @binding(0) var<uniform> cp: CheckParams;
+@group(0) @binding(1) var<storage, read> a: array<u32>;
+@group(0) @binding(2) var<storage, read> b: array<u32>;
+@group(0) @binding(3) var<storage, read> c: array<u32>;
+@group(0) @binding(4) var<storage, read_write> out: array<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = gid.x + gid.y * groups.x * 64u;
+    if (i >= cp.n) {
+        return;
+    }
+    var r = 0u;
+    switch cp.op {
+        case 0u: { r = sf_mul(a[i], b[i]); }
+        case 1u: { r = sf_add(a[i], b[i]); }
+        case 2u: { r = sf_from_i32(bitcast<i32>(a[i])); }
+        case 3u: { r = sf_div_finite(a[i], b[i]); }
+        case 4u: { r = bitcast<u32>(sf_rint_clamp127(a[i])); }
+        case 5u: { r = sf_dequant(bitcast<i32>(a[i]), b[i], c[i], false, 0u); }
+        case 6u: { r = sf_dequant(bitcast<i32>(a[i]), b[i], c[i], true, 0x3f800000u); }
+        default: { r = 0u; }
+    }
+    out[i] = r;
+}

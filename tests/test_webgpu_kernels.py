@@ -1,0 +1,299 @@
+"""The WebGPU tier's kernels (kernels/webgpu/*.wgsl through engine/webgpu_tier.py) against the C
+scalar tier, bit for bit: the integer soft-float against the host's IEEE float32, activation
+quantisation, the fv5 GEMM (decoding the packed blocks in the shader) and the int8 GEMM on
+seeded shape sweeps, for both dot-product variants; and mutations of the shaders that the
+comparisons must catch.
+
+Natively through PyPI wgpu (wgpu-native) on any Vulkan adapter; here Mesa lavapipe, a CPU
+emulation (build.py setup installs it). Skipped, saying why, without wgpu or an adapter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.kernels import KernelError, Kernels
+from engine.webgpu_tier import MODULES, GpuKernels, GpuLinear, shader_source
+from modeltools.fv5 import pack_b5x3t7
+from test_kernels_native import random_acts, random_fv5
+
+wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
+
+# O, K, N: the brief's awkward sizes, every fv5 tail shape (T % 8 and the panel vectors used by
+# the last code vector) on small blocks, and the model's sizes.
+LAYOUT_K = tuple(range(8, 200, 8))
+SWEEP = ([(O, K, N) for O in (8, 40) for K in (8, 24, 1032) for N in (1, 7, 33)]
+         + [(8, K, 3) for K in LAYOUT_K if K not in (8, 24)]
+         + [(1024, 1032, 7), (1024, 1024, 33), (16, 4096, 9)])
+
+
+@pytest.fixture(scope="module")
+def device():
+    try:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as e:         # noqa: BLE001 - no Vulkan loader or driver
+        pytest.skip(f"no WebGPU adapter: {e} (build.py setup installs mesa-vulkan-drivers)")
+    if adapter is None:
+        pytest.skip("no WebGPU adapter (build.py setup installs mesa-vulkan-drivers: lavapipe)")
+    return adapter.request_device_sync()
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["dot4I8Packed", "plain-i32"])
+def gpu(device, request):
+    if request.param and not GpuKernels(device).packed_dot:
+        pytest.skip("this adapter refuses dot4I8Packed (packed_4x8_integer_dot_product)")
+    return GpuKernels(device, packed_dot=request.param)
+
+
+@pytest.fixture(scope="module")
+def scalar():
+    return Kernels("scalar")
+
+
+def bits(values) -> np.ndarray:
+    return np.frombuffer(bytes(memoryview(values).cast("B")), np.uint32)
+
+
+def differing(got, want) -> int:
+    return int((bits(got) != bits(want)).sum())
+
+
+# ---------------------------------------------------------------------------------------------
+# the soft-float against numpy's float32 (IEEE: round to nearest even, subnormals kept)
+
+def special_f32(rng, n):
+    """Bit patterns over the whole range with the awkward ones over-represented: zeros,
+    subnormals, the normal/subnormal border, near overflow, infinities, ties."""
+    u = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32)
+    kinds = rng.integers(0, 8, n)
+    exp = np.where(kinds == 1, 0, np.where(kinds == 2, rng.integers(1, 4, n),
+                   np.where(kinds == 3, rng.integers(250, 255, n), (u >> 23) & 0xFF)))
+    frac = np.where(kinds == 4, u & 0x7FF000, u & 0x7FFFFF)          # short significands: ties
+    out = (u & 0x80000000) | (exp.astype(np.uint32) << 23) | frac.astype(np.uint32)
+    out[kinds == 5] = (u[kinds == 5] & 0x80000000) | 0x7F800000      # infinities
+    out[kinds == 6] &= 0x80000000                                    # zeros
+    return out.astype(np.uint32)
+
+
+def near_pairs(rng, n):
+    """b close to -a (cancellation in a + b) or to a (carries): exponents within 0..2."""
+    a = special_f32(rng, n)
+    a = a[(a & 0x7F800000) != 0x7F800000]
+    delta = rng.integers(-(1 << 25), 1 << 25, a.size).astype(np.int64)
+    b = ((a.astype(np.int64) & 0x7FFFFFFF) + delta).clip(0, 0x7F7FFFFF).astype(np.uint32)
+    b |= np.where(rng.integers(0, 2, a.size) == 1, np.uint32(0x80000000), np.uint32(0))
+    return a, b
+
+
+def assert_same_floats(got, want, what):
+    got, want = np.asarray(got, np.uint32), np.asarray(want, np.uint32)
+    nan_g = (got & 0x7FFFFFFF) > 0x7F800000
+    nan_w = (want & 0x7FFFFFFF) > 0x7F800000
+    bad = np.flatnonzero((got != want) & ~(nan_g & nan_w))
+    assert not bad.size, (f"{what}: {bad.size} of {got.size} differ; first: inputs #{bad[0]} "
+                          f"got {got[bad[0]]:#010x} want {want[bad[0]]:#010x}")
+
+
+def f32(u):
+    return np.asarray(u, np.uint32).view(np.float32)
+
+
+SOFTFLOAT_CASES = 1 << 18
+
+
+@pytest.mark.parametrize("op", ["mul", "add", "div", "from_i32", "rint_clamp127", "dequant"])
+def test_softfloat_matches_ieee_float32(gpu, op):
+    if not gpu.packed_dot:
+        pytest.skip("the soft-float does not depend on the dot-product variant")
+    rng = np.random.default_rng(["mul", "add", "div", "from_i32", "rint_clamp127", "dequant"].index(op))
+    n = SOFTFLOAT_CASES
+    with np.errstate(all="ignore"):
+        if op in ("mul", "add"):
+            a, b = special_f32(rng, n), special_f32(rng, n)
+            if op == "add":
+                pa, pb = near_pairs(rng, n)
+                a, b = np.concatenate([a, pa]), np.concatenate([b, pb])
+            want = (f32(a) * f32(b)) if op == "mul" else (f32(a) + f32(b))
+            got = gpu.float_op(op, a, b)
+        elif op == "div":
+            a, b = special_f32(rng, n), special_f32(rng, n)
+            ok = ((a & 0x7FFFFFFF) - 1 < 0x7F7FFFFF) & ((b & 0x7FFFFFFF) - 1 < 0x7F7FFFFF)  # finite, non-zero
+            a, b = a[ok], b[ok]
+            got, want = gpu.float_op(op, a, b), f32(a) / f32(b)
+        elif op == "from_i32":
+            a = np.concatenate([rng.integers(-2 ** 31, 2 ** 31, n, dtype=np.int64),
+                                rng.integers(-2 ** 26, 2 ** 26, n, dtype=np.int64),
+                                [0, 1, -1, 2 ** 24 + 1, 2 ** 24 + 3, -(2 ** 31), 2 ** 31 - 1]]).astype(np.int32)
+            got, want = gpu.float_op(op, a.view(np.uint32)), a.astype(np.float32)
+        elif op == "rint_clamp127":
+            a = np.concatenate([(rng.standard_normal(n) * 2.0 ** rng.integers(-3, 9, n)).astype(np.float32),
+                                (rng.integers(-600, 600, n) / np.float32(4)).astype(np.float32),  # halves
+                                np.float32([0.5, -0.5, 1.5, 2.5, 126.5, 127.5, -127.5, 128, -3e38, 1e-45])])
+            got = np.asarray(gpu.float_op(op, a.view(np.uint32)), np.uint32).view(np.int32)
+            np.testing.assert_array_equal(got, np.clip(np.rint(a), -127, 127).astype(np.int32))
+            return
+        else:   # dequant: ((float)acc * xs) * ws, the GEMM epilogue, and with a bias of 1.0f
+            acc = rng.integers(-2 ** 31, 2 ** 31, n, dtype=np.int64).astype(np.int32)
+            acc[: n // 2] >>= rng.integers(0, 31, n // 2).astype(np.int32)
+            xs, ws = special_f32(rng, n), special_f32(rng, n)
+            got = gpu.float_op(op, acc.view(np.uint32), xs, ws)
+            want = (acc.astype(np.float32) * f32(xs)) * f32(ws)
+            assert_same_floats(got, np.asarray(want, np.float32).view(np.uint32), "dequant")
+            got = gpu.float_op("dequant_bias1", acc.view(np.uint32), xs, ws)
+            want = want + np.float32(1)
+    assert_same_floats(got, np.asarray(want, np.float32).view(np.uint32), op)
+
+
+# ---------------------------------------------------------------------------------------------
+# activation quantisation
+
+@pytest.mark.parametrize("N, K", [(1, 8), (7, 24), (33, 1032), (3, 64), (375, 64), (2, 4096)])
+@pytest.mark.parametrize("extreme", [False, True])
+def test_quantize_bit_identical_to_scalar(gpu, scalar, N, K, extreme):
+    x = random_acts(np.random.default_rng(N * K + extreme), N, K, extreme)
+    if extreme and N > 5:
+        x[4] = np.float32(2.0 ** -100) * np.sign(x[4])              # amax at the tiny threshold
+        x[5] = np.float32(2.0 ** -100) * np.float32(0.99999994) * np.sign(x[5])  # just below it
+    xq, xs = gpu.quantize(x, N, K)
+    rq, rs = scalar.quantize(x, N, K)
+    assert bytes(xq) == bytes(rq)
+    assert differing(xs, rs) == 0
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_quantize_names_the_nonfinite_row(gpu, bad):
+    x = np.ones((4, 16), np.float32)
+    x[2, 5] = bad
+    with pytest.raises(KernelError, match="activation row 2 contains NaN or infinity"):
+        gpu.quantize(x, 4, 16)
+
+
+# ---------------------------------------------------------------------------------------------
+# GEMMs
+
+def fv5_linear(rng, O, K, bias=True, special=False, scale=1.0):
+    codes, lo, hi = random_fv5(rng, O, K, special)
+    lo, hi = (lo * np.float32(scale)).astype(np.float32), (hi * np.float32(scale)).astype(np.float32)
+    lo = np.minimum(lo, hi)
+    b = rng.standard_normal(O).astype(np.float32) if bias else None
+    return pack_b5x3t7(codes), lo, hi, b
+
+
+def fv5_differences(gpu, scalar, O, K, N, seed, bias, special=False, scale=1.0, act_scale=1.0):
+    """Outputs of the WebGPU fv5 linear (quantise + GEMM) that differ from the C scalar tier."""
+    rng = np.random.default_rng(seed)
+    packed, lo, hi, b = fv5_linear(rng, O, K, bias, special, scale)
+    x = (random_acts(rng, N, K, extreme=special) * np.float32(act_scale)).astype(np.float32)
+    y = GpuLinear(gpu, "fv5", O, K, packed, lo, hi, b, kernels=scalar)(x, N)
+    xq, xs = scalar.quantize(x, N, K)
+    want = scalar.fv5_gemm(xq, xs, N, scalar.prepare_fv5(packed, lo, hi, O, K), bias=b)
+    return differing(y, want)
+
+
+@pytest.mark.parametrize("O, K, N", SWEEP)
+def test_fv5_gemm_bit_identical_to_scalar(gpu, scalar, O, K, N):
+    for bias in (True, False):
+        for special in (False, True):
+            seed = 7 * O + 3 * K + N + bias + 2 * special
+            assert fv5_differences(gpu, scalar, O, K, N, seed, bias, special) == 0, (bias, special)
+
+
+@pytest.mark.parametrize("scale, act_scale", [(1e-36, 1.0), (1e-30, 1e-8), (2.0 ** -140, 1.0),
+                                              (1e30, 1e8), (1e37, 1e30)])
+def test_fv5_gemm_extreme_scales(gpu, scalar, scale, act_scale):
+    """Subnormal weight scales and outputs, outputs that overflow to infinity."""
+    for N in (1, 7):
+        assert fv5_differences(gpu, scalar, 40, 1032, N, seed=N, bias=N == 7,
+                               scale=scale, act_scale=act_scale) == 0
+
+
+def int8_differences(gpu, scalar, O, K, N, seed, bias, ws_scale=1.0, saturate=False):
+    rng = np.random.default_rng(seed)
+    w = rng.integers(-128, 128, (O, K), dtype=np.int8)
+    w[0] = -128                                                   # the full int8 range
+    if O > 2:
+        w[1] = 0                                                  # a zero row
+    ws = (rng.uniform(1e-3, 1e-2, O) * ws_scale).astype(np.float32)
+    b = rng.standard_normal(O).astype(np.float32) if bias else None
+    lin = GpuLinear(gpu, "int8", O, K, w, ws, None, b)
+    if saturate:          # |acc| up to 127 * 128 * K: (float)acc rounds above 2^24
+        xq = np.where(rng.integers(0, 8, (N, K)) == 0, -127, 127).astype(np.int8)
+        xs = rng.uniform(0.01, 1, N).astype(np.float32)
+        return differing(lin.gemm(xq, xs, N), scalar.int8_gemm(xq, xs, N, w, ws, O, K, bias=b))
+    x = random_acts(rng, N, K, extreme=True)
+    xq, xs = scalar.quantize(x, N, K)
+    return differing(lin(x, N), scalar.int8_gemm(xq, xs, N, w, ws, O, K, bias=b))
+
+
+@pytest.mark.parametrize("O, K, N", [(O, K, N) for O in (1, 8, 40, 63, 1024) for K in (8, 24, 1032)
+                                     for N in (1, 7, 33) if O * N <= 33 * 1024 and (O < 1024 or K > 8)])
+def test_int8_gemm_bit_identical_to_scalar(gpu, scalar, O, K, N):
+    for bias in (True, False):
+        assert int8_differences(gpu, scalar, O, K, N, seed=O * K + N + bias, bias=bias) == 0, bias
+
+
+@pytest.mark.parametrize("ws_scale", [1.0, 1e-33, 1e36])
+def test_int8_gemm_large_sums_and_extreme_scales(gpu, scalar, ws_scale):
+    assert int8_differences(gpu, scalar, 24, 4096, 5, seed=5, bias=True, ws_scale=ws_scale,
+                            saturate=True) == 0
+
+
+def test_gpu_linear_refuses_bad_shapes(gpu):
+    with pytest.raises(KernelError, match="multiple of 8"):
+        GpuLinear(gpu, "int8", 4, 12, bytes(48), np.ones(4, np.float32))
+    with pytest.raises(KernelError, match="O % 8"):
+        GpuLinear(gpu, "fv5", 12, 16, bytes(64), np.zeros(12, np.float32), np.ones(12, np.float32))
+    lin = GpuLinear(gpu, "int8", 4, 8, bytes(32), np.ones(4, np.float32))
+    with pytest.raises(KernelError, match="need 16"):
+        lin(np.ones(8, np.float32), 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# the comparisons can fail: shader mutations they must catch
+
+MUTATIONS = {
+    # the epilogue reassociated, as WGSL lets an implementation do with f32 (xs * ws first)
+    "reassociated epilogue": ("sf_mul(sf_mul(sf_from_i32(acc), xs), ws)",
+                              "sf_mul(sf_from_i32(acc), sf_mul(xs, ws))"),
+    # one ulp more on every output
+    "one ulp": ("y[n * O + o] = sf_dequant(acc[t], xs[n], ws[o], has_bias, b);",
+                "y[n * O + o] = sf_dequant(acc[t], xs[n], ws[o], has_bias, b) + 1u;"),
+    # ties rounded away from zero instead of to even
+    "ties away": ("r = r & ~1u;", "r = r;"),
+    # the last fv5 digit read from the wrong place value
+    "fv5 digit": ("select(1u, 5u, v % 3u == 1u), 25u", "select(1u, 5u, v % 3u == 1u), 5u"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_mutated_shader_fails_the_comparison(device, scalar, name):
+    old, new = MUTATIONS[name]
+
+    def patch(source: str) -> str:
+        if old in source:
+            return source.replace(old, new)
+        return source
+
+    assert any(old in shader_source(m, False) for m in MODULES), f"mutation {name!r} no longer applies"
+    bad = GpuKernels(device, packed_dot=False, patch=patch)
+    if name == "ties away":
+        # a tie in the conversion of a large sum: 2^24 + 1 is halfway between 2^24 and 2^24 + 2
+        assert bad.float_op("from_i32", [2 ** 24 + 1])[0] != np.float32(2 ** 24 + 1).view(np.uint32)
+        return
+    found = sum(fv5_differences(bad, scalar, O, K, N, seed=O + K + N, bias=True)
+                for O, K, N in [(40, 1032, 7), (8, 24, 33)])
+    assert found > 0, f"mutation {name!r} went unnoticed"
+
+
+def test_from_linear_weights(gpu, scalar):
+    """A linear as the engine holds it (engine/linear.py) gives its C result on the device."""
+    from engine.linear import LinearWeights, whole_gemm
+    rng = np.random.default_rng(11)
+    packed, lo, hi, b = fv5_linear(rng, 40, 24, bias=True)
+    q = rng.integers(-128, 128, (16, 24), dtype=np.int8)
+    scale = rng.uniform(1e-3, 1e-2, 16).astype(np.float32)
+    x = random_acts(rng, 7, 24)
+    for w in (LinearWeights("fv5", "fv5", 40, 24, packed=packed, lo=lo, hi=hi, bias=b),
+              LinearWeights("int8", "int8", 16, 24, q=q, scale=scale)):
+        xq, xs = scalar.quantize(x, 7, 24)
+        assert differing(GpuLinear.from_weights(gpu, w, scalar)(x, 7), whole_gemm(scalar, w, xq, xs, 7, None)) == 0
