@@ -108,8 +108,15 @@ def newer(target: Path, sources) -> bool:
 # --------------------------------------------------------------------------------------------
 # setup
 
+# Debian packages with no program to look for, by a file they install: natively, WebGPU through
+# PyPI wgpu needs the Vulkan loader and Mesa's lavapipe adapter (tests/test_webgpu_kernels.py)
+APT_FILES = {"/usr/lib/x86_64-linux-gnu/libvulkan.so.1": "libvulkan1",
+             "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json": "mesa-vulkan-drivers"}
+
+
 def setup_apt():
     missing = [pkg for tool, pkg in APT_PACKAGES.items() if shutil.which(tool) is None]
+    missing += [pkg for path, pkg in APT_FILES.items() if not Path(path).exists()]
     if not missing:
         return
     if os.geteuid() != 0:
