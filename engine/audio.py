@@ -175,10 +175,11 @@ class StreamResampler:
         self.buf = array("f")            # input samples [base, n_in)
         self.base = self.n_in = self.done = 0
 
-    def push(self, x) -> array:
+    def push(self, x):
+        """16 kHz samples for these input samples (x itself at 16 kHz: the caller copies it)."""
         if self.plan is None:
-            return array("f", x)
-        self.buf.extend(x)
+            return x
+        self.buf.frombytes(memoryview(x).cast("B"))
         self.n_in += len(x)
         a, b, half = self.plan[:3]
         # output j needs input up to q + half, q = floor(j a / b): ready while q <= n_in - 1 - half

@@ -49,7 +49,7 @@ class AudioWindow:
         with self._lock:
             if self.closed:
                 return False
-            self._pending.extend(self.resampler.push(x))
+            self._pending.frombytes(memoryview(self.resampler.push(x)).cast("B"))   # the intake's one copy
             return True
 
     def drain(self, flush: bool = False) -> None:
@@ -60,7 +60,7 @@ class AudioWindow:
                 new.extend(self.resampler.flush())
                 self.closed = True
             self.total += len(new)          # with the pending buffer's swap: `fed` never dips
-        self.audio.extend(new)
+        self.audio.extend(new)              # the window's one copy; decodes read views of it
         self._measure_frames()
 
     def _measure_frames(self) -> None:

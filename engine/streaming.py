@@ -137,17 +137,18 @@ class StreamConfig:
         return float(Decimal(10) ** (Decimal(self.quiet_dbfs) / 10))
 
 
-def as_float32(samples, what: str = "samples") -> array:
-    """Any float buffer (array('f'/'d'), memoryview, numpy) or sequence of numbers -> a new
-    array('f'); a clear error for anything else or for NaN/inf."""
+def as_float32(samples, what: str = "samples"):
+    """Any float buffer (array('f'/'d'), memoryview, numpy) or sequence of numbers -> float32
+    samples: a float32 buffer as a flat view of itself (no copy: feed() copies it once, into the
+    window's intake, before returning), anything else as a new array('f'); a clear error for
+    anything else or for NaN/inf."""
     try:
         view = memoryview(samples)
     except TypeError:
         view = None
     try:
         if view is not None and view.format.lstrip("@=<") == "f" and view.c_contiguous:
-            out = array("f")
-            out.frombytes(view.cast("B"))
+            out = view.cast("B").cast("f")
         else:
             out = array("f", view.tolist() if view is not None else samples)
     except (TypeError, ValueError) as e:
