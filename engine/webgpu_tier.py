@@ -129,8 +129,11 @@ class GpuKernels:
     def read(self, buf, nbytes: int) -> bytes:
         return bytes(self.device.queue.read_buffer(buf, 0, nbytes))
 
-    def params(self, name: str, *values: int):
-        buf = self.scratch(name, 16, UNIFORM)
+    def params(self, name_or_buffer, *values: int):
+        """A 16-byte uniform buffer (a named scratch one, or the one given) holding up to four
+        u32 values; written before the next submission."""
+        buf = (self.scratch(name_or_buffer, 16, UNIFORM) if isinstance(name_or_buffer, str)
+               else name_or_buffer)
         self.device.queue.write_buffer(buf, 0, array("I", (list(values) + [0, 0, 0, 0])[:4]).tobytes())
         return buf
 
@@ -233,6 +236,7 @@ class GpuLinear:
         self.has_bias = bias is not None
         self._bias = gpu.upload(_float32_view(bias, O, "bias") if self.has_bias else bytes(4))
         self.module = f"{kind}_gemm"
+        self._params = gpu.device.create_buffer(size=16, usage=UNIFORM | COPY_DST)
 
     @classmethod
     def from_weights(cls, gpu: GpuKernels, w, kernels: Kernels | None = None) -> "GpuLinear":
@@ -244,7 +248,7 @@ class GpuLinear:
     def gemm_pass(self, xq, xs, N: int):
         """The GEMM pass over quantised activations already on the device; returns (pass, y)."""
         ybuf = self.gpu.scratch("y", 4 * N * self.O)
-        params = self.gpu.params(f"gparams_{id(self)}", N, self.O, self.K, int(self.has_bias))
+        params = self.gpu.params(self._params, N, self.O, self.K, int(self.has_bias))
         groups = (-(-self.O // GEMM_ROWS), -(-N // GEMM_TOKENS))
         if groups[1] > MAX_GROUPS:
             raise KernelError(f"N = {N} needs {groups[1]} workgroups, above {MAX_GROUPS}")

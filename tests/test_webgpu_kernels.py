@@ -16,6 +16,7 @@ from engine.kernels import KernelError, Kernels
 from engine.webgpu_tier import MODULES, GpuKernels, GpuLinear, shader_source
 from modeltools.fv5 import pack_b5x3t7
 from test_kernels_native import random_acts, random_fv5
+from test_kernels_native import test_quantize_names_the_nonfinite_row as native_nonfinite_row_check
 
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 
@@ -162,10 +163,7 @@ def test_quantize_bit_identical_to_scalar(gpu, scalar, N, K, extreme):
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
 def test_quantize_names_the_nonfinite_row(gpu, bad):
-    x = np.ones((4, 16), np.float32)
-    x[2, 5] = bad
-    with pytest.raises(KernelError, match="activation row 2 contains NaN or infinity"):
-        gpu.quantize(x, 4, 16)
+    native_nonfinite_row_check(gpu, bad)          # the native tiers' test, on the device
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,6 +234,15 @@ def test_int8_gemm_bit_identical_to_scalar(gpu, scalar, O, K, N):
 def test_int8_gemm_large_sums_and_extreme_scales(gpu, scalar, ws_scale):
     assert int8_differences(gpu, scalar, 24, 4096, 5, seed=5, bias=True, ws_scale=ws_scale,
                             saturate=True) == 0
+
+
+def test_dot_product_variant_choice(device):
+    """dot4I8Packed when the language features list it or the device compiles it, else plain i32."""
+    assert GpuKernels(device, language_features={"packed_4x8_integer_dot_product"}).packed_dot
+    unknown = GpuKernels(device, patch=lambda s: s.replace("requires packed_4x8_integer_dot_product;",
+                                                          "requires no_such_language_extension;"))
+    assert not unknown.packed_dot
+    unknown.pipeline("int8_gemm")                       # the plain module compiles
 
 
 def test_gpu_linear_refuses_bad_shapes(gpu):

@@ -78,6 +78,11 @@ fn sf_is_nan(x: u32) -> bool {
     return (x & 0x7fffffffu) > F32_INF;
 }
 
+// The result of a binary operation with a NaN operand: that operand, quieted (a's first).
+fn sf_quiet_nan(a: u32, b: u32) -> u32 {
+    return select(b, a, sf_is_nan(a)) | F32_QUIET;
+}
+
 // (float)v for an i32: C's conversion, round to nearest even (exact while |v| < 2^24).
 fn sf_from_i32(v: i32) -> u32 {
     if (v == 0) {
@@ -111,13 +116,10 @@ fn sf_mul(a: u32, b: u32) -> u32 {
     let sign = (a ^ b) & F32_SIGN;
     let ma = a & 0x7fffffffu;
     let mb = b & 0x7fffffffu;
-    if (ma >= F32_INF || mb >= F32_INF) {
-        if (sf_is_nan(a)) {
-            return a | F32_QUIET;
-        }
-        if (sf_is_nan(b)) {
-            return b | F32_QUIET;
-        }
+    if (sf_is_nan(a) || sf_is_nan(b)) {
+        return sf_quiet_nan(a, b);
+    }
+    if (ma == F32_INF || mb == F32_INF) {
         if (ma == 0u || mb == 0u) {
             return F32_DEFAULT_NAN;                  // 0 * inf
         }
@@ -143,14 +145,11 @@ fn sf_mul(a: u32, b: u32) -> u32 {
 fn sf_add(a: u32, b: u32) -> u32 {
     let ma = a & 0x7fffffffu;
     let mb = b & 0x7fffffffu;
-    if (ma >= F32_INF || mb >= F32_INF) {
-        if (sf_is_nan(a)) {
-            return a | F32_QUIET;
-        }
-        if (sf_is_nan(b)) {
-            return b | F32_QUIET;
-        }
-        if (ma == F32_INF && mb == F32_INF && a != b) {
+    if (sf_is_nan(a) || sf_is_nan(b)) {
+        return sf_quiet_nan(a, b);
+    }
+    if (ma == F32_INF || mb == F32_INF) {
+        if (ma == mb && a != b) {
             return F32_DEFAULT_NAN;                  // inf - inf
         }
         return select(b, a, ma == F32_INF);
