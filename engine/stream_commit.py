@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .audio import MODEL_RATE
+from .audio import FRAME_SAMPLES, MODEL_RATE
+from .text import word_spans
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,9 @@ class Word:
 
 
 class CommitPolicy:
-    def __init__(self):
+    def __init__(self, right_context: int = 0, agree_context: int = 0, short_window: int = 0):
+        """Rule 1's contexts in samples (StreamConfig's right_context, agree_context, short_window)."""
+        self.right_context, self.agree_context, self.short_window = right_context, agree_context, short_window
         self.committed: list = []
         self.tentative: list = []
         self.previous: list | None = None   # the last decode's uncommitted words (rule 1)
@@ -61,6 +64,23 @@ class CommitPolicy:
         self.tentative, self.previous = words[n:], words[n:]
         self.previous_limit = limit
         return words[:n]
+
+    def decoded(self, words: list, p: int, window_start: int) -> list:
+        """A decode at p of the window [window_start, p) gave these new words: rules 1 and 4
+        commit the agreed leading ones (returned); the rest stay tentative."""
+        n = self.agreed(words, p - self.right_context)
+        return self.after_decode(words, n, p - self.agree_context_at(p - window_start))
+
+    def agree_context_at(self, window_length: int) -> int:
+        """Rule 1: the audio a word needs after it in a decode of this window for the next
+        decode's agreement to count. A short window is where the model guesses a sentence from
+        its first second ("tell me" for "can you"), so it needs right_context."""
+        return self.right_context if window_length < self.short_window else self.agree_context
+
+    def make_room(self, p: int, cap: int) -> list:
+        """Rule 3: a decode at p whose window is over `cap` commits the tentative words ending
+        by p - cap / 2 (returned), so the window can start after them. None tentative: none."""
+        return self.force_before(p - cap // 2) if self.tentative else []
 
     def force_before(self, cut: int) -> list:
         """Rule 3: the tentative words ending by `cut` commit (returned), to make room."""
@@ -115,6 +135,15 @@ class CommitPolicy:
         revised = shown[:len(self._shown)] != self._shown and self._shown[:len(shown)] != shown
         self._shown = shown
         return revised
+
+
+def decoded_words(tokens: list, base: int, vocabulary: list, marks: set) -> list:
+    """A decode's tokens (frames from the window's start `base`, in samples) as Words with
+    absolute times and token frames."""
+    f0 = base // FRAME_SAMPLES
+    return [Word(text, base + start * FRAME_SAMPLES, base + end * FRAME_SAMPLES,
+                 tuple((t.id, f0 + t.frame, t.duration) for t in toks))
+            for text, start, end, toks in word_spans(tokens, vocabulary, marks)]
 
 
 def _same_word(new, committed) -> bool:

@@ -38,3 +38,7 @@ class Schedule:
         place the next position."""
         self.last = p
         self.next = p + self.interval(p, window_start)
+
+    def close(self, total: int) -> None:
+        """The stream ended at `total` samples: everything is decoded, nothing is pending."""
+        self.last = total

@@ -26,6 +26,14 @@ class StreamStats:
     commit_lags: list = field(default_factory=list)   # samples from a word's end to its live commit
     speech_onset: int | None = None  # the first 20 ms block louder than rule 5's quiet level (sample)
 
+    def note_backlog(self, p: int, total: int, last: int, hop: int) -> None:
+        """A decode at p begins with `total` samples in and `last` the previous position: the
+        most audio ever waiting, and the audio of decodes that ran late (a hop or more of newer
+        audio already in)."""
+        self.max_pending = max(self.max_pending, total - last)
+        if total - p >= hop:
+            self.deferred_audio += p - last
+
     def as_dict(self) -> dict:
         return {"decodes": self.decodes, "skipped_quiet": self.skipped_quiet,
                 "max_pending_seconds": round(self.max_pending / MODEL_RATE, 2),

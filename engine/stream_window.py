@@ -31,8 +31,9 @@ def align(position: int) -> int:
 
 
 class AudioWindow:
-    def __init__(self, k, sample_rate: int):
-        self.k = k
+    def __init__(self, k, sample_rate: int, quiet_power: float = 0.0):
+        """quiet_power: rule 5's mean square below which a 20 ms block is quiet."""
+        self.k, self.quiet_power = k, quiet_power
         self.resampler = StreamResampler(k, sample_rate)     # ValueError for a rate it cannot take
         self._lock = threading.Lock()
         self._pending = array("f")          # resampled, not yet drained
@@ -40,6 +41,7 @@ class AudioWindow:
         self.audio = array("f")             # 16 kHz samples [start, total)
         self.frame_power = array("d")       # mean square of each whole 80 ms frame from start
         self.start = self.total = 0
+        self._onset_scanned = 0             # audio searched for the speech onset (20 ms grid)
 
     # -- intake ---------------------------------------------------------------------------------
 
@@ -94,11 +96,55 @@ class AudioWindow:
         del self.frame_power[:(start - self.start) // FRAME]
         self.start = start
 
+    # -- the rules that move the start ----------------------------------------------------------
+
+    def holds(self, p: int, cap: int) -> bool:
+        """Whether a decode at p sees at most `cap` samples from the start."""
+        return p - self.start <= cap
+
+    def fit(self, p: int, cap: int, tentative: bool, committed_end: int | None) -> None:
+        """Rules 3 and 6 for a decode at p over `cap`: with no tentative words (rule 6) keep the
+        newest half; else start after the words rule 3 just committed (committed_end; None if
+        it committed none), and at most cap before p."""
+        if self.holds(p, cap):
+            return
+        if not tentative:
+            self.move_start(align(p - cap // 2))
+            return
+        start = committed_end if committed_end is not None else self.start
+        self.move_start(max(start, align(p - cap + FRAME - 1)))
+
+    def idle(self, p: int, keep: int) -> None:
+        """Rule 5: a quiet interval before p with nothing tentative: keep only `keep` samples."""
+        self.move_start(align(p - keep))
+
+    def into_pause(self, p: int, last_word, next_start, min_pause: int, keep: int) -> None:
+        """Rule 2 after a decode at p: start the window in the pause after the last committed
+        word (last_word: its (start, end), None before any), if it is long enough; with no word
+        after it (next_start: the first tentative word's start, or None), keep `keep` of the
+        pause (max(idle_keep, right_context): never cut into the last right_context, where a
+        word may have begun without a token yet). Only rules 3 and 6 may cut into a committed
+        word; its re-decoded remains are dropped by CommitPolicy.new_words."""
+        end = last_word[1] if last_word is not None else 0
+        level = self.pause_level(p)        # one sort of the window's frame powers per decode
+        if last_word is not None and not self.heard(last_word[0], end, p, level):
+            return                      # its time is not where its sound is: no pause to trust
+        if next_start is not None:
+            if next_start - end >= min_pause:
+                start = self.pause_in(end, next_start, p, level, min_pause)
+                if start is not None:
+                    self.move_start(start)
+        else:
+            start = align(min(end + (p - end) // 2, p - keep))
+            if start >= end:
+                self.move_start(start)
+
     # -- what the audio says --------------------------------------------------------------------
 
-    def quiet(self, a: int, b: int, quiet_power: float) -> bool:
+    def quiet(self, a: int, b: int, quiet_power: float | None = None) -> bool:
         """Rule 5: every 20 ms block of [a, b) (inside the window) has a mean square below
-        `quiet_power`."""
+        `quiet_power` (the window's if None)."""
+        quiet_power = self.quiet_power if quiet_power is None else quiet_power
         a = max(a, self.start)
         n = max(0, b - a)
         sums = self.k.block_sums(memoryview(self.audio)[a - self.start:b - self.start], n, QUIET_BLOCK)
@@ -109,15 +155,25 @@ class AudioWindow:
                 return False
         return True
 
-    def first_loud(self, a: int, b: int, quiet_power: float):
+    def first_loud(self, a: int, b: int, quiet_power: float | None = None):
         """The start of the first whole 20 ms block of [a, b) (a on the block grid, inside the
         window) that rule 5 would not call quiet; None if every whole block is quiet."""
+        quiet_power = self.quiet_power if quiet_power is None else quiet_power
         n = (b - a) // QUIET_BLOCK * QUIET_BLOCK
         if n <= 0:
             return None
         sums = self.k.block_sums(memoryview(self.audio)[a - self.start:a - self.start + n], n, QUIET_BLOCK)
         limit = quiet_power * QUIET_BLOCK
         return next((a + i * QUIET_BLOCK for i, s in enumerate(sums) if s > limit), None)
+
+    def speech_onset(self):
+        """The first loud 20 ms block (rule 5's level) in the audio since the last call, or
+        None: each whole block is searched once."""
+        self._onset_scanned = max(self._onset_scanned, self.start)      # both on the 20 ms grid
+        onset = self.first_loud(self._onset_scanned, self.total)
+        if onset is None:
+            self._onset_scanned += (self.total - self._onset_scanned) // QUIET_BLOCK * QUIET_BLOCK
+        return onset
 
     def pause_level(self, p: int):
         """The mean square at or below which an 80 ms frame is quiet: PAUSE_LEVEL of the

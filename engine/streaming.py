@@ -63,12 +63,12 @@ from decimal import Decimal
 from typing import Callable, Protocol
 
 from .audio import MODEL_RATE, StreamResampler
-from .text import Token, word_spans
+from .text import Token
 from .family import Cancelled
-from .stream_commit import CommitPolicy, Word
+from .stream_commit import CommitPolicy, Word, decoded_words
 from .stream_schedule import Schedule
 from .stream_view import StreamStats, StreamView, live_metrics, stream_metrics
-from .stream_window import FRAME, QUIET_BLOCK, AudioWindow, align
+from .stream_window import FRAME, AudioWindow
 
 COMMON_RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000)
 
@@ -169,20 +169,20 @@ class StreamSession:
         self.engine, self.config = engine, config or StreamConfig()
         self.sample_rate = sample_rate
         try:
-            self.window = AudioWindow(engine.k, sample_rate)
+            self.window = AudioWindow(engine.k, sample_rate, self.config.quiet_power())
         except ValueError as e:
             raise StreamError(f"sample rate {sample_rate} Hz: {e}") from None
         self.stats = StreamStats()
         self.schedule = Schedule(self.config.samples("hop_ms"), self.config.samples("max_interval_ms"),
                                  self.config.interval_divisor)
-        self.policy = CommitPolicy()
+        c = self.config
+        self.policy = CommitPolicy(c.samples("right_context_ms"), c.samples("agree_context_ms"),
+                                   c.samples("short_window_ms"))
         self.view = StreamView(engine.model.vocabulary, engine.marks)
         self._decode_lock = threading.Lock()
         self._state = "open"
         self._final = None
         self._cancel = threading.Event()
-        self._quiet_power = self.config.quiet_power()
-        self._onset_scanned = 0                             # audio searched for the speech onset
 
     # -- the API --------------------------------------------------------------------------------
 
@@ -232,15 +232,13 @@ class StreamSession:
             self._find_onset()
             self._run_schedule()
             policy, last = self.policy, self.schedule.last
-            p = self.window.total
-            if not policy.tentative and self._quiet(last, p):
-                p = last                                    # rule 5 holds at the end too
+            p = last if self._skips(self.window.total) else self.window.total   # rule 5 at the end too
             if p > last or policy.tentative:
                 if p > last:
                     self._fit_window(p)
                 words = self._decode(p) if p > last else policy.tentative
                 self.view.committed(policy.finish(words))   # closing the stream, not a live commit
-            self.schedule.last = self.window.total            # nothing is pending any more
+            self.schedule.close(self.window.total)
             self._state = "finished"
             self._final = self.view.result(policy.committed, self.window.total, self.stats)
             return self._final
@@ -307,76 +305,38 @@ class StreamSession:
             self.schedule.advance(p, self.window.start)
 
     def _will_decode(self, p: int) -> bool:
-        return bool(self.policy.tentative) or not self._quiet(self.schedule.last, p)
+        return not self._skips(p)
+
+    def _skips(self, p: int) -> bool:
+        """Rule 5: nothing tentative and only quiet audio since the last decode position."""
+        return not self.policy.tentative and self.window.quiet(self.schedule.last, p)
 
     def _step(self, p: int) -> int:
-        """One scheduled decode at absolute position p (rules 1-6); -> 1 if it decoded, 0 if
-        rule 5 skipped it."""
-        policy = self.policy
-        if not policy.tentative and self._quiet(self.schedule.last, p):
-            self.stats.skipped_quiet += 1                   # rule 5
-            self.window.move_start(align(p - self.config.samples("idle_keep_ms")))
+        """One scheduled decode at absolute position p, through the parts' rules; -> 1 if it
+        decoded, 0 if rule 5 skipped it."""
+        c, policy, window = self.config, self.policy, self.window
+        if self._skips(p):
+            self.stats.skipped_quiet += 1
+            window.idle(p, c.samples("idle_keep_ms"))
             return 0
-        self._note_backlog(p)
+        self.stats.note_backlog(p, window.total, self.schedule.last, c.samples("hop_ms"))
         self._fit_window(p)
-        words = self._decode(p)
-        limit = p - self.config.samples("right_context_ms")
-        agreed = policy.agreed(words, limit)
-        self._committed_live(policy.after_decode(words, agreed, p - self._agree_context(p)), p)
-        self._move_into_pause(p)
+        self._committed_live(policy.decoded(self._decode(p), p, window.start), p)     # rules 1, 4
+        last = policy.committed[-1] if policy.committed else None
+        window.into_pause(p, last and (last.start, last.end), policy.tentative[0].start if policy.tentative else None,
+                          c.samples("min_pause_ms"), max(c.samples("idle_keep_ms"), c.samples("right_context_ms")))
         return 1
 
-    def _note_backlog(self, p: int):
-        """The stats' view of falling behind: the most audio ever waiting when a decode began,
-        and the audio of decodes that ran late (a hop or more of newer audio already in)."""
-        stats, total = self.stats, self.window.total
-        stats.max_pending = max(stats.max_pending, total - self.schedule.last)
-        if total - p >= self.config.samples("hop_ms"):
-            stats.deferred_audio += p - self.schedule.last
-
-    def _agree_context(self, p: int) -> int:
-        """Rule 1: the audio a word needs after it in this decode (window [start, p)) for the
-        next decode's agreement to count. A short window is where the model guesses a
-        sentence from its first second ("tell me" for "can you"), so it needs right_context."""
-        if p - self.window.start < self.config.samples("short_window_ms"):
-            return self.config.samples("right_context_ms")
-        return self.config.samples("agree_context_ms")
-
     def _fit_window(self, p: int):
-        """Rules 3 and 6: keep the window for a decode at p within max_window."""
-        cap, window = self.config.samples("max_window_ms"), self.window
-        if p - window.start <= cap:
+        """Rules 3 and 6: the window for a decode at p within max_window, committing the oldest
+        tentative words if it must cut into them."""
+        cap = self.config.samples("max_window_ms")
+        if self.window.holds(p, cap):
             return
-        if not self.policy.tentative:                       # rule 6: no token, keep the newest half
-            window.move_start(align(p - cap // 2))
-            return
-        forced = self.policy.force_before(p - cap // 2)     # rule 3: commit the oldest words
+        tentative = bool(self.policy.tentative)
+        forced = self.policy.make_room(p, cap)
         self._committed_live(forced, p)
-        start = self.policy.last_end if forced else window.start
-        window.move_start(max(start, align(p - cap + FRAME - 1)))
-
-    def _move_into_pause(self, p: int):
-        """Rule 2: start the window in the pause after the last committed word, if it is long
-        enough; with no word after it, keep idle_keep of the pause (and never cut into the
-        last right_context, where a word may have begun without a token yet). Only rules 3
-        and 6 may cut into a committed word; its re-decoded remains are dropped by
-        CommitPolicy.new_words."""
-        policy, window = self.policy, self.window
-        end = policy.last_end
-        level = window.pause_level(p)       # one sort of the window's frame powers per decode
-        if policy.committed and not window.heard(policy.committed[-1].start, end, p, level):
-            return                      # its time is not where its sound is: no pause to trust
-        if policy.tentative:
-            gap_end = policy.tentative[0].start
-            if gap_end - end >= self.config.samples("min_pause_ms"):
-                start = window.pause_in(end, gap_end, p, level, self.config.samples("min_pause_ms"))
-                if start is not None:
-                    window.move_start(start)
-        else:
-            keep = max(self.config.samples("idle_keep_ms"), self.config.samples("right_context_ms"))
-            start = align(min(end + (p - end) // 2, p - keep))
-            if start >= end:
-                window.move_start(start)
+        self.window.fit(p, cap, tentative, self.policy.last_end if forced else None)
 
     def _decode(self, p: int) -> list:
         """Words of the window [start, p) that are not committed yet (absolute times)."""
@@ -387,10 +347,7 @@ class StreamSession:
         self.stats.decodes += 1
         self.stats.longest_window = max(self.stats.longest_window, p - base)
         self.stats.decoded_audio += p - base
-        f0 = base // FRAME
-        decoded = [Word(text, base + start * FRAME, base + end * FRAME,
-                        tuple((t.id, f0 + t.frame, t.duration) for t in toks))
-                   for text, start, end, toks in word_spans(tokens, engine.model.vocabulary, engine.marks)]
+        decoded = decoded_words(tokens, base, engine.model.vocabulary, engine.marks)
         words = self.policy.new_words(decoded, base)
         if self.policy.is_revision(words):
             self.stats.revisions += 1
@@ -402,17 +359,10 @@ class StreamSession:
         self.stats.commit_lags.extend(p - w.end for w in words)
 
     def _find_onset(self):
-        """Until speech starts: look for it in the audio drained since the last look (whole
-        20 ms blocks; the stats' speech_onset, what the first-partial latency counts from)."""
+        """Until speech starts: the stats' speech_onset (what the first-partial latency counts
+        from), looked for in the audio drained since the last look."""
         if self.stats.speech_onset is None:
-            self._onset_scanned = max(self._onset_scanned, self.window.start)      # both on the 20 ms grid
-            onset = self.window.first_loud(self._onset_scanned, self.window.total, self._quiet_power)
-            if onset is None:
-                self._onset_scanned += (self.window.total - self._onset_scanned) // QUIET_BLOCK * QUIET_BLOCK
-            self.stats.speech_onset = onset
-
-    def _quiet(self, a: int, b: int) -> bool:
-        return self.window.quiet(a, b, self._quiet_power)
+            self.stats.speech_onset = self.window.speech_onset()
 
     # -- views ----------------------------------------------------------------------------------
 

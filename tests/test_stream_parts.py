@@ -103,6 +103,47 @@ def test_rule2_pause_search_needs_quiet_frames_in_the_audio(k):
     assert w.heard(0, 2 * FRAME, p, level) and not w.heard(5 * FRAME, 8 * FRAME, p, level)
 
 
+def test_rules_3_and_6_fit_the_window_within_max_window(k):
+    w = AudioWindow(k, 16000)
+    w.push(noise(40 * FRAME, 0.3))
+    w.drain()
+    cap, p = 20 * FRAME, 30 * FRAME
+    assert w.holds(20 * FRAME, cap) and not w.holds(p, cap)
+    w.fit(20 * FRAME, cap, tentative=True, committed_end=None)
+    assert w.start == 0                                      # within max_window: nothing moves
+    w.fit(p, cap, tentative=False, committed_end=None)       # rule 6: no word, the newest half
+    assert w.start == p - cap // 2
+    w = AudioWindow(k, 16000)
+    w.push(noise(40 * FRAME, 0.3))
+    w.drain()
+    w.fit(p, cap, tentative=True, committed_end=17 * FRAME)  # rule 3: after the forced words
+    assert w.start == 17 * FRAME
+    w = AudioWindow(k, 16000)
+    w.push(noise(40 * FRAME, 0.3))
+    w.drain()
+    w.fit(p, cap, tentative=True, committed_end=2 * FRAME)   # ... and never more than cap before p
+    assert w.start == align(p - cap + FRAME - 1) == p - cap
+
+
+def test_rule5_idle_keeps_the_newest_audio_and_rule2_moves_into_a_pause(k):
+    w = AudioWindow(k, 16000)
+    loud, soft = noise(FRAME, 0.5), noise(FRAME, 0.001, seed=2)
+    for f in [loud] * 4 + [soft] * 5 + [loud] * 4:             # a 400 ms pause at frames 4..8
+        w.push(f)
+    w.drain()
+    p = w.total
+    w.into_pause(p, (0, 3 * FRAME), 10 * FRAME, 300 * 16, 1500 * 16)   # the next word after the pause
+    assert w.start == 5 * FRAME                                # the pause's second quiet frame
+    w.idle(p, 12 * FRAME)
+    assert w.start == 5 * FRAME                                # forward only
+    w.idle(p, 4 * FRAME)
+    assert w.start == p - 4 * FRAME
+    quiet = AudioWindow(k, 16000, quiet_power=1e-4)
+    quiet.push(soft)
+    quiet.drain()
+    assert quiet.quiet(0, FRAME) and not quiet.quiet(0, FRAME, quiet_power=1e-9)
+
+
 # -- the schedule ---------------------------------------------------------------------------
 
 def test_rule3_interval_grows_with_the_window():
@@ -139,6 +180,15 @@ def test_a_caller_far_behind_gets_every_position_in_order():
     s = Schedule(hop=6400)
     assert s.due(6399) is None and s.due(200000) == 6400       # due() alone moves nothing
     assert s.due(200000) == 6400
+    s.close(200000)
+    assert s.last == 200000                                    # the end: nothing pending
+
+
+def test_stats_count_the_backlog_when_a_decode_begins():
+    stats = StreamStats()
+    stats.note_backlog(p=6400, total=6400, last=0, hop=6720)          # on time
+    stats.note_backlog(p=12800, total=40000, last=6400, hop=6720)     # late: 27,200 newer samples in
+    assert stats.max_pending == 33600 and stats.deferred_audio == 6400
 
 
 # -- the commit policy ----------------------------------------------------------------------
@@ -165,6 +215,21 @@ def test_rule1_a_word_commits_when_two_decodes_agree_and_right_context_passed():
     policy.after_decode([word("jazz", 0, 8)], 0, limit=20 * FRAME)
     assert policy.agreed([word("jazz", 0, 8)], limit=7 * FRAME) == 0
     assert policy.agreed([word("jazz", 0, 8)], limit=8 * FRAME) == 1
+
+
+def test_rule1_a_short_window_needs_right_context_in_the_earlier_decode():
+    """decoded(): agreement with the previous decode, whose limit was its position less
+    agree_context, or less right_context when its window was shorter than short_window."""
+    right, agree, short = 10 * FRAME, 5 * FRAME, 30 * FRAME
+    for window_start, agreed in ((0, 0), (-40 * FRAME, 1)):      # a short window, then a long one
+        policy = CommitPolicy(right, agree, short)
+        assert policy.decoded([word("jazz", 0, 8)], 14 * FRAME, window_start) == []
+        assert policy.previous_limit == 14 * FRAME - (right if window_start == 0 else agree)
+        assert len(policy.decoded([word("jazz", 0, 8)], 30 * FRAME, 0)) == agreed
+    policy = CommitPolicy(right, agree, short)
+    policy.decoded([word("a", 0, 2), word("b", 3, 5), word("c", 8, 9)], 9 * FRAME, 0)
+    assert [w.text for w in policy.make_room(14 * FRAME, 18 * FRAME)] == ["a", "b"]   # rule 3: ending by p - cap/2
+    assert CommitPolicy().make_room(100 * FRAME, 10 * FRAME) == []                     # nothing tentative
 
 
 def test_rule4_the_newest_word_commits_without_a_next_token():
