@@ -90,8 +90,8 @@ class WindowedTranscription:
     """Feed 16 kHz pieces with add(); each full window is transcribed as soon as the audio
     after it is known; finish() transcribes the rest and returns the Engine.transcribe dict."""
 
-    def __init__(self, engine, policy: WindowPolicy | None = None, on_window=None):
-        self.engine, self.policy = engine, policy or WindowPolicy()
+    def __init__(self, engine, policy: WindowPolicy | None = None, on_window=None, float_acts: bool = False):
+        self.engine, self.policy, self.float_acts = engine, policy or WindowPolicy(), float_acts
         self.policy.check()
         self.on_window = on_window                 # (window index, start s, end s, text)
         self.buffer = array("f")                   # audio from `start` on, at most one window + a piece
@@ -106,7 +106,7 @@ class WindowedTranscription:
             self._window(self._cut())
 
     def finish(self) -> dict:
-        if len(self.buffer):
+        if len(self.buffer) or not self.windows:       # empty audio: one empty window
             self._window(len(self.buffer))
         return self._result()
 
@@ -122,7 +122,7 @@ class WindowedTranscription:
         started = time.perf_counter()
         offset = self.start // FRAME_SAMPLES
         tokens = [Token(t.id, t.frame + offset, t.duration)
-                  for t in self.engine.tokens(memoryview(self.buffer)[:length])]
+                  for t in self.engine.tokens(memoryview(self.buffer)[:length], self.float_acts)]
         self.compute += time.perf_counter() - started
         self.windows.append((self.start, self.start + length, tokens))
         if self.on_window is not None:
@@ -176,10 +176,11 @@ class SteppedTranscription:
         return True
 
 
-def transcribe_pieces(engine, pieces, policy: WindowPolicy | None = None, on_window=None) -> dict:
+def transcribe_pieces(engine, pieces, policy: WindowPolicy | None = None, on_window=None,
+                      float_acts: bool = False) -> dict:
     """Transcribe 16 kHz float32 pieces (any iterable of buffers) window by window."""
     engine.begin_job()
-    job = WindowedTranscription(engine, policy, on_window)
+    job = WindowedTranscription(engine, policy, on_window, float_acts)
     for piece in pieces:
         job.add(piece)
     return job.finish()

@@ -10,13 +10,12 @@ Runs unchanged natively and in Pyodide (pass the model bytes to Engine.from_buff
 from __future__ import annotations
 
 import threading
-import time
 from array import array
 
 from .audio import MODEL_RATE
 from .family import Cancelled, load, network
 from .kernels import Kernels
-from .longform import WindowPolicy, transcribe_pieces, transcript
+from .longform import WindowPolicy, transcribe_pieces
 from .executor import executor
 from .streaming import StreamConfig, StreamSession
 from .text import punctuation_marks
@@ -88,17 +87,14 @@ class Engine:
     def transcribe(self, samples, float_acts: bool = False, on_window=None,
                    policy: WindowPolicy | None = None) -> dict:
         """samples: float32 mono at 16 kHz (any buffer). Empty or shorter than one hop: empty text.
-        Longer than the policy's max_window (30 s): in windows cut at pauses (engine/longform.py;
-        on_window(index, start s, end s, text) after each), so any length finishes."""
-        policy = policy or WindowPolicy()
-        if len(samples) > policy.max_window * MODEL_RATE and not float_acts:
-            view = memoryview(samples).cast("B").cast("f")
-            step = 10 * MODEL_RATE
-            return transcribe_pieces(self, (view[i:i + step] for i in range(0, len(view), step)), policy, on_window)
-        self.begin_job()
-        started = time.perf_counter()
-        tokens = self.tokens(samples, float_acts)
-        return transcript(self, [(0, len(samples), tokens)], time.perf_counter() - started)
+        The one way a recording is transcribed (the CLI reads a WAV file in pieces, the page
+        steps through engine/longform.py's SteppedTranscription: the same windows): up to the
+        policy's max_window (30 s) one window, longer in windows cut at pauses, so any length
+        finishes; on_window(index, start s, end s, text) after each."""
+        view = memoryview(samples).cast("B").cast("f")
+        step = 10 * MODEL_RATE
+        pieces = (view[i:i + step] for i in range(0, len(view), step))
+        return transcribe_pieces(self, pieces, policy, on_window, float_acts)
 
 
 __all__ = ["Engine", "Cancelled"]
