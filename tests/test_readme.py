@@ -142,3 +142,16 @@ def test_the_bundled_models_notice_is_its_own():
     assert notice == SMALL_MODEL_NOTICE and "no third-party weights" in notice
     assert "NVIDIA" not in notice and "CHiME" not in notice
     assert "contains no third-party weights" in " ".join((ROOT / "NOTICE").read_text().split())
+
+
+def test_architecture_is_short_and_names_every_runtime_module():
+    """ARCHITECTURE.md is read first: under 1,000 words, and every engine module (the runtime
+    a newcomer must find) is named in it, so a new module cannot go unmapped."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    assert len(text.split()) < 1000
+    for path in sorted((ROOT / "engine").rglob("*.py")):
+        name = path.relative_to(ROOT / "engine").as_posix()
+        if name.endswith("__init__.py") or name == "__main__.py":
+            continue
+        short = name.rsplit("/", 1)[-1]
+        assert f"engine/{name}" in text or f"`{short}`" in text or short in text, name
