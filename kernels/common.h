@@ -3,8 +3,11 @@
  * Kernels are plain C (no Python.h): the same sources build into the host shared library
  * (gcc) and into emscripten side modules that Pyodide loads with ctypes.
  *
- * Naming: `<op>__<tier>` (XNNPACK style). Tiers: scalar (the reference), wasm_simd128,
- * wasm_relaxed_simd, avx2, avx512vnni.
+ * Naming: an entry point is `<op>__<tier>` (XNNPACK style), a tier's inline helper
+ * `pk_<name>_<tier>`, in its file `<op>__<tier>.c` or `<part>__<tier>.h`. Tiers: scalar (the
+ * reference), wasm_simd128, wasm_relaxed_simd, avx2, avx512vnni. Code written once for several
+ * tiers sits in an `*_impl.h` that each tier's file includes after defining PK_TIER, and names
+ * what it calls and defines by that rule (PK_TIER_FN, PK_TIER_HELPER below).
  * Every function returns 0 on success or a negative PK_E* code. The Python wrapper
  * (engine/kernels.py) validates shapes and buffer sizes before calling, so these codes are
  * a second line of defence, never the user-facing error.
@@ -33,6 +36,19 @@ enum {
  * included: |acc| <= K * 128 * 128 = 2^30 for K <= 65536 (and the relaxed/VNNI correction
  * 64 * sum(xq) is smaller still). */
 #define PK_MAX_DIM 65536
+
+/* The naming rule as macros, for the *_impl.h files: PK_TIER_FN(fv5_gemm) is fv5_gemm__<tier>,
+ * PK_TIER_HELPER(tile) is pk_tile_<tier>, PK_HELPER_OF(name, tier) pk_<name>_<tier> for a
+ * named tier (where one tier borrows another's helpers). */
+#define PK_PASTE3(a, b, c) a##b##c
+#define PK_EXPAND3(a, b, c) PK_PASTE3(a, b, c)
+#define PK_TIER_FN(op) PK_EXPAND3(op, __, PK_TIER)
+#define PK_HELPER_OF(name, tier) PK_EXPAND3(pk_##name##_, tier, )
+#define PK_TIER_HELPER(name) PK_HELPER_OF(name, PK_TIER)
+
+/* A helper the compiler must inline: the written-once GEMM drivers' block loop, which GCC
+ * otherwise keeps out of line at a few percent of the GEMM's time. */
+#define PK_ALWAYS_INLINE static inline __attribute__((always_inline))
 
 /* Round a pointer up to a multiple of 64 bytes (scratch carving). */
 static inline void *pk_align64(void *p) {

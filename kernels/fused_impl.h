@@ -15,10 +15,6 @@
 #include "layer.h"
 #include "subsampling.h"
 
-#define PK_PASTE(name, tier) name##__##tier
-#define PK_EXPAND(name, tier) PK_PASTE(name, tier)
-#define PK_TIER_FN(name) PK_EXPAND(name, PK_TIER)
-
 /* Attention with this tier's flags and exponentials (attention_impl.h). */
 #define PK_ATTENTION(name) tier_attention_##name
 #define PK_ATTENTION_EXP_ROW(n, row, mx) PK_TIER_FN(softmax_exp_row)(n, row, mx)

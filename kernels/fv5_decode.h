@@ -67,6 +67,16 @@ PK_API int fv5_decode_blocks__wasm_simd128(int blocks, int K, const uint8_t *pac
 PK_API int fv5_decode_blocks__avx2(int blocks, int K, const uint8_t *packed, const int8_t *lut,
                                    int8_t *panels, size_t panel_stride);
 
+/* A SIMD tier's fv5_decode_block__<tier> (its pk_fv5_decode_<tier>, fv5_decode_impl.h, into
+ * the spec panel) and fv5_decode_blocks__<tier>. */
+#define PK_DEFINE_DECODE_OPS(tier)                                                               \
+    int fv5_decode_block__##tier(int K, const uint8_t *stored, const int8_t *lut, int8_t *panel) { \
+        if (K <= 0 || K % 8 != 0 || K > PK_MAX_DIM) return PK_E_SHAPE;                          \
+        pk_fv5_decode_##tier(K, stored, lut, panel, NULL);                                      \
+        return PK_OK;                                                                            \
+    }                                                                                            \
+    PK_DEFINE_DECODE_BLOCKS(tier)
+
 /* The loop behind fv5_decode_blocks__<tier>. */
 #define PK_DEFINE_DECODE_BLOCKS(tier)                                                            \
     int fv5_decode_blocks__##tier(int blocks, int K, const uint8_t *packed, const int8_t *lut,   \

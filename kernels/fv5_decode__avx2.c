@@ -1,10 +1,10 @@
-/* fv5 block decode, AVX2 tier: the steps are in fv5_decode__avx2.h. */
+/* fv5 block decode, AVX2 tier: the loop of fv5_decode_impl.h on the steps of
+ * fv5_decode__avx2.h. */
 #include "fv5_decode__avx2.h"
+#include "gemm_tile__avx2.h"
 
-int fv5_decode_block__avx2(int K, const uint8_t *stored, const int8_t *lut, int8_t *panel) {
-    if (K <= 0 || K % 8 != 0 || K > PK_MAX_DIM) return PK_E_SHAPE;
-    pk_fv5_decode_avx2(K, stored, lut, panel, NULL);
-    return PK_OK;
-}
+#define PK_TIER avx2
+#define PK_DECODE_LANES avx2
+#include "fv5_decode_impl.h"
 
-PK_DEFINE_DECODE_BLOCKS(avx2)
+PK_DEFINE_DECODE_OPS(avx2)

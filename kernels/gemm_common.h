@@ -26,6 +26,15 @@ static inline size_t pk_gemm_scratch_bytes(int N, int K) {
     return (size_t)64 + (size_t)16 * (size_t)K + (size_t)2 * (size_t)N * (size_t)K;
 }
 
+/* The scratch's layout (above): the panel, the staging, and the activations' area, which the
+ * tiers fill as their tiles read them (gemm_block_impl.h). */
+static inline void *pk_gemm_carve(void *scratch, int K, int8_t **panel, int8_t **stage) {
+    int8_t *base = (int8_t *)pk_align64(scratch);
+    *panel = base;
+    *stage = base + (size_t)8 * K;
+    return base + (size_t)16 * K;
+}
+
 /* Shape and scratch checks shared by the GEMM drivers (o_multiple: 8 for fv5, 1 for int8). */
 static inline int pk_gemm_check(int N, int O, int K, int o_multiple, size_t scratch_bytes) {
     if (N <= 0 || O <= 0 || K <= 0) return PK_E_SHAPE;

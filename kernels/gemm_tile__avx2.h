@@ -20,15 +20,6 @@ static inline void pk_stage_kb_avx2(__m128i P0, __m128i P1, __m128i P2, __m128i 
     _mm_storeu_si128((__m128i *)(out + 48), _mm_unpackhi_epi64(u1, v1));
 }
 
-/* Spec panel (fv5_decode.h) -> staging, for k-blocks kb_begin..kb_end-1. */
-static inline void pk_stage_from_panel_avx2(int kb_begin, int kb_end, const int8_t *panel, int8_t *stage) {
-    for (int kb = kb_begin; kb < kb_end; kb++) {
-        const __m128i *p = (const __m128i *)(panel + (size_t)kb * 64);
-        pk_stage_kb_avx2(_mm_loadu_si128(p), _mm_loadu_si128(p + 1), _mm_loadu_si128(p + 2),
-                         _mm_loadu_si128(p + 3), stage + (size_t)kb * 64);
-    }
-}
-
 static inline void pk_stage_from_rows_avx2(int K, const int8_t *w, int rows, int8_t *stage) {
     for (int kb = 0; kb < K / 8; kb++) {
         __m128i P[4];
@@ -42,7 +33,9 @@ static inline void pk_stage_from_rows_avx2(int K, const int8_t *w, int rows, int
     }
 }
 
-static inline void pk_widen_activations_avx2(int N, int K, const int8_t *xq, int16_t *x16) {
+/* The activations as the tile reads them: xq[N][K] widened to int16 once per call. */
+typedef int16_t pk_act_avx2;
+static inline void pk_prepare_activations_avx2(int N, int K, const int8_t *xq, int16_t *x16) {
     size_t total = (size_t)N * (size_t)K;
     size_t i = 0;
     for (; i + 16 <= total; i += 16)
@@ -51,7 +44,8 @@ static inline void pk_widen_activations_avx2(int N, int K, const int8_t *xq, int
     for (; i < total; i++) x16[i] = xq[i];
 }
 
-#define PK_AVX2_TILE_TOKENS 6
+enum { pk_tile_tokens_avx2 = 6 };
+typedef struct { __m256i v[pk_tile_tokens_avx2]; } pk_tile_sums_avx2;     /* v[t]: token t's 8 rows */
 
 static inline __m256i pk_pair_splat_avx2(const int16_t *x) {
     int32_t v;
@@ -59,17 +53,22 @@ static inline __m256i pk_pair_splat_avx2(const int16_t *x) {
     return _mm256_set1_epi32(v);
 }
 
-/* acc[t] = the 8 rows' sums of token t, for `tokens` (1..PK_AVX2_TILE_TOKENS) rows of x16. */
-static inline void pk_tile_avx2(int K, const int8_t *stage, const int16_t *x, int tokens, __m256i *acc) {
-    if (tokens == PK_AVX2_TILE_TOKENS) {
-        __m256i a[PK_AVX2_TILE_TOKENS];
-        for (int t = 0; t < PK_AVX2_TILE_TOKENS; t++) a[t] = _mm256_setzero_si256();
+/* The 8 rows' sums of tokens n .. n + tokens - 1 (tokens <= pk_tile_tokens_avx2), from x16
+ * (xq: unused here). */
+static inline void pk_tile_avx2(int K, const int8_t *stage, const int8_t *xq, const int16_t *x16, int n, int tokens,
+                                pk_tile_sums_avx2 *sums) {
+    (void)xq;
+    const int16_t *x = x16 + (size_t)n * K;
+    __m256i *acc = sums->v;
+    if (tokens == pk_tile_tokens_avx2) {
+        __m256i a[pk_tile_tokens_avx2];
+        for (int t = 0; t < pk_tile_tokens_avx2; t++) a[t] = _mm256_setzero_si256();
         for (int j = 0; j < K / 2; j++) {
             __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(stage + 16 * j)));
-            for (int t = 0; t < PK_AVX2_TILE_TOKENS; t++)
+            for (int t = 0; t < pk_tile_tokens_avx2; t++)
                 a[t] = _mm256_add_epi32(a[t], _mm256_madd_epi16(w, pk_pair_splat_avx2(x + (size_t)t * K + 2 * j)));
         }
-        for (int t = 0; t < PK_AVX2_TILE_TOKENS; t++) acc[t] = a[t];
+        for (int t = 0; t < pk_tile_tokens_avx2; t++) acc[t] = a[t];
         return;
     }
     for (int t = 0; t < tokens; t++) {
@@ -83,37 +82,26 @@ static inline void pk_tile_avx2(int K, const int8_t *stage, const int16_t *x, in
     }
 }
 
-static inline void pk_block_gemm_avx2(int N, int O, int K, int o0, int rows, const int8_t *stage,
-                                      const int16_t *x16, const float *xs, const float *ws,
-                                      const float *bias, float *y) {
-    __m256i acc[PK_AVX2_TILE_TOKENS];
-    for (int n = 0; n < N; n += PK_AVX2_TILE_TOKENS) {
-        int tokens = N - n < PK_AVX2_TILE_TOKENS ? N - n : PK_AVX2_TILE_TOKENS;
-        pk_tile_avx2(K, stage, x16 + (size_t)n * K, tokens, acc);
-        for (int t = 0; t < tokens; t++) {
-            float *yr = y + (size_t)(n + t) * O;
-            if (rows == 8) {
-                /* gemm_common.h order: ((float)acc * xs) * ws (+ bias) */
-                __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[t]), _mm256_set1_ps(xs[n + t]));
-                v = _mm256_mul_ps(v, _mm256_loadu_ps(ws + o0));
-                if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + o0));
-                _mm256_storeu_ps(yr + o0, v);
-            } else {
-                int32_t sums[8];
-                _mm256_storeu_si256((__m256i *)sums, acc[t]);
-                for (int r = 0; r < rows; r++)
-                    yr[o0 + r] = pk_dequant(sums[r], xs[n + t], ws[o0 + r], bias, o0 + r);
-            }
-        }
+/* Token t's 8 row sums -> y row yr, rows o0 .. o0 + rows - 1, in gemm_common.h's order:
+ * ((float)acc * xs) * ws (+ bias). (Also the VNNI tier's, whose tile gives the same vector.) */
+static inline void pk_dequant_rows_avx2(__m256i acc, int rows, float xs, const float *ws, const float *bias,
+                                        int o0, float *yr) {
+    if (rows == 8) {
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(xs));
+        v = _mm256_mul_ps(v, _mm256_loadu_ps(ws + o0));
+        if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + o0));
+        _mm256_storeu_ps(yr + o0, v);
+    } else {
+        int32_t sums[8];
+        _mm256_storeu_si256((__m256i *)sums, acc);
+        for (int r = 0; r < rows; r++) yr[o0 + r] = pk_dequant(sums[r], xs, ws[o0 + r], bias, o0 + r);
     }
 }
 
-static inline void pk_carve_scratch_avx2(void *scratch, int K, int8_t **panel, int8_t **stage,
-                                         int16_t **x16) {
-    int8_t *base = (int8_t *)pk_align64(scratch);
-    *panel = base;
-    *stage = base + (size_t)8 * K;
-    *x16 = (int16_t *)(base + (size_t)16 * K);
+/* Token t's sums of a tile, dequantised into y row yr. */
+static inline void pk_dequant_token_avx2(const pk_tile_sums_avx2 *sums, int t, int rows, float xs, const float *ws,
+                                         const float *bias, int o0, float *yr) {
+    pk_dequant_rows_avx2(sums->v[t], rows, xs, ws, bias, o0, yr);
 }
 
 #endif

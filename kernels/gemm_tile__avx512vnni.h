@@ -18,11 +18,13 @@
 #include <immintrin.h>
 #include <string.h>
 #include "gemm_common.h"
+#include "gemm_tile__avx2.h"      /* pk_dequant_rows_avx2: the same 8-lane sums */
 
-#define PK_VNNI_TOKENS 8
+enum { pk_tile_tokens_avx512vnni = 8 };
+typedef struct { __m256i v[pk_tile_tokens_avx512vnni]; } pk_tile_sums_avx512vnni;   /* v[t]: token t's 8 rows */
 
 /* Four panel vectors of one k-block -> two staging vectors (k quads 2kb and 2kb+1). */
-static inline void pk_vnni_stage_kb(__m128i P0, __m128i P1, __m128i P2, __m128i P3, int8_t *out) {
+static inline void pk_stage_kb_avx512vnni(__m128i P0, __m128i P1, __m128i P2, __m128i P3, int8_t *out) {
     const __m128i offset = _mm_set1_epi8(64);
     /* as i32 lanes: P0 = r0 k0-3, r0 k4-7, r1 k0-3, r1 k4-7 */
     __m128 a = _mm_castsi128_ps(P0), b = _mm_castsi128_ps(P1);
@@ -37,46 +39,55 @@ static inline void pk_vnni_stage_kb(__m128i P0, __m128i P1, __m128i P2, __m128i 
     _mm_storeu_si128((__m128i *)(out + 48), _mm_add_epi8(hi23, offset));
 }
 
-static inline void pk_vnni_stage_from_panel(int kb_begin, int kb_end, const int8_t *panel, int8_t *stage) {
-    for (int kb = kb_begin; kb < kb_end; kb++) {
-        const __m128i *p = (const __m128i *)(panel + (size_t)kb * 64);
-        pk_vnni_stage_kb(_mm_loadu_si128(p), _mm_loadu_si128(p + 1), _mm_loadu_si128(p + 2),
-                         _mm_loadu_si128(p + 3), stage + (size_t)kb * 64);
-    }
-}
-
-static inline void pk_vnni_token_sums(int N, int K, const int8_t *xq, int32_t *sums) {
+/* offset * sum_k xq[n][k] for every token: what weights staged + offset add to its sums. */
+static inline void pk_corrections_avx512vnni(int N, int K, const int8_t *xq, int offset, int32_t *corrections) {
     for (int n = 0; n < N; n++) {
         int32_t s = 0;
         for (int k = 0; k < K; k++) s += xq[(size_t)n * K + k];
-        sums[n] = s;
+        corrections[n] = offset * s;
     }
 }
 
-static inline __m256i pk_quad_splat(const int8_t *x) {
+/* The activations as the tile reads them: xq itself, and per token the correction of fv5
+ * staging (weights + 64). */
+typedef int32_t pk_act_avx512vnni;
+static inline void pk_prepare_activations_avx512vnni(int N, int K, const int8_t *xq, int32_t *corrections) {
+    pk_corrections_avx512vnni(N, K, xq, 64, corrections);
+}
+
+static inline __m256i pk_quad_splat_avx512vnni(const int8_t *x) {
     int32_t v;
     memcpy(&v, x, 4);
     return _mm256_set1_epi32(v);
 }
 
-/* acc[t] = the 8 rows' exact sums of token t (correction applied: weights staged + offset). */
-static inline void pk_vnni_tile(int K, const int8_t *stage, const int8_t *x, const int32_t *xsum,
-                                int tokens, int offset, __m256i *acc) {
-    __m256i a[PK_VNNI_TOKENS];
-    for (int t = 0; t < PK_VNNI_TOKENS; t++) a[t] = _mm256_setzero_si256();
-    if (tokens == PK_VNNI_TOKENS) {
+/* The 8 rows' exact sums of tokens n .. n + tokens - 1 (weights staged + offset, the
+ * corrections taken off), read from xq. */
+static inline void pk_tile_avx512vnni(int K, const int8_t *stage, const int8_t *xq, const int32_t *corrections, int n,
+                                      int tokens, pk_tile_sums_avx512vnni *sums) {
+    const int8_t *x = xq + (size_t)n * K;
+    __m256i *acc = sums->v;
+    __m256i a[pk_tile_tokens_avx512vnni];
+    for (int t = 0; t < pk_tile_tokens_avx512vnni; t++) a[t] = _mm256_setzero_si256();
+    if (tokens == pk_tile_tokens_avx512vnni) {
         for (int h = 0; h < K / 4; h++) {
             __m256i w = _mm256_loadu_si256((const __m256i *)(stage + 32 * h));
-            for (int t = 0; t < PK_VNNI_TOKENS; t++)
-                a[t] = _mm256_dpbusd_epi32(a[t], w, pk_quad_splat(x + (size_t)t * K + 4 * h));
+            for (int t = 0; t < pk_tile_tokens_avx512vnni; t++)
+                a[t] = _mm256_dpbusd_epi32(a[t], w, pk_quad_splat_avx512vnni(x + (size_t)t * K + 4 * h));
         }
     } else {
         for (int t = 0; t < tokens; t++)
             for (int h = 0; h < K / 4; h++)
                 a[t] = _mm256_dpbusd_epi32(a[t], _mm256_loadu_si256((const __m256i *)(stage + 32 * h)),
-                                           pk_quad_splat(x + (size_t)t * K + 4 * h));
+                                           pk_quad_splat_avx512vnni(x + (size_t)t * K + 4 * h));
     }
-    for (int t = 0; t < tokens; t++) acc[t] = _mm256_sub_epi32(a[t], _mm256_set1_epi32(offset * xsum[t]));
+    for (int t = 0; t < tokens; t++) acc[t] = _mm256_sub_epi32(a[t], _mm256_set1_epi32(corrections[n + t]));
+}
+
+/* Token t's sums of a tile, dequantised into y row yr (AVX2's steps: the same 8-lane sums). */
+static inline void pk_dequant_token_avx512vnni(const pk_tile_sums_avx512vnni *sums, int t, int rows, float xs,
+                                               const float *ws, const float *bias, int o0, float *yr) {
+    pk_dequant_rows_avx2(sums->v[t], rows, xs, ws, bias, o0, yr);
 }
 
 #endif

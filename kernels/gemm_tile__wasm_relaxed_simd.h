@@ -17,15 +17,19 @@
 
 #include <wasm_simd128.h>
 #include "gemm_common.h"
+#include "gemm_tile__wasm_simd128.h"      /* its tile sums and their dequantisation */
 
-#define PK_RELAXED_TOKENS 4
+/* A tile's sums as SIMD128's (4 tokens, a pair of vectors each), dequantised as SIMD128's. */
+enum { pk_tile_tokens_wasm_relaxed_simd = pk_tile_tokens_wasm_simd128 };
+typedef pk_tile_sums_wasm_simd128 pk_tile_sums_wasm_relaxed_simd;
+#define pk_dequant_token_wasm_relaxed_simd pk_dequant_token_wasm_simd128
 
-static inline v128_t pk_relaxed_dot(v128_t x, v128_t w7, v128_t acc) {
+static inline v128_t pk_dot_wasm_relaxed_simd(v128_t x, v128_t w7, v128_t acc) {
     return (v128_t)__builtin_wasm_relaxed_dot_i8x16_i7x16_add_s_i32x4((__i8x16)x, (__i8x16)w7, (__i32x4)acc);
 }
 
 /* Four panel vectors of one k-block (rows 0-1, 2-3, 4-5, 6-7 by 8 k) -> relaxed staging. */
-static inline void pk_relaxed_stage_kb(v128_t P0, v128_t P1, v128_t P2, v128_t P3, int8_t *out) {
+static inline void pk_stage_kb_wasm_relaxed_simd(v128_t P0, v128_t P1, v128_t P2, v128_t P3, int8_t *out) {
     const v128_t offset = wasm_i8x16_splat(64);
     /* as i32 lanes: P0 = r0 k0-3, r0 k4-7, r1 k0-3, r1 k4-7 */
     wasm_v128_store(out + 0, wasm_i8x16_add(wasm_i32x4_shuffle(P0, P1, 0, 2, 4, 6), offset));
@@ -34,51 +38,47 @@ static inline void pk_relaxed_stage_kb(v128_t P0, v128_t P1, v128_t P2, v128_t P
     wasm_v128_store(out + 48, wasm_i8x16_add(wasm_i32x4_shuffle(P2, P3, 1, 3, 5, 7), offset));
 }
 
-/* Spec panel k-blocks kb_begin..kb_end-1 -> relaxed staging. */
-static inline void pk_relaxed_stage_from_panel(int kb_begin, int kb_end, const int8_t *panel, int8_t *stage) {
-    for (int kb = kb_begin; kb < kb_end; kb++) {
-        const int8_t *p = panel + (size_t)kb * 64;
-        pk_relaxed_stage_kb(wasm_v128_load(p), wasm_v128_load(p + 16), wasm_v128_load(p + 32),
-                            wasm_v128_load(p + 48), stage + (size_t)kb * 64);
-    }
-}
-
-/* sum_k xq[n][k] for every token (the correction term). */
-static inline void pk_token_sums(int N, int K, const int8_t *xq, int32_t *sums) {
+/* The activations as the tile reads them: xq itself, and per token 64 * sum_k xq[n][k], what
+ * the staging's + 64 adds to its sums. */
+typedef int32_t pk_act_wasm_relaxed_simd;
+static inline void pk_prepare_activations_wasm_relaxed_simd(int N, int K, const int8_t *xq, int32_t *corrections) {
     for (int n = 0; n < N; n++) {
         const int8_t *x = xq + (size_t)n * K;
         v128_t s = wasm_i32x4_splat(0);
         for (int k = 0; k < K; k += 8)
             s = wasm_i32x4_add(s, wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_load8x8(x + k)));
-        sums[n] = wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) +
-                  wasm_i32x4_extract_lane(s, 2) + wasm_i32x4_extract_lane(s, 3);
+        corrections[n] = 64 * (wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) +
+                               wasm_i32x4_extract_lane(s, 2) + wasm_i32x4_extract_lane(s, 3));
     }
 }
 
-/* acc[2t] = rows 0-3, acc[2t+1] = rows 4-7 of token t (exact sums, correction applied). */
-static inline void pk_relaxed_tile(int K, const int8_t *stage, const int8_t *x, const int32_t *xsum,
-                                   int tokens, v128_t *acc) {
-    v128_t a[2 * PK_RELAXED_TOKENS];
-    for (int i = 0; i < 2 * PK_RELAXED_TOKENS; i++) a[i] = wasm_i32x4_splat(0);
-    if (tokens == PK_RELAXED_TOKENS) {
+/* The 8 rows' exact sums of tokens n .. n + tokens - 1 (the corrections taken off), read
+ * from xq. */
+static inline void pk_tile_wasm_relaxed_simd(int K, const int8_t *stage, const int8_t *xq, const int32_t *corrections,
+                                             int n, int tokens, pk_tile_sums_wasm_relaxed_simd *sums) {
+    const int8_t *x = xq + (size_t)n * K;
+    v128_t *acc = sums->v;
+    v128_t a[2 * pk_tile_tokens_wasm_relaxed_simd];
+    for (int i = 0; i < 2 * pk_tile_tokens_wasm_relaxed_simd; i++) a[i] = wasm_i32x4_splat(0);
+    if (tokens == pk_tile_tokens_wasm_relaxed_simd) {
         for (int h = 0; h < K / 4; h++) {
             v128_t wa = wasm_v128_load(stage + 32 * h), wb = wasm_v128_load(stage + 32 * h + 16);
-            for (int t = 0; t < PK_RELAXED_TOKENS; t++) {
+            for (int t = 0; t < pk_tile_tokens_wasm_relaxed_simd; t++) {
                 v128_t v = wasm_v128_load32_splat(x + (size_t)t * K + 4 * h);
-                a[2 * t] = pk_relaxed_dot(v, wa, a[2 * t]);
-                a[2 * t + 1] = pk_relaxed_dot(v, wb, a[2 * t + 1]);
+                a[2 * t] = pk_dot_wasm_relaxed_simd(v, wa, a[2 * t]);
+                a[2 * t + 1] = pk_dot_wasm_relaxed_simd(v, wb, a[2 * t + 1]);
             }
         }
     } else {
         for (int t = 0; t < tokens; t++)
             for (int h = 0; h < K / 4; h++) {
                 v128_t v = wasm_v128_load32_splat(x + (size_t)t * K + 4 * h);
-                a[2 * t] = pk_relaxed_dot(v, wasm_v128_load(stage + 32 * h), a[2 * t]);
-                a[2 * t + 1] = pk_relaxed_dot(v, wasm_v128_load(stage + 32 * h + 16), a[2 * t + 1]);
+                a[2 * t] = pk_dot_wasm_relaxed_simd(v, wasm_v128_load(stage + 32 * h), a[2 * t]);
+                a[2 * t + 1] = pk_dot_wasm_relaxed_simd(v, wasm_v128_load(stage + 32 * h + 16), a[2 * t + 1]);
             }
     }
     for (int t = 0; t < tokens; t++) {
-        v128_t correction = wasm_i32x4_splat(64 * xsum[t]);
+        v128_t correction = wasm_i32x4_splat(corrections[n + t]);
         acc[2 * t] = wasm_i32x4_sub(a[2 * t], correction);
         acc[2 * t + 1] = wasm_i32x4_sub(a[2 * t + 1], correction);
     }

@@ -30,15 +30,6 @@ static inline void pk_stage_kb_wasm_simd128(v128_t P0, v128_t P1, v128_t P2, v12
     wasm_v128_store(out + 48, wasm_i64x2_shuffle(u1, v1, 1, 3));
 }
 
-/* Spec panel (fv5_decode.h) -> staging, for k-blocks kb_begin..kb_end-1. */
-static inline void pk_stage_from_panel_wasm_simd128(int kb_begin, int kb_end, const int8_t *panel, int8_t *stage) {
-    for (int kb = kb_begin; kb < kb_end; kb++) {
-        const int8_t *p = panel + (size_t)kb * 64;
-        pk_stage_kb_wasm_simd128(wasm_v128_load(p), wasm_v128_load(p + 16), wasm_v128_load(p + 32),
-                    wasm_v128_load(p + 48), stage + (size_t)kb * 64);
-    }
-}
-
 /* Row-major int8 rows (rows valid of 8, the rest zero) -> staging. */
 static inline void pk_stage_from_rows_wasm_simd128(int K, const int8_t *w, int rows, int8_t *stage) {
     for (int kb = 0; kb < K / 8; kb++) {
@@ -54,33 +45,40 @@ static inline void pk_stage_from_rows_wasm_simd128(int K, const int8_t *w, int r
     }
 }
 
-/* xq[N][K] int8 -> x16[N][K] int16 (K % 8 == 0). */
-static inline void pk_widen_activations_wasm_simd128(int N, int K, const int8_t *xq, int16_t *x16) {
+/* The activations as the tile reads them: xq[N][K] int8 -> x16[N][K] int16 (K % 8 == 0). */
+typedef int16_t pk_act_wasm_simd128;
+static inline void pk_prepare_activations_wasm_simd128(int N, int K, const int8_t *xq, int16_t *x16) {
     size_t total = (size_t)N * (size_t)K;
     for (size_t i = 0; i < total; i += 8) wasm_v128_store(x16 + i, wasm_i16x8_load8x8(xq + i));
 }
 
 /* 4 tokens: 8 accumulators + 2 weight + 4 activation vectors fit V8's 16 xmm registers on
  * x86-64; 2, 3, 5, 6 measured slower in Node (5 and 6 spill), and so did unrolling j by 2. */
-#define PK_WASM_SIMD128_TILE_TOKENS 4
+enum { pk_tile_tokens_wasm_simd128 = 4 };
+typedef struct { v128_t v[2 * pk_tile_tokens_wasm_simd128]; } pk_tile_sums_wasm_simd128;   /* v[2t], v[2t + 1]:
+                                                                       token t's rows 0-3, 4-7 */
 
-/* acc[2t] = rows 0-3, acc[2t+1] = rows 4-7 of token t, for `tokens` (1..4) rows of x16. */
-static inline void pk_tile_wasm_simd128(int K, const int8_t *stage, const int16_t *x, int tokens, v128_t *acc) {
-    for (int i = 0; i < 2 * PK_WASM_SIMD128_TILE_TOKENS; i++) acc[i] = wasm_i32x4_splat(0);
-    if (tokens == PK_WASM_SIMD128_TILE_TOKENS) {
+/* The 8 rows' sums of tokens n .. n + tokens - 1 (tokens <= 4), from x16 (xq: unused here). */
+static inline void pk_tile_wasm_simd128(int K, const int8_t *stage, const int8_t *xq, const int16_t *x16, int n,
+                                        int tokens, pk_tile_sums_wasm_simd128 *sums) {
+    (void)xq;
+    const int16_t *x = x16 + (size_t)n * K;
+    v128_t *acc = sums->v;
+    for (int i = 0; i < 2 * pk_tile_tokens_wasm_simd128; i++) acc[i] = wasm_i32x4_splat(0);
+    if (tokens == pk_tile_tokens_wasm_simd128) {
         /* constant trip counts: clang unrolls these and keeps a[] in wasm locals */
-        v128_t a[2 * PK_WASM_SIMD128_TILE_TOKENS];
-        for (int i = 0; i < 2 * PK_WASM_SIMD128_TILE_TOKENS; i++) a[i] = wasm_i32x4_splat(0);
+        v128_t a[2 * pk_tile_tokens_wasm_simd128];
+        for (int i = 0; i < 2 * pk_tile_tokens_wasm_simd128; i++) a[i] = wasm_i32x4_splat(0);
         for (int j = 0; j < K / 2; j++) {
             v128_t wa = wasm_i16x8_load8x8(stage + 16 * j);
             v128_t wb = wasm_i16x8_load8x8(stage + 16 * j + 8);
-            for (int t = 0; t < PK_WASM_SIMD128_TILE_TOKENS; t++) {
+            for (int t = 0; t < pk_tile_tokens_wasm_simd128; t++) {
                 v128_t v = wasm_v128_load32_splat(x + (size_t)t * K + 2 * j);
                 a[2 * t] = wasm_i32x4_add(a[2 * t], wasm_i32x4_dot_i16x8(wa, v));
                 a[2 * t + 1] = wasm_i32x4_add(a[2 * t + 1], wasm_i32x4_dot_i16x8(wb, v));
             }
         }
-        for (int i = 0; i < 2 * PK_WASM_SIMD128_TILE_TOKENS; i++) acc[i] = a[i];
+        for (int i = 0; i < 2 * pk_tile_tokens_wasm_simd128; i++) acc[i] = a[i];
         return;
     }
     for (int t = 0; t < tokens; t++) {
@@ -104,37 +102,20 @@ static inline v128_t pk_dequant4_wasm_simd128(v128_t acc, float xs, const float 
     return y;
 }
 
-/* Run the tile over all N tokens for block rows o0..o0+rows-1 and write y. */
-static inline void pk_block_gemm_wasm_simd128(int N, int O, int K, int o0, int rows, const int8_t *stage,
-                                 const int16_t *x16, const float *xs, const float *ws,
-                                 const float *bias, float *y) {
-    v128_t acc[2 * PK_WASM_SIMD128_TILE_TOKENS];
-    for (int n = 0; n < N; n += PK_WASM_SIMD128_TILE_TOKENS) {
-        int tokens = N - n < PK_WASM_SIMD128_TILE_TOKENS ? N - n : PK_WASM_SIMD128_TILE_TOKENS;
-        pk_tile_wasm_simd128(K, stage, x16 + (size_t)n * K, tokens, acc);
-        for (int t = 0; t < tokens; t++) {
-            float *yr = y + (size_t)(n + t) * O;
-            if (rows == 8) {
-                wasm_v128_store(yr + o0, pk_dequant4_wasm_simd128(acc[2 * t], xs[n + t], ws, bias, o0));
-                wasm_v128_store(yr + o0 + 4, pk_dequant4_wasm_simd128(acc[2 * t + 1], xs[n + t], ws, bias, o0 + 4));
-            } else {
-                int32_t sums[8];
-                wasm_v128_store(sums, acc[2 * t]);
-                wasm_v128_store(sums + 4, acc[2 * t + 1]);
-                for (int r = 0; r < rows; r++)
-                    yr[o0 + r] = pk_dequant(sums[r], xs[n + t], ws[o0 + r], bias, o0 + r);
-            }
-        }
+/* Token t's 8 sums of a tile (v[2t]: rows 0-3, v[2t + 1]: rows 4-7) -> y row yr, rows
+ * o0 .. o0 + rows - 1. (Also the relaxed-SIMD tier's, whose tile gives the same pairs.) */
+static inline void pk_dequant_token_wasm_simd128(const pk_tile_sums_wasm_simd128 *sums, int t, int rows, float xs,
+                                                 const float *ws, const float *bias, int o0, float *yr) {
+    const v128_t *acc = sums->v + 2 * t;
+    if (rows == 8) {
+        wasm_v128_store(yr + o0, pk_dequant4_wasm_simd128(acc[0], xs, ws, bias, o0));
+        wasm_v128_store(yr + o0 + 4, pk_dequant4_wasm_simd128(acc[1], xs, ws, bias, o0 + 4));
+    } else {
+        int32_t lanes[8];
+        wasm_v128_store(lanes, acc[0]);
+        wasm_v128_store(lanes + 4, acc[1]);
+        for (int r = 0; r < rows; r++) yr[o0 + r] = pk_dequant(lanes[r], xs, ws[o0 + r], bias, o0 + r);
     }
-}
-
-/* Scratch layout shared by the drivers: panel [8K], stage [8K], x16 [N][K]. */
-static inline void pk_carve_scratch_wasm_simd128(void *scratch, int K, int8_t **panel, int8_t **stage,
-                                    int16_t **x16) {
-    int8_t *base = (int8_t *)pk_align64(scratch);
-    *panel = base;
-    *stage = base + (size_t)8 * K;
-    *x16 = (int16_t *)(base + (size_t)16 * K);
 }
 
 #endif

@@ -3,8 +3,8 @@
 #include "int8_gemm.h"
 #include "gemm_tile__avx2.h"
 
-/* A row's exact dot product with one token in i16 lanes (pk_int8_gemv's few-token path). */
-static inline int32_t row_dot(int K, const int8_t *wr, const int8_t *x) {
+/* A row's exact dot product with one token in i16 lanes (the few-token path, pk_int8_gemv). */
+static inline int32_t pk_row_dot_avx2(int K, const int8_t *wr, const int8_t *x) {
     __m256i acc = _mm256_setzero_si256();
     int k = 0;
     for (; k + 16 <= K; k += 16) {
@@ -20,13 +20,10 @@ static inline int32_t row_dot(int K, const int8_t *wr, const int8_t *x) {
     return sum;
 }
 
-/* A tile's sums, one vector of 8 int32 per token, into acc rows (the peak kernel). */
-typedef struct { __m256i v[PK_AVX2_TILE_TOKENS]; } pk_tile_sums_avx2;
-static inline void store_tile(int32_t *acc, int O, int tokens, const __m256i *sums) {
-    for (int t = 0; t < tokens; t++) _mm256_storeu_si256((__m256i *)(acc + (size_t)t * O), sums[t]);
+/* A tile's sums into acc rows (the peak kernel). */
+static inline void pk_store_tile_avx2(int32_t *acc, int O, int tokens, const pk_tile_sums_avx2 *sums) {
+    for (int t = 0; t < tokens; t++) _mm256_storeu_si256((__m256i *)(acc + (size_t)t * O), sums->v[t]);
 }
 
 #define PK_TIER avx2
-#define PK_TILE_TOKENS PK_AVX2_TILE_TOKENS
-#define PK_TILE_SUMS pk_tile_sums_avx2
 #include "int8_gemm_impl.h"

@@ -4,8 +4,8 @@
 #include "int8_gemm.h"
 #include "gemm_tile__wasm_simd128.h"
 
-/* A row's exact dot product with one token in i16 lanes (pk_int8_gemv's few-token path). */
-static inline int32_t row_dot(int K, const int8_t *wr, const int8_t *x) {
+/* A row's exact dot product with one token in i16 lanes (the few-token path, pk_int8_gemv). */
+static inline int32_t pk_row_dot_wasm_simd128(int K, const int8_t *wr, const int8_t *x) {
     v128_t acc = wasm_i32x4_splat(0);
     int k = 0;
     for (; k + 16 <= K; k += 16) {
@@ -19,16 +19,14 @@ static inline int32_t row_dot(int K, const int8_t *wr, const int8_t *x) {
     return sum;
 }
 
-/* A tile's sums, two vectors of 4 int32 per token, into acc rows (the peak kernel). */
-typedef struct { v128_t v[2 * PK_WASM_SIMD128_TILE_TOKENS]; } pk_tile_sums_wasm_simd128;
-static inline void store_tile(int32_t *acc, int O, int tokens, const v128_t *sums) {
+/* A tile's sums into acc rows (the peak kernel). */
+static inline void pk_store_tile_wasm_simd128(int32_t *acc, int O, int tokens,
+                                              const pk_tile_sums_wasm_simd128 *sums) {
     for (int t = 0; t < tokens; t++) {
-        wasm_v128_store(acc + (size_t)t * O, sums[2 * t]);
-        wasm_v128_store(acc + (size_t)t * O + 4, sums[2 * t + 1]);
+        wasm_v128_store(acc + (size_t)t * O, sums->v[2 * t]);
+        wasm_v128_store(acc + (size_t)t * O + 4, sums->v[2 * t + 1]);
     }
 }
 
 #define PK_TIER wasm_simd128
-#define PK_TILE_TOKENS PK_WASM_SIMD128_TILE_TOKENS
-#define PK_TILE_SUMS pk_tile_sums_wasm_simd128
 #include "int8_gemm_impl.h"

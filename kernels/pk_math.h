@@ -35,21 +35,23 @@ static inline uint32_t pk_float_to_bits(float f) {
 /* 2^k for integer k in [-126, 127], exactly. */
 static inline float pk_pow2i(int k) { return pk_bits_to_float((uint32_t)(k + 127) << 23); }
 
+/* pk_expf's steps after k = round(x / ln 2), written once for this function and for the SIMD
+ * tiers' lanes (activation_impl.h): any operand type whose + - * are float32 IEEE operations.
+ * r = x - k ln 2, ln 2 in two parts (k times the high part is exact); p(r) = the Taylor series
+ * to r^7 / 7!, Horner from 1/7!. */
+#define PK_EXPF_LOG2E 1.44269502162933349609375f
+#define PK_EXPF_REDUCED(x, k) ((x) - (k) * 0.693145751953125f - (k) * 1.428606765330187045e-06f)
+#define PK_EXPF_TAYLOR(r)                                                                    \
+    (((((((1.98412698e-4f * (r) + 1.38888889e-3f) * (r) + 8.33333377e-3f) * (r) + 4.16666679e-2f) \
+         * (r) + 1.66666672e-1f) * (r) + 0.5f) * (r) + 1.0f) * (r) + 1.0f)
+
 static inline float pk_expf(float x) {
     if (x != x) return x;                                    /* NaN */
     if (x > 88.72283935546875f) return pk_bits_to_float(0x7f800000u);
     if (x < -103.97208404541016f) return 0.0f;
-    float k = nearbyintf(x * 1.44269502162933349609375f);    /* round(x / ln 2) */
-    float r = x - k * 0.693145751953125f;                    /* ln2 high part: k * it is exact */
-    r = r - k * 1.428606765330187045e-06f;                   /* ln2 low part */
-    float p = 1.98412698e-4f;                                /* 1/7! .. 1/0!, Horner */
-    p = p * r + 1.38888889e-3f;
-    p = p * r + 8.33333377e-3f;
-    p = p * r + 4.16666679e-2f;
-    p = p * r + 1.66666672e-1f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
+    float k = nearbyintf(x * PK_EXPF_LOG2E);                 /* round(x / ln 2) */
+    float r = PK_EXPF_REDUCED(x, k);
+    float p = PK_EXPF_TAYLOR(r);
     int ki = (int)k;
     if (ki > 127) return (p * pk_pow2i(127)) * pk_pow2i(ki - 127);
     if (ki < -126) return (p * pk_pow2i(-126)) * pk_pow2i(ki + 126);

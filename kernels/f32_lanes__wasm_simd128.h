@@ -1,0 +1,36 @@
+/* float32 lanes of the WebAssembly SIMD128 tier (internal header): f32_lanes__avx2.h's
+ * interface on 4 lanes. */
+#ifndef PK_F32_LANES_WASM_SIMD128_H
+#define PK_F32_LANES_WASM_SIMD128_H
+
+#include <wasm_simd128.h>
+#include <stdint.h>
+
+enum { pk_f32_lanes_wasm_simd128 = 4 };
+typedef float pk_f32v_wasm_simd128 __attribute__((vector_size(16)));
+typedef int32_t pk_i32v_wasm_simd128 __attribute__((vector_size(16)));
+
+static inline pk_f32v_wasm_simd128 pk_f32_load_wasm_simd128(const float *p) {
+    return (pk_f32v_wasm_simd128)wasm_v128_load(p);
+}
+static inline void pk_f32_store_wasm_simd128(float *p, pk_f32v_wasm_simd128 v) { wasm_v128_store(p, (v128_t)v); }
+
+/* nearbyintf: round half to even. */
+static inline pk_f32v_wasm_simd128 pk_f32_round_wasm_simd128(pk_f32v_wasm_simd128 v) {
+    return (pk_f32v_wasm_simd128)wasm_f32x4_nearest((v128_t)v);
+}
+
+/* Every lane has |v| <= limit (false for NaN). */
+static inline int pk_f32_all_within_wasm_simd128(pk_f32v_wasm_simd128 v, float limit) {
+    return wasm_i32x4_all_true(wasm_f32x4_le(wasm_f32x4_abs((v128_t)v), wasm_f32x4_splat(limit)));
+}
+
+/* The three taps of a stride-2 row: lanes k = x[2k], x[2k + 1], x[2k + 2] (reads x[0..9]). */
+static inline void pk_f32_s2_taps_wasm_simd128(const float *x, pk_f32v_wasm_simd128 t[3]) {
+    v128_t lo = wasm_v128_load(x), hi = wasm_v128_load(x + 4), far = wasm_v128_load(x + 6);
+    t[0] = (pk_f32v_wasm_simd128)wasm_i32x4_shuffle(lo, hi, 0, 2, 4, 6);
+    t[1] = (pk_f32v_wasm_simd128)wasm_i32x4_shuffle(lo, hi, 1, 3, 5, 7);
+    t[2] = (pk_f32v_wasm_simd128)wasm_i32x4_shuffle(wasm_i32x4_shuffle(lo, hi, 2, 4, 6, 6), far, 0, 1, 2, 6);
+}
+
+#endif
