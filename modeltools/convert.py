@@ -3,10 +3,10 @@
     python3 -m engine convert phonon2 (--archive FILE | --container FILE --config FILE)
                                       --out FILE [--verify] [--notice FILE]
 
-Exact: five-value records become fv5-b5x3t7 level codes (no requantisation), int6/int8 records
-exact int8 + float32 scales (float16 -> float32 is exact), float16 records stay float16. The one
-computed change is BatchNorm folded into the depthwise conv (docs/gguf-layout.md says why that
-is safe). The output is written to a temporary file and renamed on success, and is
+Exact: fv5 (five-value) records become fv5-b5x3t7 level codes (no requantisation), int6/int8
+records exact int8 + float32 scales (float16 -> float32 is exact), float16 records stay
+float16. The one computed change is BatchNorm folded into the depthwise conv
+(docs/gguf-layout.md says why that is safe). The output is written to a temporary file and renamed on success, and is
 byte-reproducible. --verify re-reads the written file with the engine's own loader and compares
 every record, re-expanded, bit for bit with the container.
 """
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from . import bps, fermion
-from .fetch import sha256_file
+from .digest import sha256_file
 from .fv5 import pack_b5x3t7, unpack_b5x3t7
 from engine.parakeet_tdt.model_file import ARCHITECTURE, DIM_KEYS, FRONTEND, WEIGHTS_FORMAT
 from engine.parakeet_tdt.layout import Dims, dims_from_records, layout_shapes, tensor_name
@@ -334,7 +334,7 @@ def _write_tensors(writer, container, dims: Dims, progress) -> int:
     shapes = layout_shapes(dims)
     for i, rec in enumerate(container.records):
         data = container.data(rec)
-        if rec.kind == "five_value":
+        if rec.kind == "fv5":
             rows, cols = rec.shape
             if rows % 8 or cols % 8:
                 raise ConversionError(f"five_value record {rec.name!r} {rec.shape}: rows and cols must be "
@@ -394,14 +394,14 @@ def verify(container_path: Path, gguf_path: Path) -> str:
     import numpy as np
     from engine.family import load
     model = load(gguf_path)
-    counts = {"five_value": 0, "int": 0, "fp16": 0, "folded": 0}
+    counts = {"fv5": 0, "int": 0, "fp16": 0, "folded": 0}
     consumed = 0
     try:
         with fermion.Container(container_path) as container:
             bn = {}
             for rec in container.records:
                 data = container.data(rec)
-                if rec.kind == "five_value":
+                if rec.kind == "fv5":
                     rows, cols = rec.shape
                     codes, lo, hi = fermion.decode_five_value(rec.name, data, rows, cols)
                     w = tensor_name(rec.name, rec.kind)
@@ -411,7 +411,7 @@ def verify(container_path: Path, gguf_path: Path) -> str:
                         g32 = np.frombuffer(model.tensor(w + part).data, np.float32)
                         _same(rec.name, part, g32.astype(np.float16).view(np.uint16), want.view(np.uint16))
                         _same(rec.name, part + " (float32 exact)", g32, want.astype(np.float32))
-                    counts["five_value"] += 1
+                    counts["fv5"] += 1
                 elif rec.kind in ("int6", "int8"):
                     values, scales = fermion.decode_int(rec.name, rec.kind, data, rec.shape)
                     got = np.frombuffer(model.tensor(rec.name + ".q8").data, np.int8).reshape(rec.shape)
@@ -442,7 +442,7 @@ def verify(container_path: Path, gguf_path: Path) -> str:
               slaney_mel_filterbank(n_mels=model.dims.n_mels))
     finally:
         model.close()
-    return (f"{counts['five_value']} five-value + {counts['int']} int records bit-identical, "
+    return (f"{counts['fv5']} five-value + {counts['int']} int records bit-identical, "
             f"{counts['fp16']} float16 records bit-identical, {counts['folded']} BatchNorm folds reproduced, "
             f"{consumed} records consumed")
 

@@ -18,7 +18,11 @@ from pathlib import Path
 
 FORMAT = "fermion-five-value-parakeet-v1"
 MAX_HEADER = 2_000_000
-KINDS = ("five_value", "int6", "int8", "fp16")
+# The container's record kinds as it spells them -> the project's (engine/parakeet_tdt/layout.py):
+# its "five_value" records are fv5 weights. Records carry the project's kind; only the index
+# on disk spells the container's.
+KINDS = {"five_value": "fv5", "int6": "int6", "int8": "int8", "fp16": "fp16"}
+CONTAINER_KINDS = {kind: spelled for spelled, kind in KINDS.items()}
 
 
 class ContainerError(ValueError):
@@ -28,7 +32,7 @@ class ContainerError(ValueError):
 @dataclass
 class Record:
     name: str
-    kind: str
+    kind: str            # the project's kind: fv5, int6, int8, fp16
     shape: list
     offset: int          # into the container bytes
     size: int
@@ -126,18 +130,19 @@ def _index_entry(i: int, entry, offset: int) -> Record:
         raise ContainerError(f"index entry {i} has no name")
     if kind not in KINDS:
         raise ContainerError(f"record {name!r} has unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    kind = KINDS[kind]
     if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in shape):
         raise ContainerError(f"record {name!r} has a malformed shape {shape!r}")
     if any(s <= 0 for s in shape):
         raise ContainerError(f"record {name!r} has a non-positive dimension in {shape}")
     if not shape and kind != "fp16":
         raise ContainerError(f"record {name!r}: only fp16 records may be scalars")
-    if kind == "five_value" and len(shape) != 2:
+    if kind == "fv5" and len(shape) != 2:
         raise ContainerError(f"five_value record {name!r} must be 2-D, shape {shape}")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         raise ContainerError(f"record {name!r} has a malformed byte length {size!r}")
     count, rows = math.prod(shape), (shape[0] if shape else 1)
-    if kind == "five_value":
+    if kind == "fv5":
         # sign bytes + lo/hi, plus 0..ceil(count/8) flag bytes: bounds the decode's memory
         low = shape[0] * -(-shape[1] // 5) + 4 * rows
         if not low <= size <= low + -(-count // 8):
@@ -158,7 +163,8 @@ def _pow3():
 
 
 def decode_five_value(name: str, data, rows: int, cols: int):
-    """-> (codes uint8 [rows, cols] in 0..4, lo float16 [rows], hi float16 [rows]).
+    """A container's five_value record (its encoding of fv5 weights) -> (codes uint8 [rows, cols]
+    in 0..4, lo float16 [rows], hi float16 [rows]).
     Level codes: -hi 0, -lo 1, 0 2, +lo 3, +hi 4 (exact: no requantisation)."""
     np = _numpy()
     buf = np.frombuffer(data, np.uint8)
@@ -251,8 +257,9 @@ def decode_fp16(data, shape: list):
 # Writing
 
 def write_container(path: Path, records: list):
-    """records: (name, kind, shape, bytes) in order. Written to a temporary file, then renamed."""
-    index = [{"n": n, "k": k, "shape": list(s), "b": len(b)} for n, k, s, b in records]
+    """records: (name, kind, shape, bytes) in order, kinds the project's (fv5, ...). Written to a
+    temporary file, then renamed."""
+    index = [{"n": n, "k": CONTAINER_KINDS[k], "shape": list(s), "b": len(b)} for n, k, s, b in records]
     header = json.dumps({"format": FORMAT, "index": index}, separators=(",", ":")).encode()
     tmp = Path(str(path) + ".partial")
     with open(tmp, "wb") as f:

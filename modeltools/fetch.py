@@ -20,7 +20,6 @@ run resumes. Running it again when the model is cached does nothing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import argparse
@@ -32,6 +31,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from .digest import sha256_file
 
 PINS = Path(__file__).resolve().parent.parent / "pins.json"
 RELEASE_KEYS = {"phonon-2": "phonon2_release"}        # name on the command line -> pins.json key
@@ -223,14 +224,6 @@ def _http_error(url: str, code: int, reason: str) -> str:
 
 def _host(url: str) -> str:
     return urllib.request.urlparse(url).netloc or url
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def download_verified(rel: Release, url: str, downloads: Path, timeout: float, retries: int,

@@ -10,8 +10,8 @@ config, every encoder linear and integer table quantised per row to int8 with a 
 quantisation and q8_0 do), the conv module's BatchNorm folded into its depthwise conv, the
 other tensors in float16 as the Phonon-2 converter writes them, and the vocabulary from
 tokenizer.json. The result has parakeet.weights.format "int8-rows-v1"; with `--weights fv5` the
-encoder linears are projected to five values per row instead (project_five_values) and the
-file is Phonon-2's format, for comparison.
+encoder linears are projected to fv5 (five-value) weights per row instead (project_fv5) and the
+file is Phonon-2's format, "fv5-b5x3t7-v1", for comparison.
 
 What the engine runs today is Parakeet-TDT's FastConformer as Phonon-2 has it: no linear or
 conv-module biases (attention_bias and convolution_bias false), no input scaling
@@ -25,10 +25,12 @@ import json
 from pathlib import Path
 
 from engine.parakeet_tdt.layout import Dims, INT_TABLES, records
+from engine.parakeet_tdt.model_file import WEIGHTS_FORMATS as FORMAT_KINDS
 
 from .convert import BATCH_NORM_EPS, ConversionError, fold_batch_norm, write_gguf
 
-WEIGHTS_FORMATS = {"int8": "int8-rows-v1", "fv5": "fv5-b5x3t7-v1"}   # --weights -> parakeet.weights.format
+# --weights (the linears' kind: int8, fv5) -> parakeet.weights.format (model_file.py's table)
+WEIGHTS_FORMATS = {kind: fmt for fmt, kind in FORMAT_KINDS.items()}
 FV5_ITERATIONS = 8
 
 
@@ -118,8 +120,8 @@ def quantize_rows(w):
     return q, scale
 
 
-def project_five_values(w):
-    """A post-training five-value projection per row (for comparison with int8, `--weights
+def project_fv5(w):
+    """A post-training fv5 (five-value) projection per row (for comparison with int8, `--weights
     fv5`): levels {-hi, -lo, 0, +lo, +hi} fitted by a few Lloyd iterations on |w| (each weight
     to its nearest level, each level to the mean of its weights), starting at lo = mean|w|,
     hi = max|w| * 3/4. Returns (codes uint8 [O][K] in 0..4: -hi, -lo, 0, +lo, +hi; lo, hi
@@ -143,7 +145,7 @@ def project_five_values(w):
     return codes, lo.astype(np.float32), hi.astype(np.float32)
 
 
-def five_value_dense(codes, lo, hi):
+def fv5_dense(codes, lo, hi):
     """The weights codes/lo/hi stand for, float32 [O][K]."""
     import numpy as np
     levels = np.stack([-hi, -lo, np.zeros_like(lo), lo, hi], axis=1)      # [O][5]
@@ -185,7 +187,7 @@ def write_state(state: dict, dims, vocab: list, out: Path, weights: str, notice:
     from .fv5 import pack_b5x3t7
     if weights not in WEIGHTS_FORMATS:
         raise ConversionError(f"--weights {weights}: use one of {', '.join(WEIGHTS_FORMATS)}")
-    encoder_linears = {n for n, kind, _ in records(dims) if kind == "five_value"}
+    encoder_linears = {n for n, kind, _ in records(dims) if kind == "fv5"}
 
     def tensor(name: str):
         return _float32(state, name)
@@ -193,7 +195,7 @@ def write_state(state: dict, dims, vocab: list, out: Path, weights: str, notice:
     def write_tensors(writer) -> int:
         written = 0
         for rec, kind, shape in records(dims):
-            tensor_name = rec + ".weight" if kind == "five_value" else rec
+            tensor_name = rec + ".weight" if kind == "fv5" else rec
             if ".conv.norm." in rec:
                 continue                                   # folded into the depthwise conv below
             if tensor_name not in state:
@@ -203,7 +205,7 @@ def write_state(state: dict, dims, vocab: list, out: Path, weights: str, notice:
                 raise ConversionError(f"{where}: {tensor_name} is {list(w.shape)}, the layout expects {shape}")
             w = w.reshape(shape)
             if rec in encoder_linears and weights == "fv5":
-                codes, lo, hi = project_five_values(w)
+                codes, lo, hi = project_fv5(w)
                 packed = np.frombuffer(pack_b5x3t7(codes), np.int8).reshape(shape[0] // 8, -1)
                 writer.add_tensor(tensor_name + ".fv5t7", packed, raw_dtype=gguf.GGMLQuantizationType.I8)
                 writer.add_tensor(tensor_name + ".lo", lo)
@@ -253,7 +255,7 @@ def verify_state(state: dict, gguf_path: Path) -> str:
         for name, t in model.file.tensors.items():
             got = np.frombuffer(t.data, {"I8": np.int8, "F16": np.float16, "F32": np.float32}[t.dtype])
             if name.endswith((".fv5t7", ".lo", ".hi")):
-                codes, lo, hi = project_five_values(tensor(name.rsplit(".", 1)[0]))
+                codes, lo, hi = project_fv5(tensor(name.rsplit(".", 1)[0]))
                 want = {"fv5t7": np.frombuffer(pack_b5x3t7(codes), np.int8), "lo": lo, "hi": hi}[name.rsplit(".", 1)[1]]
             elif name.endswith(".q8") or name.endswith(".scale"):
                 source = name.rsplit(".", 1)[0]

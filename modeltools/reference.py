@@ -1,5 +1,5 @@
 """A float64 numpy reference of the Parakeet-TDT graph, written from the spec
-(docs/parakeet-tdt.md) independently of the engine, on dense weights: five-value
+(docs/parakeet-tdt.md) independently of the engine, on dense weights: fv5 (five-value)
 weights re-expanded exactly ({-hi, -lo, 0, +lo, +hi}, not the int8 grid), int tables as
 q8 * scale, float16 as is. Host-only (numpy); used by tests to check the engine's graph.
 """
@@ -13,11 +13,11 @@ from engine.parakeet_tdt.model_file import fv5_columns
 
 
 class DenseWeights:
-    """All tensors of a model GGUF as float64 numpy arrays, five-value linears exact."""
+    """All tensors of a model GGUF as float64 numpy arrays, fv5 linears exact."""
 
     def __init__(self, model):
         """model: a ModelFile (engine/parakeet_tdt/model_file.py): its GGUF and its layout's K per linear
-        (five-value blocks do not determine K: 184 and 192 pack to the same bytes)."""
+        (fv5 blocks do not determine K: 184 and 192 pack to the same bytes)."""
         self.f = model.file
         self.cols = fv5_columns(model.dims)
 

@@ -40,7 +40,7 @@ def vocabulary(n: int) -> list:
     return pieces[:n]
 
 
-def _five_value(rng, rows: int, cols: int, special: bool):
+def _fv5_levels(rng, rows: int, cols: int, special: bool):
     import numpy as np
     codes = rng.choice(5, size=(rows, cols), p=np.array(LEVEL_FREQUENCIES) / sum(LEVEL_FREQUENCIES)).astype(np.uint8)
     hi = (rng.uniform(0.5, 1.5, rows) / math.sqrt(cols)).astype(np.float16)
@@ -84,8 +84,8 @@ def make(size: str, seed: int, out: Path, archive: bool = False, progress=None, 
     entries = []
     layout = records(dims, INT6_TABLES)
     for i, (name, kind, shape) in enumerate(layout):
-        if kind == "five_value":
-            codes, lo, hi = _five_value(rng, shape[0], shape[1], special=name.endswith("layers.0.feed_forward1.linear1"))
+        if kind == "fv5":
+            codes, lo, hi = _fv5_levels(rng, shape[0], shape[1], special=name.endswith("layers.0.feed_forward1.linear1"))
             data = fermion.encode_five_value(codes, lo, hi)
         elif kind in ("int6", "int8"):
             data = fermion.encode_int(kind, *_int_table(rng, name, kind, shape))

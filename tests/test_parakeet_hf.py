@@ -25,7 +25,7 @@ from engine.family import load
 from engine.transcribe import Engine
 from modeltools.convert import ConversionError
 from modeltools.fv5 import unpack_b5x3t7
-from modeltools.parakeet_hf import convert_hf, five_value_dense, project_five_values, quantize_rows
+from modeltools.parakeet_hf import convert_hf, fv5_dense, project_fv5, quantize_rows
 from test_frontend_math import speechlike
 
 VOCAB = 40                                   # tokens besides blank
@@ -80,7 +80,7 @@ def as_quantized(model: ParakeetForTDT, gguf_path: Path) -> ParakeetForTDT:
                 O, K = p.shape[0], p.shape[1]
                 codes = unpack_b5x3t7(bytes(m.tensor(name + ".fv5t7").data), O, K)
                 lo, hi = (np.frombuffer(m.tensor(name + s).data, np.float32) for s in (".lo", ".hi"))
-                p.copy_(torch.from_numpy(five_value_dense(codes, lo, hi).reshape(p.shape)))
+                p.copy_(torch.from_numpy(fv5_dense(codes, lo, hi).reshape(p.shape)))
             elif name + ".q8" in m.file.tensors:
                 q = np.frombuffer(m.tensor(name + ".q8").data, np.int8).reshape(p.shape[0], -1).astype(np.float32)
                 scale = np.frombuffer(m.tensor(name + ".scale").data, np.float32)
@@ -116,13 +116,13 @@ def test_five_value_projection_recovers_five_valued_rows():
     levels = np.array([-0.6, -0.3, 0.0, 0.3, 0.6], np.float32)
     index = rng.integers(0, 5, (8, 64))
     w = levels[index]
-    codes, lo, hi = project_five_values(w)
+    codes, lo, hi = project_fv5(w)
     assert np.array_equal(codes, index)                        # every weight on its own level
     assert np.allclose(lo, 0.3, rtol=1e-6) and np.allclose(hi, 0.6, rtol=1e-6)
     noisy = rng.standard_normal((16, 256)).astype(np.float32)
-    codes, lo, hi = project_five_values(noisy)
+    codes, lo, hi = project_fv5(noisy)
     assert codes.max() <= 4 and (0 < lo).all() and (lo <= hi).all()
-    error = np.linalg.norm(five_value_dense(codes, lo, hi) - noisy) / np.linalg.norm(noisy)
+    error = np.linalg.norm(fv5_dense(codes, lo, hi) - noisy) / np.linalg.norm(noisy)
     assert error < 0.29, error        # Gaussian rows: Lloyd-Max's best 5 levels give MSE 0.0799, rel-L2 0.283
 
 

@@ -5,12 +5,13 @@ modeltools/synth.py writes them), then the engine's GGUF through the project's c
     to_gguf(out_dir, gguf_path)                              # python3 -m engine convert phonon2 --verify
     load_container(model, out_dir / "model.fermion")        # the exported (rounded) weights back
 
-Record kinds (engine/parakeet_tdt/layout.py records()): the encoder linears five_value, exactly the
-quantised forward's codes and float16 lo/hi; the 11 int tables int8, symmetric per row
-(scale = max|row| / 127, stored float16, values round(w / scale)); everything else float16
-(subsampling 3x3 convs, biases, norms, bias_u/v, depthwise convs, BatchNorm running stats;
-num_batches_tracked saturates at float16's 65504). Export always writes the five-value
-weights, whatever `model.five_value` is: evaluate with five_value=True to see the exported model.
+Record kinds (engine/parakeet_tdt/layout.py records()): the encoder linears fv5 (the
+container's five_value records), exactly the quantised forward's codes and float16 lo/hi; the
+11 int tables int8, symmetric per row (scale = max|row| / 127, stored float16, values
+round(w / scale)); everything else float16 (subsampling 3x3 convs, biases, norms, bias_u/v,
+depthwise convs, BatchNorm running stats; num_batches_tracked saturates at float16's 65504).
+Export always writes the fv5 weights, whatever `model.five_value` is: evaluate with
+five_value=True to see the exported model.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def record_bytes(model: ParakeetTDT, int_kinds: dict | None = None) -> list:
     out = []
     for name, kind, shape in records(model.dims, int_kinds):
         tname = tensor_name(name, kind)
-        if kind == "five_value":
+        if kind == "fv5":
             codes, lo, hi = five[tname]
             data = fermion.encode_five_value(codes, lo, hi)
         else:
@@ -126,7 +127,7 @@ def load_container(model: ParakeetTDT, container_path) -> ParakeetTDT:
     with fermion.Container(container_path) as c:
         for rec in c.records:
             data = c.data(rec)
-            if rec.kind == "five_value":
+            if rec.kind == "fv5":
                 codes, lo, hi = fermion.decode_five_value(rec.name, data, *rec.shape)
                 lo64, hi64 = lo.astype(np.float64), hi.astype(np.float64)
                 levels = np.stack([-hi64, -lo64, np.zeros_like(lo64), lo64, hi64], 1)

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.parakeet_tdt.layout import Dims, five_value_linears
+from engine.parakeet_tdt.layout import Dims, fv5_linears
 
 FF_SCALE = 0.5                # macaron: each feed-forward adds half its output
 NORM_EPS = 1e-5               # LayerNorm and BatchNorm (the converter folds BN with 1e-5)
@@ -378,10 +378,10 @@ class ParakeetTDT(nn.Module):
     # -- five-value switch ------------------------------------------------------------------
 
     def five_value_modules(self) -> dict:
-        """{tensor name (".weight"): FiveValueLinear} in layout order (five_value_linears)."""
+        """{tensor name (".weight"): FiveValueLinear} in layout order (fv5_linears)."""
         modules = dict(self.named_modules())
         return {name: modules[name[: -len(".weight")]]
-                for layer in range(self.dims.n_layers) for name, _ in five_value_linears(self.dims, layer)}
+                for layer in range(self.dims.n_layers) for name, _ in fv5_linears(self.dims, layer)}
 
     @property
     def five_value(self) -> bool:

@@ -4,7 +4,8 @@ Names are transformers' `ParakeetForTDT` state-dict names (docs/gguf-layout.md),
 release's `model.fermion` uses. Standard library only: the converter, the synthetic-model
 generator and the loader (natively and in Pyodide) all read this one table.
 
-Record kinds (the container's): five_value, int6, int8, fp16.
+Record kinds: fv5 (five-value weights: the encoder's linears; the container spells the kind
+"five_value", modeltools/fermion.py), int6, int8, fp16.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class Dims:
             raise ValueError(f"d_model {self.d_model} is not a multiple of n_heads {self.n_heads}")
         for name in ("d_model", "ff_dim"):
             if getattr(self, name) % 8:
-                raise ValueError(f"{name} {getattr(self, name)} must be a multiple of 8 (five-value blocks)")
+                raise ValueError(f"{name} {getattr(self, name)} must be a multiple of 8 (fv5 blocks)")
 
 
 PHONON2 = Dims()
@@ -74,8 +75,8 @@ INT_TABLES = (
 )
 
 
-def five_value_linears(d: Dims, layer: int) -> list:
-    """(tensor name, [rows, cols]) of one conformer layer's 11 five-value linears."""
+def fv5_linears(d: Dims, layer: int) -> list:
+    """(tensor name, [rows, cols]) of one conformer layer's 11 fv5 linears."""
     p = f"encoder.layers.{layer}."
     D, F = d.d_model, d.ff_dim
     return [
@@ -108,8 +109,8 @@ def layer_float_tensors(d: Dims, layer: int) -> list:
 
 
 def records(d: Dims, int_kinds: dict | None = None) -> list:
-    """The container's records in order: (record name, kind, shape). A five_value record's name
-    lacks the ".weight" its tensor has. `int_kinds` maps int-table names to int6/int8
+    """The container's records in order: (record name, kind, shape). An fv5 record's name lacks
+    the ".weight" its tensor has. `int_kinds` maps int-table names to int6/int8
     (default int8)."""
     d.check()
     int_kinds = int_kinds or {}
@@ -134,7 +135,7 @@ def records(d: Dims, int_kinds: dict | None = None) -> list:
         ("encoder.subsampling.linear.bias", "fp16", [D]),
     ]
     for layer in range(d.n_layers):
-        out += [(name[: -len(".weight")], "five_value", shape) for name, shape in five_value_linears(d, layer)]
+        out += [(name[: -len(".weight")], "fv5", shape) for name, shape in fv5_linears(d, layer)]
         out += [(name, "fp16", shape) for name, shape in layer_float_tensors(d, layer)]
     out += [table("decoder.embedding.weight", [V + 1, P])]
     for layer in range(d.pred_layers):
@@ -150,8 +151,8 @@ def records(d: Dims, int_kinds: dict | None = None) -> list:
 
 
 def tensor_name(record_name: str, kind: str) -> str:
-    """The state-dict name of a record (five_value records get ".weight")."""
-    return record_name + ".weight" if kind == "five_value" else record_name
+    """The state-dict name of a record (fv5 records get ".weight")."""
+    return record_name + ".weight" if kind == "fv5" else record_name
 
 
 def stored_shape_fits(shape: list, expected: list) -> bool:

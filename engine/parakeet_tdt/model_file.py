@@ -14,11 +14,12 @@ from ..kernels import fv5_block_bytes
 from .layout import Dims, records
 
 ARCHITECTURE = "parakeet-tdt"
-WEIGHTS_FORMAT = "fv5-b5x3t7-v1"            # Phonon-2's: five-value encoder linears
-# parakeet.weights.format -> how the encoder's linears are stored (every other tensor is the
-# same in all formats): five_value (.fv5t7 + .lo + .hi) or int8 (.q8 + a float .scale per row,
-# what modeltools/parakeet_hf.py writes for NVIDIA's checkpoints)
-WEIGHTS_FORMATS = {WEIGHTS_FORMAT: "five_value", "int8-rows-v1": "int8"}
+WEIGHTS_FORMAT = "fv5-b5x3t7-v1"            # Phonon-2's: fv5 (five-value) encoder linears
+# parakeet.weights.format (a versioned format id) -> how the encoder's linears are stored (every
+# other tensor is the same in all formats): fv5 (.fv5t7 + .lo + .hi) or int8 (.q8 + a float
+# .scale per row, what modeltools/parakeet_hf.py writes for NVIDIA's checkpoints). The kinds
+# are those of layout.records(), encoder.Linear's and the converters' --weights.
+WEIGHTS_FORMATS = {WEIGHTS_FORMAT: "fv5", "int8-rows-v1": "int8"}
 
 # Metadata: key -> GGUF type. Dims fields map to parakeet.<group>.<field> below.
 DIM_KEYS = {
@@ -50,11 +51,11 @@ def folded_tensors(layer: int) -> list:
 
 
 def fv5_columns(d: Dims) -> dict:
-    """{five-value weight name (".weight"): K} of every five-value linear of the layout."""
-    return {name + ".weight": shape[1] for name, kind, shape in records(d) if kind == "five_value"}
+    """{fv5 weight name (".weight"): K} of every fv5 linear of the layout."""
+    return {name + ".weight": shape[1] for name, kind, shape in records(d) if kind == "fv5"}
 
 
-def gguf_tensors(d: Dims, linears: str = "five_value") -> dict:
+def gguf_tensors(d: Dims, linears: str = "fv5") -> dict:
     """Every tensor the file must hold: {name: (dtype, shape)} (numpy order); `linears`: how
     the encoder's linears are stored (WEIGHTS_FORMATS' values)."""
     out = {"frontend.window": ("F32", (400,)), "frontend.mel_filterbank": ("F32", (d.n_mels, 257))}
@@ -66,10 +67,10 @@ def gguf_tensors(d: Dims, linears: str = "five_value") -> dict:
         out[p + "depthwise_conv.weight"] = ("F32", (d.d_model, 1, d.conv_kernel))
         out[p + "depthwise_conv.bias"] = ("F32", (d.d_model,))
     for name, kind, shape in records(d):
-        if kind == "five_value" and linears == "int8":
+        if kind == "fv5" and linears == "int8":
             out[name + ".weight.q8"] = ("I8", tuple(shape))
             out[name + ".weight.scale"] = ("F32", (shape[0],))
-        elif kind == "five_value":
+        elif kind == "fv5":
             w = name + ".weight"
             rows, cols = shape
             out[w + ".fv5t7"] = ("I8", (rows // 8, fv5_block_bytes(cols)))
@@ -128,7 +129,7 @@ class ModelFile:
         return self.file.get("parakeet.encoder.layer_norm_eps", "float32")
 
     def fv5_cols(self, weight: str) -> int:
-        """K of a five-value linear, from the layout: the packed bytes alone are ambiguous
+        """K of an fv5 linear, from the layout: the packed bytes alone are ambiguous
         (K = 184 and 192 both pack to 448 bytes per block)."""
         return fv5_columns(self.dims)[weight]
 
