@@ -76,7 +76,12 @@ SITE_STATIC = RUNTIME_STATIC + APP_STATIC
 PYODIDE_RUNTIME = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
                    "pyodide-lock.json"]
 APT_PACKAGES = {"emcc": "emscripten", "chromium": "chromium", "chromedriver": "chromium-driver",
-                "espeak-ng": "espeak-ng", "flite": "flite", "node": "nodejs", "npm": "npm", "nginx": "nginx"}
+                "espeak-ng": "espeak-ng", "flite": "flite", "node": "nodejs", "npm": "npm", "nginx": "nginx",
+                # the other two engines of the browser tests (harness/engines.py): Firefox ESR, and
+                # WebKitGTK's MiniBrowser (libwebkit2gtk-4.1-0) driven by WebKitWebDriver on Xvfb
+                "firefox-esr": "firefox-esr", "WebKitWebDriver": "webkit2gtk-driver",
+                "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser": "libwebkit2gtk-4.1-0",
+                "Xvfb": "xvfb"}
 
 
 class BuildError(SystemExit):
@@ -155,10 +160,12 @@ def npm_package_dir(key: str) -> Path:
     return target / "package"
 
 
-def bundler_app(name: str) -> Path:
-    """tests/data/<name> (a web developer's app, pinned by its committed package-lock.json) with
-    its node_modules installed by `npm ci` into .cache/<name>, redone when the lock changes."""
-    source = ROOT / "tests" / "data" / name
+def npm_app(folder: str) -> Path:
+    """A folder of the repository holding a package.json pinned by its committed
+    package-lock.json (tests/data/<a web developer's app>, harness/puppeteer) with its
+    node_modules installed by `npm ci` into .cache/<its name>, redone when the lock changes."""
+    source = ROOT / folder
+    name = source.name
     lock = (source / "package-lock.json").read_bytes()
     target = CACHE / name
     stamp = target / ".lock-sha256"
@@ -196,10 +203,12 @@ def check_versions():
     node = output_of(["node", "--version"]).strip().lstrip("v").split(".")[0]
     if node != str(PINS["node"]["major"]):
         raise BuildError(f"need node {PINS['node']['major']}, found {node or 'none'}")
-    major = chromium_major()
-    if major != PINS["chromium"]["major"]:
-        raise BuildError(f"need chromium {PINS['chromium']['major']}, found {major} "
-                         "(update pins.json after checking the parity tests on it)")
+    for name, want, found in (("chromium", PINS["chromium"]["major"], chromium_major()),
+                              ("firefox-esr", PINS["firefox_esr"]["major"], firefox_major()),
+                              ("webkitgtk", PINS["webkitgtk"]["minor"], webkitgtk_minor())):
+        if found != want:
+            raise BuildError(f"need {name} {want}, found {found} "
+                             "(update pins.json after checking the browser tests on it)")
 
 
 def emcc_version() -> str:
@@ -217,16 +226,28 @@ def chromium_major() -> int | None:
     return int(m.group(1)) if m else None
 
 
+def firefox_major() -> int | None:
+    m = re.search(r"Firefox (\d+)\.", output_of(["firefox-esr", "--version"]))
+    return int(m.group(1)) if m else None
+
+
+def webkitgtk_minor() -> str | None:
+    m = re.match(r"(\d+\.\d+)\.", output_of(["dpkg-query", "-W", "-f=${Version}", "libwebkit2gtk-4.1-0"]))
+    return m.group(1) if m else None
+
+
 def cmd_setup(args=None):
     setup_apt()
     check_versions()
     npm_package_dir("pyodide")
     npm_package_dir("onnxruntime_web")
     npm_package_dir("typescript")
-    bundler_app("vite-app")
-    bundler_app("webpack-app")
+    npm_app("tests/data/vite-app")
+    npm_app("tests/data/webpack-app")
+    npm_app("harness/puppeteer")
     setup_venv()
-    print(f"setup: emcc {emcc_version()}, chromium {chromium_major()}, pyodide "
+    print(f"setup: emcc {emcc_version()}, chromium {chromium_major()}, firefox-esr {firefox_major()}, "
+          f"webkitgtk {webkitgtk_minor()}, pyodide "
           f"{PINS['pyodide']['version']}, venv {VENV}")
 
 
@@ -673,8 +694,9 @@ def test_env() -> dict:
                 PHONON_PYODIDE_DIR=str(npm_package_dir("pyodide")),
                 PHONON_ORT_DIR=str(npm_package_dir("onnxruntime_web")),
                 PHONON_TYPESCRIPT_DIR=str(npm_package_dir("typescript")),
-                PHONON_VITE_APP=str(bundler_app("vite-app")),
-                PHONON_WEBPACK_APP=str(bundler_app("webpack-app")),
+                PHONON_VITE_APP=str(npm_app("tests/data/vite-app")),
+                PHONON_WEBPACK_APP=str(npm_app("tests/data/webpack-app")),
+                PHONON_PUPPETEER=str(npm_app("harness/puppeteer")),
                 PHONON_WHEEL=str(wheel_path()), PHONON_CHECKS_WHEEL=str(checks_wheel_path()),
                 PHONON_SITE=str(SITE), PHONON_SITE_TINY=str(SITE_TINY), PHONON_PACKAGE=str(PACKAGE))
 

@@ -65,6 +65,38 @@ def run_in_chromium(job: str, **args) -> tuple:
         return browser.run_job(job, **args), list(browser.problems)
 
 
+def models_dir() -> Path:
+    path = HERE.parent / "build" / "bench-models"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def harness_server(isolate: bool = False):
+    """The harness page (harness/page: a module worker running Pyodide with the wheels) and
+    what it loads, on a loopback StaticServer (a context manager); open url + "/index.html"."""
+    from .server import StaticServer
+    wheel, checks = wheels()
+    (wheel.parent / "name.txt").write_text(f"{wheel.name}\n{checks.name}\n")
+    return StaticServer({"/": HERE / "page", "/pyodide/": env_path("PHONON_PYODIDE_DIR"),
+                         "/wheel/": wheel.parent, "/web/": HERE.parent / "web",
+                         "/ort/": env_path("PHONON_ORT_DIR") / "dist", "/models/": models_dir()},
+                        isolate=isolate)
+
+
+def wait_for_harness(page, timeout_ms: int = 300_000):
+    """Until the harness page's worker is ready (a playwright page or harness.engines' page)."""
+    page.wait_for_function("() => window.harnessReady === true || window.harnessErrors.length > 0",
+                           timeout=timeout_ms)
+    errors = page.evaluate("window.harnessErrors")
+    if errors:
+        raise RuntimeError(f"harness failed to start: {errors}")
+
+
+def run_job(page, job: str, **args):
+    """checks.jobs `job` in the harness page's worker: its result."""
+    return json.loads(page.evaluate("([job, args]) => window.runJob(job, args)", [job, json.dumps(args)]))
+
+
 class Chromium:
     """Headless Debian Chromium on the harness page; `run_job(job, **args)` runs a checks.jobs
     job in its worker.
@@ -72,21 +104,11 @@ class Chromium:
     Console errors, page errors and failed requests are collected in `problems`."""
 
     def __init__(self, timeout_ms: int = 300_000, isolate: bool = False):
-        from .server import StaticServer
-        wheel, checks = wheels()
-        (wheel.parent / "name.txt").write_text(f"{wheel.name}\n{checks.name}\n")
-        self.server = StaticServer({"/": HERE / "page", "/pyodide/": env_path("PHONON_PYODIDE_DIR"),
-                                    "/wheel/": wheel.parent, "/web/": HERE.parent / "web",
-                                    "/ort/": env_path("PHONON_ORT_DIR") / "dist",
-                                    "/models/": self.models_dir()}, isolate=isolate)
+        self.server = harness_server(isolate)
         self.timeout_ms = timeout_ms
         self.problems: list[str] = []
 
-    @staticmethod
-    def models_dir() -> Path:
-        path = HERE.parent / "build" / "bench-models"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+    models_dir = staticmethod(models_dir)         # where benchmarks put what /models/ serves
 
     def __enter__(self):
         from playwright.sync_api import sync_playwright
@@ -100,10 +122,7 @@ class Chromium:
         self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         self.page.on("requestfailed", lambda r: self.problems.append(f"request failed: {r.url}"))
         self.page.goto(self.server.url + "/index.html")
-        self.page.wait_for_function("window.harnessReady === true || window.harnessErrors.length > 0")
-        errors = self.page.evaluate("window.harnessErrors")
-        if errors:
-            raise RuntimeError(f"harness failed to start: {errors}")
+        wait_for_harness(self.page)
         return self
 
     def __exit__(self, *exc):
@@ -115,7 +134,7 @@ class Chromium:
         return self.browser.version
 
     def run_job(self, job: str, **args):
-        return json.loads(self.page.evaluate("([job, args]) => window.runJob(job, args)", [job, json.dumps(args)]))
+        return run_job(self.page, job, **args)
 
     def run_ort(self, spec: dict) -> dict:
         return json.loads(self.page.evaluate("(spec) => window.runOrt(spec)", spec))

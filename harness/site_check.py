@@ -89,6 +89,19 @@ def native_transcribe(model: Path, wav: Path) -> dict:
     return native("transcribe", wav, "--model", model)
 
 
+def assert_views_follow(views: list, events: list):
+    """The views a page showed during a stream ((committed, tentative) text pairs, in order) are
+    views the native stream showed (its "events"), in its order. Only fewer: a page that ran two
+    due decodes in one step showed the view after both."""
+    shown = [v for i, v in enumerate(views) if any(v) and (i == 0 or v != views[i - 1])]
+    native = [(e["committed"], e["tentative"]) for e in events]
+    assert shown, "the page showed no text while streaming"
+    at = 0
+    for view in shown:
+        assert view in native[at:], f"the page showed {view}, not a view native's stream showed next: {native[at:]}"
+        at = native.index(view, at)
+
+
 class App:
     """One page of the app, with what went wrong on it (console errors, page errors, failed
     requests) and every request URL it made."""
@@ -97,6 +110,9 @@ class App:
         self.page = page
         self.problems: list[str] = []
         self.requests: list[str] = []
+        if not hasattr(page, "on"):               # a harness.engines page collects its own
+            self.problems = page.problems
+            return
         page.on("console", lambda m: m.type == "error" and self.problems.append(f"console: {m.text}"))
         page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         page.on("requestfailed", lambda r: self.problems.append(

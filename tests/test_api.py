@@ -1,7 +1,8 @@
-"""The JavaScript API (web/phonon.mjs) in Chromium, through the API alone: the runtime package
-(dist/phonon-web, `build.py package`) served as a developer would host it, a blank page that
-imports phonon.mjs. Batch and stream results are the native engine's; cancel, close and every
-misuse give a PhononError with a code and the recogniser goes on; the 30-line example page works."""
+"""The JavaScript API (web/phonon.mjs) through the API alone, in Chromium, Firefox ESR and
+WebKitGTK as shipped (harness/engines.py): the runtime package (dist/phonon-web, `build.py
+package`) served as a developer would host it, a blank page that imports phonon.mjs. Batch and
+stream results are the native engine's; cancel, close and every misuse give a PhononError with a
+code and the recogniser goes on; the 30-line example page works (Chromium)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,18 @@ MODEL = ROOT / "models" / "phonon-small.gguf"
 
 pytestmark = pytest.mark.browser
 
-# page.evaluate helper: the code of the PhononError a call gives ("no error" if none)
-CODE_OF = """const codeOf = async (f) => { try { await f(); return "no error"; }
-                                      catch (e) { return e.name === "PhononError" ? e.code : `not a PhononError: ${e}`; } };"""
+# the engines each page test runs in, and the tier Recognizer.load picks there ("auto": the best
+# the engine validates; WebKitGTK refuses the relaxed-SIMD dot products)
+ENGINES = {"chromium": "wasm_relaxed_simd", "firefox": "wasm_relaxed_simd", "webkit": "wasm_simd128"}
+
+
+def with_code_of(function: str) -> str:
+    """A page function's source with codeOf(f) in scope: the code of the PhononError that
+    calling f gives ("no error" if none)."""
+    return """(arg) => {
+        const codeOf = async (f) => { try { await f(); return "no error"; }
+                                      catch (e) { return e.name === "PhononError" ? e.code : `not a PhononError: ${e}`; } };
+        return (""" + function + ")(arg); }"
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +42,8 @@ def native():
     engine = Engine.open(MODEL, "scalar", 1)
     samples = load_audio(engine.k, WAV.read_bytes())
     batch = json.loads(json.dumps(engine.transcribe(samples)))
-    stream = json.loads(json.dumps(stream_samples(engine.stream(16000), samples, 320)["final"]))
-    return {"samples": list(samples), "batch": batch, "stream": stream}
+    stream = json.loads(json.dumps(stream_samples(engine.stream(16000), samples, 320)))
+    return {"samples": list(samples), "batch": batch, "stream": stream["final"], "events": stream["events"]}
 
 
 @pytest.fixture(scope="module")
@@ -52,26 +62,35 @@ def browser():
         yield b
 
 
-@pytest.fixture(scope="module")
-def page(server, browser):
-    """A page with window.api (the module) and window.r (a loaded Recognizer)."""
-    page = browser.browser.new_context().new_page()
-    page.set_default_timeout(180_000)
-    page.problems = []
-    page.on("pageerror", lambda e: page.problems.append(str(e)))
-    page.goto(server.url + "/test/index.html")
-    page.evaluate("""async () => {
-        window.api = await import("/phonon.mjs");
-        window.stages = [];
-        window.r = await window.api.Recognizer.load({ onProgress: (p) => window.stages.push(p.stage) });
-    }""")
-    yield page
-    page.context.close()
+@pytest.fixture(scope="module", params=list(ENGINES))
+def page(request, server):
+    """A page with window.api (the module) and window.r (a loaded Recognizer), in each engine;
+    page.engine names it."""
+    from contextlib import ExitStack
+    with ExitStack() as stack:
+        if request.param == "chromium":
+            page = request.getfixturevalue("browser").browser.new_context().new_page()
+            stack.callback(page.context.close)
+            page.set_default_timeout(180_000)
+            page.problems = []
+            page.on("pageerror", lambda e: page.problems.append(str(e)))
+            page.goto(server.url + "/test/index.html")
+        else:
+            from harness.engines import launch
+            page = stack.enter_context(launch(request.param)).open(server.url + "/test/index.html")
+            stack.callback(page.close)
+        page.engine = request.param
+        page.evaluate("""async () => {
+            window.api = await import("/phonon.mjs");
+            window.stages = [];
+            window.r = await window.api.Recognizer.load({ onProgress: (p) => window.stages.push(p.stage) });
+        }""")
+        yield page
 
 
 def test_load_reports_progress_and_what_runs(page):
     info = page.evaluate("({ tier: r.tier, threads: r.threads, model: r.model, stages: [...new Set(stages)] })")
-    assert info["tier"] == "wasm_relaxed_simd" and info["threads"] == 1
+    assert info["tier"] == ENGINES[page.engine] and info["threads"] == 1
     assert info["model"]["name"] and info["stages"] == ["runtime", "engine", "model", "compile"]
 
 
@@ -93,7 +112,7 @@ def test_a_stream_gives_the_native_final_with_partial_and_commit_events(page, na
         const x = Float32Array.from(samples);
         const s = r.stream({ sampleRate: 16000 });
         const partials = [], commits = [];
-        s.addEventListener("partial", (e) => partials.push(e.detail));
+        s.addEventListener("partial", (e) => partials.push([e.detail.committed, e.detail.tentative]));
         s.addEventListener("commit", (e) => commits.push(...e.detail.words));
         let finalEvent = null;
         s.addEventListener("final", (e) => { finalEvent = e.detail; });
@@ -102,18 +121,20 @@ def test_a_stream_gives_the_native_final_with_partial_and_commit_events(page, na
             if (i % 16000 === 0) await new Promise((done) => setTimeout(done, 200));   // let partials run
         }
         const final = await s.finish();
-        return { final, partials: partials.length, commits, sameEvent: finalEvent === final, state: s.state };
+        return { final, partials, commits, sameEvent: finalEvent === final, state: s.state };
     }""", {"samples": native["samples"]})
+    from harness.site_check import assert_views_follow
     want = native["stream"]
     final = got["final"]
     assert (final["text"], final["words"], final["tokens"]) == (want["text"], want["words"], want["tokens"])
-    assert got["partials"] > 0 and got["sameEvent"] and got["state"] == "finished"
+    assert_views_follow([tuple(view) for view in got["partials"]], native["events"])
+    assert got["sameEvent"] and got["state"] == "finished"
     assert got["commits"] == final["words"]          # every word committed once, in order
     assert final["metrics"]["decodes"] > 0
 
 
 def test_cancel_a_stream_and_a_transcription_then_go_on(page, native):
-    got = page.evaluate(CODE_OF + """async ({ samples }) => {
+    got = page.evaluate(with_code_of("""async ({ samples }) => {
         const x = Float32Array.from(samples);
         const s = r.stream({ sampleRate: 16000 });
         s.feed(x.subarray(0, 32000));
@@ -132,7 +153,7 @@ def test_cancel_a_stream_and_a_transcription_then_go_on(page, native):
         s2.feed(x);
         const final = await s2.finish();
         return { afterCancel, feedAfterCancel, cancelled, steps, again: again.text, final: final.text };
-    }""", {"samples": native["samples"]})
+    }"""), {"samples": native["samples"]})
     assert got["afterCancel"] == "cancelled" and got["feedAfterCancel"] == "state"
     # cancelled at its first report; the steps already under way may report before the cancel
     # lands (how many depends on the machine's load), but the 5 minutes are never finished
@@ -141,7 +162,7 @@ def test_cancel_a_stream_and_a_transcription_then_go_on(page, native):
 
 
 def test_misuse_gives_clear_errors_and_loses_nothing(page, native):
-    got = page.evaluate(CODE_OF + """async ({ samples }) => {
+    got = page.evaluate(with_code_of("""async ({ samples }) => {
         const x = Float32Array.from(samples);
         const out = {};
         out.fractional_rate = await codeOf(() => r.transcribe(new Float32Array(10), 44100.5));
@@ -167,7 +188,7 @@ def test_misuse_gives_clear_errors_and_loses_nothing(page, native):
         out.rejected = [rejects(() => r.transcribe(x, 0)), rejects(() => r.transcribe(null)),
                         rejects(() => r.transcribe([1], 16000)), rejects(() => r.switchModel("x"))];
         return out;
-    }""", {"samples": native["samples"]})
+    }"""), {"samples": native["samples"]})
     assert got == {"fractional_rate": "sample-rate", "low_rate": "sample-rate", "no_rate": "sample-rate",
                    "not_audio": "audio", "nan_transcribe": "samples", "second_stream": "busy",
                    "nan_feed": "samples", "array_feed": "samples", "text": native["stream"]["text"],
@@ -176,10 +197,11 @@ def test_misuse_gives_clear_errors_and_loses_nothing(page, native):
     assert not page.problems, page.problems
 
 
+@pytest.mark.parametrize("page", ["chromium", "firefox"], indirect=True)     # WebKit: 23 s of loads
 def test_loading_options_and_close(page, server):
     manifest = json.loads((build_artifact("PHONON_PACKAGE") / "manifest.json").read_text())
     model = manifest["model"]
-    got = page.evaluate(CODE_OF + """async ({ model, tinyUrl }) => {
+    got = page.evaluate(with_code_of("""async ({ model, tinyUrl }) => {
         const { Recognizer } = window.api;
         const out = {};
         out.unknown_tier = await codeOf(() => Recognizer.load({ tier: "avx9000" }));
@@ -210,7 +232,7 @@ def test_loading_options_and_close(page, server):
         out.closed = fromBytes.closed;
         pinned.close();
         return out;
-    }""", {"model": model, "tinyUrl": None})
+    }"""), {"model": model, "tinyUrl": None})
     assert got == {"unknown_tier": "state", "bad_threads": "state", "bad_model": "state",
                    "not_a_model": "model-file", "wrong_digest": "model-digest", "missing_url": "model-fetch",
                    "missing_pinned": ["model-fetch", True, True], "no_runtime": ["boot", True, True],
@@ -223,7 +245,7 @@ def test_loading_options_and_close(page, server):
 def test_a_worker_that_dies_mid_stream_fails_it_with_the_real_reason(page, native):
     """Issue 41: the heartbeat still notices a dead worker during a stream, and the stream's
     finish() and pendingBelow() reject with why (code "worker"), not with "closed"."""
-    got = page.evaluate(CODE_OF + """async ({ samples }) => {
+    got = page.evaluate(with_code_of("""async ({ samples }) => {
         const r2 = await window.api.Recognizer.load({ silenceMs: 1500, debug: true });
         const s = r2.stream({ sampleRate: 16000 });
         s.feed(Float32Array.from(samples).subarray(0, 16000));
@@ -235,7 +257,7 @@ def test_a_worker_that_dies_mid_stream_fails_it_with_the_real_reason(page, nativ
         const out = { finish: await codeOf(() => finish), closed: r2.closed, event: event && event.code };
         try { await finish; } catch (e) { out.message = e.message; }
         return out;
-    }""", {"samples": native["samples"]})
+    }"""), {"samples": native["samples"]})
     assert got == {"finish": "worker", "closed": True, "event": "worker", "message": "it stopped responding"}
 
 

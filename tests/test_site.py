@@ -167,6 +167,8 @@ def check_stream(app, run: dict, seconds: float, model: Path, require_text: bool
         warnings.warn(f"{model.name} says nothing on this speech: the finals are equal (empty), "
                       "live text timing was not checked (the tiny-model run checks it)")
         return
+    from harness.site_check import assert_views_follow
+    assert_views_follow([(p["committed"], p["tentative"]) for p in run["partials"]], native["events"])
     start = run["timings"]["captureStart"]
     first_partial = next(p for p in run["partials"] if p["committed"] or p["tentative"])
     first_commit = next(p for p in run["partials"] if p["committed"])

@@ -32,7 +32,7 @@ export interface LoadOptions {
   model?: string | URL | PinnedModel | ArrayBuffer | Uint8Array | Blob;
   /** "auto" (the best the browser validates) or a tier name from manifest.json. */
   tier?: string;
-  /** Encoder workers 1..8 (default: the cores up to 4 when cross-origin isolated). */
+  /** Encoder workers 1..8 (default: the cores up to 4 when cross-origin isolated with SharedArrayBuffer). */
   threads?: number;
   onProgress?: (progress: Progress) => void;
   /** The parsed manifest.json, if the page has it already. */

@@ -69,7 +69,8 @@ export class Recognizer extends EventTarget {
    *   cached), a URL string (downloaded, not cached), or the model's bytes (ArrayBuffer,
    *   Uint8Array, Blob).
    * options.tier: "auto" or a tier name; options.threads: workers for the encoder (default: the
-   *   cores up to 4 when the page is cross-origin isolated and the model is large; else 1).
+   *   cores up to 4 when the page is cross-origin isolated, the browser offers SharedArrayBuffer
+   *   and the model is large; else 1, and r.threadsNote says why).
    * options.onProgress({stage, loaded?, total?}): "runtime", "engine", "model" (with bytes), "compile".
    * options.manifest: the parsed manifest.json, if the page has it already.
    * options.localModel: {sha256, name} of a model kept on this device by switchModel(); used
@@ -566,7 +567,9 @@ export class Stream extends EventTarget {
   }
 }
 
-// Encoder workers: the cores (up to 4) when the page can share memory, else one (and why).
+// Encoder workers: the cores (up to 4) when workers can share memory, else one (and why: the
+// page is not cross-origin isolated, or - WebKit as shipped - it is, and the browser still
+// offers no SharedArrayBuffer).
 function chooseThreads(threads, isolationNote) {
   if (threads !== undefined) {
     if (!Number.isInteger(threads) || threads < 1 || threads > 8) {
@@ -574,10 +577,12 @@ function chooseThreads(threads, isolationNote) {
     }
   }
   const wanted = threads || Math.max(1, Math.min(navigator.hardwareConcurrency || 1, 4));
-  if (wanted > 1 && !self.crossOriginIsolated) {
-    return { threads: 1, threadsForced: threads !== undefined,
-             threadsNote: isolationNote || "one worker: this page is not cross-origin isolated (no COOP/COEP headers), so workers cannot share memory" };
-  }
+  const missing = !self.crossOriginIsolated
+    ? isolationNote || "one worker: this page is not cross-origin isolated (no COOP/COEP headers), so workers cannot share memory"
+    : typeof SharedArrayBuffer === "undefined"
+      ? "one worker: this browser offers no SharedArrayBuffer, even to this cross-origin-isolated page, so workers cannot share memory"
+      : null;
+  if (wanted > 1 && missing) return { threads: 1, threadsForced: threads !== undefined, threadsNote: missing };
   return { threads: wanted, threadsForced: threads !== undefined, threadsNote: null };
 }
 

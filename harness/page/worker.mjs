@@ -68,8 +68,14 @@ self.onmessage = async ({ data }) => {
     else throw new Error("unknown request " + data.kind);
     postMessage({ id: data.id, result: String(result) });
   } catch (e) {
-    postMessage({ id: data.id, error: String(e && e.stack || e) });
+    postMessage({ id: data.id, error: describe(e) });
   }
 };
 
-start().catch((e) => postMessage({ kind: "fatal", error: String(e && e.stack || e) }));
+// The message and the stack (JavaScriptCore's and SpiderMonkey's stacks leave the message out).
+function describe(e) {
+  const stack = String(e && e.stack || "");
+  return stack.includes(String(e && e.message)) ? stack : `${e}\n${stack}`;
+}
+
+start().catch((e) => postMessage({ kind: "fatal", error: describe(e) }));
