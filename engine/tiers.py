@@ -4,9 +4,10 @@ module of each), native CPU detection (build.py generates kernels' cpu_tiers.h f
 page's tier probe (build.py writes it into manifest.json; web/app.mjs validates each probe) and
 the benchmarks (harness/bench.py's ratios).
 
-A tier is the suffix of its C functions (`fv5_gemm__avx2`) and of its source files
-(`kernels/<op>__<tier>.c`). Order is preference: the first one a machine can run is "auto".
-To add a tier: its sources, its declarations in the op headers, and a row here.
+A tier is the suffix of its C functions (`fv5_gemm__avx2`), of its source files
+(`kernels/<op>__<tier>.c`) and of its helpers (`pk_tile_avx2`: kernels/common.h's naming rule,
+docs/kernels.md). Order is preference: the first one a machine can run is "auto". To add a
+tier: its sources, its declarations in the op headers, and a row here.
 """
 
 from __future__ import annotations
