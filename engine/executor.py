@@ -12,7 +12,7 @@ one signature, and never learns how they are carried out:
     ex.channel_ranges(C, run)            # run(k, c0, c1) over ranges covering C channels
     ex.unsplit                           # the same kernels, never split (one-token work)
 
-Three executors, chosen by `executor()`:
+Four executors, chosen by `executor()`:
 - Alone: one worker computes everything (the unsplit kernels).
 - Threads (native): Python threads around GIL-free ctypes calls; ctypes drops the GIL for the
   length of every foreign call and the calls that matter run for milliseconds, so N threads keep
@@ -21,7 +21,7 @@ Three executors, chosen by `executor()`:
   WebAssembly) hold their row slices of every split linear and compute them, or a range of
   attention heads, while this worker computes the first part. If they are lost, everything runs
   here from then on (`lost` says why), with the same bits.
-A GPU executor plugs in the same way: the same operations, whole layers on the device.
+- WebGpu (engine/gpu_executor.py, `executor(k, gpu=device)`): the linears on a WebGPU device.
 
 Bit-identity for every count: a split never changes how an output element is computed. A linear
 is cut into whole 8-row blocks (each block is computed on its own in every tier), attention by
@@ -328,8 +328,14 @@ class KernelWorkers(Alone):
         return out
 
 
-def executor(k: Kernels, threads: int | None = None, workers=None):
-    """The executor for a thread count (natively; default all cores) or a kernel pool (browser)."""
+def executor(k: Kernels, threads: int | None = None, workers=None, gpu=None):
+    """The executor for a thread count (natively; default all cores), a kernel pool (browser)
+    or a WebGPU device (engine/gpu_executor.py: the linears there, the rest on `k`)."""
+    if gpu is not None:
+        if threads not in (None, 1) or workers is not None:
+            raise ValueError("a GPU executor runs the CPU part on one thread: give no threads or workers")
+        from .gpu_executor import WebGpu
+        return WebGpu(k, gpu)
     if workers is not None:
         if threads not in (None, 1):
             raise ValueError("threads and kernel workers do not mix: give one or the other")

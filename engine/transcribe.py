@@ -23,21 +23,22 @@ from .timing import section
 
 
 class Engine:
-    def __init__(self, model, tier: str = "auto", threads: int | None = None, workers=None):
+    def __init__(self, model, tier: str = "auto", threads: int | None = None, workers=None, gpu=None):
         """threads: encoder threads (default: all cores natively, 1 in Pyodide); workers: in the
         browser, a web/kernel-pool.mjs KernelPool whose kernel workers share the encoder's work
-        instead. Results are bit-identical for every count (engine/executor.py)."""
+        instead; gpu: a WebGPU device for the encoder's linears (engine/gpu_executor.py).
+        Results are bit-identical for every count and device (engine/executor.py)."""
         self.model = model
         self.k = Kernels(tier)
-        self.executor = executor(self.k, threads, workers)
+        self.executor = executor(self.k, threads, workers, gpu)
         self.network = network(model, self.executor)      # the model family's (engine/family.py)
         self.marks = punctuation_marks(model.vocabulary)
         self._cancel = threading.Event()
         self.frontend_settings = model.frontend()
 
     @classmethod
-    def open(cls, path, tier: str = "auto", threads: int | None = None) -> "Engine":
-        return cls(load(str(path)), tier, threads)
+    def open(cls, path, tier: str = "auto", threads: int | None = None, gpu=None) -> "Engine":
+        return cls(load(str(path)), tier, threads, gpu=gpu)
 
     @classmethod
     def from_buffer(cls, buffer, tier: str = "auto", threads: int | None = None, workers=None) -> "Engine":
@@ -94,7 +95,12 @@ class Engine:
         view = memoryview(samples).cast("B").cast("f")
         step = 10 * MODEL_RATE
         pieces = (view[i:i + step] for i in range(0, len(view), step))
-        return transcribe_pieces(self, pieces, policy, on_window, float_acts)
+        gpu = getattr(self.executor, "counters", None)
+        before = gpu() if gpu else None
+        result = transcribe_pieces(self, pieces, policy, on_window, float_acts)
+        if gpu:                       # the device's work for this transcription (all windows)
+            result["timing"]["gpu"] = {name: n - before[name] for name, n in gpu().items()}
+        return result
 
 
 __all__ = ["Engine", "Cancelled"]

@@ -1,6 +1,7 @@
-"""The WebGPU tier's linears (issue 39, first increment): activation quantisation and the two
-GEMMs of the encoder in WGSL compute shaders (kernels/webgpu/*.wgsl), giving the C scalar
-tier's float32 bits (docs/webgpu.md says why and which WGSL guarantees that rests on).
+"""The WebGPU tier's linears (issue 39): activation quantisation, the two GEMMs of the encoder
+and their SiLU in WGSL compute shaders (kernels/webgpu/*.wgsl), giving the C scalar tier's
+float32 bits (docs/webgpu.md says why and which WGSL guarantees that rests on). The engine
+runs them through engine/gpu_executor.py.
 
 The caller hands in a WebGPU device: natively one from PyPI wgpu (wgpu-py, wgpu-native), later
 the browser's. This module imports nothing outside the standard library and the engine (the
@@ -8,8 +9,9 @@ engine runs in Pyodide, which has no wgpu); the numbers below are the WebGPU spe
 GPUBufferUsage values, the same in every binding.
 
     gpu = GpuKernels(device)                     # compiles the shaders once per device
-    lin = GpuLinear(gpu, "fv5", O, K, packed, lo, hi, bias)      # weights uploaded once
+    lin = GpuLinear(gpu, "fv5", O, K, packed, lo, hi, bias, activation="silu")   # uploaded once
     y = lin(x, N)                                # x [N][K] float32 -> y [N][O] array('f')
+    gpu.counters                                 # submissions, dispatches, bytes up and back
 
 Weights go to the device as the model file stores them (fv5: the packed b5x3t7 blocks, decoded
 inside the GEMM, plus the per-row int8 grid; int8: the rows and their scales), never a
@@ -37,12 +39,13 @@ MAX_DIM = 65536                          # the kernels' bound on N, O and K (int
 # The files of each module, in order (the requires-directive of dot4_packed comes first).
 MODULES = {
     "quantize_act": ("softfloat", "quantize_act"),
-    "int8_gemm": ("{dot4}", "softfloat", "int8_weights", "gemm_tile"),
-    "fv5_gemm": ("{dot4}", "softfloat", "fv5_weights", "gemm_tile"),
-    "softfloat_check": ("softfloat", "softfloat_check"),
+    "int8_gemm": ("{dot4}", "softfloat", "silu", "int8_weights", "gemm_tile"),
+    "fv5_gemm": ("{dot4}", "softfloat", "silu", "fv5_weights", "gemm_tile"),
+    "softfloat_check": ("softfloat", "silu", "softfloat_check"),
 }
 FLOAT_OPS = {"mul": 0, "add": 1, "from_i32": 2, "div": 3, "rint_clamp127": 4, "dequant": 5,
-             "dequant_bias1": 6}
+             "dequant_bias1": 6, "silu": 7, "expf": 8}
+ACTIVATIONS = (None, "silu")             # engine/linear.py's: SiLU is the GEMM epilogue's last step
 
 
 def shader_source(module: str, packed_dot: bool) -> str:
@@ -91,6 +94,8 @@ class GpuKernels:
         self.packed_dot = bool(packed_dot)
         self._pipelines = {}
         self._scratch = {}
+        # what crossed to and from the device, and how often it was asked to work (all calls)
+        self.counters = {"submissions": 0, "dispatches": 0, "uploaded_bytes": 0, "read_bytes": 0}
 
     def _compiles(self, source: str) -> bool:
         try:
@@ -115,7 +120,14 @@ class GpuKernels:
         pad = (-raw.nbytes) % 4
         if pad or raw.nbytes == 0:
             raw = memoryview(raw.tobytes() + bytes(pad or 4))
+        self.counters["uploaded_bytes"] += raw.nbytes
         return self.device.create_buffer_with_data(data=raw, usage=usage | COPY_DST | COPY_SRC)
+
+    def write(self, buf, data) -> None:
+        """Write bytes-like `data` at the start of `buf` (before the next submission)."""
+        raw = memoryview(data).cast("B")
+        self.counters["uploaded_bytes"] += raw.nbytes
+        self.device.queue.write_buffer(buf, 0, raw)
 
     def scratch(self, name: str, nbytes: int, usage: int = STORAGE):
         """A reusable buffer of at least nbytes (grown, never shrunk)."""
@@ -127,6 +139,7 @@ class GpuKernels:
         return buf
 
     def read(self, buf, nbytes: int) -> bytes:
+        self.counters["read_bytes"] += nbytes
         return bytes(self.device.queue.read_buffer(buf, 0, nbytes))
 
     def params(self, name_or_buffer, *values: int):
@@ -134,7 +147,7 @@ class GpuKernels:
         u32 values; written before the next submission."""
         buf = (self.scratch(name_or_buffer, 16, UNIFORM) if isinstance(name_or_buffer, str)
                else name_or_buffer)
-        self.device.queue.write_buffer(buf, 0, array("I", (list(values) + [0, 0, 0, 0])[:4]).tobytes())
+        self.write(buf, array("I", (list(values) + [0, 0, 0, 0])[:4]).tobytes())
         return buf
 
     def _bind(self, module: str, buffers):
@@ -153,6 +166,8 @@ class GpuKernels:
             cpass.dispatch_workgroups(groups[0], groups[1], 1)
             cpass.end()
         self.device.queue.submit([encoder.finish()])
+        self.counters["submissions"] += 1
+        self.counters["dispatches"] += len(passes)
 
     def float_op(self, op: str, a, b=None, c=None) -> array:
         """softfloat.wgsl's `op` (FLOAT_OPS) element-wise on uint32 bit patterns a, b, c (equal
@@ -178,7 +193,7 @@ class GpuKernels:
             raise KernelError(f"K must be a multiple of 8, got {K}")
         raw = _float32_view(x, N * K, "x")
         xbuf = self.scratch("x", 4 * N * K)
-        self.device.queue.write_buffer(xbuf, 0, raw)
+        self.write(xbuf, raw)
         xq, xs, status = (self.scratch("xq", N * K), self.scratch("xs", 4 * N),
                           self.scratch("status", 4 * N))
         gx = min(N, MAX_GROUPS)
@@ -205,20 +220,26 @@ class GpuLinear:
 
     kind "fv5": weights = the packed fv5-b5x3t7-v1 blocks [O/8][fv5_block_bytes(K)] (as in the
     GGUF), scales = lo [O], hi = hi [O]; validated and gridded by the C reference (`kernels`,
-    default the scalar tier). kind "int8": weights = int8 [O][K], scales = float32 [O], no hi.
-    bias: float32 [O] or None. Shapes as the C kernels: K % 8 == 0, and O % 8 == 0 for fv5.
+    default the scalar tier; or `prepared`, those weights' Fv5Weights already made). kind
+    "int8": weights = int8 [O][K], scales = float32 [O], no hi. bias: float32 [O] or None.
+    activation: None or "silu" (kernels/activation.h's SiLU of each output, on the device in
+    soft-float: silu.wgsl). Shapes as the C kernels: K % 8 == 0, and O % 8 == 0 for fv5.
     """
 
     def __init__(self, gpu: GpuKernels, kind: str, O: int, K: int, weights, scales, hi=None,
-                 bias=None, kernels: Kernels | None = None):
+                 bias=None, kernels: Kernels | None = None, prepared: Fv5Weights | None = None,
+                 activation: str | None = None):
         _check_dims(O=O, K=K)
+        if activation not in ACTIVATIONS:
+            raise KernelError(f"unknown activation {activation!r}")
         if K % 8:
             raise KernelError(f"K must be a multiple of 8, got {K}")
         self.gpu, self.kind, self.O, self.K = gpu, kind, O, K
         if kind == "fv5":
             if O % 8:
                 raise KernelError(f"fv5 needs O % 8 == 0, got {O}")
-            prepared: Fv5Weights = (kernels or Kernels("scalar")).prepare_fv5(weights, scales, hi, O, K)
+            if prepared is None:
+                prepared = (kernels or Kernels("scalar")).prepare_fv5(weights, scales, hi, O, K)
             packed = memoryview(weights).cast("B")
             self._weights = [gpu.upload(packed[:(O // 8) * fv5_block_bytes(K)]), gpu.upload(prepared.lut)]
             ws = prepared.ws
@@ -233,22 +254,27 @@ class GpuLinear:
         else:
             raise KernelError(f"kind must be 'fv5' or 'int8', got {kind!r}")
         self._ws = gpu.upload(ws)
-        self.has_bias = bias is not None
+        self.has_bias, self.activation = bias is not None, activation
         self._bias = gpu.upload(_float32_view(bias, O, "bias") if self.has_bias else bytes(4))
         self.module = f"{kind}_gemm"
         self._params = gpu.device.create_buffer(size=16, usage=UNIFORM | COPY_DST)
 
     @classmethod
-    def from_weights(cls, gpu: GpuKernels, w, kernels: Kernels | None = None) -> "GpuLinear":
-        """From an engine.linear.LinearWeights (a linear as the model file stores it)."""
+    def from_weights(cls, gpu: GpuKernels, w, kernels: Kernels | None = None,
+                     activation: str | None = None) -> "GpuLinear":
+        """From an engine.linear.LinearWeights (a linear as the model file stores it); with
+        `kernels`, the fv5 grid is the one the weights keep (LinearWeights.prepared)."""
         if w.kind == "fv5":
-            return cls(gpu, "fv5", w.O, w.K, w.packed, w.lo, w.hi, w.bias, kernels=kernels)
-        return cls(gpu, "int8", w.O, w.K, w.q, w.scale, None, w.bias)
+            prepared = w.prepared(kernels) if kernels is not None else None
+            return cls(gpu, "fv5", w.O, w.K, w.packed, w.lo, w.hi, w.bias, prepared=prepared,
+                       activation=activation)
+        return cls(gpu, "int8", w.O, w.K, w.q, w.scale, None, w.bias, activation=activation)
 
     def gemm_pass(self, xq, xs, N: int):
         """The GEMM pass over quantised activations already on the device; returns (pass, y)."""
         ybuf = self.gpu.scratch("y", 4 * N * self.O)
-        params = self.gpu.params(self._params, N, self.O, self.K, int(self.has_bias))
+        flags = int(self.has_bias) | (2 if self.activation == "silu" else 0)
+        params = self.gpu.params(self._params, N, self.O, self.K, flags)
         groups = (-(-self.O // GEMM_ROWS), -(-N // GEMM_TOKENS))
         if groups[1] > MAX_GROUPS:
             raise KernelError(f"N = {N} needs {groups[1]} workgroups, above {MAX_GROUPS}")
@@ -269,8 +295,8 @@ class GpuLinear:
             raise KernelError(f"xq must hold N*K = {N * self.K} int8 values")
         qbuf = self.gpu.scratch("xq", N * self.K)
         sbuf = self.gpu.scratch("xs", 4 * N)
-        self.gpu.device.queue.write_buffer(qbuf, 0, memoryview(xq).cast("B"))
-        self.gpu.device.queue.write_buffer(sbuf, 0, _float32_view(xs, N, "xs"))
+        self.gpu.write(qbuf, memoryview(xq).cast("B"))
+        self.gpu.write(sbuf, _float32_view(xs, N, "xs"))
         gpass, ybuf = self.gemm_pass(qbuf, sbuf, N)
         self.gpu.run([gpass])
         return array("f", self.gpu.read(ybuf, 4 * N * self.O))

@@ -41,9 +41,9 @@ def test_toolchain_version_mismatch_stops_loudly(build, monkeypatch):
 # What the browser runs, and nothing else: host tools (modeltools/) and checks (checks/) stay out,
 # and a new engine/ module must be added here on purpose.
 RUNTIME_WHEEL = {f"engine/{m}.py" for m in (
-    "__init__", "audio", "executor", "family", "gguf_file", "kernels", "linear", "longform", "stream_commit",
-    "stream_schedule", "stream_view", "stream_window", "streaming", "text", "tiers", "timing", "transcribe",
-    "webapp", "webgpu_tier", "parakeet_tdt/__init__", "parakeet_tdt/decoder", "parakeet_tdt/encoder",
+    "__init__", "audio", "executor", "family", "gguf_file", "gpu_executor", "kernels", "linear", "longform",
+    "stream_commit", "stream_schedule", "stream_view", "stream_window", "streaming", "text", "tiers", "timing",
+    "transcribe", "webapp", "webgpu_tier", "parakeet_tdt/__init__", "parakeet_tdt/decoder", "parakeet_tdt/encoder",
     "parakeet_tdt/layout", "parakeet_tdt/model_file", "parakeet_tdt/one_call")} | {
     f"engine/_lib/phonon_kernels_{t}.wasm" for t in ("scalar", "simd128", "relaxed_simd")}
 

@@ -102,14 +102,38 @@ def f32(u):
 SOFTFLOAT_CASES = 1 << 18
 
 
-@pytest.mark.parametrize("op", ["mul", "add", "div", "from_i32", "rint_clamp127", "dequant"])
-def test_softfloat_matches_ieee_float32(gpu, op):
+SOFTFLOAT_OPS = ["mul", "add", "div", "from_i32", "rint_clamp127", "dequant", "silu", "expf"]
+
+
+def exp_inputs(rng, n):
+    """Inputs of pk_expf and SiLU: the whole range, its working range densely, a few ulps around
+    the thresholds (overflow, underflow, the 2^127 and 2^-126 splits) and around the rounding
+    ties of x / ln 2 (x near (j + 1/2) ln 2, either sign), every bit pattern of both signs."""
+    edges = np.float32([88.72283935546875, 103.97208404541016, 88.376, 87.68, 87.33654, 0.0, 1e-30])
+    ties = (np.arange(-151, 151) + np.float32(0.5)) / np.float64(1.4426950216293335)
+    centres = np.concatenate([edges, -edges, ties.astype(np.float32)]).view(np.int32)
+    near = (centres[:, None] + np.arange(-24, 25, dtype=np.int32)[None, :]).ravel().view(np.uint32)
+    return np.concatenate([special_f32(rng, n // 2), rng.uniform(-110, 110, n // 2).astype(np.float32).view(np.uint32),
+                           near]).astype(np.uint32)
+
+
+def project_math(scalar, op, a):
+    """The C scalar tier's SiLU (activation.h) or pk_expf of bit patterns a, float32."""
+    x = f32(a).copy()
+    return np.asarray(scalar.silu(x, x.size) if op == "silu" else scalar.math("exp", x, x.size), np.float32)
+
+
+@pytest.mark.parametrize("op", SOFTFLOAT_OPS)
+def test_softfloat_matches_ieee_float32(gpu, scalar, op):
     if not gpu.packed_dot:
         pytest.skip("the soft-float does not depend on the dot-product variant")
-    rng = np.random.default_rng(["mul", "add", "div", "from_i32", "rint_clamp127", "dequant"].index(op))
+    rng = np.random.default_rng(SOFTFLOAT_OPS.index(op))
     n = SOFTFLOAT_CASES
     with np.errstate(all="ignore"):
-        if op in ("mul", "add"):
+        if op in ("silu", "expf"):       # the project's functions, not IEEE ones: the C scalar tier's
+            a = exp_inputs(rng, n)
+            got, want = gpu.float_op(op, a), project_math(scalar, op, a)
+        elif op in ("mul", "add"):
             a, b = special_f32(rng, n), special_f32(rng, n)
             if op == "add":
                 pa, pb = near_pairs(rng, n)
@@ -263,8 +287,13 @@ MUTATIONS = {
     "reassociated epilogue": ("sf_mul(sf_mul(sf_from_i32(acc), xs), ws)",
                               "sf_mul(sf_from_i32(acc), sf_mul(xs, ws))"),
     # one ulp more on every output
-    "one ulp": ("y[n * O + o] = sf_dequant(acc[t], xs[n], ws[o], has_bias, b);",
-                "y[n * O + o] = sf_dequant(acc[t], xs[n], ws[o], has_bias, b) + 1u;"),
+    "one ulp": ("y[n * O + o] = select(v, sf_silu(v), silu);",
+                "y[n * O + o] = select(v, sf_silu(v), silu) + 1u;"),
+    # pk_expf's reduction reassociated: x - (k ln2_hi + k ln2_lo)
+    "exp reduction": ("sf_sub(sf_sub(x, sf_mul(k, EXP_LN2_HI)), sf_mul(k, EXP_LN2_LO))",
+                      "sf_sub(x, sf_add(sf_mul(k, EXP_LN2_HI), sf_mul(k, EXP_LN2_LO)))"),
+    # SiLU as x / (1 + exp(-x)), one rounding fewer than C's x * (1 / (1 + exp(-x)))
+    "silu order": ("return sf_mul(x, s);", "return sf_div_finite(x, select(d, F32_ONE, d == F32_INF));"),
     # ties rounded away from zero instead of to even
     "ties away": ("r = r & ~1u;", "r = r;"),
     # the last fv5 digit read from the wrong place value
@@ -287,6 +316,10 @@ def test_mutated_shader_fails_the_comparison(device, scalar, name):
         # a tie in the conversion of a large sum: 2^24 + 1 is halfway between 2^24 and 2^24 + 2
         assert bad.float_op("from_i32", [2 ** 24 + 1])[0] != np.float32(2 ** 24 + 1).view(np.uint32)
         return
+    if name in ("exp reduction", "silu order"):
+        a = exp_inputs(np.random.default_rng(1), 1 << 14)
+        assert (bits(bad.float_op("silu", a)) != bits(project_math(scalar, "silu", a))).any(), name
+        return
     found = sum(fv5_differences(bad, scalar, O, K, N, seed=O + K + N, bias=True)
                 for O, K, N in [(40, 1032, 7), (8, 24, 33)])
     assert found > 0, f"mutation {name!r} went unnoticed"
@@ -303,4 +336,25 @@ def test_from_linear_weights(gpu, scalar):
     for w in (LinearWeights("fv5", "fv5", 40, 24, packed=packed, lo=lo, hi=hi, bias=b),
               LinearWeights("int8", "int8", 16, 24, q=q, scale=scale)):
         xq, xs = scalar.quantize(x, 7, 24)
-        assert differing(GpuLinear.from_weights(gpu, w, scalar)(x, 7), whole_gemm(scalar, w, xq, xs, 7, None)) == 0
+        for activation in (None, "silu"):
+            assert differing(GpuLinear.from_weights(gpu, w, scalar, activation)(x, 7),
+                             whole_gemm(scalar, w, xq, xs, 7, activation)) == 0, (w.kind, activation)
+
+
+@pytest.mark.parametrize("kind", ["fv5", "int8"])
+@pytest.mark.parametrize("O, K, N", [(40, 1032, 7), (1024, 256, 33), (8, 64, 1)])
+def test_gemm_with_silu_bit_identical_to_scalar(gpu, scalar, kind, O, K, N):
+    """The SiLU epilogue on the device against C's GEMM then silu, outputs spread over exp's range."""
+    from engine.linear import LinearWeights, whole_gemm
+    rng = np.random.default_rng(O + K + N)
+    if kind == "fv5":
+        packed, lo, hi, b = fv5_linear(rng, O, K, bias=True, scale=0.3)
+        w = LinearWeights("fv5", "fv5", O, K, packed=packed, lo=lo, hi=hi, bias=b * np.float32(40))
+    else:
+        q = rng.integers(-128, 128, (O, K), dtype=np.int8)
+        w = LinearWeights("int8", "int8", O, K, q=q, scale=rng.uniform(1e-3, 3e-2, O).astype(np.float32),
+                          bias=(rng.standard_normal(O) * 40).astype(np.float32))
+    x = random_acts(rng, N, K)
+    xq, xs = scalar.quantize(x, N, K)
+    want = whole_gemm(scalar, w, xq, xs, N, "silu")
+    assert differing(GpuLinear.from_weights(gpu, w, scalar, "silu")(x, N), want) == 0

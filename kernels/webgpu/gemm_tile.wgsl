@@ -1,6 +1,7 @@
 // The WebGPU tier's GEMM driver, shared by both weight formats: y[N][O] = dequant(W . xq)
 // (kernels/fv5_gemm.h, kernels/int8_gemm.h; dequantisation order of gemm_common.h), bit for
-// bit. A module is dot4_<variant>.wgsl + softfloat.wgsl + <format>_weights.wgsl (which
+// bit, then SiLU when asked (the C path's silu over the GEMM's output, element by element). A
+// module is dot4_<variant>.wgsl + softfloat.wgsl + silu.wgsl + <format>_weights.wgsl (which
 // defines the weight bindings and `weight_pair`) + this file.
 //
 // A workgroup computes GEMM_ROWS output rows (one per invocation) for GEMM_TOKENS tokens.
@@ -13,7 +14,7 @@ struct GemmParams {
     N: u32,
     O: u32,
     K: u32,
-    has_bias: u32,
+    flags: u32,          // bit 0: add the bias; bit 1: SiLU
 }
 
 @group(0) @binding(0) var<uniform> gp: GemmParams;
@@ -65,12 +66,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (o >= O) {
         return;
     }
-    let has_bias = gp.has_bias != 0u;
+    let has_bias = (gp.flags & 1u) != 0u;
+    let silu = (gp.flags & 2u) != 0u;
     let b = select(0u, bias[min(o, arrayLength(&bias) - 1u)], has_bias);
     for (var t = 0u; t < GEMM_TOKENS; t = t + 1u) {
         let n = n0 + t;
         if (n < N) {
-            y[n * O + o] = sf_dequant(acc[t], xs[n], ws[o], has_bias, b);
+            let v = sf_dequant(acc[t], xs[n], ws[o], has_bias, b);
+            y[n * O + o] = select(v, sf_silu(v), silu);
         }
     }
 }

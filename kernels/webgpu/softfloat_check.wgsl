@@ -1,8 +1,9 @@
 // softfloat.wgsl's operations one by one on arrays of bit patterns, for the tests (against
-// the host's IEEE float32) and for a known-answer check of an adapter. Needs softfloat.wgsl.
+// the host's IEEE float32) and for a known-answer check of an adapter.
 //   op 0: a * b   1: a + b   2: (float)(i32)a   3: a / b (finite, non-zero)
 //   op 4: clamp(nearbyint(a), -127, 127) as i32   5: dequant(i32 a, b, c) without bias
-//   op 6: dequant(i32 a, b, c) + 1.0f (bias 0x3f800000)
+//   op 6: dequant(i32 a, b, c) + 1.0f (bias 0x3f800000)   7: pk_silu_one(a)   8: pk_expf(a)
+// Needs silu.wgsl too.
 
 struct CheckParams {
     op: u32,
@@ -30,6 +31,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         case 4u: { r = bitcast<u32>(sf_rint_clamp127(a[i])); }
         case 5u: { r = sf_dequant(bitcast<i32>(a[i]), b[i], c[i], false, 0u); }
         case 6u: { r = sf_dequant(bitcast<i32>(a[i]), b[i], c[i], true, 0x3f800000u); }
+        case 7u: { r = sf_silu(a[i]); }
+        case 8u: { r = sf_expf(a[i]); }
         default: { r = 0u; }
     }
     out[i] = r;

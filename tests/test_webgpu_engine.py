@@ -1,0 +1,170 @@
+"""The GPU executor (engine/gpu_executor.py): the engine with its linears on a WebGPU device gives
+the native scalar tier's encoder output and tokens bit for bit, batch and stream, on the tiny
+synthetic model, the default model (five-value) and an int8-rows model; the known-answer
+self-test passes, and refuses a device whose GEMM output is one bit off.
+
+Natively through PyPI wgpu on Mesa lavapipe here (a CPU emulation). Skipped, saying why,
+without wgpu or an adapter."""
+
+from __future__ import annotations
+
+import json
+from array import array
+from pathlib import Path
+
+import pytest
+
+from engine.audio import load_audio
+from engine.executor import Alone
+from engine.family import load, network
+from engine.gpu_executor import GpuRefused, WebGpu, encoder_digest, first_difference, self_test, self_test_features
+from engine.kernels import Kernels
+from engine.streaming import stream_samples
+from engine.transcribe import Engine
+from engine.webgpu_tier import GpuKernels, shader_source
+
+wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
+from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL = ROOT / "models" / "phonon-small.gguf"
+WAV = ROOT / "samples" / "two-commands.wav"
+MODELS = ["tiny", "phonon-small", "int8-rows"]
+
+
+@pytest.fixture(scope="module")
+def gpu(device):
+    """One set of compiled pipelines for every engine of this module (compiling is the slow part
+    on lavapipe)."""
+    return GpuKernels(device)
+
+
+@pytest.fixture(scope="module")
+def int8_rows_path(tmp_path_factory) -> Path:
+    """test_parakeet_hf's random transformers ParakeetForTDT, converted with int8 rows."""
+    pytest.importorskip("transformers", reason="the int8-rows model is made with transformers (a test extra)")
+    from modeltools.parakeet_hf import convert_hf
+    from test_parakeet_hf import random_model, save
+    folder = save(random_model(), tmp_path_factory.mktemp("hf") / "tiny-parakeet")
+    out = folder.parent / "tiny-int8.gguf"
+    convert_hf(folder, out, "int8")
+    return out
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def model_path(request) -> Path:
+    if request.param == "tiny":
+        return request.getfixturevalue("tiny_gguf_path")
+    if request.param == "int8-rows":
+        return request.getfixturevalue("int8_rows_path")
+    return DEFAULT_MODEL
+
+
+@pytest.fixture(scope="module")
+def samples():
+    return load_audio(Kernels("scalar"), WAV.read_bytes())
+
+
+def as_json(value):
+    return json.loads(json.dumps(value))
+
+
+def stream_of(engine, samples) -> dict:
+    """A stream's events and final transcript, fed 20 ms at a time as fast as it goes (not in
+    real time, so the schedule is the audio's alone); without the compute time."""
+    out = as_json(stream_samples(engine.stream(16000), samples, 320))
+    del out["final"]["stats"]["compute_seconds"]
+    return {"events": out["events"], "final": out["final"], "decodes": out["metrics"]["decodes"]}
+
+
+@pytest.fixture(scope="module")
+def engines(model_path, gpu):
+    """(native scalar, GPU) engines of one model: the GPU one's CPU part on the scalar tier too."""
+    return Engine.open(model_path, "scalar", 1), Engine.open(model_path, "scalar", gpu=gpu)
+
+
+def test_the_executor_sends_every_encoder_linear_to_the_device(tiny_gguf_path, gpu):
+    engine = Engine.open(tiny_gguf_path, "scalar", gpu=gpu)
+    ex = engine.executor
+    assert isinstance(ex, WebGpu) and not ex.whole_layers and engine.threads == 1
+    assert type(ex.unsplit) is Alone                      # the decoder: one token at a time, on the CPU
+    enc = engine.network.encoder
+    linears = [enc.subsampling.pw3, enc.subsampling.pw6, enc.subsampling.linear]
+    for layer in enc.layers:
+        att = layer.self_attn
+        linears += [layer.feed_forward1.linear1, layer.feed_forward1.linear2, att.q, att.k_, att.v, att.o,
+                    att.pos, layer.conv.pw2, layer.feed_forward2.linear1, layer.feed_forward2.linear2]
+    assert all(hasattr(lin._run, "gpu") for lin in linears)
+    assert {lin._run.gpu.activation for lin in linears} == {None, "silu"}      # SiLU on the device
+    with pytest.raises(ValueError, match="one thread"):
+        Engine.open(tiny_gguf_path, "scalar", 2, gpu=gpu)
+
+
+def test_batch_matches_native_scalar(engines, samples):
+    native, on_gpu = engines
+    enc, T = native.encode(samples)
+    got, T_gpu = on_gpu.encode(samples)
+    assert T_gpu == T and encoder_digest(got) == encoder_digest(enc)
+    want, result = as_json(native.transcribe(samples)), as_json(on_gpu.transcribe(samples))
+    assert want["tokens"], "no tokens to compare"
+    assert result["tokens"] == want["tokens"] and result["text"] == want["text"]
+    counters = result["timing"]["gpu"]
+    assert counters["submissions"] > 0 and counters["dispatches"] == 2 * counters["submissions"]
+    assert counters["uploaded_bytes"] > 0 and counters["read_bytes"] > 0
+
+
+def test_stream_matches_native_scalar(engines, samples):
+    native, on_gpu = engines
+    want = stream_of(native, samples)
+    assert want["events"] and want["decodes"] > 1
+    assert stream_of(on_gpu, samples) == want
+
+
+# -- the known-answer self-test ------------------------------------------------------------------
+
+def native_digest(model) -> str:
+    """The digest the page would carry: the native scalar tier's encoder output of the fixed
+    features."""
+    enc, _ = network(model, Alone(Kernels("scalar"))).encode(self_test_features(model.dims.n_mels), 64)
+    return encoder_digest(enc)
+
+
+GEMM_STORE = "y[n * O + o] = select(v, sf_silu(v), silu);"
+
+
+def flip_one_bit(source: str) -> str:
+    """The GEMM stores output 0 of every call with its lowest bit flipped (a wrong device)."""
+    return source.replace(GEMM_STORE, GEMM_STORE[:-1] + " ^ select(0u, 1u, n + o == 0u);")
+
+
+def test_self_test_passes_on_a_correct_device(tiny_gguf_path, gpu):
+    model = load(tiny_gguf_path)
+    report = self_test(gpu, model, expected=native_digest(model))
+    assert report["digest"] == native_digest(model) and report["counters"]["submissions"] > 0
+    assert self_test(gpu, model)["digest"] == report["digest"]          # against the CPU here
+
+
+def test_self_test_refuses_a_device_one_bit_off(tiny_gguf_path, device):
+    assert all(GEMM_STORE in shader_source(m, False) for m in ("fv5_gemm", "int8_gemm"))
+    model = load(tiny_gguf_path)
+    wrong = GpuKernels(device, patch=flip_one_bit)
+    with pytest.raises(GpuRefused, match=r"differs from the CPU's: digest \w+, expected \w+"):
+        self_test(wrong, model, expected=native_digest(model))
+    with pytest.raises(GpuRefused, match=r"differs from the CPU's in \d+ of \d+ values; first at frame \d+, "
+                                         r"channel \d+: 0x[0-9a-f]{8}, expected 0x[0-9a-f]{8}"):
+        self_test(wrong, model)
+
+
+def test_first_difference_names_one_flipped_bit():
+    want = array("f", [0.5, -1.25, 3.0, 0.0])
+    got = array("f", want)
+    assert first_difference(got, want) is None
+    raw = bytearray(got.tobytes())
+    raw[8] ^= 1                                          # value 2, its lowest bit
+    assert first_difference(raw, want) == (2, 1, 0x40400001, 0x40400000)
+
+
+def test_self_test_refuses_a_device_that_cannot_run_it(tiny_gguf_path, device):
+    broken = GpuKernels(device, packed_dot=False, patch=lambda s: s.replace("fn main", "fn not_main"))
+    with pytest.raises(GpuRefused, match="could not run the known-answer encode"):
+        self_test(broken, load(tiny_gguf_path))
