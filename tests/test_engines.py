@@ -34,9 +34,9 @@ SUB = "/sub/"
 TIERS = {"firefox": ["wasm_relaxed_simd", "wasm_simd128", "scalar"], "webkit": ["wasm_simd128", "scalar"]}
 
 # Sweep cases whose NaNs may come out with either sign in an engine: the rest of their bits must
-# be native scalar's. JavaScriptCore gives silu(NaN 0x7fc00000) as 0xffc00000 on some runs and
-# tiers, not others (its JIT tiers differ): WebAssembly leaves the sign of a NaN that arithmetic
-# returns to the engine. Native, Chromium and Firefox keep 0x7fc00000.
+# be native scalar's. JavaScriptCore gave silu(NaN 0x7fc00000) as 0xffc00000 on the SIMD128
+# tier in one run and on the scalar tier in another (the same wheel): WebAssembly leaves the sign
+# of a NaN that arithmetic returns to the engine. Native, Chromium and Firefox keep 0x7fc00000.
 NAN_SIGN_FREE = {"webkit": {"ops/silu"}}
 
 pytestmark = pytest.mark.browser
