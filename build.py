@@ -42,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine.tiers import cpu_tiers_header, page_tiers, tier, tiers_of   # noqa: E402  (stdlib only)
-from modeltools.fetch import sha256_file                                 # noqa: E402  (stdlib only)
+from modeltools.digest import sha256_file                                # noqa: E402  (stdlib only)
 
 ROOT = Path(__file__).resolve().parent
 PINS = json.loads((ROOT / "pins.json").read_text())

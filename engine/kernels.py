@@ -250,17 +250,24 @@ def _load(path: Path) -> ctypes.CDLL:
     return _loaded[key]
 
 
+_wasm_tiers: list | None = None        # what this browser accepted, asked once
+
+
 def available_tiers() -> list[str]:
-    """Tiers this runtime can run, best first."""
+    """Tiers this runtime can run, best first. In the browser each module is tried once: a
+    module the engine refused must not be tried again (WebKit lists a refused relaxed-SIMD
+    module as loaded on a second try, and a call into it would fail)."""
+    global _wasm_tiers
     if IN_PYODIDE:
-        tiers = []
-        for tier in WASM_TIERS:
-            try:
-                _load(LIB_DIR / WASM_MODULE_OF_TIER[tier])
-                tiers.append(tier)
-            except (OSError, KernelError):
-                pass  # e.g. a browser without SIMD refuses the simd128 module
-        return tiers
+        if _wasm_tiers is None:
+            _wasm_tiers = []
+            for tier in WASM_TIERS:
+                try:
+                    _load(LIB_DIR / WASM_MODULE_OF_TIER[tier])
+                    _wasm_tiers.append(tier)
+                except (OSError, KernelError):
+                    pass  # e.g. a browser without SIMD refuses the simd128 module
+        return list(_wasm_tiers)
     lib = _load(native_library_path())
     features = _declare(lib, "pk_cpu_features", _i, [])()
     return [t for t in NATIVE_TIERS if t not in CPU_FEATURE_BITS or features & CPU_FEATURE_BITS[t]]

@@ -19,7 +19,10 @@
 
 #define PK_SILU_FAST_LIMIT 87.0f
 
-static inline float pk_silu_one(float x) { return x * pk_sigmoidf(x); }
+/* A NaN comes back as it went in, bit for bit: WebAssembly leaves the sign and payload of a NaN
+ * that arithmetic returns to the engine (JavaScriptCore gave silu(0x7fc00000) as 0xffc00000),
+ * and every runtime must give the same bits. Moving a value changes no bit. */
+static inline float pk_silu_one(float x) { return x != x ? x : x * pk_sigmoidf(x); }
 
 PK_API int silu__scalar(int n, const float *x, float *y);
 PK_API int silu__avx2(int n, const float *x, float *y);

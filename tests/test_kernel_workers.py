@@ -34,7 +34,7 @@ def test_without_isolation_the_pool_says_why():
     build_artifact("PHONON_WHEEL")
     from harness.runtimes import run_in_chromium
     message, problems = run_in_chromium("kernel_pool_start", tier="scalar", workers=1)
-    assert "cross-origin isolation" in message, message
+    assert "cross-origin isolated page (COOP/COEP headers)" in message, message
 
 
 @pytest.fixture(scope="module")

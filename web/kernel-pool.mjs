@@ -31,8 +31,10 @@ export class KernelPool {
   }
 
   static async start({ module, tier, workers, heap, workerURL = new URL("./kernel-worker.mjs", import.meta.url) }) {
-    if (typeof SharedArrayBuffer === "undefined" || !self.crossOriginIsolated)
-      throw new KernelPoolError("kernel workers need cross-origin isolation (SharedArrayBuffer)");
+    if (!self.crossOriginIsolated)
+      throw new KernelPoolError("kernel workers need a cross-origin isolated page (COOP/COEP headers)");
+    if (typeof SharedArrayBuffer === "undefined")
+      throw new KernelPoolError("kernel workers need SharedArrayBuffer, which this browser does not offer even to an isolated page");
     const pool = new KernelPool(workers, heap, workerURL);
     try {
       await Promise.all(pool.workers.map((w) => pool._request(w, { kind: "init", module, tier,

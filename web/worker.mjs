@@ -255,7 +255,7 @@ async function openCachedLocalModel({ sha256, name }, tier) {
 }
 
 // A kernel worker that died mid-decode: the engine finished that decode alone and goes on
-// with one worker (engine/parallel.py WorkerTeam.settle); the page is told once.
+// with one worker (engine/executor.py KernelWorkers.settle); the page is told once.
 let lostReported = false;
 function checkWorkers() {
   if (!pool || lostReported) return;
@@ -313,8 +313,10 @@ async function startPool(tier, modelBytes) {
     threadsNote = "one worker: this model is small enough that splitting it across workers would cost more than it saves";
     return null;
   }
-  if (!self.crossOriginIsolated) {
-    threadsNote = threadsNote || "one worker: this page is not cross-origin isolated, so it cannot share memory between workers";
+  if (!self.crossOriginIsolated || typeof SharedArrayBuffer === "undefined") {
+    threadsNote = threadsNote || (self.crossOriginIsolated
+      ? "one worker: this browser offers no SharedArrayBuffer, even to this cross-origin-isolated page, so workers cannot share memory"
+      : "one worker: this page is not cross-origin isolated, so it cannot share memory between workers");
     return null;
   }
   try {
