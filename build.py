@@ -464,7 +464,7 @@ def tiny_model() -> Path:
     return TINY_MODEL
 
 
-sha256_of = sha256_file               # modeltools/fetch.py: standard library, a file read in 1 MiB blocks
+sha256_of = sha256_file               # modeltools/digest.py: standard library, a file read in 1 MiB blocks
 
 
 def render(template: Path, out: Path, context: dict):
