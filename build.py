@@ -367,12 +367,15 @@ def checks_wheel_path() -> Path:
 
 
 def runtime_wheel_files() -> dict:
-    """What the browser runs: engine/**/*.py (the runtime package, its family packages too) and the kernel side modules
-    (named .wasm so Pyodide does not load them eagerly: the engine picks one with ctypes).
+    """What the browser runs: engine/**/*.py (the runtime package, its family packages too), the kernel side modules
+    (named .wasm so Pyodide does not load them eagerly: the engine picks one with ctypes) and
+    the WebGPU shaders kernels/webgpu/*.wgsl as engine/_wgsl/.
     Archive name -> source file. tests/test_build.py checks this list."""
     files = {str(p.relative_to(ROOT)): p for p in sorted((ROOT / "engine").rglob("*.py"))
              if p.relative_to(ROOT).as_posix() != "engine/__main__.py"}       # the command line is a checkout's, not the browser's
     files.update({str(p.relative_to(ROOT)): p for p in WASM_MODULES.values()})
+    # the WebGPU tier's shaders, read from the installed package (engine/webgpu_tier.py SHADER_DIR)
+    files.update({f"engine/_wgsl/{p.name}": p for p in sorted((ROOT / "kernels" / "webgpu").glob("*.wgsl"))})
     return files
 
 

@@ -345,3 +345,90 @@ async def bench_workers(model, tier, counts, seconds, repeats):
                         "digests": digests, "split": splits})
     heaps = {n: (pools[n].heapBytes if pools[n] is not None else 0) for n in engines}
     return {"records": records, "engine_heap_bytes": wasm_heap_bytes(), "kernel_heap_bytes": heaps}
+
+
+# ------------------------------------------------------------------------------------------
+# WebGPU (issue 39): the harness page in a Chromium launched with harness.runtimes
+# Chromium(webgpu=True)
+
+@job
+async def gpu_digest(models, wav, tier="scalar"):
+    """The engine with its encoder's linears on the browser's WebGPU device (engine/webgpu_browser.py,
+    one GpuKernels for all models), batch on the WAV: {"adapter": its info, "packed_dot",
+    "shader_dir": where the WGSL was read, "models": {name: {"encoder_sha256", "frames",
+    "tokens", "text", "seconds": {"first_encode" (with the pipelines' compilation), "encode",
+    "transcribe"}, "gpu": the transcription's counters}}}; {"adapter": None, "reason"} when
+    there is no device."""
+    from engine.audio import load_audio
+    from engine.webgpu_browser import GpuUnavailable, request_device
+    from engine.webgpu_tier import SHADER_DIR, GpuKernels
+    try:
+        device = await request_device()
+    except GpuUnavailable as e:
+        return {"adapter": None, "reason": str(e)}
+    gpu = GpuKernels(device)
+    wav = bytes(await read_bytes(wav))
+    out = {}
+    for name, source in models.items():
+        engine = Engine.from_buffer(await read_bytes(source), tier, gpu=gpu)
+        audio = load_audio(engine.k, wav)
+        seconds = {}
+        for step in ("first_encode", "encode"):
+            started = time.perf_counter()
+            enc, frames = engine.encode(audio)
+            seconds[step] = round(time.perf_counter() - started, 3)
+        started = time.perf_counter()
+        result = engine.transcribe(audio)
+        seconds["transcribe"] = round(time.perf_counter() - started, 3)
+        out[name] = {"encoder_sha256": digest(enc), "frames": frames, "tokens": result["tokens"],
+                     "text": result["text"], "seconds": seconds, "gpu": result["timing"].get("gpu")}
+    return {"adapter": device.adapter_info, "packed_dot": gpu.packed_dot, "shader_dir": str(SHADER_DIR),
+            "tier": tier, "models": out}
+
+
+# Shader mutations: a device whose output is wrong, one that cannot run the shaders (natively in
+# tests/test_webgpu_engine.py, in the browser in gpu_self_test)
+GEMM_STORE = "y[n * O + o] = select(v, sf_silu(v), silu);"
+
+
+def flip_one_bit(source: str) -> str:
+    """The GEMM stores output 0 of every call with its lowest bit flipped (a wrong device)."""
+    return source.replace(GEMM_STORE, GEMM_STORE[:-1] + " ^ select(0u, 1u, n + o == 0u);")
+
+
+def no_entry_point(source: str) -> str:
+    """No `main`: the pipelines cannot be made (a device that cannot run the shaders)."""
+    return source.replace("fn main", "fn not_main")
+
+
+def not_wgsl(source: str) -> str:
+    """A module the WGSL compiler refuses."""
+    return source + "\nthis is not WGSL;\n"
+
+
+@job
+async def gpu_self_test(model, expected):
+    """engine/gpu_executor.py self_test on the browser's device with the native digest `expected`:
+    {"passed": the report's digest, "one_bit_off": GpuRefused's message with flip_one_bit,
+    "cannot_run": with no_entry_point, "not_wgsl": with not_wgsl, "passed_after": the digest on
+    the same device after those (no error of theirs left for a later read)};
+    {"adapter": None, "reason"} without a device."""
+    from engine.gpu_executor import GpuRefused, self_test
+    from engine.webgpu_browser import GpuUnavailable, request_device
+    from engine.webgpu_tier import GpuKernels
+    try:
+        device = await request_device()
+    except GpuUnavailable as e:
+        return {"adapter": None, "reason": str(e)}
+    model = load(await read_bytes(model))
+    out = {"adapter": device.adapter_info,
+           "passed": self_test(GpuKernels(device), model, expected=expected)["digest"]}
+    for name, patch, packed in (("one_bit_off", flip_one_bit, None), ("cannot_run", no_entry_point, False),
+                                ("not_wgsl", not_wgsl, None)):
+        try:
+            self_test(GpuKernels(device, packed_dot=packed, patch=patch), model, expected=expected)
+            out[name] = "accepted"
+        except GpuRefused as e:
+            out[name] = str(e)
+    out["passed_after"] = self_test(GpuKernels(device), model, expected=expected)["digest"]
+    return out

@@ -107,6 +107,14 @@ def encoder_digest(enc) -> str:
     return hashlib.sha256(memoryview(enc).cast("B")).hexdigest()
 
 
+def cpu_digest(model, k: Kernels | None = None, frames: int = SELF_TEST_FRAMES) -> str:
+    """The digest self_test expects: the CPU kernels' (default scalar: the one a page would
+    carry, computed natively) encoder output of the fixed features."""
+    enc, _ = network(model, Alone(k or Kernels("scalar"))).encode(self_test_features(model.dims.n_mels, frames),
+                                                                   frames)
+    return encoder_digest(enc)
+
+
 def self_test(gpu, model, k: Kernels | None = None, expected: str | None = None,
               frames: int = SELF_TEST_FRAMES) -> dict:
     """Encode fixed features with `model` (a loaded model: engine.family.load) on the device and
@@ -147,4 +155,4 @@ def first_difference(got, want):
     return (bad[0], len(bad), g[bad[0]], w[bad[0]]) if bad else None
 
 
-__all__ = ["WebGpu", "GpuRefused", "self_test", "encoder_digest"]
+__all__ = ["WebGpu", "GpuRefused", "self_test", "cpu_digest", "encoder_digest"]

@@ -41,8 +41,9 @@ class Engine:
         return cls(load(str(path)), tier, threads, gpu=gpu)
 
     @classmethod
-    def from_buffer(cls, buffer, tier: str = "auto", threads: int | None = None, workers=None) -> "Engine":
-        return cls(load(buffer), tier, threads, workers)
+    def from_buffer(cls, buffer, tier: str = "auto", threads: int | None = None, workers=None,
+                    gpu=None) -> "Engine":
+        return cls(load(buffer), tier, threads, workers, gpu)
 
     @property
     def tier(self) -> str:

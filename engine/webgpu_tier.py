@@ -3,8 +3,8 @@ and their SiLU in WGSL compute shaders (kernels/webgpu/*.wgsl), giving the C sca
 float32 bits (docs/webgpu.md says why and which WGSL guarantees that rests on). The engine
 runs them through engine/gpu_executor.py.
 
-The caller hands in a WebGPU device: natively one from PyPI wgpu (wgpu-py, wgpu-native), later
-the browser's. This module imports nothing outside the standard library and the engine (the
+The caller hands in a WebGPU device: natively one from PyPI wgpu (wgpu-py, wgpu-native), in
+Pyodide the browser's behind the same calls (engine/webgpu_browser.py BrowserDevice). This module imports nothing outside the standard library and the engine (the
 engine runs in Pyodide, which has no wgpu); the numbers below are the WebGPU specification's
 GPUBufferUsage values, the same in every binding.
 
@@ -26,7 +26,12 @@ from pathlib import Path
 
 from engine.kernels import Fv5Weights, KernelError, Kernels, fv5_block_bytes
 
-SHADER_DIR = Path(__file__).resolve().parent.parent / "kernels" / "webgpu"
+# The WGSL files: the wheel ships kernels/webgpu/*.wgsl as engine/_wgsl/ (build.py
+# runtime_wheel_files), so in Pyodide they are read from the installed package; a checkout has
+# no engine/_wgsl and reads its kernels/webgpu.
+PACKAGED_SHADERS = Path(__file__).resolve().parent / "_wgsl"
+SHADER_DIR = (PACKAGED_SHADERS if PACKAGED_SHADERS.is_dir()
+              else Path(__file__).resolve().parent.parent / "kernels" / "webgpu")
 PACKED_DOT = "packed_4x8_integer_dot_product"     # the WGSL language extension for dot4I8Packed
 
 # GPUBufferUsage (WebGPU specification)
@@ -80,7 +85,8 @@ class GpuKernels:
 
     packed_dot: True for dot4I8Packed (the language extension packed_4x8_integer_dot_product),
     False for plain i32 arithmetic, None to decide: True when `language_features` (the browser's
-    navigator.gpu.wgslLanguageFeatures, or wgpu.gpu.wgsl_language_features) lists it, else when
+    navigator.gpu.wgslLanguageFeatures, or wgpu.gpu.wgsl_language_features; by default the
+    device's `language_features`, which engine/webgpu_browser.py's BrowserDevice has) lists it, else when
     the device compiles the packed module (wgpu-native reports no language features but its
     WGSL front end has the built-in), else False.
     patch: a test hook, str -> str applied to every module's source (mutation tests)."""
@@ -89,7 +95,8 @@ class GpuKernels:
         self.device = device
         self._patch = patch or (lambda source: source)
         if packed_dot is None:
-            packed_dot = PACKED_DOT in set(language_features) or self._compiles(
+            features = set(language_features) | set(getattr(device, "language_features", ()))
+            packed_dot = PACKED_DOT in features or self._compiles(
                 shader_source("int8_gemm", True))
         self.packed_dot = bool(packed_dot)
         self._pipelines = {}

@@ -19,6 +19,17 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run",
                   "--disable-quic"]
+# WebGPU on SwiftShader's Vulkan (Debian's Chromium ships the ICD; /work/shared/notes/toolchain.md):
+# a CPU emulation, for correctness only. Replaces --disable-gpu.
+WEBGPU_FLAGS = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader",
+                "--use-webgpu-adapter=swiftshader", "--use-angle=swiftshader", "--ignore-gpu-blocklist"]
+
+
+def chromium_flags(webgpu: bool = False) -> list[str]:
+    """The command line: CHROMIUM_FLAGS, or with webgpu those without --disable-gpu plus WEBGPU_FLAGS."""
+    if not webgpu:
+        return list(CHROMIUM_FLAGS)
+    return [f for f in CHROMIUM_FLAGS if f != "--disable-gpu"] + WEBGPU_FLAGS
 
 
 def env_path(name: str) -> Path:
@@ -101,11 +112,13 @@ class Chromium:
     """Headless Debian Chromium on the harness page; `run_job(job, **args)` runs a checks.jobs
     job in its worker.
 
-    Console errors, page errors and failed requests are collected in `problems`."""
+    Console errors, page errors and failed requests are collected in `problems`. webgpu: launch
+    with WebGPU on SwiftShader (chromium_flags)."""
 
-    def __init__(self, timeout_ms: int = 300_000, isolate: bool = False):
+    def __init__(self, timeout_ms: int = 300_000, isolate: bool = False, webgpu: bool = False):
         self.server = harness_server(isolate)
         self.timeout_ms = timeout_ms
+        self.webgpu = webgpu
         self.problems: list[str] = []
 
     models_dir = staticmethod(models_dir)         # where benchmarks put what /models/ serves
@@ -115,7 +128,7 @@ class Chromium:
         self.server.__enter__()
         self._pw = sync_playwright().start()
         self.browser = self._pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                                args=CHROMIUM_FLAGS)
+                                                args=chromium_flags(self.webgpu))
         self.page = self.browser.new_page()
         self.page.set_default_timeout(self.timeout_ms)
         self.page.on("console", lambda m: m.type == "error" and self.problems.append(f"console: {m.text}"))

@@ -43,13 +43,24 @@ def test_toolchain_version_mismatch_stops_loudly(build, monkeypatch):
 RUNTIME_WHEEL = {f"engine/{m}.py" for m in (
     "__init__", "audio", "executor", "family", "gguf_file", "gpu_executor", "kernels", "linear", "longform",
     "stream_commit", "stream_schedule", "stream_view", "stream_window", "streaming", "text", "tiers", "timing",
-    "transcribe", "webapp", "webgpu_tier", "parakeet_tdt/__init__", "parakeet_tdt/decoder", "parakeet_tdt/encoder",
+    "transcribe", "webapp", "webgpu_browser", "webgpu_tier", "parakeet_tdt/__init__", "parakeet_tdt/decoder", "parakeet_tdt/encoder",
     "parakeet_tdt/layout", "parakeet_tdt/model_file", "parakeet_tdt/one_call")} | {
-    f"engine/_lib/phonon_kernels_{t}.wasm" for t in ("scalar", "simd128", "relaxed_simd")}
+    f"engine/_lib/phonon_kernels_{t}.wasm" for t in ("scalar", "simd128", "relaxed_simd")} | {
+    f"engine/_wgsl/{name}.wgsl" for name in (          # the WebGPU tier's shaders (kernels/webgpu)
+        "dot4_packed", "dot4_plain", "fv5_weights", "gemm_tile", "int8_weights", "quantize_act", "silu",
+        "softfloat", "softfloat_check")}
 
 
 def test_runtime_wheel_holds_the_runtime_only(build):
     assert set(build.runtime_wheel_files()) == RUNTIME_WHEEL
+
+
+def test_the_wheel_ships_every_shader_file_the_webgpu_tier_reads():
+    from engine.webgpu_tier import MODULES
+    names = {name.format(dot4=dot4) for files in MODULES.values() for name in files
+             for dot4 in ("dot4_packed", "dot4_plain")}
+    assert {f"engine/_wgsl/{name}.wgsl" for name in names} <= RUNTIME_WHEEL
+    assert {f"engine/_wgsl/{p.name}" for p in (ROOT / "kernels" / "webgpu").glob("*.wgsl")} <= RUNTIME_WHEEL
 
 
 def test_runtime_imports_only_the_standard_library_and_itself():

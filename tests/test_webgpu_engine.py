@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from checks.jobs import GEMM_STORE, flip_one_bit, no_entry_point
 from engine.audio import load_audio
 from engine.executor import Alone
-from engine.family import load, network
-from engine.gpu_executor import GpuRefused, WebGpu, encoder_digest, first_difference, self_test, self_test_features
+from engine.family import load
+from engine.gpu_executor import GpuRefused, WebGpu, cpu_digest, encoder_digest, first_difference, self_test
 from engine.kernels import Kernels
 from engine.streaming import stream_samples
 from engine.transcribe import Engine
@@ -125,16 +126,7 @@ def test_stream_matches_native_scalar(engines, samples):
 def native_digest(model) -> str:
     """The digest the page would carry: the native scalar tier's encoder output of the fixed
     features."""
-    enc, _ = network(model, Alone(Kernels("scalar"))).encode(self_test_features(model.dims.n_mels), 64)
-    return encoder_digest(enc)
-
-
-GEMM_STORE = "y[n * O + o] = select(v, sf_silu(v), silu);"
-
-
-def flip_one_bit(source: str) -> str:
-    """The GEMM stores output 0 of every call with its lowest bit flipped (a wrong device)."""
-    return source.replace(GEMM_STORE, GEMM_STORE[:-1] + " ^ select(0u, 1u, n + o == 0u);")
+    return cpu_digest(model)
 
 
 def test_self_test_passes_on_a_correct_device(tiny_gguf_path, gpu):
@@ -165,6 +157,6 @@ def test_first_difference_names_one_flipped_bit():
 
 
 def test_self_test_refuses_a_device_that_cannot_run_it(tiny_gguf_path, device):
-    broken = GpuKernels(device, packed_dot=False, patch=lambda s: s.replace("fn main", "fn not_main"))
+    broken = GpuKernels(device, packed_dot=False, patch=no_entry_point)
     with pytest.raises(GpuRefused, match="could not run the known-answer encode"):
         self_test(broken, load(tiny_gguf_path))
