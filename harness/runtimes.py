@@ -19,7 +19,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run",
                   "--disable-quic"]
-# WebGPU on SwiftShader's Vulkan (Debian's Chromium ships the ICD; /work/shared/notes/toolchain.md):
+# WebGPU on SwiftShader's Vulkan (Debian's Chromium ships the ICD; docs/webgpu.md "In the browser"):
 # a CPU emulation, for correctness only. Replaces --disable-gpu.
 WEBGPU_FLAGS = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader",
                 "--use-webgpu-adapter=swiftshader", "--use-angle=swiftshader", "--ignore-gpu-blocklist"]
