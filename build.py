@@ -724,6 +724,10 @@ def cmd_bench(args):
         build_test_sites()
         run([VENV_PY, "-m", "harness.bench_behind"], cwd=ROOT, env=test_env())
         return
+    if args.engines:                        # issue 40 item 5: the browser engines side by side
+        build_test_sites()
+        run([VENV_PY, "-m", "harness.bench_engines"], cwd=ROOT, env=test_env())
+        return
     if args.overhead:                       # issue 23 step 3: per-call overhead against a baseline
         run([VENV_PY, "-m", "harness.bench_overhead", "--base", Path(args.overhead).resolve()], cwd=ROOT, env=test_env())
         return
@@ -892,6 +896,9 @@ def main(argv=None):
                        help="only the full-size model on the default model's streaming schedule, Chromium 1 vs 2 workers")
     bench.add_argument("--behind", action="store_true",
                        help="only streams that fall behind: lag reached and catch-up time in Chromium, API and page")
+    bench.add_argument("--engines", action="store_true",
+                       help="only the browser engines side by side: start-up, RTFx and memory in Chromium, "
+                            "Firefox ESR and WebKitGTK (harness/bench_engines.py)")
     bench.add_argument("--split", action="store_true",
                        help="only the encoder split: native threads 1 vs 2, then Chromium kernel workers 1 vs 2")
     bench.add_argument("--overhead", metavar="BASE",

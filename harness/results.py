@@ -97,7 +97,40 @@ def behind_table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS = {"behind": behind_table}
+def engines_table(result: dict) -> str:
+    """harness/bench_engines.py's rows: one per engine."""
+    f = result["figures"]
+    mib = lambda n: "–" if n is None else f"{n / 2**20:.0f}"          # noqa: E731
+    rows = f["rows"]
+    lines = [f"Measured {result['date']} at commit {result['commit']} on {result['cpu']} ({result['cores']} cores; "
+             f"{', '.join(result['cpu_flags'])}): `{result['command']}`, {f['wall_seconds']} s in all. "
+             f"Start-up: the median of {f['startups']} fresh pages; two-commands.wav "
+             f"({rows[0]['default_audio_seconds']} s, the default model): the median of {f['repeats']} runs after a "
+             f"warm-up; full-size: {rows[0]['full_model']} ({rows[0]['full_model_bytes']:,} bytes) on {f['seconds']:g} s "
+             "of speech-like signal, one run. RTFx: audio seconds per second of the engine's compute (in brackets: of "
+             "the transcribe() call's wall time). Memory in MiB: the engine worker's wasm heap (+ the kernel workers' "
+             "wasm memory) after the last transcription; page JS heap: performance.memory.", "",
+             "| engine | SharedArrayBuffer | tier | workers by default | start-up s | two-commands RTFx | "
+             "full-size RTFx, 1 worker | full-size RTFx, 2 workers | full-size load s (1 / 2 workers) | "
+             "wasm MiB: default / full 1 / full 2 workers | page JS heap MiB | native tokens |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        full = [r.get(f"full_{n}") for n in (1, 2)]
+        rtfx = ["–" if x is None else f"{x['rtfx']} ({x['wall_rtfx']})" for x in full]
+        load = " / ".join("–" if x is None else str(x["load_s"]) for x in full)
+        heap = " / ".join(["–" if x is None else mib(x["heap_bytes"]) + (f" + {mib(x['kernel_heap_bytes'])}"
+                                                                         if x["kernel_heap_bytes"] else "")
+                           for x in [{"heap_bytes": r["default_heap_bytes"], "kernel_heap_bytes": 0}, *full]])
+        page = "–" if r["default_page_heap_bytes"] is None else f"{r['default_page_heap_bytes'] / 2**20:.1f}"
+        native = all(x["native_tokens"] for x in [{"native_tokens": r["default_native_tokens"]}, *full] if x)
+        lines.append(f"| {r['version']}{' (' + r['label'] + ')' if r.get('label') else ''} | "
+                     f"{'yes' if r['sab'] else 'no'} | {r['tier']} | {r['default_workers']} | {r['startup_s']} | "
+                     f"{r['default_rtfx']:.0f} ({r['default_wall_rtfx']:.0f}) | {rtfx[0]} | {rtfx[1]} | {load} | {heap} | {page} | "
+                     f"{'yes' if native else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"behind": behind_table, "engines": engines_table}
 
 
 def rendered(name: str, folder: Path = RESULTS) -> str:

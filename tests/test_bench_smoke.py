@@ -58,6 +58,7 @@ SMOKED = {
     "harness.bench_schedule": "test_schedule",
     "harness.bench_overhead": "test_overhead_against_this_checkout_as_its_own_base",
     "harness.bench_behind": "test_behind_sections_on_the_tiny_model",
+    "harness.bench_engines": "test_engines",
     "harness.profile_crossings": "test_profile_crossings",
     "harness.bench_stream": "test_stream, test_soak",
     "harness.measure_site": "test_measure_site",
@@ -117,6 +118,7 @@ BENCH_VARIANTS = {
     ("--ort",): [["harness.bench_ort_encoder"]],
     ("--schedule",): [["harness.bench_schedule"]],
     ("--behind",): [["harness.bench_behind"]],
+    ("--engines",): [["harness.bench_engines"]],
     ("--overhead", "BASE"): [["harness.bench_overhead", "--base", "BASE"]],
     ("--split",): [["harness.bench_threads"], ["harness.bench_workers"]],
 }
@@ -472,3 +474,40 @@ def test_behind_sections_on_the_tiny_model(tiny_bench_model):
     for r in rows:
         assert r["native_tokens"] and not r.get("errors"), r
         assert r["compute_per_audio"] > 0 and r["max_pending_seconds"] is not None
+
+
+@pytest.mark.browser
+def test_engines(tmp_path, tiny_bench_model):
+    """`build.py bench --engines` (harness.bench_engines) in every engine, quick: one start-up,
+    one timed run of two-commands.wav, the tiny model in the full-size one's place on 1 s; the
+    rows carry versions, tiers, workers and memory, and BENCHMARKS.md's table renders from them."""
+    build_artifact("PHONON_PACKAGE")
+    out = tmp_path / "engines.json"
+    printed = run("harness.bench_engines", "--size", "tiny", "--startups", "1", "--repeats", "1", "--seconds", "1",
+                  "--no-result", "--json", out)
+    got = json.loads(out.read_text())
+    rows = got["rows"]
+    assert [r["engine"] for r in rows] == ["chromium", "firefox", "webkit", "webkit-sab"]
+    assert [r["tier"] for r in rows] == ["wasm_relaxed_simd"] * 2 + ["wasm_simd128"] * 2
+    assert [r["sab"] for r in rows] == [True, True, False, True]
+    assert [r["version"].split()[0] for r in rows] == ["Chromium", "Firefox", "WebKitGTK", "WebKitGTK"]
+    for r in rows:
+        assert r["isolated"] and r["default_workers"] == 1 and r["default_workers_note"], r      # a small model: one
+        assert len(r["startup_ms"]) == 1 and r["startup_s"] > 0 and r["default_rtfx"] > 0, r
+        assert r["default_native_tokens"] and r["default_heap_bytes"] > 0, r
+        assert r["full_model"] == tiny_bench_model.name and r["full_1"]["native_tokens"], r
+        assert (r["full_1"]["workers"], r["full_1"]["kernel_heap_bytes"]) == (1, 0), r
+        if r["sab"]:                                       # two workers: the kernel worker's memory reported
+            assert (r["full_2"]["workers"], r["full_2"]["used"]) == (2, 2) and r["full_2"]["native_tokens"], r
+            assert r["full_2"]["kernel_heap_bytes"] > 0, r
+        else:
+            assert "full_2" not in r
+        assert not r["problems"], r
+    # performance.memory: Chromium only
+    assert [r["default_page_heap_bytes"] is not None for r in rows] == [True, False, False, False]
+    assert "two-commands RTFx" in printed
+    from harness.results import engines_table
+    table = engines_table({"date": "D", "commit": "C", "cpu": "CPU", "cores": 2, "cpu_flags": [], "command": "X",
+                           "figures": got})
+    assert len([line for line in table.splitlines() if line.startswith("| ")]) == 1 + len(rows)   # header, rows
+    assert "(as shipped)" in table and "| – |" in table

@@ -146,7 +146,10 @@ export class Recognizer extends EventTarget {
   readonly closed: boolean;
   /** What the worker said when ready: modelSource, cacheNote, localModel, localNote, heapBytes. */
   readonly details: Record<string, unknown>;
+  /** The engine worker's wasm heap (bytes), as last reported. */
   readonly heapBytes: number | null;
+  /** The kernel workers' wasm memory together (bytes; 0 with one worker), as last reported. */
+  readonly kernelHeapBytes: number | null;
   /** With load({debug: true}). */
   readonly debug?: { post(message: object): void; captured(): Promise<Float32Array>; terminateWorker(): void };
   /** Float32Array needs its sample rate; ArrayBuffer and Blob are encoded files (WAV or what the browser decodes). */

@@ -112,8 +112,10 @@ export class Recognizer extends EventTarget {
   /** What the worker said when ready: modelSource ("network", "cache", "local-cache", "bytes"),
    *  cacheNote, localModel, localNote, heapBytes, timings. */
   details = null;
-  /** The engine worker's wasm heap, as last reported. */
+  /** The engine worker's wasm heap, and the kernel workers' wasm memory together (0 with one
+   *  worker), as last reported. */
   heapBytes = null;
+  kernelHeapBytes = null;
 
   async #start({ base, model, tier = "auto", threads, onProgress, debug = false, manifest, localModel,
                  isolationNote, silenceMs = 15000, onWorkerMessage } = {}) {
@@ -324,6 +326,7 @@ export class Recognizer extends EventTarget {
     this.#lastHeard = performance.now();
     if (this.#onWorkerMessage && data.kind !== "pong" && data.kind !== "captured") this.#onWorkerMessage(data);
     if (data.heapBytes) this.heapBytes = data.heapBytes;
+    if (data.kernelHeapBytes !== undefined) this.kernelHeapBytes = data.kernelHeapBytes;
     switch (data.kind) {
       case "stage":
         if (data.stage === "compile") this.#quietUntil = this.#lastHeard + LONG_STEP_MS;

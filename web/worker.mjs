@@ -97,7 +97,7 @@ async function init({ manifest, tier, debug: debugMode, localModel, modelBytes, 
     kind: "ready", tier: usedTier, threads: app.threads(), threadsNote, model: JSON.parse(app.model_info()),
     modelSource: modelBytes ? "bytes" : model ? model.source : "local-cache",
     cacheNote: model ? model.cacheNote : null, localModel: local && local.info, localNote,
-    heapBytes: heapBytes(),
+    ...memory(),
     timings: { runtime: t.engine - t.start, engine: t.model - t.engine, model: t.compile - t.model,
                compile: t.ready - t.compile, total: t.ready - t.start },
   });
@@ -361,6 +361,10 @@ function heapBytes() {
   try { return pyodide._module.HEAPU8.length; } catch { return null; }
 }
 
+// This worker's wasm heap and the kernel workers' wasm memory together (0 without kernel
+// workers), as the API reports them (r.heapBytes, r.kernelHeapBytes)
+const memory = () => ({ heapBytes: heapBytes(), kernelHeapBytes: pool ? pool.heapBytes : 0 });
+
 function lastLine(e) {
   const text = String(e && e.message || e).trim().split("\n");
   return text[text.length - 1];
@@ -467,7 +471,7 @@ function endStream() {
   const { result, metrics } = JSON.parse(app.finish());
   metrics.dropped_samples = dropped;
   checkWorkers();
-  post({ kind: "final", id, result, metrics, heapBytes: heapBytes() });
+  post({ kind: "final", id, result, metrics, ...memory() });
 }
 
 // ------------------------------------------------------------------------------------------
@@ -498,7 +502,7 @@ async function transcribeFile(data) {
       const step = JSON.parse(app.file_step());
       checkWorkers();
       if (step.result) {
-        post({ kind: "file-result", name: data.name, result: step.result, heapBytes: heapBytes() });
+        post({ kind: "file-result", name: data.name, result: step.result, ...memory() });
         return;
       }
       post({ kind: "file-progress", name: data.name, done: step.done, total });
@@ -545,7 +549,7 @@ function fail(e) {
 self.onmessage = ({ data }) => guard(async () => {
   switch (data.kind) {
     case "init": return init(data);
-    case "ping": return post({ kind: "pong", heapBytes: pyodide ? heapBytes() : null });
+    case "ping": return post({ kind: "pong", ...(pyodide ? memory() : { heapBytes: null }) });
     case "start": return refuseWhileFileRuns("start listening") || startStream(data);
     case "file": return refuseWhileFileRuns(`transcribe ${data.name}`) || transcribeFile(data);
     case "open-model": return refuseWhileFileRuns("switch models") || openModelFile(data);

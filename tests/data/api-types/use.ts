@@ -22,7 +22,7 @@ async function main(samples: Float32Array, file: Blob): Promise<string> {
   const live: Stream = r.stream({ sampleRate: 48000, ring: new SharedArrayBuffer(1 << 20) });
   const port: MessagePort = live.takePort();
   const c: Transcript = await r.transcribe(new AudioBuffer({ length: 10, sampleRate: 8000 }), undefined, { name: "x" });
-  console.log(switched.sha256, port, c.text, r.heapBytes, r.details.modelSource);
+  console.log(switched.sha256, port, c.text, r.heapBytes, r.kernelHeapBytes, r.details.modelSource);
   r.close();
   return `${a.text} ${b.words.length} ${ids.length} ${final.text} ${bestTier([{ name: "scalar", probe: [] }])} ${r.threads}`;
 }
