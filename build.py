@@ -435,6 +435,21 @@ BUNDLED_DESCRIPTION = ("A small demo model trained only on generated (text-to-sp
 TINY_DESCRIPTION = "Random weights, for tests only: it runs the whole pipeline, but its words are nonsense."
 
 
+def gpu_self_test(path: Path) -> dict:
+    """What the page's WebGPU known-answer check expects of this model (issue 39): the native
+    scalar tier's encoder output of engine/gpu_executor.py's fixed features, as a sha256
+    (cpu_digest), and how many feature frames."""
+    cmd_native()
+    sys.path.insert(0, str(ROOT))
+    from engine.family import load
+    from engine.gpu_executor import SELF_TEST_FRAMES, cpu_digest
+    model = load(str(path))
+    try:
+        return {"digest": cpu_digest(model), "frames": SELF_TEST_FRAMES, "tier": "scalar"}
+    finally:
+        model.close()
+
+
 def model_file_name(path: Path) -> str:
     """A GGUF's general.name (the engine's reader: standard library only)."""
     sys.path.insert(0, str(ROOT))
@@ -583,7 +598,7 @@ def cmd_site(args=None, package: bool = False) -> Path:
         add(rel)
     if model is not None:
         model_rel = f"models/{model.name}"
-        model_entry = dict(path=model_rel, **files[model_rel], **model_info)
+        model_entry = dict(path=model_rel, **files[model_rel], **model_info, gpu_self_test=gpu_self_test(model))
     else:
         model_rel, model_entry = None, model_info            # on another origin: not a site file
     context = {"version": project_version(), "pyodide_version": PINS["pyodide"]["version"],

@@ -18,6 +18,8 @@ from array import array
 
 from engine.kernels import Kernels, KernelError, available_tiers, wasm_module_path
 from engine.family import fingerprint, load
+# the shader mutations (a wrong device, one that cannot run the shaders): gpu_self_test, tests
+from engine.gpu_executor import GEMM_STORE, flip_one_bit, no_entry_point, not_wgsl  # noqa: F401
 from engine.streaming import stream_samples
 from engine.timing import Timer
 from engine.transcribe import Engine
@@ -384,26 +386,6 @@ async def gpu_digest(models, wav, tier="scalar"):
                      "text": result["text"], "seconds": seconds, "gpu": result["timing"].get("gpu")}
     return {"adapter": device.adapter_info, "packed_dot": gpu.packed_dot, "shader_dir": str(SHADER_DIR),
             "tier": tier, "models": out}
-
-
-# Shader mutations: a device whose output is wrong, one that cannot run the shaders (natively in
-# tests/test_webgpu_engine.py, in the browser in gpu_self_test)
-GEMM_STORE = "y[n * O + o] = select(v, sf_silu(v), silu);"
-
-
-def flip_one_bit(source: str) -> str:
-    """The GEMM stores output 0 of every call with its lowest bit flipped (a wrong device)."""
-    return source.replace(GEMM_STORE, GEMM_STORE[:-1] + " ^ select(0u, 1u, n + o == 0u);")
-
-
-def no_entry_point(source: str) -> str:
-    """No `main`: the pipelines cannot be made (a device that cannot run the shaders)."""
-    return source.replace("fn main", "fn not_main")
-
-
-def not_wgsl(source: str) -> str:
-    """A module the WGSL compiler refuses."""
-    return source + "\nthis is not WGSL;\n"
 
 
 @job

@@ -32,7 +32,7 @@ from array import array
 
 from .executor import Alone
 from .family import network
-from .kernels import Kernels
+from .kernels import KernelError, Kernels
 from .linear import LinearWeights, check_activation
 from .webgpu_tier import GpuKernels, GpuLinear
 
@@ -51,23 +51,50 @@ def gpu_kernels(gpu) -> GpuKernels:
 
 class WebGpu(Alone):
     """The linears on a WebGPU device, everything else on the CPU kernels `k` (any tier: all
-    give the same bits). `gpu`: a device, or a GpuKernels (tests pass patched shaders)."""
+    give the same bits). `gpu`: a device, or a GpuKernels (tests pass patched shaders).
 
-    def __init__(self, k: Kernels, gpu):
+    Device loss: a linear whose device run fails (a read that raises: the device was lost, the
+    browser refused a command) is computed again on the CPU kernels (Alone's quantise and
+    whole_gemm: the same bits), and so is every linear after it; `lost` then says why, and
+    `on_lost(reason)` is called once. The decode in progress finishes, nothing is lost. A
+    KernelError (NaN or infinity in the activations) is the input's fault and raises as on the CPU.
+    fallback=False: a device failure raises instead (self_test: a device that cannot run the
+    check must fail it, not pass on the CPU's bits)."""
+
+    def __init__(self, k: Kernels, gpu, on_lost=None, fallback: bool = True):
         super().__init__(k)
         self.gpu = gpu_kernels(gpu)
+        self.lost: str | None = None
+        self.on_lost, self.fallback = on_lost, fallback
 
     @property
     def whole_layers(self) -> bool:
         """Never: a layer is composed here so that its linears go to the device."""
         return False
 
+    def device_failed(self, error: Exception) -> None:
+        """From now on every linear runs on the CPU; `lost` says why."""
+        if self.lost is None:
+            self.lost = f"{type(error).__name__}: {str(error).strip().splitlines()[-1] if str(error).strip() else ''}"
+            if self.on_lost is not None:
+                self.on_lost(self.lost)
+
     def linear(self, w: LinearWeights, activation=None):
         check_activation(activation)
         lin = GpuLinear.from_weights(self.gpu, w, kernels=self.k, activation=activation)
+        cpu = Alone.linear(self, w, activation)          # the fallback: the same bits
 
         def run(x, N: int) -> array:
-            return lin(x, N)
+            if self.lost is None:
+                try:
+                    return lin(x, N)
+                except KernelError:
+                    raise
+                except Exception as e:      # noqa: BLE001 - a lost device, a refused command
+                    if not self.fallback:
+                        raise
+                    self.device_failed(e)
+            return cpu(x, N)
         run.gpu = lin
         return run
 
@@ -125,7 +152,7 @@ def self_test(gpu, model, k: Kernels | None = None, expected: str | None = None,
     k = k or Kernels("scalar")
     features = self_test_features(model.dims.n_mels, frames)
     try:
-        ex = WebGpu(k, gpu)
+        ex = WebGpu(k, gpu, fallback=False)
         got, _ = network(model, ex).encode(features, frames)
     except Exception as e:          # noqa: BLE001 - a shader refused, a lost device, ...
         raise GpuRefused(f"the GPU could not run the known-answer encode: {type(e).__name__}: {e}") from e
@@ -155,4 +182,48 @@ def first_difference(got, want):
     return (bad[0], len(bad), g[bad[0]], w[bad[0]]) if bad else None
 
 
-__all__ = ["WebGpu", "GpuRefused", "self_test", "cpu_digest", "encoder_digest"]
+# -- shader mutations: test hooks (the tests' wrong devices; the page takes one by name with
+# Recognizer.load({debug: true, gpuTestPatch}))
+
+GEMM_STORE = "y[n * O + o] = select(v, sf_silu(v), silu);"
+
+
+def flip_one_bit(source: str) -> str:
+    """The GEMM stores output 0 of every call with its lowest bit flipped (a wrong device)."""
+    return source.replace(GEMM_STORE, GEMM_STORE[:-1] + " ^ select(0u, 1u, n + o == 0u);")
+
+
+def no_entry_point(source: str) -> str:
+    """No `main`: the pipelines cannot be made (a device that cannot run the shaders)."""
+    return source.replace("fn main", "fn not_main")
+
+
+def not_wgsl(source: str) -> str:
+    """A module the WGSL compiler refuses."""
+    return source + "\nthis is not WGSL;\n"
+
+
+SHADER_MUTATIONS = {f.__name__: f for f in (flip_one_bit, no_entry_point, not_wgsl)}
+
+
+# -- adapters that are CPU emulations ---------------------------------------------------------
+
+CPU_EMULATIONS = ("swiftshader", "llvmpipe", "lavapipe")
+
+
+def adapter_name(info: dict) -> str:
+    """"google swiftshader", "nvidia ampere", ...: the adapter's vendor and architecture (else
+    its description or device)."""
+    words = [info.get("vendor", ""), info.get("architecture", "")]
+    name = " ".join(w for w in words if w) or info.get("description", "") or info.get("device", "")
+    return name or "an unnamed adapter"
+
+
+def cpu_emulation(info: dict) -> str | None:
+    """The CPU emulation an adapter is (SwiftShader, llvmpipe, lavapipe), else None."""
+    text = " ".join(str(v) for v in info.values()).lower()
+    return next((name for name in CPU_EMULATIONS if name in text), None)
+
+
+__all__ = ["WebGpu", "GpuRefused", "self_test", "cpu_digest", "encoder_digest", "SHADER_MUTATIONS",
+           "adapter_name", "cpu_emulation"]

@@ -12,6 +12,7 @@ import json
 import time
 
 from .audio import MODEL_RATE, load_audio, resample
+from .family import load as load_model
 from .longform import SteppedTranscription
 from .streaming import StreamOverrun, live_metrics, stream_metrics
 from .transcribe import Engine
@@ -40,6 +41,92 @@ class WebApp:
         self.engine = self.model = self.session = None
         self.file = self.pending = None
         self.events, self.last = [], ("", "")
+        self.gpu = None                      # the GpuKernels of the device in use (load_gpu), or None
+        self.tier_note = None                # why this tier runs (r.tierNote)
+        self.gpu_lost_note = None            # set once when the device is lost mid-decode
+
+    # -- the GPU (issue 39) ----------------------------------------------------------------------
+
+    async def load_gpu(self, model, tier: str, mode: str, expected=None, patch=None) -> str:
+        """An engine with its encoder's linears on the browser's WebGPU device, the CPU part on
+        the wasm `tier`, once the device passed the known-answer check (gpu_executor.self_test
+        against `expected`, the digest build.py wrote in manifest.json; without one, against
+        the CPU kernels here). mode "force": no device, or one that fails the check, raises
+        (GpuUnavailable, GpuRefused); "prefer": then, or when the adapter is a CPU emulation
+        (SwiftShader, llvmpipe, lavapipe: slower than the wasm kernels), nothing is loaded
+        ("tier" null: the worker loads the CPU engine as without the GPU) and the note says why.
+        patch: a SHADER_MUTATIONS name (tests). An async call: the device's promises are awaited
+        through JSPI (webgpu_browser). Returns JSON {"tier", "note", "adapter"}."""
+        from .gpu_executor import SHADER_MUTATIONS, GpuRefused, adapter_name, cpu_emulation, self_test
+        from .kernels import Kernels
+        from .webgpu_browser import GpuUnavailable, request_device
+        from .webgpu_tier import GpuKernels
+        if mode not in ("force", "prefer"):
+            raise ValueError(f"mode must be 'force' or 'prefer', got {mode!r}")
+        adapter, loaded = None, load_model(model)         # a bad model fails as without the GPU
+        try:
+            try:
+                device = await request_device()
+            except GpuUnavailable:
+                raise
+            except Exception as e:      # noqa: BLE001 - requestDevice() rejected, ...
+                raise GpuUnavailable(f"the WebGPU device could not be made: {e}") from e
+            adapter = adapter_name(device.adapter_info)
+            gpu = GpuKernels(device, patch=SHADER_MUTATIONS[patch] if patch else None)
+            self_test(gpu, loaded, Kernels(tier), expected=expected or None)
+            emulation = cpu_emulation(device.adapter_info)
+            if mode == "prefer" and emulation:
+                raise GpuRefused(f"the WebGPU adapter ({adapter}) is a CPU emulation ({emulation}): "
+                                 "the wasm kernels are faster")
+        except (GpuUnavailable, GpuRefused) as e:
+            if mode == "force":
+                raise
+            self.tier_note = f"{tier}: {e}"
+            return json.dumps({"tier": None, "note": self.tier_note, "adapter": adapter})
+        self.gpu = gpu
+        self.engine, self.model = self._gpu_engine(loaded, tier), model
+        self.tier_note = (f"webgpu: {adapter} (passed the known-answer check"
+                          + (f"; a CPU emulation ({emulation}), forced" if emulation else "")
+                          + f"; the CPU part on {self.engine.tier})")
+        return self.tier_report(adapter)
+
+    def _gpu_engine(self, model, tier: str) -> Engine:
+        engine = Engine(model, tier, gpu=self.gpu)
+        engine.executor.on_lost = self._gpu_lost
+        return engine
+
+    def _gpu_lost(self, reason: str) -> None:
+        self.gpu_lost_note = (f"{self.engine.tier}: the WebGPU device failed mid-decode ({reason}); that "
+                              "decode finished on the CPU with the same result, and the CPU runs from now on")
+        self.tier_note = self.gpu_lost_note
+
+    def gpu_lost(self):
+        """Once, after the device failed mid-decode: the note saying so (the worker tells the
+        page); else None."""
+        note, self.gpu_lost_note = self.gpu_lost_note, None
+        return note
+
+    def lose_gpu(self, after_reads: int = 0) -> None:
+        """(debug, tests) Destroy the device just before its `after_reads`-th read from now: the
+        read then fails as on a real loss (mapAsync rejects), mid-decode."""
+        gpu, left = self.gpu, [int(after_reads)]
+        read = gpu.read
+
+        def losing_read(buf, nbytes):
+            if left[0] == 0:
+                gpu.device.js_device.destroy()
+            left[0] -= 1
+            return read(buf, nbytes)
+        gpu.read = losing_read
+
+    @property
+    def tier(self) -> str:
+        """"webgpu" while the device runs the linears, else the wasm tier."""
+        ex = self.engine.executor
+        return "webgpu" if self.gpu is not None and getattr(ex, "lost", True) is None else self.engine.tier
+
+    def tier_report(self, adapter=None) -> str:
+        return json.dumps({"tier": self.tier, "note": self.tier_note, "adapter": adapter})
 
     # -- the model ------------------------------------------------------------------------------
 
@@ -49,16 +136,20 @@ class WebApp:
         return self.engine.tier
 
     def switch(self, model, tier: str, workers=None) -> str:
-        """Another model: the loader validates it first; on any error the current one stays."""
+        """Another model: the loader validates it first; on any error the current one stays. On
+        the GPU (load_gpu) while it runs: the new one too (an async call then, as load_gpu)."""
         if self.session is not None:
             raise RuntimeError("a live stream is open: stop it before changing the model")
-        engine = Engine.from_buffer(model, tier, workers=workers)
+        if self.tier == "webgpu":
+            engine = self._gpu_engine(load_model(model), tier)
+        else:
+            engine = Engine.from_buffer(model, tier, workers=workers)
         self.engine, self.model = engine, model
         return self.model_info()
 
     def model_info(self) -> str:
         m = self.engine.model
-        return json.dumps({"name": m.name, "notice": m.notice, "tier": self.engine.tier,
+        return json.dumps({"name": m.name, "notice": m.notice, "tier": self.tier, "tierNote": self.tier_note,
                            "threads": self.engine.threads})
 
     def threads(self) -> int:

@@ -219,7 +219,9 @@ class BrowserDevice:
         settled = list(results)
         self._raise_first([r.value for r in settled[1:] if r.status == "fulfilled"])
         if settled[0].status != "fulfilled":
-            raise RuntimeError(f"WebGPU mapAsync failed: {settled[0].reason}")
+            # (the reason can arrive wrapped: "PythonError: pyodide.ffi.JsException: AbortError: ...")
+            reason = str(settled[0].reason).rsplit("JsException: ", 1)[-1]
+            raise RuntimeError(f"WebGPU mapAsync failed: {reason}")
         try:
             out = js.Uint8Array.new(self._staging.getMappedRange(0, padded)).to_bytes()
         finally:

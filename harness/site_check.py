@@ -23,7 +23,7 @@ import wave
 from array import array
 from pathlib import Path
 
-from .runtimes import CHROMIUM, CHROMIUM_FLAGS
+from .runtimes import CHROMIUM, chromium_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 # What the fake microphone says: commands of the shipped model's domain (training/corpus.py's
@@ -190,10 +190,11 @@ class App:
 
 
 class SiteBrowser:
-    """Headless Debian Chromium; with fake_mic, its microphone plays that WAV once."""
+    """Headless Debian Chromium; with fake_mic, its microphone plays that WAV once; with webgpu,
+    WebGPU on SwiftShader (harness.runtimes.chromium_flags)."""
 
-    def __init__(self, fake_mic: Path | None = None):
-        self.flags = list(CHROMIUM_FLAGS)
+    def __init__(self, fake_mic: Path | None = None, webgpu: bool = False):
+        self.flags = chromium_flags(webgpu)
         if fake_mic:
             self.flags += ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
                            f"--use-file-for-fake-audio-capture={Path(fake_mic).resolve()}%noloop"]

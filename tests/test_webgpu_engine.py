@@ -160,3 +160,80 @@ def test_self_test_refuses_a_device_that_cannot_run_it(tiny_gguf_path, device):
     broken = GpuKernels(device, packed_dot=False, patch=no_entry_point)
     with pytest.raises(GpuRefused, match="could not run the known-answer encode"):
         self_test(broken, load(tiny_gguf_path))
+
+
+# -- device loss (issue 39 item 4) ---------------------------------------------------------------
+
+class _LosingQueue:
+    """A queue whose reads fail once `budget` reads have been made (a device lost mid-decode:
+    the browser's mapAsync then rejects)."""
+
+    def __init__(self, queue, budget: int):
+        self._queue, self.budget = queue, budget
+
+    def read_buffer(self, *args, **kwargs):
+        if self.budget <= 0:
+            raise RuntimeError("WebGPU mapAsync failed: OperationError: Device is lost")
+        self.budget -= 1
+        return self._queue.read_buffer(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._queue, name)
+
+
+class LosingDevice:
+    """A device (every call forwarded) whose reads start failing after `budget` of them."""
+
+    def __init__(self, device, budget: int):
+        self._device, self.queue = device, _LosingQueue(device.queue, budget)
+
+    def __getattr__(self, name):
+        return getattr(self._device, name)
+
+
+def test_a_device_lost_mid_decode_finishes_on_the_cpu_with_the_same_bits(tiny_gguf_path, device, samples):
+    native = Engine.open(tiny_gguf_path, "scalar", 1)
+    want = as_json(native.transcribe(samples))
+    lost = []
+    # 2 reads per linear (status, y): the loss comes in the middle of the first encode
+    losing = LosingDevice(device, budget=11)
+    engine = Engine.open(tiny_gguf_path, "scalar", gpu=GpuKernels(losing, packed_dot=False))
+    engine.executor.on_lost = lost.append
+    got = as_json(engine.transcribe(samples))
+    assert got["tokens"] == want["tokens"] and got["text"] == want["text"]
+    assert lost == [engine.executor.lost] and "Device is lost" in lost[0], lost
+    assert engine.executor.counters()["submissions"] == 6          # none after the loss
+    again = as_json(engine.transcribe(samples))                      # the CPU from then on
+    assert again["tokens"] == want["tokens"] and engine.executor.counters()["submissions"] == 6
+    enc, _ = native.encode(samples)
+    assert encoder_digest(engine.encode(samples)[0]) == encoder_digest(enc)
+
+
+def test_the_self_test_does_not_fall_back(tiny_gguf_path, device):
+    model = load(tiny_gguf_path)
+    with pytest.raises(GpuRefused, match="could not run the known-answer encode: RuntimeError: .*Device is lost"):
+        self_test(GpuKernels(LosingDevice(device, budget=3), packed_dot=False), model, expected=native_digest(model))
+
+
+def test_the_worker_side_reports_a_lost_device_once(tiny_gguf_path, device):
+    """engine/webapp.py on the GPU (what load_gpu sets up after the check, here with a native
+    device): a file transcribed across the loss gives the native tokens; the tier becomes the
+    CPU's, gpu_lost() gives the note once, model_info says the same."""
+    from engine.webapp import WebApp
+    model = tiny_gguf_path.read_bytes()
+    want = as_json(Engine.open(tiny_gguf_path, "scalar", 1).transcribe(
+        load_audio(Kernels("scalar"), WAV.read_bytes())))
+    app = WebApp()
+    app.gpu = GpuKernels(LosingDevice(device, budget=11), packed_dot=False)
+    app.engine, app.model = app._gpu_engine(load(model), "scalar"), model
+    assert app.tier == "webgpu" and json.loads(app.model_info())["tier"] == "webgpu"
+    app.prepare_wav(WAV.read_bytes())
+    app.begin_file()
+    while "result" not in (step := json.loads(app.file_step())):
+        pass
+    assert step["result"]["tokens"] == want["tokens"]
+    note = app.gpu_lost()
+    assert note.startswith("scalar: the WebGPU device failed mid-decode (RuntimeError: WebGPU mapAsync failed: "), note
+    assert app.gpu_lost() is None and app.tier == "scalar"
+    info = json.loads(app.model_info())
+    assert info["tier"] == "scalar" and info["tierNote"] == note

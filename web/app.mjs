@@ -3,7 +3,9 @@
 // engine in a module worker); microphone audio goes from an AudioWorklet (capture-worklet.mjs)
 // straight to that worker through the stream's port. Nothing here waits on a decode.
 //
-// URL parameters: ?tier=scalar|wasm_simd128|wasm_relaxed_simd forces the kernel tier;
+// URL parameters: ?tier=scalar|wasm_simd128|wasm_relaxed_simd forces the kernel tier, ?tier=webgpu
+// the GPU (the encoder's linears on WebGPU once the adapter passed the known-answer check; else
+// the page says why it cannot); ?gpu=prefer uses the GPU when it passes and is not a CPU emulation;
 // ?threads=N forces the number of workers the encoder is split across (1 = the engine worker
 // alone; more need cross-origin isolation, which the service worker provides);
 // ?debug=1 keeps an event log and the captured samples for tests (window.phonon.debug).
@@ -13,6 +15,8 @@ import { Recognizer, bestTier } from "./phonon.mjs";
 const params = new URLSearchParams(location.search);
 const DEBUG = params.get("debug") === "1";
 const FORCED_TIER = params.get("tier");
+const PREFER_GPU = params.get("gpu") === "prefer";
+const GPU_TEST_PATCH = (DEBUG && params.get("gpu_test_patch")) || undefined;   // tests: a failing check
 const FORCED_THREADS = params.has("threads") ? Math.max(1, Math.min(8, Math.floor(Number(params.get("threads"))) || 1)) : null;
 const MAX_DEFAULT_THREADS = 4;              // past this a 2-core phone gains nothing and pays memory
 const ISOLATION_RELOAD = "phonon-web-isolation-reload";
@@ -34,7 +38,7 @@ const ui = {
   copy: $("copy"), clear: $("clear"), downloads: [...document.querySelectorAll("[data-format]")],
   audio: $("m-audio"), rtf: $("m-rtf"), lag: $("m-lag"), behind: $("m-behind"), tier: $("m-tier"),
   modelName: $("model-name"), modelDescription: $("model-description"), modelOpen: $("model-open"),
-  modelFile: $("model-file"), modelReset: $("model-reset"), threadsNote: $("threads-note"),
+  modelFile: $("model-file"), modelReset: $("model-reset"), threadsNote: $("threads-note"), tierNote: $("tier-note"),
   cancelFile: $("cancel-file"), fileProgress: $("file-progress"),
 };
 const LOCAL_MODEL = "phonon-web-local-model";     // localStorage: {sha256, name} of an opened .gguf
@@ -120,8 +124,9 @@ function captureSupport() {
   return { ok: true };
 }
 
-// The best tier this browser validates (engine/tiers.py via manifest.json), unless ?tier= forces one.
-const chooseTier = () => FORCED_TIER || bestTier(manifest.tiers);
+// The best tier this browser validates (engine/tiers.py via manifest.json), unless ?tier= forces one
+// ("webgpu": the API picks the CPU part's tier; ?gpu=prefer: "auto", the API may pick the GPU).
+const chooseTier = () => FORCED_TIER || (PREFER_GPU ? "auto" : bestTier(manifest.tiers));
 
 // ------------------------------------------------------------------------------------------
 // start-up: service worker (offline shell), then the engine worker
@@ -152,6 +157,7 @@ async function main() {
   try {
     recognizer = await Recognizer.load({
       manifest, tier, debug: DEBUG, localModel: storedLocalModel(), silenceMs: SILENCE_MS,
+      preferGpu: PREFER_GPU, gpuTestPatch: GPU_TEST_PATCH,
       threads: FORCED_THREADS ?? undefined, isolationNote: threads.note, onProgress: onLoadProgress,
       onWorkerMessage: DEBUG ? (data) => phonon.log.push({ t: performance.now(), ...data }) : null,
     });
@@ -163,6 +169,7 @@ async function main() {
   }
   recognizer.addEventListener("error", (e) => onEngineError(e.detail));
   recognizer.addEventListener("workers-lost", (e) => onWorkersLost(e.detail));
+  recognizer.addEventListener("gpu-lost", (e) => onGpuLost(e.detail));
   onReady(recognizer.details);
 }
 
@@ -268,11 +275,26 @@ function onWorkersLost({ message, threads }) {
   showAlert(`A kernel worker stopped (${message}). Transcription goes on with one worker; nothing is lost.`, { info: true });
 }
 
+function onGpuLost({ message }) {
+  showTier({ tier: recognizer.tier, threads: recognizer.threads, threadsNote: recognizer.threadsNote,
+             tierNote: recognizer.tierNote });
+  showAlert(`The GPU stopped working (${message}). Nothing is lost.`, { info: true });
+}
+
 const idleState = () => (transcript && transcript.words.length ? "done" : "ready");
 
-function showTier({ tier: t, threads = 1, threadsNote }) {
-  ui.tier.textContent = t + (FORCED_TIER ? " (forced)" : "") + ` · ${threads} worker${threads === 1 ? "" : "s"}`;
+// tierNote: why this tier runs ("webgpu: <adapter> (...)", "wasm_relaxed_simd: <why not the GPU>"),
+// shown when the GPU was asked for or lost; undefined keeps the one shown.
+function showTier({ tier: t, threads = 1, threadsNote, tierNote, adapter }) {
+  ui.tier.textContent = t + (adapter && t === "webgpu" ? ` (${adapter})` : "") + (FORCED_TIER ? " (forced)" : "")
+    + ` · ${threads} worker${threads === 1 ? "" : "s"}`;
   ui.tier.title = threads > 1 ? `the encoder is split across ${threads} workers` : "one worker runs the encoder";
+  if (tierNote !== undefined) {
+    ui.tierNote.hidden = !tierNote;
+    ui.tierNote.textContent = tierNote ? `Kernels: ${tierNote}.` : "";
+    phonon.tierNote = tierNote || null;
+  }
+  phonon.tier = t;
   ui.threadsNote.hidden = !threadsNote;
   ui.threadsNote.textContent = threadsNote ? threadsNote[0].toUpperCase() + threadsNote.slice(1) + "." : "";
   phonon.threads = threads;
@@ -440,7 +462,7 @@ function remedies() {
   if (recognizer && recognizer.threads < 2 && (navigator.hardwareConcurrency || 1) > 1) {
     out.push(`more workers (this page runs one${recognizer.threadsNote ? `: ${recognizer.threadsNote.replace(/^one worker: /, "")}` : ""})`);
   }
-  if (recognizer && recognizer.tier !== "wasm_relaxed_simd") out.push("a browser with WebAssembly relaxed SIMD (Chrome, Edge, Firefox), which runs the fastest kernels");
+  if (recognizer && !["wasm_relaxed_simd", "webgpu"].includes(recognizer.tier)) out.push("a browser with WebAssembly relaxed SIMD (Chrome, Edge, Firefox), which runs the fastest kernels");
   out.push("a smaller model", "a faster device");
   return out;
 }

@@ -2,7 +2,7 @@
 
 export type ErrorCode =
   | "closed" | "busy" | "state" | "sample-rate" | "samples" | "audio" | "cancelled" | "worker"
-  | "model-file" | "model-digest" | "model-fetch" | "boot" | "engine" | "overrun";
+  | "model-file" | "model-digest" | "model-fetch" | "boot" | "engine" | "overrun" | "webgpu";
 
 export class PhononError extends Error {
   readonly code: ErrorCode;
@@ -30,8 +30,15 @@ export interface LoadOptions {
   /** A URL (relative ones resolve against the page, as fetch() does, not against base), a pinned
    *  model (checked and cached; a 4xx answer rejects before the engine starts), or its bytes. */
   model?: string | URL | PinnedModel | ArrayBuffer | Uint8Array | Blob;
-  /** "auto" (the best the browser validates) or a tier name from manifest.json. */
+  /** "auto" (the best wasm tier the browser validates), a tier name from manifest.json, or
+   *  "webgpu": the encoder's linears on the GPU once the adapter passed the known-answer check
+   *  (else the load rejects with code "webgpu"). */
   tier?: string;
+  /** With tier "auto": use the GPU too when it passes the check and is not a CPU emulation
+   *  (SwiftShader, llvmpipe, lavapipe); else the wasm tier, and tierNote says why. */
+  preferGpu?: boolean;
+  /** (debug, tests) A shader mutation (engine/gpu_executor.py SHADER_MUTATIONS) that makes the check fail. */
+  gpuTestPatch?: "flip_one_bit" | "no_entry_point" | "not_wgsl";
   /** Encoder workers 1..8 (default: the cores up to 4 when cross-origin isolated with SharedArrayBuffer). */
   threads?: number;
   onProgress?: (progress: Progress) => void;
@@ -134,11 +141,16 @@ export class Stream extends EventTarget {
 export interface RecognizerEventMap {
   error: CustomEvent<PhononError>;
   "workers-lost": CustomEvent<{ message: string; threads: number }>;
+  /** The GPU failed mid-decode: that decode finished on the CPU (same result); `tier` runs now. */
+  "gpu-lost": CustomEvent<{ message: string; tier: string }>;
 }
 
 export class Recognizer extends EventTarget {
   static load(options?: LoadOptions): Promise<Recognizer>;
+  /** What runs: "webgpu" or a wasm tier. */
   readonly tier: string;
+  /** Why (e.g. "webgpu: google swiftshader (...)", "wasm_relaxed_simd: ... no adapter"), or null. */
+  readonly tierNote: string | null;
   readonly threads: number;
   readonly threadsNote: string | null;
   readonly model: { name: string; notice: string; tier: string; threads: number };

@@ -27,7 +27,7 @@ const MAX_PENDING_S = 1200;                  // stream backlog that feed() refus
 
 /** An error from the engine or from misuse; `code` says which kind ("closed", "busy", "state",
  *  "sample-rate", "samples", "audio", "model-file", "model-digest", "model-fetch", "boot",
- *  "engine", "cancelled", "worker", "overrun"). */
+ *  "engine", "cancelled", "worker", "overrun", "webgpu"). */
 export class PhononError extends Error {
   constructor(code, message) {
     super(message);
@@ -68,7 +68,14 @@ export class Recognizer extends EventTarget {
    * options.model: undefined (the manifest's model), {url, sha256, size} (downloaded, checked,
    *   cached), a URL string (downloaded, not cached), or the model's bytes (ArrayBuffer,
    *   Uint8Array, Blob).
-   * options.tier: "auto" or a tier name; options.threads: workers for the encoder (default: the
+   * options.tier: "auto" or a tier name, or "webgpu": the encoder's linears on the GPU (WebGPU),
+   *   the rest on the best wasm tier, once the adapter passed a known-answer check (the model's
+   *   encoder on fixed features against the digest the build computed natively); no adapter, or
+   *   one that fails it, rejects with code "webgpu". "auto" uses the wasm tiers only, unless
+   *   options.preferGpu: then the GPU too if it passes the check and is not a CPU emulation
+   *   (SwiftShader, llvmpipe, lavapipe), else the wasm tier; r.tierNote says why.
+   *   r.tier: what runs ("webgpu" or a wasm tier); r.tierNote: why (with the adapter's name).
+   *   options.threads: workers for the encoder (default: the
    *   cores up to 4 when the page is cross-origin isolated, the browser offers SharedArrayBuffer
    *   and the model is large; else 1, and r.threadsNote says why).
    * options.onProgress({stage, loaded?, total?}): "runtime", "engine", "model" (with bytes), "compile".
@@ -79,7 +86,8 @@ export class Recognizer extends EventTarget {
    *   generic note when threads fall back to one.
    * options.silenceMs: a worker silent this long (outside known long steps) is declared dead
    *   (default 15000). options.debug: r.debug hooks; options.onWorkerMessage(message): every
-   *   message of the engine worker, for tests and logs.
+   *   message of the engine worker, for tests and logs. options.gpuTestPatch (with debug, tests):
+   *   a shader mutation of engine/gpu_executor.py SHADER_MUTATIONS, so the check fails.
    */
   static async load(options = {}) {
     const r = new Recognizer();
@@ -103,8 +111,12 @@ export class Recognizer extends EventTarget {
   #heartbeat = 0;
   #silenceMs = 15000;
 
-  /** The kernel tier, encoder workers, why fewer run (or null), the model's name and notice. */
+  /** The kernel tier ("webgpu" or a wasm tier) and why it runs (r.tierNote), encoder workers,
+   *  why fewer run (or null), the model's name and notice. A GPU lost mid-decode: that decode
+   *  finishes on the CPU with the same result, r.tier becomes the wasm tier, r.tierNote says so
+   *  and a "gpu-lost" event ({message}) fires. */
   tier = null;
+  tierNote = null;
   threads = 1;
   threadsNote = null;
   model = null;
@@ -118,18 +130,20 @@ export class Recognizer extends EventTarget {
   kernelHeapBytes = null;
 
   async #start({ base, model, tier = "auto", threads, onProgress, debug = false, manifest, localModel,
-                 isolationNote, silenceMs = 15000, onWorkerMessage } = {}) {
+                 isolationNote, silenceMs = 15000, onWorkerMessage, preferGpu = false, gpuTestPatch } = {}) {
     base = new URL(base || "./", base ? location.href : import.meta.url);
     if (!base.href.endsWith("/")) base = new URL(base.href + "/");
     this.#onProgress = onProgress || null;
     this.#onWorkerMessage = onWorkerMessage || null;
     if (!manifest) manifest = await loadManifest(base);
-    const init = { kind: "init", manifest: { ...manifest }, tier: tier === "auto" ? bestTier(manifest.tiers) : tier, debug,
-                   localModel: localModel || null };
+    const gpu = tier === "webgpu" ? { mode: "force" } : tier === "auto" && preferGpu ? { mode: "prefer" } : null;
+    if (gpu && debug && gpuTestPatch) gpu.patch = gpuTestPatch;
+    const init = { kind: "init", manifest: { ...manifest }, tier: tier === "auto" || tier === "webgpu" ? bestTier(manifest.tiers) : tier,
+                   debug, localModel: localModel || null, gpu };
     if (debug) this.debug = this.#debugHooks();
     const known = manifest.tiers.map((t) => t.name);
     if (!known.includes(init.tier)) {
-      throw new PhononError("state", `unknown tier ${JSON.stringify(tier)}: use "auto" or one of ${known.join(", ")}`);
+      throw new PhononError("state", `unknown tier ${JSON.stringify(tier)}: use "auto", "webgpu" or one of ${known.join(", ")}`);
     }
     Object.assign(init, chooseThreads(threads, isolationNote));
     const transfer = [];
@@ -337,15 +351,15 @@ export class Recognizer extends EventTarget {
         return;
       case "ready":
         this.#quietUntil = 0;
-        Object.assign(this, { tier: data.tier, threads: data.threads, threadsNote: data.threadsNote,
-                              model: data.model, timings: data.timings, details: data });
+        Object.assign(this, { tier: data.tier, tierNote: data.tierNote || null, threads: data.threads,
+                              threadsNote: data.threadsNote, model: data.model, timings: data.timings, details: data });
         this.#ready.resolve();
         this.#ready = null;
         return;
       case "model-switched": {
         this.#quietUntil = 0;
         const { kind, ...info } = data;
-        Object.assign(this, { tier: data.tier, threads: data.threads, threadsNote: data.threadsNote,
+        Object.assign(this, { tier: data.tier, tierNote: data.tierNote || null, threads: data.threads, threadsNote: data.threadsNote,
                               model: { name: data.name, notice: data.notice, tier: data.tier, threads: data.threads } });
         const switching = this.#switching;
         this.#switching = null;
@@ -385,6 +399,10 @@ export class Recognizer extends EventTarget {
         return stream._final(data.result, data.metrics);
       }
       case "stream-cancelled": return;
+      case "gpu-lost":
+        Object.assign(this, { tier: data.tier, tierNote: data.tierNote });
+        this.dispatchEvent(new CustomEvent("gpu-lost", { detail: { message: data.message, tier: data.tier } }));
+        return;
       case "workers-lost":
         this.threads = data.threads;
         this.dispatchEvent(new CustomEvent("workers-lost", { detail: { message: data.message, threads: data.threads } }));

@@ -6,10 +6,13 @@
 //                                                           (localModel: {sha256, name} of a file the
 //                                                           user opened before, if cached; modelBytes:
 //                                                           {name, bytes} to use instead)
+//                  (gpu: {mode: "force" | "prefer", patch}: the encoder's linears on WebGPU once
+//                  the device passed the known-answer check, manifest.model.gpu_self_test)
 //                  {kind: "open-model", name, bytes}         switch to a local .gguf (kept on failure)
 //                  {kind: "cancel-file"}                     stop the file being transcribed
 //                  {kind: "cancel-stream"}                   drop the open stream (no final)
 //                  {kind: "kill-kernel-worker", slot}        (debug) a kernel worker stops, as if crashed
+//                  {kind: "lose-gpu", afterReads}            (debug) the WebGPU device is destroyed mid-decode
 //                  {kind: "start", rate, port, ring, maxPending}  open a stream; audio arrives on port
 //                  {kind: "file", name, wav} | {kind: "file", name, pcm, rate, channels}
 //                  {kind: "ping"}                            heartbeat
@@ -17,7 +20,7 @@
 // port (worklet)   {kind: "audio", samples} ... {kind: "end"}   (with a ring: only "end")
 // worker -> page   stage, progress, ready, model-switched, started, partial, final, file-busy,
 //                  file-progress, file-result, file-cancelled, stream-cancelled, workers-lost,
-//                  pong, error (recoverable), fatal (the worker cannot go on)
+//                  gpu-lost, pong, error (recoverable), fatal (the worker cannot go on)
 import { bootPyodide } from "./pyodide-boot.mjs";
 import { KernelPool } from "./kernel-pool.mjs";
 
@@ -33,6 +36,20 @@ let threadsNote = null, threadsNoteFromPage = null;  // why fewer run, if they d
 let stream = null;                          // the open live stream
 let fileJob = null;                         // {name, cancelled} while a file is being transcribed
 let captured = [];                          // (debug) every block fed, in order
+let gpu = null;                             // {mode, patch} asked for (init), or null: the CPU only
+let gpuActive = false;                      // the engine's linears run on WebGPU (engine/webapp.py load_gpu)
+let tierNote = null, adapter = null;        // why this tier runs; the WebGPU adapter's name
+
+// A call into Python that may encode: with the GPU, entered with stack switching (callPromising),
+// so the engine's pyodide.ffi.run_sync can await the device's promises (JSPI); a promise then,
+// and one at a time (a stream step and a file step never share the device's buffers).
+let gpuCalls = Promise.resolve();
+function py(fn, ...args) {
+  if (!gpuActive) return fn(...args);
+  const call = gpuCalls.then(() => fn.callPromising(...args));
+  gpuCalls = call.catch(() => {});
+  return call;
+}
 
 const post = (message, transfer = []) => self.postMessage(message, transfer);
 
@@ -44,8 +61,9 @@ class Fatal extends Error {
 // boot: runtime, engine wheel, model
 
 async function init({ manifest, tier, debug: debugMode, localModel, modelBytes, threads = 1, threadsForced: forced = false,
-                      threadsNote: note = null }) {
+                      threadsNote: note = null, gpu: gpuWanted = null }) {
   debug = !!debugMode;
+  gpu = gpuWanted;
   threadsWanted = threads;
   threadsForced = forced;
   threadsNote = threadsNoteFromPage = note;
@@ -74,6 +92,7 @@ async function init({ manifest, tier, debug: debugMode, localModel, modelBytes, 
     try {
       usedTier = await loadEngine(buffer, tier, "load", modelBytes.bytes.byteLength);
     } catch (e) {
+      if (e instanceof Fatal) throw e;
       throw new Fatal("model-file", `${modelBytes.name} is not a model this engine can use: ${lastLine(e)}`);
     } finally {
       buffer.destroy();
@@ -84,8 +103,10 @@ async function init({ manifest, tier, debug: debugMode, localModel, modelBytes, 
     t.compile = performance.now();
     post({ kind: "stage", stage: "compile" });
     try {
-      usedTier = await loadEngine(model.buffer, tier, "load", manifest.model.size);
+      usedTier = await loadEngine(model.buffer, tier, "load", manifest.model.size,
+                                  (manifest.model.gpu_self_test || {}).digest);
     } catch (e) {
+      if (e instanceof Fatal) throw e;
       throw new Fatal("engine", `The engine could not open the model with the ${tier} kernels: ${lastLine(e)}`);
     } finally {
       model.buffer.destroy();                 // the Python object lives on in app.model
@@ -94,7 +115,7 @@ async function init({ manifest, tier, debug: debugMode, localModel, modelBytes, 
   t.compile = t.compile || performance.now();
   t.ready = performance.now();
   post({
-    kind: "ready", tier: usedTier, threads: app.threads(), threadsNote, model: JSON.parse(app.model_info()),
+    kind: "ready", tier: usedTier, tierNote, adapter, threads: app.threads(), threadsNote, model: JSON.parse(app.model_info()),
     modelSource: modelBytes ? "bytes" : model ? model.source : "local-cache",
     cacheNote: model ? model.cacheNote : null, localModel: local && local.info, localNote,
     ...memory(),
@@ -272,7 +293,12 @@ function checkWorkers() {
 
 // An engine on `buffer` ("load", or "switch": the engine in use stays if this one fails), with
 // kernel workers when asked for and possible; returns what app.load / app.switch return.
-async function loadEngine(buffer, tier, how, modelBytes) {
+async function loadEngine(buffer, tier, how, modelBytes, gpuDigest = null) {
+  if (gpu && how === "load") {
+    const onGpu = await loadOnGpu(buffer, tier, gpuDigest);
+    if (onGpu) return onGpu;                  // else preferred but refused: the wasm engine below
+  }
+  if (gpuActive) return py(app[how], buffer, tier);       // a switch: the new model on the device too
   const next = await startPool(tier, modelBytes);
   // (a JS null would reach Python as JsNull, not None: no pool, no argument)
   const open = (workers) => (workers ? app[how](buffer, tier, workers) : app[how](buffer, tier));
@@ -299,6 +325,45 @@ async function loadEngine(buffer, tier, how, modelBytes) {
   pool = next;
   lostReported = false;
   return out;
+}
+
+// The GPU (issue 39): engine/webapp.py load_gpu requests the device, runs the known-answer check
+// against the digest build.py computed natively (`digest`; without one, against the CPU kernels
+// here) and only then puts the encoder's linears there; its tier. Forced (tier "webgpu"), a
+// refusal is fatal with code "webgpu"; preferred, null (the CPU engine is loaded as without the
+// GPU, kernel workers included) and tierNote says why. On the GPU, one worker: the CPU part runs
+// beside the device, not split. (undefined reaches Python as None; null would be JsNull.)
+async function loadOnGpu(buffer, tier, digest) {
+  let out;
+  try {
+    out = JSON.parse(await app.load_gpu(buffer, tier, gpu.mode, digest || undefined, gpu.patch || undefined));
+  } catch (e) {
+    // "engine.webgpu_browser.GpuUnavailable: why" -> "GpuUnavailable: why"
+    const why = lastLine(e).replace(/^engine\.[\w.]+\.(Gpu(Unavailable|Refused): )/, "$1");
+    if (/^Gpu(Unavailable|Refused): /.test(why)) {
+      throw new Fatal("webgpu", `WebGPU was asked for (tier "webgpu") but cannot be used: ${why}`);
+    }
+    throw e;                                  // not the GPU's fault (a model the loader refuses, ...)
+  }
+  tierNote = out.note;
+  adapter = out.adapter;
+  if (out.tier !== "webgpu") return null;
+  if (pool) pool.close();
+  pool = null;
+  gpuActive = true;
+  return out.tier;
+}
+
+// The device failed mid-decode: that decode finished on the CPU (engine/gpu_executor.py); the
+// page is told once, and the CPU runs from then on.
+function checkGpu() {
+  if (!gpuActive) return;
+  const note = app.gpu_lost();
+  if (note) {
+    gpuActive = false;
+    tierNote = note;
+    post({ kind: "gpu-lost", message: note, tier: app.tier, tierNote: note });
+  }
 }
 
 // Below this size a model's layers are too small to split: the crossings cost more than the
@@ -382,14 +447,16 @@ function startStream({ rate, port, ring, id = null, maxPending = null }) {
   else app.start(rate, maxPending);
   captured = [];
   stream = { id, rate, port, ring: ring ? openRing(ring) : null, timer: null, ending: false, overrun: false,
-             started: performance.now() };
+             started: performance.now(), busy: false, held: [], cancelled: false };
   port.onmessage = ({ data }) => guard(() => {
     if (!stream) return;
-    if (data.kind === "audio") feed(data.samples);
-    else if (data.kind === "end") {
+    if (data.kind === "audio") {
+      if (stream.busy) stream.held.push(data.samples);   // a GPU step is suspended in Python: after it
+      else feed(data.samples);
+    } else if (data.kind === "end") {
       stream.ending = true;                    // finish after the due decodes, a step at a time
       clearTimeout(stream.timer);
-      stream.timer = setTimeout(tick, 0);
+      if (!stream.busy) stream.timer = setTimeout(tick, 0);   // else the step in flight goes on
     }
   });
   stream.timer = setTimeout(tick, TICK_MS);
@@ -432,27 +499,47 @@ function drainRing() {
 // One step: the due decodes for up to STEP_BUDGET_MS, then the text. With more due, the next step
 // comes as soon as the messages waiting meanwhile were read; the page learns the next decode's
 // window (nextWindowSeconds) so its heartbeat can tell a long decode from a dead worker.
-function tick() {
-  if (!stream) return;
+// With the GPU a step is a promise (py): meanwhile audio is held and a cancel waits for it.
+async function tick() {
+  if (!stream || stream.busy) return;
+  const current = stream;
   let due = false;
-  guard(() => {
-    if (stream.ring) drainRing();
-    const out = JSON.parse(app.partial(STEP_BUDGET_MS));
+  current.busy = true;
+  try {
+    if (current.ring) drainRing();
+    for (const samples of current.held.splice(0)) feed(samples);
+    const out = JSON.parse(await py(app.partial, STEP_BUDGET_MS));
+    if (current.cancelled) {
+      current.busy = false;
+      return cancelStream();
+    }
     due = out.due;
-    if (stream.ring) out.metrics.dropped_samples = Atomics.load(stream.ring.header, 2);
+    if (current.ring) out.metrics.dropped_samples = Atomics.load(current.ring.header, 2);
     checkWorkers();
+    checkGpu();
     // ending with nothing due, finish() comes next: it decodes the window's tail
-    const next = due ? out.next_window_seconds : stream.ending ? out.tail_window_seconds : 0;
-    post({ kind: "partial", id: stream.id, view: out.view, metrics: out.metrics, due,
-           nextWindowSeconds: next, ending: stream.ending });
-    if (stream.ending && !due) endStream();
-  });
-  if (stream) stream.timer = setTimeout(tick, due || stream.ending ? 0 : TICK_MS);   // never overlapping
+    const next = due ? out.next_window_seconds : current.ending ? out.tail_window_seconds : 0;
+    post({ kind: "partial", id: current.id, view: out.view, metrics: out.metrics, due,
+           nextWindowSeconds: next, ending: current.ending });
+    if (current.ending && !due) await endStream();
+  } catch (e) {
+    fail(e);
+  } finally {
+    current.busy = false;
+  }
+  if (stream === current) {
+    if (current.held.length) due = true;
+    stream.timer = setTimeout(tick, due || stream.ending ? 0 : TICK_MS);   // never overlapping
+  }
 }
 
 // The API's stream.cancel(): the session is dropped, nothing more is decoded or posted.
 function cancelStream() {
   if (!stream) return;
+  if (stream.busy) {                          // a GPU step is in flight: cancelled when it returns
+    stream.cancelled = true;
+    return;
+  }
   clearTimeout(stream.timer);
   stream.port.close();
   const id = stream.id;
@@ -461,16 +548,18 @@ function cancelStream() {
   post({ kind: "stream-cancelled", id });
 }
 
-function endStream() {
+async function endStream() {
   clearTimeout(stream.timer);
   if (stream.ring) drainRing();
+  for (const samples of stream.held.splice(0)) feed(samples);
   const dropped = stream.ring ? Atomics.load(stream.ring.header, 2) : 0;
   const id = stream.id;
   stream.port.close();
   stream = null;
-  const { result, metrics } = JSON.parse(app.finish());
+  const { result, metrics } = JSON.parse(await py(app.finish));
   metrics.dropped_samples = dropped;
   checkWorkers();
+  checkGpu();
   post({ kind: "final", id, result, metrics, ...memory() });
 }
 
@@ -499,8 +588,9 @@ async function transcribeFile(data) {
         post({ kind: "file-cancelled", name: data.name });
         return;
       }
-      const step = JSON.parse(app.file_step());
+      const step = JSON.parse(await py(app.file_step));
       checkWorkers();
+      checkGpu();
       if (step.result) {
         post({ kind: "file-result", name: data.name, result: step.result, ...memory() });
         return;
@@ -556,6 +646,7 @@ self.onmessage = ({ data }) => guard(async () => {
     case "cancel-file": if (fileJob) fileJob.cancelled = true; return;
     case "cancel-stream": return cancelStream();
     case "kill-kernel-worker": if (debug && pool) pool.kill(data.slot || 0); return;     // tests: a crash
+    case "lose-gpu": if (debug && gpuActive) return py(app.lose_gpu, data.afterReads || 0);  // tests: device loss
     case "csp-probe": if (debug) post({ kind: "csp-probe", evalBlocked: evalBlocked() }); return;   // tests: the policy holds
     case "captured": {
       const n = captured.reduce((s, c) => s + c.length, 0);

@@ -3,7 +3,7 @@
 import { Recognizer, PhononError, Stream, bestTier, type StreamFinal, type Transcript } from "phonon-web";
 
 async function main(samples: Float32Array, file: Blob): Promise<string> {
-  const r: Recognizer = await Recognizer.load({ tier: "auto", threads: 2, onProgress: (p) => console.log(p.stage, p.loaded) });
+  const r: Recognizer = await Recognizer.load({ tier: "auto", preferGpu: true, threads: 2, onProgress: (p) => console.log(p.stage, p.loaded) });
   const a: Transcript = await r.transcribe(samples, 16000, { signal: new AbortController().signal });
   const b: Transcript = await r.transcribe(file);
   const ids: number[] = a.tokens.map((t) => t.id);
@@ -22,7 +22,7 @@ async function main(samples: Float32Array, file: Blob): Promise<string> {
   const live: Stream = r.stream({ sampleRate: 48000, ring: new SharedArrayBuffer(1 << 20) });
   const port: MessagePort = live.takePort();
   const c: Transcript = await r.transcribe(new AudioBuffer({ length: 10, sampleRate: 8000 }), undefined, { name: "x" });
-  console.log(switched.sha256, port, c.text, r.heapBytes, r.kernelHeapBytes, r.details.modelSource);
+  console.log(switched.sha256, port, c.text, r.heapBytes, r.kernelHeapBytes, r.details.modelSource, r.tierNote);
   r.close();
   return `${a.text} ${b.words.length} ${ids.length} ${final.text} ${bestTier([{ name: "scalar", probe: [] }])} ${r.threads}`;
 }

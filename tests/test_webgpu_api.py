@@ -1,0 +1,194 @@
+"""The GPU through the JavaScript API (issue 39 items 3 and 4): Recognizer.load({tier: "webgpu"})
+in headless Chromium with WebGPU on SwiftShader (a CPU emulation: correctness only) runs the
+known-answer check against the digest build.py wrote in manifest.json, then transcribes with the
+native scalar tier's tokens; without an adapter (the usual --disable-gpu Chromium) it rejects
+with code "webgpu" and says why; a check that fails (a shader mutated through the debug hook)
+rejects when forced and falls back to the wasm tier, saying why, when only preferred; preferred
+on a CPU emulation, the wasm tier runs and r.tierNote says so. The demo page takes ?tier=webgpu
+and shows the tier, the adapter and the note."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import build_artifact
+
+ROOT = Path(__file__).resolve().parent.parent
+WAV = ROOT / "samples" / "two-commands.wav"
+MODEL = ROOT / "models" / "phonon-small.gguf"
+
+pytestmark = pytest.mark.browser
+
+LOAD = """async (options) => {
+    const api = await import("/phonon.mjs");
+    const messages = [];
+    try {
+        window.r = await api.Recognizer.load({ ...options, onWorkerMessage: (m) => messages.push(m.kind) });
+        return { tier: r.tier, tierNote: r.tierNote, adapter: r.details.adapter, threads: r.threads,
+                 seconds: r.timings.compile / 1000 };
+    } catch (e) {
+        return { error: e.name === "PhononError" ? e.code : `not a PhononError: ${e}`, message: e.message };
+    }
+}"""
+
+
+@pytest.fixture(scope="module")
+def native():
+    from engine.audio import load_audio
+    from engine.transcribe import Engine
+    engine = Engine.open(MODEL, "scalar", 1)
+    samples = load_audio(engine.k, WAV.read_bytes())
+    return json.loads(json.dumps(engine.transcribe(samples)))
+
+
+@pytest.fixture(scope="module")
+def server():
+    from harness.server import StaticServer
+    package = build_artifact("PHONON_PACKAGE")
+    with StaticServer({"/": package, "/test/": ROOT / "tests" / "data" / "api-page"}) as server:
+        yield server
+
+
+def new_page(browser, server):
+    """A page of the API test page in `browser` (a SiteBrowser, or a Playwright Browser)."""
+    page = getattr(browser, "browser", browser).new_context().new_page()
+    page.set_default_timeout(300_000)
+    page.problems = []
+    page.on("pageerror", lambda e: page.problems.append(str(e)))
+    page.goto(server.url + "/test/index.html")
+    return page
+
+
+@pytest.fixture(scope="module")
+def gpu_browser():
+    from harness.site_check import SiteBrowser
+    with SiteBrowser(webgpu=True) as b:
+        yield b
+
+
+def load(page, **options) -> dict:
+    return page.evaluate(LOAD, options)
+
+
+def skip_without_adapter(got: dict) -> dict:
+    if got.get("error") == "webgpu" and "adapter" in got["message"]:
+        pytest.skip(f"no WebGPU adapter in this Chromium: {got['message']}")
+    return got
+
+
+def test_forced_webgpu_transcribes_with_native_scalar_tokens(gpu_browser, server, native):
+    page = new_page(gpu_browser, server)
+    got = skip_without_adapter(load(page, tier="webgpu"))
+    assert got.get("tier") == "webgpu", got
+    assert got["adapter"] == "google swiftshader", got
+    assert got["tierNote"].startswith("webgpu: google swiftshader (passed the known-answer check; a CPU emulation "
+                                      "(swiftshader), forced; the CPU part on wasm_"), got
+    result = page.evaluate("""async (wav) => {
+        const bytes = Uint8Array.from(atob(wav), (c) => c.charCodeAt(0));
+        const started = performance.now();
+        const out = await r.transcribe(bytes.buffer);
+        return { ...out, wall: (performance.now() - started) / 1000, tier: r.tier };
+    }""", base64.b64encode(WAV.read_bytes()).decode())
+    print(f"SwiftShader (CPU emulation): load with the check {got['seconds']:.1f} s, transcribe {result['wall']:.1f} s")
+    assert native["tokens"] and result["tokens"] == native["tokens"] and result["text"] == native["text"]
+    assert result["tier"] == "webgpu" and not page.problems, page.problems
+
+
+def test_forced_webgpu_without_an_adapter_rejects_with_code_webgpu(gpu_browser, server):
+    from harness.runtimes import CHROMIUM, chromium_flags
+    # the usual flags (--disable-gpu: no adapter), from the same Playwright (one per process)
+    plain = gpu_browser._pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=chromium_flags())
+    try:
+        got = load(new_page(plain, server), tier="webgpu")
+    finally:
+        plain.close()
+    assert got.get("error") == "webgpu", got
+    assert got["message"].startswith('WebGPU was asked for (tier "webgpu") but cannot be used: '), got
+    assert "no adapter" in got["message"] or "no WebGPU" in got["message"], got
+    print(got["message"])
+
+
+def test_a_failed_check_rejects_when_forced_and_falls_back_when_preferred(gpu_browser, server):
+    page = new_page(gpu_browser, server)
+    forced = skip_without_adapter(load(page, tier="webgpu", debug=True, gpuTestPatch="flip_one_bit"))
+    assert forced.get("error") == "webgpu", forced
+    assert "the GPU's encoder output differs from the CPU's: digest " in forced["message"], forced
+    preferred = load(page, tier="auto", preferGpu=True, debug=True, gpuTestPatch="flip_one_bit")
+    assert preferred.get("tier") == "wasm_relaxed_simd", preferred
+    assert preferred["tierNote"].startswith("wasm_relaxed_simd: the GPU's encoder output differs from the CPU's: "
+                                            "digest "), preferred
+    emulated = load(page, tier="auto", preferGpu=True)          # passes the check, but SwiftShader
+    assert emulated.get("tier") == "wasm_relaxed_simd", emulated
+    assert emulated["tierNote"] == ("wasm_relaxed_simd: the WebGPU adapter (google swiftshader) is a CPU "
+                                    "emulation (swiftshader): the wasm kernels are faster"), emulated
+    plain = load(page)                                          # auto: the GPU is not tried
+    assert plain.get("tier") == "wasm_relaxed_simd" and plain["tierNote"] is None, plain
+    assert not page.problems, page.problems
+
+
+def test_the_page_takes_tier_webgpu_and_shows_the_adapter(gpu_browser):
+    from harness.server import StaticServer
+    with StaticServer({"/": build_artifact("PHONON_SITE_TINY")}) as site:
+        app = gpu_browser.open(site.url + "/index.html?tier=webgpu&debug=1")     # waits for ready or error
+        shown = app.page.evaluate("""() => ({ state: phonon.state, fatal: phonon.fatal || null,
+            tier: document.getElementById("m-tier").textContent,
+            note: document.getElementById("tier-note").textContent,
+            noteHidden: document.getElementById("tier-note").hidden })""")
+    if shown["fatal"] and "adapter" in shown["fatal"]["message"]:
+        pytest.skip(shown["fatal"]["message"])
+    assert shown["state"] == "ready", shown
+    assert shown["tier"].startswith("webgpu (google swiftshader) (forced) · 1 worker"), shown
+    assert not shown["noteHidden"] and shown["note"].startswith("Kernels: webgpu: google swiftshader (passed"), shown
+
+
+def test_a_stream_on_the_gpu_survives_losing_the_device(gpu_browser, server, tiny_gguf_path):
+    """The tiny model (its bytes: no digest in the manifest, so the check compares with the wasm
+    kernels in the page), a stream on the GPU; the device is destroyed mid-decode (debug hook):
+    the stream's final is the native scalar tier's, the page gets "gpu-lost", r.tier is the
+    wasm tier from then on and r.tierNote says why."""
+    from engine.audio import load_audio
+    from engine.streaming import stream_samples
+    from engine.transcribe import Engine
+    engine = Engine.open(tiny_gguf_path, "scalar", 1)
+    samples = load_audio(engine.k, WAV.read_bytes())
+    want = json.loads(json.dumps(stream_samples(engine.stream(16000), samples, 320)))["final"]
+    page = new_page(gpu_browser, server)
+    got = skip_without_adapter(page.evaluate("""async ({ model, samples }) => {
+        const api = await import("/phonon.mjs");
+        let r;
+        try {
+            r = await api.Recognizer.load({ tier: "webgpu", debug: true,
+                                            model: Uint8Array.from(atob(model), (c) => c.charCodeAt(0)) });
+        } catch (e) {
+            return { error: e.code, message: e.message };
+        }
+        const loaded = { tier: r.tier, tierNote: r.tierNote };
+        const lost = [];
+        r.addEventListener("gpu-lost", (e) => lost.push(e.detail));
+        const x = Float32Array.from(samples);
+        const s = r.stream({ sampleRate: 16000 });
+        let partials = 0;
+        s.addEventListener("partial", () => { partials += 1; });
+        const half = 16000 * 3;
+        for (let i = 0; i < half; i += 320) s.feed(x.subarray(i, i + 320));
+        while (partials === 0) await new Promise((done) => setTimeout(done, 50));
+        const before = partials;
+        r.debug.post({ kind: "lose-gpu", afterReads: 7 });             // in the middle of a decode
+        for (let i = half; i < x.length; i += 320) s.feed(x.subarray(i, i + 320));
+        const final = await s.finish();
+        return { loaded, before, lost, final, tier: r.tier, tierNote: r.tierNote };
+    }""", {"model": base64.b64encode(tiny_gguf_path.read_bytes()).decode(), "samples": list(samples)}))
+    assert got["loaded"]["tier"] == "webgpu", got["loaded"]
+    assert "passed the known-answer check" in got["loaded"]["tierNote"], got["loaded"]
+    final = got["final"]
+    assert want["tokens"] and (final["text"], final["tokens"]) == (want["text"], want["tokens"])
+    assert len(got["lost"]) == 1 and got["lost"][0]["tier"].startswith("wasm_"), got["lost"]
+    assert got["tier"] == got["lost"][0]["tier"]
+    assert got["tierNote"].startswith(got["tier"] + ": the WebGPU device failed mid-decode ("), got["tierNote"]
+    assert "finished on the CPU with the same result" in got["tierNote"]
+    print(f"before the loss: {got['before']} partial(s); {got['tierNote']}")
+    assert not page.problems, page.problems
