@@ -58,6 +58,10 @@ def test_fine_tune_from_a_run_on_joined_folders(data, tmp_path):
     (tmp_path / "base.json").write_text(json.dumps(toy_config("train", 1, 1)))
     assert train.main(["--config", str(tmp_path / "base.json"), "--data", str(data), "--out", str(base)]) == 0
     assert (base / "final.pt").exists()
+    # training flushes subnormals (the CPU's FTZ/DAZ, process-wide) and must clear it after:
+    # the engine's C kernels in this process would otherwise lose bits (a subnormal times 1)
+    tiny = np.array([1e-40], np.float32)
+    assert float((tiny * np.float32(1.0))[0]) != 0.0
 
     (tmp_path / "tuned.json").write_text(json.dumps(toy_config(["train", "pauses"], 0, 1)))
     assert train.main(["--config", str(tmp_path / "tuned.json"), "--data", str(data), "--out", str(tuned),

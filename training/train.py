@@ -554,8 +554,18 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     # Denormal floats (the log-softmax gradients of the joint's improbable tokens) make the
     # joint's backward GEMMs 7-8x slower on x86: [25200, 518] x [518, 256] took 945 ms with
-    # them and 134 ms flushed to zero (profiled in one process, batch 16 x 500 frames).
+    # them and 134 ms flushed to zero (profiled in one process, batch 16 x 500 frames). The flag
+    # is the whole process's (the CPU's FTZ/DAZ bits): set for training only, cleared after, or
+    # every float kernel run later in this process - the engine's C kernels included - would
+    # flush subnormals and lose its bits.
     torch.set_flush_denormal(True)
+    try:
+        return train(args)
+    finally:
+        torch.set_flush_denormal(False)
+
+
+def train(args) -> int:
     cfg = json.loads(args.config.read_text())
     resuming = args.resume and (args.out / "checkpoint.pt").exists()
     init = load_init(args.init) if args.init and not resuming else None
