@@ -12,8 +12,9 @@ through the public API (`import("/phonon.mjs")`, as an application does):
    then the median of `--repeats` runs (the engine's compute time, and the wall time of the
    transcribe() call);
 3. the full-size synthetic model (harness/bench_e2e full_model(), a 195 MiB GGUF, served by URL
-   and loaded in a fresh page) on `--seconds` of harness.bench_e2e's speech-like signal: one
-   run with one worker and, where the engine offers SharedArrayBuffer, one with two;
+   and loaded in a fresh page) on `--seconds` of harness.bench_e2e's speech-like signal with one
+   worker and, where the engine offers SharedArrayBuffer, with two: a warm-up, then the median
+   of `--full-repeats` runs;
 4. memory: the engine worker's wasm heap and the kernel workers' wasm memory as the API reports
    them (r.heapBytes, r.kernelHeapBytes), and where the engine has it (Chromium) the page's
    performance.memory.
@@ -24,7 +25,8 @@ spell of a shared machine falls on all of them alike.
 
     python3 build.py bench --engines           (or, in build.py's environment:)
     .venv/bin/python -m harness.bench_engines [--engines chromium,firefox,webkit,webkit-sab]
-        [--startups 3] [--repeats 5] [--seconds 5] [--size full|tiny] [--json F] [--no-result]
+        [--startups 3] [--repeats 5] [--seconds 5] [--full-repeats 3] [--size full|tiny] [--json F]
+        [--no-result]
 
 `--size tiny` (the smoke run: tests/test_bench_smoke.py) puts the tiny synthetic model in the
 full-size one's place.
@@ -81,16 +83,21 @@ TRANSCRIBE_WAV_JS = """async ({ url, runs }) => {
     return { runs: out, heapBytes: window.r.heapBytes, kernelHeapBytes: window.r.kernelHeapBytes, pageHeapBytes: PAGE_MEMORY };
 }""".replace("PAGE_MEMORY", PAGE_MEMORY)
 
-# a fresh page: a model by URL with `threads` workers, then one transcription of float32 samples
-FULL_JS = """async ({ model, threads, audio }) => {
+# a fresh page: a model by URL with `threads` workers, then `runs` transcriptions of float32 samples
+FULL_JS = """async ({ model, threads, audio, runs }) => {
     const { Recognizer } = await import("/phonon.mjs");
     const x = new Float32Array(await (await fetch(audio)).arrayBuffer());
     const t0 = performance.now();
     const r = await Recognizer.load({ model, threads });
     const loadMs = performance.now() - t0;
-    const t1 = performance.now();
-    const result = await r.transcribe(x, 16000);
-    const out = { loadMs, wallMs: performance.now() - t1, timing: result.timing, tier: r.tier, threads: r.threads,
+    const times = [];
+    let result;
+    for (let i = 0; i < runs; i++) {
+        const t1 = performance.now();
+        result = await r.transcribe(x, 16000);
+        times.push({ wallMs: performance.now() - t1, timing: result.timing });
+    }
+    const out = { loadMs, runs: times, tier: r.tier, threads: r.threads,
                   note: r.threadsNote, used: result.timing.threads, tokens: result.tokens,
                   heapBytes: r.heapBytes, kernelHeapBytes: r.kernelHeapBytes, pageHeapBytes: PAGE_MEMORY };
     r.close();
@@ -154,11 +161,11 @@ def rtfx(timing: dict) -> float:
     return round(timing["audio_seconds"] / timing["compute_seconds"], 2)
 
 
-def median(values) -> float:
-    return round(statistics.median(values), 3)
+def median(values, digits: int = 2) -> float:
+    return round(statistics.median(values), digits)
 
 
-def measure(engines: list, full: Path, seconds: float, startups: int, repeats: int) -> list:
+def measure(engines: list, full: Path, seconds: float, startups: int, repeats: int, full_repeats: int) -> list:
     """Rows, one per engine, in the order given."""
     manifest = json.loads((PACKAGE / "manifest.json").read_text())
     default_model = PACKAGE / manifest["model"]["path"]
@@ -226,15 +233,18 @@ def measure(engines: list, full: Path, seconds: float, startups: int, repeats: i
                     page = browsers[e].open(url)
                     try:
                         got = page.evaluate(FULL_JS, {"model": "/m/" + full.name, "threads": threads,
-                                                      "audio": "/data/speech.f32"})
+                                                      "audio": "/data/speech.f32", "runs": 1 + full_repeats})
                     finally:
                         rows[e]["problems"] += page.problems
                         page.close()
+                    timed = got["runs"][1:]
                     rows[e][f"full_{threads}"] = {
                         "workers": got["threads"], "used": got["used"], "tier": got["tier"], "note": got["note"],
-                        "load_s": round(got["loadMs"] / 1000, 2), "audio_seconds": got["timing"]["audio_seconds"],
-                        "compute_seconds": got["timing"]["compute_seconds"], "rtfx": rtfx(got["timing"]),
-                        "wall_rtfx": round(got["timing"]["audio_seconds"] / got["wallMs"] * 1000, 2),
+                        "load_s": round(got["loadMs"] / 1000, 2), "audio_seconds": timed[0]["timing"]["audio_seconds"],
+                        "compute_seconds": median([x["timing"]["compute_seconds"] for x in timed], 3),
+                        "rtfx": median([rtfx(x["timing"]) for x in timed]),
+                        "rtfx_runs": [rtfx(x["timing"]) for x in timed], "warm_up_rtfx": rtfx(got["runs"][0]["timing"]),
+                        "wall_rtfx": median([x["timing"]["audio_seconds"] / x["wallMs"] * 1000 for x in timed]),
                         "heap_bytes": got["heapBytes"], "kernel_heap_bytes": got["kernelHeapBytes"],
                         "page_heap_bytes": got["pageHeapBytes"], "native_tokens": got["tokens"] == want_full,
                         "tokens": len(want_full)}
@@ -265,6 +275,8 @@ def main(argv=None) -> int:
     parser.add_argument("--startups", type=int, default=3, help="start-ups per engine (fresh pages; the median)")
     parser.add_argument("--repeats", type=int, default=5, help="timed transcriptions of two-commands.wav after a warm-up")
     parser.add_argument("--seconds", type=float, default=5, help="speech-like audio for the full-size model")
+    parser.add_argument("--full-repeats", type=int, default=3,
+                        help="timed transcriptions by the full-size model after a warm-up, per engine and worker count")
     parser.add_argument("--size", choices=SIZES, default="full",
                         help="the synthetic model: full (default) or tiny (a smoke run)")
     parser.add_argument("--json", type=Path, help="write the rows here too")
@@ -276,8 +288,9 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown engines {sorted(unknown)}: of {','.join(ENGINES)}")
     started = time.perf_counter()
-    rows = measure(engines, synthetic_model(args.size), args.seconds, args.startups, args.repeats)
-    figures = {"startups": args.startups, "repeats": args.repeats, "seconds": args.seconds, "size": args.size,
+    rows = measure(engines, synthetic_model(args.size), args.seconds, args.startups, args.repeats, args.full_repeats)
+    figures = {"startups": args.startups, "repeats": args.repeats, "seconds": args.seconds,
+               "full_repeats": args.full_repeats, "size": args.size,
                "wall_seconds": round(time.perf_counter() - started), "rows": rows}
     print_rows(rows)
     if args.json:

@@ -107,7 +107,7 @@ def engines_table(result: dict) -> str:
              f"Start-up: the median of {f['startups']} fresh pages; two-commands.wav "
              f"({rows[0]['default_audio_seconds']} s, the default model): the median of {f['repeats']} runs after a "
              f"warm-up; full-size: {rows[0]['full_model']} ({rows[0]['full_model_bytes']:,} bytes) on {f['seconds']:g} s "
-             "of speech-like signal, one run. RTFx: audio seconds per second of the engine's compute (in brackets: of "
+             f"of speech-like signal, loaded in a fresh page, the median of {f['full_repeats']} runs after a warm-up. RTFx: audio seconds per second of the engine's compute (in brackets: of "
              "the transcribe() call's wall time). Memory in MiB: the engine worker's wasm heap (+ the kernel workers' "
              "wasm memory) after the last transcription; page JS heap: performance.memory.", "",
              "| engine | SharedArrayBuffer | tier | workers by default | start-up s | two-commands RTFx | "

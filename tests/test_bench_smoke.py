@@ -484,7 +484,7 @@ def test_engines(tmp_path, tiny_bench_model):
     build_artifact("PHONON_PACKAGE")
     out = tmp_path / "engines.json"
     printed = run("harness.bench_engines", "--size", "tiny", "--startups", "1", "--repeats", "1", "--seconds", "1",
-                  "--no-result", "--json", out)
+                  "--full-repeats", "1", "--no-result", "--json", out)
     got = json.loads(out.read_text())
     rows = got["rows"]
     assert [r["engine"] for r in rows] == ["chromium", "firefox", "webkit", "webkit-sab"]
@@ -497,6 +497,7 @@ def test_engines(tmp_path, tiny_bench_model):
         assert r["default_native_tokens"] and r["default_heap_bytes"] > 0, r
         assert r["full_model"] == tiny_bench_model.name and r["full_1"]["native_tokens"], r
         assert (r["full_1"]["workers"], r["full_1"]["kernel_heap_bytes"]) == (1, 0), r
+        assert len(r["full_1"]["rtfx_runs"]) == 1 and r["full_1"]["warm_up_rtfx"] > 0, r
         if r["sab"]:                                       # two workers: the kernel worker's memory reported
             assert (r["full_2"]["workers"], r["full_2"]["used"]) == (2, 2) and r["full_2"]["native_tokens"], r
             assert r["full_2"]["kernel_heap_bytes"] > 0, r
