@@ -743,6 +743,9 @@ def cmd_bench(args):
         build_test_sites()
         run([VENV_PY, "-m", "harness.bench_engines"], cwd=ROOT, env=test_env())
         return
+    if args.webgpu:                         # issue 39 item 6: the encoder on this machine's WebGPU adapter
+        run([VENV_PY, "-m", "harness.bench_webgpu"], cwd=ROOT, env=test_env())
+        return
     if args.overhead:                       # issue 23 step 3: per-call overhead against a baseline
         run([VENV_PY, "-m", "harness.bench_overhead", "--base", Path(args.overhead).resolve()], cwd=ROOT, env=test_env())
         return
@@ -914,6 +917,9 @@ def main(argv=None):
     bench.add_argument("--engines", action="store_true",
                        help="only the browser engines side by side: start-up, RTFx and memory in Chromium, "
                             "Firefox ESR and WebKitGTK (harness/bench_engines.py)")
+    bench.add_argument("--webgpu", action="store_true",
+                       help="only the encoder on this machine's WebGPU adapter (named) through wgpu-py against the "
+                            "best native CPU tier: times, counters, GPU buffer bytes, digests (harness/bench_webgpu.py)")
     bench.add_argument("--split", action="store_true",
                        help="only the encoder split: native threads 1 vs 2, then Chromium kernel workers 1 vs 2")
     bench.add_argument("--overhead", metavar="BASE",

@@ -4,7 +4,8 @@ device, the rest on the CPU kernels - the C scalar tier's bits either way.
     import wgpu                                  # natively: PyPI wgpu (wgpu-native)
     device = wgpu.gpu.request_adapter_sync(power_preference="high-performance").request_device_sync()
     engine = Engine.open("model.gguf", "scalar", gpu=device)     # or executor(k, gpu=device)
-    engine.executor.counters()                   # submissions, dispatches, bytes up and back
+    engine.executor.counters()                   # submissions, dispatches, bytes up and back,
+                                                 # bytes of the GPU buffers created (buffer_bytes)
     self_test(device, model)                     # the known-answer check; GpuRefused if wrong
 
 What runs where:
@@ -36,7 +37,7 @@ from .kernels import KernelError, Kernels
 from .linear import LinearWeights, check_activation
 from .webgpu_tier import GpuKernels, GpuLinear
 
-COUNTERS = ("submissions", "dispatches", "uploaded_bytes", "read_bytes")
+COUNTERS = ("submissions", "dispatches", "uploaded_bytes", "read_bytes", "buffer_bytes")
 
 
 class GpuRefused(RuntimeError):
@@ -109,8 +110,10 @@ class WebGpu(Alone):
         return run
 
     def counters(self) -> dict:
-        """Since this executor's device was opened: submissions, dispatches, bytes uploaded
-        (weights at load included) and read back."""
+        """Since this executor's GpuKernels were made: submissions, dispatches, bytes uploaded
+        (weights at load included) and read back, and buffer_bytes: the bytes of every GPU
+        buffer created (weights, scratch, uniforms; a scratch buffer grown counts again), an
+        upper bound on the device memory the executor holds."""
         return {name: self.gpu.counters[name] for name in COUNTERS}
 
 

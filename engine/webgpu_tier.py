@@ -11,7 +11,8 @@ GPUBufferUsage values, the same in every binding.
     gpu = GpuKernels(device)                     # compiles the shaders once per device
     lin = GpuLinear(gpu, "fv5", O, K, packed, lo, hi, bias, activation="silu")   # uploaded once
     y = lin(x, N)                                # x [N][K] float32 -> y [N][O] array('f')
-    gpu.counters                                 # submissions, dispatches, bytes up and back
+    gpu.counters                                 # submissions, dispatches, bytes up and back,
+                                                 # bytes of the buffers created (buffer_bytes)
 
 Weights go to the device as the model file stores them (fv5: the packed b5x3t7 blocks, decoded
 inside the GEMM, plus the per-row int8 grid; int8: the rows and their scales), never a
@@ -101,8 +102,11 @@ class GpuKernels:
         self.packed_dot = bool(packed_dot)
         self._pipelines = {}
         self._scratch = {}
-        # what crossed to and from the device, and how often it was asked to work (all calls)
-        self.counters = {"submissions": 0, "dispatches": 0, "uploaded_bytes": 0, "read_bytes": 0}
+        # what crossed to and from the device, how often it was asked to work (all calls), and
+        # the bytes of every buffer created on it (weights, scratch, uniforms; a scratch buffer
+        # grown counts again: an upper bound on the device memory these kernels hold)
+        self.counters = {"submissions": 0, "dispatches": 0, "uploaded_bytes": 0, "read_bytes": 0,
+                         "buffer_bytes": 0}
 
     def _compiles(self, source: str) -> bool:
         try:
@@ -128,7 +132,14 @@ class GpuKernels:
         if pad or raw.nbytes == 0:
             raw = memoryview(raw.tobytes() + bytes(pad or 4))
         self.counters["uploaded_bytes"] += raw.nbytes
+        self.counters["buffer_bytes"] += raw.nbytes
         return self.device.create_buffer_with_data(data=raw, usage=usage | COPY_DST | COPY_SRC)
+
+    def buffer(self, size: int, usage: int):
+        """An empty buffer of `size` bytes (counted in buffer_bytes): every buffer these kernels
+        create comes from here or from upload."""
+        self.counters["buffer_bytes"] += size
+        return self.device.create_buffer(size=size, usage=usage)
 
     def write(self, buf, data) -> None:
         """Write bytes-like `data` at the start of `buf` (before the next submission)."""
@@ -140,8 +151,7 @@ class GpuKernels:
         """A reusable buffer of at least nbytes (grown, never shrunk)."""
         buf = self._scratch.get(name)
         if buf is None or buf.size < nbytes:
-            buf = self.device.create_buffer(size=max(16, (nbytes + 15) // 16 * 16),
-                                            usage=usage | COPY_DST | COPY_SRC)
+            buf = self.buffer(max(16, (nbytes + 15) // 16 * 16), usage | COPY_DST | COPY_SRC)
             self._scratch[name] = buf
         return buf
 
@@ -264,7 +274,7 @@ class GpuLinear:
         self.has_bias, self.activation = bias is not None, activation
         self._bias = gpu.upload(_float32_view(bias, O, "bias") if self.has_bias else bytes(4))
         self.module = f"{kind}_gemm"
-        self._params = gpu.device.create_buffer(size=16, usage=UNIFORM | COPY_DST)
+        self._params = gpu.buffer(16, UNIFORM | COPY_DST)
 
     @classmethod
     def from_weights(cls, gpu: GpuKernels, w, kernels: Kernels | None = None,

@@ -59,6 +59,7 @@ SMOKED = {
     "harness.bench_overhead": "test_overhead_against_this_checkout_as_its_own_base",
     "harness.bench_behind": "test_behind_sections_on_the_tiny_model",
     "harness.bench_engines": "test_engines",
+    "harness.bench_webgpu": "test_webgpu",
     "harness.profile_crossings": "test_profile_crossings",
     "harness.bench_stream": "test_stream, test_soak",
     "harness.measure_site": "test_measure_site",
@@ -119,6 +120,7 @@ BENCH_VARIANTS = {
     ("--schedule",): [["harness.bench_schedule"]],
     ("--behind",): [["harness.bench_behind"]],
     ("--engines",): [["harness.bench_engines"]],
+    ("--webgpu",): [["harness.bench_webgpu"]],
     ("--overhead", "BASE"): [["harness.bench_overhead", "--base", "BASE"]],
     ("--split",): [["harness.bench_threads"], ["harness.bench_workers"]],
 }
@@ -512,3 +514,34 @@ def test_engines(tmp_path, tiny_bench_model):
                            "figures": got})
     assert len([line for line in table.splitlines() if line.startswith("| ")]) == 1 + len(rows)   # header, rows
     assert "(as shipped)" in table and "| – |" in table
+
+
+def test_webgpu(tmp_path, tiny_bench_model):
+    """`build.py bench --webgpu` (harness.bench_webgpu) natively, quick: the tiny model in the
+    default one's place, one encode each side; the adapter is named (an emulation said so), the
+    counters and the GPU buffers' bytes are there, the encoder output and tokens are native
+    scalar's, and BENCHMARKS.md's table renders from the figures. Skipped, saying why, without
+    wgpu or an adapter."""
+    from harness.bench_webgpu import NoAdapter, open_device
+    try:
+        open_device()
+    except NoAdapter as e:
+        pytest.skip(str(e))
+    out = tmp_path / "webgpu.json"
+    printed = run("harness.bench_webgpu", "--size", "tiny", "--repeats", "1", "--no-result", "--json", out)
+    got = json.loads(out.read_text())
+    assert got["adapter"]["backend_type"] and got["adapter_text"] in printed
+    if got["emulation"]:
+        assert "a CPU emulation" in got["adapter_text"]
+    [row] = got["rows"]
+    assert row["model"] == "tiny" and row["model_file"] == tiny_bench_model.name
+    assert row["native_digest"] and row["native_tokens"], row
+    assert row["gpu_encode_seconds"] > 0 and row["cpu_encode_seconds"] > 0 and row["cpu_tier"] == got["cpu_tier"]
+    assert row["submissions"] > 0 and row["dispatches"] == 2 * row["submissions"], row
+    assert row["uploaded_bytes"] > 0 and row["read_bytes"] > 0, row
+    assert 0 < row["weights_uploaded_bytes"] <= row["buffer_bytes_at_load"] < row["buffer_bytes"], row
+    from harness.results import webgpu_table
+    table = webgpu_table({"date": "D", "commit": "C", "cpu": "CPU", "cores": 2, "cpu_flags": [], "command": "X",
+                          "figures": got})
+    assert len([line for line in table.splitlines() if line.startswith("| ")]) == 2      # header, one row
+    assert f"Adapter: {got['adapter_text']}." in table

@@ -1,0 +1,213 @@
+"""The encoder on a WebGPU device (issue 39 item 6): the GPU executor (engine/gpu_executor.py)
+natively through PyPI wgpu on whatever adapter this machine has, named (vendor, architecture,
+device, backend), against the best native CPU tier with one thread in the same process.
+
+Per model and encode: the encode's wall time on the GPU (the shaders compiled before, timed
+apart) and on the CPU tier, the executor's counters for that encode (submissions, dispatches,
+bytes uploaded and read back), the bytes of the GPU buffers created (at load, and after the
+encodes: weights, scratch and uniforms; engine/webgpu_tier.py buffer_bytes) beside the model
+file's size, and whether the encoder output (sha256 of its float32 bytes) and the tokens equal
+the native scalar tier's. On lavapipe/llvmpipe/SwiftShader the "GPU" is a CPU emulation: the
+output says so, and its times are those of the CPU running the shaders, not of a GPU.
+
+    python3 build.py bench --webgpu          (or, in build.py's environment:)
+    .venv/bin/python -m harness.bench_webgpu [--size default|full|tiny] [--seconds 10]
+                                             [--repeats 3] [--browser] [--json F] [--no-result]
+
+Models: the default one (models/phonon-small.gguf) on samples/two-commands.wav always; with
+`--size full` also the full-size synthetic model (harness/bench_e2e.py full_model(), 195 MiB)
+on `--seconds` of harness.bench_e2e.speechlike audio, encoded once on each side; `--size tiny`
+(the smoke run, tests/test_bench_smoke.py) the tiny synthetic model in the default one's place.
+`--browser`: also the default (or tiny) model through the GPU executor in headless Chromium with
+WebGPU on SwiftShader (checks/jobs.py gpu_digest; a CPU emulation as well).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from engine.audio import load_audio
+from engine.gpu_executor import adapter_name, cpu_emulation, encoder_digest
+from engine.kernels import Kernels, available_tiers
+from engine.transcribe import Engine
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL = ROOT / "models" / "phonon-small.gguf"
+WAV = ROOT / "samples" / "two-commands.wav"
+SIZES = ("default", "full", "tiny")
+ADAPTER_KEYS = ("vendor", "architecture", "device", "description", "adapter_type", "backend_type")
+
+
+class NoAdapter(RuntimeError):
+    """No wgpu, or no WebGPU adapter on this machine."""
+
+
+def open_device():
+    """(device, adapter info as a dict) of wgpu's high-performance adapter; NoAdapter says why not."""
+    try:
+        import wgpu
+    except ImportError as e:
+        raise NoAdapter(f"PyPI wgpu is not installed ({e}; build.py setup installs it)") from None
+    try:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as e:         # noqa: BLE001 - no Vulkan loader or driver
+        raise NoAdapter(f"no WebGPU adapter: {e} (build.py setup installs mesa-vulkan-drivers)") from None
+    if adapter is None:
+        raise NoAdapter("no WebGPU adapter (build.py setup installs mesa-vulkan-drivers: lavapipe)")
+    info = {key: str(adapter.info.get(key, "")) for key in ADAPTER_KEYS}
+    return adapter.request_device_sync(), info
+
+
+def describe(info: dict) -> str:
+    """"llvmpipe (LLVM 15.0.6, 256 bits), Mesa 22.3.6 (LLVM 15.0.6), Vulkan, type CPU" and, on an
+    emulation, what it is."""
+    name = info.get("device") or adapter_name(info)
+    parts = [name, info.get("description"), info.get("backend_type"),
+             f"adapter type {info['adapter_type']}" if info.get("adapter_type") else ""]
+    text = ", ".join(p for p in parts if p)
+    emulation = cpu_emulation(info)
+    if emulation:
+        text += (f" - a CPU emulation ({emulation}): the GPU figures are this CPU running the shaders, "
+                 "not a GPU's")
+    return text
+
+
+def timed(fn, repeats: int) -> tuple:
+    """(median seconds of `repeats` calls, the last call's value)."""
+    seconds, value = [], None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        value = fn()
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds), value
+
+
+def measure(name: str, path: Path, audio, device, repeats: int, cpu_tier: str) -> dict:
+    """One model natively: the GPU executor against `cpu_tier` (1 thread) and native scalar."""
+    from engine.webgpu_tier import GpuKernels
+    scalar = Engine.open(path, "scalar", 1)
+    want_enc, want_T = scalar.encode(audio)
+    want_tokens = scalar.network.decode(want_enc, want_T) if want_T else []
+    cpu = scalar if cpu_tier == "scalar" else Engine.open(path, cpu_tier, 1)
+    cpu_seconds, _ = timed(lambda: cpu.encode(audio), repeats)
+
+    gpu = GpuKernels(device)
+    started = time.perf_counter()
+    for module in ("quantize_act", "fv5_gemm", "int8_gemm"):      # compiled once per device
+        gpu.pipeline(module)
+    compile_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    engine = Engine.open(path, "scalar", gpu=gpu)
+    load_seconds = time.perf_counter() - started
+    at_load = engine.executor.counters()
+    before = at_load
+    gpu_seconds, (enc, T) = timed(lambda: engine.encode(audio), repeats)
+    after = engine.executor.counters()
+    per_encode = {key: (after[key] - before[key]) // repeats for key in ("submissions", "dispatches",
+                                                                          "uploaded_bytes", "read_bytes")}
+    tokens = engine.network.decode(enc, T) if T else []
+    row = {"runtime": "native (wgpu-py)", "model": name, "model_file": path.name,
+           "model_bytes": path.stat().st_size, "audio_seconds": round(len(audio) / 16000, 2),
+           "encoder_frames": T, "repeats": repeats, "packed_dot": gpu.packed_dot,
+           "compile_seconds": round(compile_seconds, 2), "load_seconds": round(load_seconds, 2),
+           "gpu_encode_seconds": round(gpu_seconds, 3), "cpu_tier": cpu_tier,
+           "cpu_encode_seconds": round(cpu_seconds, 3), **per_encode,
+           "weights_uploaded_bytes": at_load["uploaded_bytes"],
+           "buffer_bytes_at_load": at_load["buffer_bytes"], "buffer_bytes": after["buffer_bytes"],
+           "native_digest": encoder_digest(enc) == encoder_digest(want_enc) and T == want_T,
+           "native_tokens": tokens == want_tokens, "tokens": len(want_tokens)}
+    print(f"  {row}", flush=True)
+    return row
+
+
+def browser_rows(models: dict, wav: bytes) -> tuple:
+    """The models (name -> path) through checks/jobs.py gpu_digest in Chromium with WebGPU on
+    SwiftShader: (rows, adapter info, Chromium's version) or ([], None, reason)."""
+    from checks.jobs import digest
+    from harness.runtimes import Chromium, inline
+    with Chromium(webgpu=True, timeout_ms=3_600_000) as browser:
+        got = browser.run_job("gpu_digest", models={n: inline(p.read_bytes()) for n, p in models.items()},
+                              wav=inline(wav))
+        version = browser.version()
+    if got.get("adapter") is None:
+        return [], None, f"no WebGPU device in Chromium {version}: {got.get('reason')}"
+    rows = []
+    for name, path in models.items():
+        native = Engine.open(path, "scalar", 1)
+        audio = load_audio(Kernels("scalar"), wav)
+        enc, T = native.encode(audio)
+        result = got["models"][name]
+        want_tokens = native.transcribe(audio)["tokens"]
+        rows.append({"runtime": f"Chromium {version} (Pyodide)", "model": name, "model_file": path.name,
+                     "model_bytes": path.stat().st_size, "audio_seconds": round(len(audio) / 16000, 2),
+                     "encoder_frames": result["frames"], "packed_dot": got["packed_dot"],
+                     "first_encode_seconds": result["seconds"]["first_encode"],
+                     "gpu_encode_seconds": result["seconds"]["encode"],
+                     **{key: result["gpu"][key] for key in ("submissions", "dispatches", "uploaded_bytes",
+                                                             "read_bytes")},
+                     "native_digest": result["encoder_sha256"] == digest(enc) and result["frames"] == T,
+                     "native_tokens": result["tokens"] == want_tokens, "tokens": len(want_tokens)})
+        print(f"  {rows[-1]}", flush=True)
+    return rows, {key: str(got["adapter"].get(key, "")) for key in ADAPTER_KEYS}, version
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m harness.bench_webgpu")
+    parser.add_argument("--size", choices=SIZES, default="default",
+                        help="default: the default model; full: it and the full-size synthetic one; "
+                             "tiny: the tiny synthetic model in the default one's place (a smoke run)")
+    parser.add_argument("--seconds", type=float, default=10, help="speech-like audio for the full-size model")
+    parser.add_argument("--repeats", type=int, default=3, help="timed encodes of the default model (median)")
+    parser.add_argument("--browser", action="store_true",
+                        help="also the default model in Chromium with WebGPU on SwiftShader")
+    parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument("--no-result", action="store_true",
+                        help="do not write results/webgpu.json (BENCHMARKS.md's table: `python3 build.py docs`)")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    try:
+        device, info = open_device()
+    except NoAdapter as e:
+        print(f"no measurement: {e}")
+        return 2
+    print(f"adapter: {describe(info)}", flush=True)
+    cpu_tier = available_tiers()[0]
+    if args.size == "tiny":
+        from harness.bench_e2e import tiny_model
+        small = ("tiny", tiny_model())
+    else:
+        small = ("default", DEFAULT_MODEL)
+    wav = WAV.read_bytes()
+    print(f"{small[0]} model on {WAV.name}: GPU vs {cpu_tier} (1 thread) ...", flush=True)
+    rows = [measure(*small, load_audio(Kernels("scalar"), wav), device, args.repeats, cpu_tier)]
+    if args.size == "full":
+        from harness.bench_e2e import full_model, speechlike
+        print(f"full-size model on {args.seconds:g} s of speech-like audio (one encode each) ...", flush=True)
+        rows.append(measure("full-size synthetic", full_model(), speechlike(args.seconds), device, 1, cpu_tier))
+    figures = {"adapter": info, "adapter_text": describe(info), "emulation": cpu_emulation(info),
+               "cpu_tier": cpu_tier, "rows": rows}
+    browser = None
+    if args.browser:
+        print("Chromium, WebGPU on SwiftShader ...", flush=True)
+        b_rows, b_info, browser = browser_rows({small[0]: small[1]}, wav)
+        figures["browser"] = {"adapter": b_info, "adapter_text": describe(b_info) if b_info else browser,
+                              "rows": b_rows}
+    figures["wall_seconds"] = round(time.perf_counter() - started, 1)
+    if not args.no_result:
+        from harness.results import write_result
+        write_result("webgpu", figures, browser=browser)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+    from harness.results import webgpu_rows
+    print("\n".join(webgpu_rows(figures)))
+    every = rows + figures.get("browser", {}).get("rows", [])
+    return 0 if all(r["native_digest"] and r["native_tokens"] for r in every) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
