@@ -138,17 +138,20 @@ def webgpu_rows(f: dict) -> list:
     lines = [f"Adapter: {f['adapter_text']}."]
     if f.get("browser"):
         lines.append(f"Browser: {f['browser']['adapter_text']}.")
-    lines += ["", "| runtime | model | audio s | GPU encode s | CPU encode s (tier, 1 thread) | GPU time / CPU time | "
+    lines += ["", "| runtime | model | audio s | GPU encode s: first / then | CPU encode s, tier with 1 thread: first / "
+              "then | GPU time / CPU time | "
               "submissions | dispatches | uploaded MiB | read back MiB | GPU buffers MiB: at load / after encode "
               "(model file) | digest = native scalar | tokens = native scalar |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in f["rows"] + f.get("browser", {}).get("rows", []):
         cpu = r.get("cpu_encode_seconds")
-        cpu_text = "–" if cpu is None else f"{cpu} ({r['cpu_tier']})"
-        ratio = "–" if cpu is None else f"{r['gpu_encode_seconds'] / cpu:.1f}x"
+        cpu_text = "–" if cpu is None else f"{r['cpu_first_encode_seconds']} / {cpu} ({r['cpu_tier']})"
+        ratio = "–" if cpu is None else f"{r['gpu_encode_seconds'] / cpu:.0f}"
+        first = r.get("gpu_first_encode_seconds", r.get("first_encode_seconds"))
+        then = "–" if r.get("repeats") == 0 else r["gpu_encode_seconds"]
         buffers = ("–" if "buffer_bytes" not in r else
                    f"{mib(r['buffer_bytes_at_load'])} / {mib(r['buffer_bytes'])} ({mib(r['model_bytes'])})")
-        lines.append(f"| {r['runtime']} | {r['model']} | {r['audio_seconds']} | {r['gpu_encode_seconds']} | {cpu_text} | "
+        lines.append(f"| {r['runtime']} | {r['model']} | {r['audio_seconds']} | {first} / {then} | {cpu_text} | "
                      f"{ratio} | {r['submissions']:,} | {r['dispatches']:,} | {mib(r['uploaded_bytes'])} | "
                      f"{mib(r['read_bytes'])} | {buffers} | {yes(r['native_digest'])} | "
                      f"{yes(r['native_tokens'])} ({r['tokens']}) |")
@@ -160,10 +163,11 @@ def webgpu_table(result: dict) -> str:
     f = result["figures"]
     head = (f"Measured {result['date']} at commit {result['commit']} on {result['cpu']} ({result['cores']} cores; "
             f"{', '.join(result['cpu_flags'])}): `{result['command']}`, {f['wall_seconds']} s in all. Per encode "
-            "(the median of the timed ones; the shaders compiled before): wall time on the GPU executor and on "
-            "the best native CPU tier with one thread in the same process, the executor's counters, the bytes "
+            "(the shaders compiled before): wall time on the GPU executor and on the best native CPU tier with one "
+            "thread in the same process, the first encode (it also computes the positional keys, cached after) "
+            "and the median of the later ones (– where only one ran); the executor's counters of the last encode; the bytes "
             "of every GPU buffer created (weights, scratch, uniforms) after load and after the encodes. The browser "
-            "row (checks/jobs.py gpu_digest): the second encode's time, the counters of a transcription.")
+            "row (checks/jobs.py gpu_digest): the counters of a transcription.")
     return "\n".join([head, "", *webgpu_rows(f)]) + "\n"
 
 
