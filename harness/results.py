@@ -145,7 +145,8 @@ def webgpu_rows(f: dict) -> list:
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in f["rows"] + f.get("browser", {}).get("rows", []):
         cpu = r.get("cpu_encode_seconds")
-        cpu_text = "–" if cpu is None else f"{r['cpu_first_encode_seconds']} / {cpu} ({r['cpu_tier']})"
+        cpu_then = "–" if r.get("repeats") == 0 else cpu
+        cpu_text = "–" if cpu is None else f"{r['cpu_first_encode_seconds']} / {cpu_then} ({r['cpu_tier']})"
         ratio = "–" if cpu is None else f"{r['gpu_encode_seconds'] / cpu:.0f}"
         first = r.get("gpu_first_encode_seconds", r.get("first_encode_seconds"))
         then = "–" if r.get("repeats") == 0 else r["gpu_encode_seconds"]

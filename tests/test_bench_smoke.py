@@ -545,3 +545,25 @@ def test_webgpu(tmp_path, tiny_bench_model):
                           "figures": got})
     assert len([line for line in table.splitlines() if line.startswith("| ")]) == 2      # header, one row
     assert f"Adapter: {got['adapter_text']}." in table
+
+
+@pytest.mark.browser
+def test_webgpu_in_chromium(tmp_path, tiny_bench_model):
+    """harness.bench_webgpu --browser: the tiny model also through the GPU executor in Chromium
+    with WebGPU on SwiftShader (checks/jobs.py gpu_digest), named an emulation; its row is native
+    scalar's bits. Skipped, saying why, without a native adapter (the native part runs first)."""
+    from harness.bench_webgpu import NoAdapter, open_device
+    try:
+        open_device()
+    except NoAdapter as e:
+        pytest.skip(str(e))
+    browser_artifacts()
+    out = tmp_path / "webgpu.json"
+    run("harness.bench_webgpu", "--size", "tiny", "--repeats", "1", "--browser", "--no-result", "--json", out)
+    got = json.loads(out.read_text())["browser"]
+    if not got["rows"]:
+        pytest.skip(f"no WebGPU device in Chromium: {got['adapter_text']}")
+    assert got["adapter"]["architecture"] == "swiftshader" and "a CPU emulation" in got["adapter_text"]
+    [row] = got["rows"]
+    assert row["runtime"].startswith("Chromium ") and row["model"] == "tiny"
+    assert row["native_digest"] and row["native_tokens"] and row["submissions"] > 0, row
