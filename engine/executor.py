@@ -114,7 +114,11 @@ class Alone:
     @property
     def unsplit(self) -> "Alone":
         """An executor on the same kernels that never splits (for one-token work: the decoder)."""
-        return self if type(self) is Alone else Alone(self.k)
+        if type(self) is Alone:
+            return self
+        if getattr(self, "_unsplit", None) is None:
+            self._unsplit = Alone(self.k)
+        return self._unsplit
 
     def close(self):
         pass
@@ -174,14 +178,14 @@ class Threads(Alone):
         return run
 
     def conv_middle(self, pw1: LinearWeights, dw, dwb, ksize: int):
-        parts = conv_parts(self.k, pw1, self.size)
-        if parts is None:
+        if conv_blocks(pw1) < 2:
             return super().conv_middle(pw1, dw, dwb, ksize)
+        parts = [conv_part(self.k, pw1, b0, b1) for b0, b1 in even_ranges(conv_blocks(pw1), self.size)]
 
         def run(x, T: int) -> array:
             xq, xs = self.k.quantize(x, T, pw1.K)
             h = zeros_f32(T * (pw1.O // 2))
-            self.run([lambda k, part=part: conv_part(k, part, dw, dwb, ksize, xq, xs, T, h) for part in parts])
+            self.run([lambda k, part=part: run_conv_part(k, part, dw, dwb, ksize, xq, xs, T, h) for part in parts])
             return h
         return run
 
@@ -197,17 +201,19 @@ class Threads(Alone):
         self._pool.shutdown(wait=True)
 
 
-def conv_parts(k: Kernels, pw1: LinearWeights, parts: int, first_only: bool = False):
-    """The conv middle cut by channel blocks: [(c0, c1, value rows, gate rows)] (pw1's rows c0..c1
-    and D+c0..D+c1), or None when D is not split (fewer than two 8-channel blocks)."""
-    nb = pw1.O // 16 if pw1.O % 16 == 0 else 0
-    if nb < 2:
-        return None
-    ranges = even_ranges(nb, parts)[:1] if first_only else even_ranges(nb, parts)
-    return [(8 * b0, 8 * b1, pw1.rows(k, b0, b1), pw1.rows(k, nb + b0, nb + b1)) for b0, b1 in ranges]
+def conv_blocks(pw1: LinearWeights) -> int:
+    """The conv middle's 8-channel blocks, the unit of its split (0: D not a multiple of 8)."""
+    return pw1.O // 16 if pw1.O % 16 == 0 else 0
 
 
-def conv_part(k: Kernels, part: tuple, dw, dwb, ksize: int, xq, xs, T: int, h) -> None:
+def conv_part(k: Kernels, pw1: LinearWeights, b0: int, b1: int) -> tuple:
+    """Channel blocks [b0, b1) of the conv middle: (c0, c1, value rows, gate rows) - pw1's rows
+    c0..c1 and D+c0..D+c1, prepared on their own."""
+    nb = conv_blocks(pw1)
+    return 8 * b0, 8 * b1, pw1.rows(k, b0, b1), pw1.rows(k, nb + b0, nb + b1)
+
+
+def run_conv_part(k: Kernels, part: tuple, dw, dwb, ksize: int, xq, xs, T: int, h) -> None:
     """Channels c0..c1: GLU of pw1's value and gate rows, depthwise conv, SiLU -> h[:, c0:c1].
     Every value as in the unsplit module: the same bits."""
     c0, c1, value, gate = part
@@ -289,11 +295,11 @@ class KernelWorkers(Alone):
         return run
 
     def conv_middle(self, pw1: LinearWeights, dw, dwb, ksize: int):
-        parts = conv_parts(self.k, pw1, self.size, first_only=True) if self.size > 1 else None
-        if parts is None:
+        nb, D = conv_blocks(pw1), pw1.O // 2
+        if nb < 2 or self.size < 2:
             return super().conv_middle(pw1, dw, dwb, ksize)
-        nb, D = pw1.O // 16, pw1.O // 2
-        ranges = even_ranges(nb, self.size)[1:]
+        first, *ranges = even_ranges(nb, self.size)
+        mine = conv_part(self.k, pw1, *first)
         value_id = self._register_linear([pw1.worker_buffers(self.k, b0, b1, None) for b0, b1 in ranges])
         gate_id = self._register_linear([pw1.worker_buffers(self.k, nb + b0, nb + b1, None) for b0, b1 in ranges])
         conv_id = self._new_id()
@@ -309,7 +315,7 @@ class KernelWorkers(Alone):
                 h = zeros_f32(T * D)
                 started = self.settle(lambda: self.pool.convBegin(conv_id, T, D, Pinned(xq).address,
                                                                   Pinned(xs).address))
-                conv_part(self.k, parts[0], dw, dwb, ksize, xq, xs, T, h)
+                run_conv_part(self.k, mine, dw, dwb, ksize, xq, xs, T, h)
                 if started and self.settle(lambda: self.pool.convEnd(Pinned(h).address, D)):
                     return h
             return conv_middle_alone(self.k, pw1, dw, dwb, ksize, x, T)

@@ -299,13 +299,10 @@ class StreamSession:
         """The due positions in order (never skipping one), at most max_decodes decodes."""
         decodes = 0
         while (p := self.schedule.due(self.window.total)) is not None:
-            if max_decodes is not None and decodes >= max_decodes and self._will_decode(p):
+            if max_decodes is not None and decodes >= max_decodes and not self._skips(p):
                 return
             decodes += self._step(p)
             self.schedule.advance(p, self.window.start)
-
-    def _will_decode(self, p: int) -> bool:
-        return not self._skips(p)
 
     def _skips(self, p: int) -> bool:
         """Rule 5: nothing tentative and only quiet audio since the last decode position."""

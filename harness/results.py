@@ -82,10 +82,15 @@ def _module() -> str:
 
 # -- the generated parts --------------------------------------------------------------------------
 
+def measured(result: dict) -> str:
+    """The start every table's text shares: when, at which commit, on which machine."""
+    return (f"Measured {result['date']} at commit {result['commit']} on {result['cpu']} ({result['cores']} cores; "
+            f"{', '.join(result['cpu_flags'])})")
+
+
 def behind_table(result: dict) -> str:
     """harness/bench_behind.py's rows."""
-    lines = [f"Measured {result['date']} at commit {result['commit']} on {result['cpu']} ({result['cores']} cores; "
-             f"{', '.join(result['cpu_flags'])}), {result['browser']}: `{result['command']}`.", "",
+    lines = [f"{measured(result)}, {result['browser']}: `{result['command']}`.", "",
              "| how | model | workers | audio s | compute / audio | most behind s | deferred s | catch-up s | "
              "commit lag p50 / p95 s | native tokens |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -102,8 +107,7 @@ def engines_table(result: dict) -> str:
     f = result["figures"]
     mib = lambda n: "–" if n is None else f"{n / 2**20:.0f}"          # noqa: E731
     rows = f["rows"]
-    lines = [f"Measured {result['date']} at commit {result['commit']} on {result['cpu']} ({result['cores']} cores; "
-             f"{', '.join(result['cpu_flags'])}): `{result['command']}`, {f['wall_seconds']} s in all. "
+    lines = [f"{measured(result)}: `{result['command']}`, {f['wall_seconds']} s in all. "
              f"Start-up: the median of {f['startups']} fresh pages; two-commands.wav "
              f"({rows[0]['default_audio_seconds']} s, the default model): the median of {f['repeats']} runs after a "
              f"warm-up; full-size: {rows[0]['full_model']} ({rows[0]['full_model_bytes']:,} bytes) on {f['seconds']:g} s "
@@ -162,8 +166,7 @@ def webgpu_rows(f: dict) -> list:
 def webgpu_table(result: dict) -> str:
     """harness/bench_webgpu.py's rows, the adapter named."""
     f = result["figures"]
-    head = (f"Measured {result['date']} at commit {result['commit']} on {result['cpu']} ({result['cores']} cores; "
-            f"{', '.join(result['cpu_flags'])}): `{result['command']}`, {f['wall_seconds']} s in all. Per encode "
+    head = (f"{measured(result)}: `{result['command']}`, {f['wall_seconds']} s in all. Per encode "
             "(the shaders compiled before): wall time on the GPU executor and on the best native CPU tier with one "
             "thread in the same process, the first encode (it also computes the positional keys, cached after) "
             "and the median of the later ones (– where only one ran); the executor's counters of the last encode; the bytes "
