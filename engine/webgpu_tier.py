@@ -48,9 +48,21 @@ MODULES = {
     "int8_gemm": ("{dot4}", "softfloat", "silu", "int8_weights", "gemm_tile"),
     "fv5_gemm": ("{dot4}", "softfloat", "silu", "fv5_weights", "gemm_tile"),
     "softfloat_check": ("softfloat", "silu", "softfloat_check"),
+    # the rest of the encoder layer (activations resident on the device)
+    "add_scaled": ("softfloat", "add_scaled"),
+    "layer_norm": ("softfloat", "softdouble", "layer_norm"),
+    "attention_scores": ("softfloat", "attention_scores"),
+    "attention_softmax": ("softfloat", "softdouble", "silu", "attention_softmax"),
+    "attention_context": ("softfloat", "attention_context"),
+    "glu": ("softfloat", "silu", "glu"),
+    "dwconv_silu": ("softfloat", "silu", "dwconv_silu"),
+    "subsampling_head": ("softfloat", "subsampling_head"),
+    "dwconv2d": ("softfloat", "dwconv2d"),
+    "flatten_relu": ("softfloat", "flatten_relu"),
 }
 FLOAT_OPS = {"mul": 0, "add": 1, "from_i32": 2, "div": 3, "rint_clamp127": 4, "dequant": 5,
-             "dequant_bias1": 6, "silu": 7, "expf": 8}
+             "dequant_bias1": 6, "silu": 7, "expf": 8,
+             "div_any": 9, "sigmoid": 10}
 ACTIVATIONS = (None, "silu")             # engine/linear.py's: SiLU is the GEMM epilogue's last step
 
 
@@ -102,6 +114,7 @@ class GpuKernels:
         self.packed_dot = bool(packed_dot)
         self._pipelines = {}
         self._scratch = {}
+        self._uniforms, self._uniforms_used = [], 0      # uniform(): a pool, reset per submission
         # what crossed to and from the device, how often it was asked to work (all calls), and
         # the bytes of every buffer created on it (weights, scratch, uniforms; a scratch buffer
         # grown counts again: an upper bound on the device memory these kernels hold)
@@ -167,6 +180,23 @@ class GpuKernels:
         self.write(buf, array("I", (list(values) + [0, 0, 0, 0])[:4]).tobytes())
         return buf
 
+    def uniform(self, *values: int):
+        """A 32-byte uniform buffer holding up to eight u32 values (ints; floats as their
+        bit patterns), its own until the next submission: every pass of one command buffer
+        gets its own parameters (writes all land before the command buffer runs)."""
+        if len(values) > 8:
+            raise KernelError("a uniform holds at most eight u32 values")
+        if self._uniforms_used == len(self._uniforms):
+            self._uniforms.append(self.buffer(32, UNIFORM | COPY_DST))
+        buf = self._uniforms[self._uniforms_used]
+        self._uniforms_used += 1
+        self.write(buf, array("I", [v & 0xFFFFFFFF for v in values] + [0] * (8 - len(values))).tobytes())
+        return buf
+
+    def storage(self, nbytes: int):
+        """A new storage buffer of at least nbytes (rounded up to 16), readable back."""
+        return self.buffer(max(16, (nbytes + 15) // 16 * 16), STORAGE | COPY_DST | COPY_SRC)
+
     def _bind(self, module: str, buffers):
         layout = self.pipeline(module).get_bind_group_layout(0)
         return self.device.create_bind_group(layout=layout, entries=[
@@ -183,6 +213,7 @@ class GpuKernels:
             cpass.dispatch_workgroups(groups[0], groups[1], 1)
             cpass.end()
         self.device.queue.submit([encoder.finish()])
+        self._uniforms_used = 0
         self.counters["submissions"] += 1
         self.counters["dispatches"] += len(passes)
 

@@ -102,7 +102,7 @@ def f32(u):
 SOFTFLOAT_CASES = 1 << 18
 
 
-SOFTFLOAT_OPS = ["mul", "add", "div", "from_i32", "rint_clamp127", "dequant", "silu", "expf"]
+SOFTFLOAT_OPS = ["mul", "add", "div", "div_any", "from_i32", "rint_clamp127", "dequant", "silu", "expf", "sigmoid"]
 
 
 def exp_inputs(rng, n):
@@ -118,9 +118,11 @@ def exp_inputs(rng, n):
 
 
 def project_math(scalar, op, a):
-    """The C scalar tier's SiLU (activation.h) or pk_expf of bit patterns a, float32."""
+    """The C scalar tier's SiLU (activation.h), pk_sigmoidf or pk_expf of bit patterns a, float32."""
     x = f32(a).copy()
-    return np.asarray(scalar.silu(x, x.size) if op == "silu" else scalar.math("exp", x, x.size), np.float32)
+    if op == "silu":
+        return np.asarray(scalar.silu(x, x.size), np.float32)
+    return np.asarray(scalar.math("sigmoid" if op == "sigmoid" else "exp", x, x.size), np.float32)
 
 
 @pytest.mark.parametrize("op", SOFTFLOAT_OPS)
@@ -130,7 +132,7 @@ def test_softfloat_matches_ieee_float32(gpu, scalar, op):
     rng = np.random.default_rng(SOFTFLOAT_OPS.index(op))
     n = SOFTFLOAT_CASES
     with np.errstate(all="ignore"):
-        if op in ("silu", "expf"):       # the project's functions, not IEEE ones: the C scalar tier's
+        if op in ("silu", "expf", "sigmoid"):       # the project's functions, not IEEE ones: the C scalar tier's
             a = exp_inputs(rng, n)
             got, want = gpu.float_op(op, a), project_math(scalar, op, a)
         elif op in ("mul", "add"):
@@ -144,6 +146,9 @@ def test_softfloat_matches_ieee_float32(gpu, scalar, op):
             a, b = special_f32(rng, n), special_f32(rng, n)
             ok = ((a & 0x7FFFFFFF) - 1 < 0x7F7FFFFF) & ((b & 0x7FFFFFFF) - 1 < 0x7F7FFFFF)  # finite, non-zero
             a, b = a[ok], b[ok]
+            got, want = gpu.float_op(op, a, b), f32(a) / f32(b)
+        elif op == "div_any":           # zeros, infinities and NaN included
+            a, b = special_f32(rng, n), special_f32(rng, n)
             got, want = gpu.float_op(op, a, b), f32(a) / f32(b)
         elif op == "from_i32":
             a = np.concatenate([rng.integers(-2 ** 31, 2 ** 31, n, dtype=np.int64),

@@ -72,14 +72,12 @@ fn sf_expf(x: u32) -> u32 {
     return sf_mul(p, sf_pow2i(ki));
 }
 
-// pk_silu_one(x) = x * (1 / (1 + pk_expf(-x))).
+// pk_sigmoidf(x) = 1 / (1 + pk_expf(-x)).
+fn sf_sigmoid(x: u32) -> u32 {
+    return sf_div(F32_ONE, sf_add(F32_ONE, sf_expf(x ^ F32_SIGN)));     // 1 / +inf = +0
+}
+
+// pk_silu_one(x) = x * pk_sigmoidf(x).
 fn sf_silu(x: u32) -> u32 {
-    let d = sf_add(F32_ONE, sf_expf(x ^ F32_SIGN));             // in [1, +inf], or NaN
-    var s = 0u;                                                 // 1 / +inf = +0
-    if (sf_is_nan(d)) {
-        s = d;
-    } else if (d != F32_INF) {
-        s = sf_div_finite(F32_ONE, d);
-    }
-    return sf_mul(x, s);
+    return sf_mul(x, sf_sigmoid(x));
 }

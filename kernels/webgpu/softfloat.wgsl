@@ -211,6 +211,28 @@ fn sf_div_finite(a: u32, b: u32) -> u32 {
     return sf_round_pack(sign, e, q | select(0u, 1u, rem != 0u));
 }
 
+// a / b for any a and b, IEEE-754 binary32 (C's `/`): NaN operands give that NaN quieted,
+// 0/0 and inf/inf the default NaN, x/0 and inf/y a signed infinity, 0/y and x/inf a signed zero;
+// finite non-zero operands go to sf_div_finite.
+fn sf_div(a: u32, b: u32) -> u32 {
+    if (sf_is_nan(a) || sf_is_nan(b)) {
+        return sf_quiet_nan(a, b);
+    }
+    let sign = (a ^ b) & F32_SIGN;
+    let ma = a & 0x7fffffffu;
+    let mb = b & 0x7fffffffu;
+    if ((ma == 0u && mb == 0u) || (ma == F32_INF && mb == F32_INF)) {
+        return F32_DEFAULT_NAN;
+    }
+    if (ma == F32_INF || mb == 0u) {
+        return sign | F32_INF;
+    }
+    if (ma == 0u || mb == F32_INF) {
+        return sign;
+    }
+    return sf_div_finite(a, b);
+}
+
 // C's (int8_t)clamp(nearbyintf(p), -127, 127) for the product p of quantize_act: round half
 // to even to an integer, then clamp. (NaN cannot reach it: rows with NaN are refused first.)
 fn sf_rint_clamp127(p: u32) -> i32 {

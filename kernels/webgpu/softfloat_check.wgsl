@@ -3,6 +3,7 @@
 //   op 0: a * b   1: a + b   2: (float)(i32)a   3: a / b (finite, non-zero)
 //   op 4: clamp(nearbyint(a), -127, 127) as i32   5: dequant(i32 a, b, c) without bias
 //   op 6: dequant(i32 a, b, c) + 1.0f (bias 0x3f800000)   7: pk_silu_one(a)   8: pk_expf(a)
+//   op 9: a / b (any)   10: pk_sigmoidf(a)
 // Needs silu.wgsl too.
 
 struct CheckParams {
@@ -33,6 +34,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         case 6u: { r = sf_dequant(bitcast<i32>(a[i]), b[i], c[i], true, 0x3f800000u); }
         case 7u: { r = sf_silu(a[i]); }
         case 8u: { r = sf_expf(a[i]); }
+        case 9u: { r = sf_div(a[i], b[i]); }
+        case 10u: { r = sf_sigmoid(a[i]); }
         default: { r = 0u; }
     }
     out[i] = r;
