@@ -1,0 +1,190 @@
+"""The subsampling's convolutions on a WebGPU device (issue 39), the C scalar tier's float32 bits:
+kernels/webgpu/subsampling_head.wgsl, dwconv2d.wgsl and flatten_relu.wgsl through
+engine/webgpu_tier.py's GpuKernels (docs/webgpu.md: every float step in integer soft-float).
+
+What engine/parakeet_tdt/encoder.py Subsampling._frames computes on one slice of time, stage by
+stage (channel-last maps; the pointwise convs and the output linear are GpuLinear's):
+
+    head   conv0 3x3/2 + ReLU  -> [H1][W1][C]   subsampling_head  (head_impl.h's conv0 rows)
+           depthwise 3x3/2     -> [H2][W2][C]   dwconv2d, relu_input 0 (head_impl.h's conv2 rows)
+    pw3    linear C -> C                        GpuLinear
+    conv5  depthwise 3x3/2 of relu(pw3)          dwconv2d, relu_input 1 (pk_dwconv2d_s2_cl)
+    pw6    linear C -> C                        GpuLinear
+    flat   relu, [H3][W3][C] -> [H3][C][W3]     flatten_relu (pk_transpose_last2)
+    linear C * W3 -> d_model                    GpuLinear
+
+The head is two passes (conv0's ReLU map in a scratch buffer of H1 * W1 * C floats, then the
+depthwise conv) rather than one invocation per head output recomputing its nine conv0 pixels:
+half the soft-float work, the same bits (each value is computed once, by the same steps).
+
+The transpose of the front end's features ([n_mels][frames] -> [frames][n_mels], Kernels
+.transpose3 on the CPU in _forward) can be left to the head's indexing: head_passes reads its
+input through strides, so with `frames_total` it takes the features as they are, frames
+t0..t0+T-1 of them (pure data movement: the same bits).
+
+Standard library only (no wgpu, no numpy): it runs in Pyodide as webgpu_tier.py does.
+
+    convs = GpuSubsamplingConvs(gpu, C, n_mels, w0, b0, w2, b2, w5, b5)   # weights uploaded once
+    gpu.run(convs.head_passes(x_buf, head_buf, T) + convs.dw_passes(a_buf, b_buf, H2, W2) + ...)
+    y, frames = convs.frames(x, T, pw3, pw6, linear)     # Subsampling._frames' result
+"""
+
+from __future__ import annotations
+
+from array import array
+
+from engine.kernels import KernelError
+from engine.webgpu_tier import MAX_DIM, MAX_GROUPS, GpuKernels, _float32_view
+
+WORKGROUP = 64                          # the three shaders' @workgroup_size
+
+
+def _half(n: int) -> int:
+    """Output size of a 3x3 stride-2 padding-1 conv: ceil(n / 2)."""
+    return (n + 1) // 2
+
+
+def _grid(n: int) -> tuple:
+    """(groups_x, groups_y) covering n invocations in 64-wide workgroups (i = x + y * 64 gx)."""
+    groups = -(-n // WORKGROUP)
+    gx = min(groups, MAX_GROUPS)
+    gy = -(-groups // gx)
+    if gy > MAX_GROUPS:
+        raise KernelError(f"{n} outputs need more than {MAX_GROUPS} x {MAX_GROUPS} workgroups")
+    return gx, gy
+
+
+def _check_ints(**dims):
+    for name, value in dims.items():
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_DIM:
+            raise KernelError(f"{name} must be an int in 1..{MAX_DIM}, got {value!r}")
+
+
+def _check_buffer(buf, nbytes: int, what: str):
+    size = getattr(buf, "size", None)
+    if size is not None and size < nbytes:
+        raise KernelError(f"{what} holds {size} bytes, need {nbytes}")
+
+
+class GpuSubsamplingConvs:
+    """The subsampling's three convolutions (and its flatten) of one model on one device.
+
+    C channels, n_mels mel bins in; w0, w2, w5: float32 [C][3][3]; b0, b2, b5: float32 [C]
+    (conv0, the head's depthwise conv2, the second depthwise conv5), uploaded once. The pass
+    builders return (module, buffers, groups) tuples for GpuKernels.run, so callers put any
+    number of them in one command buffer; buffers are device buffers of float32 bit patterns."""
+
+    def __init__(self, gpu: GpuKernels, C: int, n_mels: int, w0, b0, w2, b2, w5, b5):
+        _check_ints(C=C, n_mels=n_mels)
+        self.gpu, self.C, self.n_mels = gpu, C, n_mels
+        up = {}
+        for name, value, count in (("w0", w0, 9 * C), ("b0", b0, C), ("w2", w2, 9 * C), ("b2", b2, C),
+                                   ("w5", w5, 9 * C), ("b5", b5, C)):
+            up[name] = gpu.upload(_float32_view(value, count, name))
+        self._w0, self._b0, self._w2, self._b2, self._w5, self._b5 = (
+            up[n] for n in ("w0", "b0", "w2", "b2", "w5", "b5"))
+
+    # -- shapes -----------------------------------------------------------------------------
+
+    def head_shape(self, T: int) -> tuple:
+        """(H2, W2): the head's output map for T input frames."""
+        return _half(_half(T)), _half(_half(self.n_mels))
+
+    # -- passes -----------------------------------------------------------------------------
+
+    def _dw_pass(self, x_buf, out_buf, H: int, W: int, w, b, relu_input: bool) -> tuple:
+        C = self.C
+        n = _half(H) * _half(W) * C
+        _check_buffer(x_buf, 4 * H * W * C, "x")
+        _check_buffer(out_buf, 4 * n, "out")
+        params = self.gpu.uniform(H, W, C, n, 1 if relu_input else 0)
+        return ("dwconv2d", [params, x_buf, w, b, out_buf], _grid(n))
+
+    def head_passes(self, x_buf, out_buf, T: int, frames_total: int | None = None, t0: int = 0) -> list:
+        """conv0 + ReLU + depthwise conv2 (Kernels.subsampling_head_cl's bits): x [T][n_mels] ->
+        out [H2][W2][C]. With frames_total, x_buf holds the features [n_mels][frames_total] and
+        the head reads frames t0 .. t0 + T - 1 of them (the transpose done by the indexing).
+        conv0's map lives in the GpuKernels scratch buffer "subsampling_conv0"."""
+        _check_ints(T=T)
+        F, C = self.n_mels, self.C
+        if frames_total is None:
+            if t0:
+                raise KernelError("t0 needs frames_total (the features' layout)")
+            t_stride, f_stride, need = F, 1, T * F
+        else:
+            _check_ints(frames_total=frames_total)
+            if not isinstance(t0, int) or t0 < 0 or t0 + T > frames_total:
+                raise KernelError(f"frames {t0!r}..{t0!r}+{T} outside the {frames_total} frames")
+            t_stride, f_stride, need = 1, frames_total, F * frames_total
+        H1, W1 = _half(T), _half(F)
+        n = H1 * W1 * C
+        if n >= 2 ** 31:
+            raise KernelError(f"conv0's map of {n} floats is too large")
+        _check_buffer(x_buf, 4 * need, "x")
+        conv0 = self.gpu.scratch("subsampling_conv0", 4 * n)
+        params = self.gpu.uniform(T, F, C, n, t_stride, f_stride, t0)
+        return [("subsampling_head", [params, x_buf, self._w0, self._b0, conv0], _grid(n)),
+                self._dw_pass(conv0, out_buf, H1, W1, self._w2, self._b2, False)]
+
+    def dw_passes(self, x_buf, out_buf, H: int, W: int) -> list:
+        """conv5 (Kernels.dwconv2d_s2_cl with relu_input): x [H][W][C] -> out
+        [ceil(H/2)][ceil(W/2)][C] of relu(x)."""
+        _check_ints(H=H, W=W)
+        return [self._dw_pass(x_buf, out_buf, H, W, self._w5, self._b5, True)]
+
+    def flatten_passes(self, x_buf, out_buf, H: int, W: int) -> list:
+        """relu and [H][W][C] -> [H][C][W] (Kernels.transpose_last2(x, H, W, C, relu=True))."""
+        _check_ints(H=H, W=W)
+        n = H * W * self.C
+        _check_buffer(x_buf, 4 * n, "x")
+        _check_buffer(out_buf, 4 * n, "out")
+        params = self.gpu.uniform(H, W, self.C, n, 1)
+        return [("flatten_relu", [params, x_buf, out_buf], _grid(n))]
+
+    # -- host wrappers (tests; frames) ------------------------------------------------------
+
+    def _run(self, x, count: int, out_count: int, build) -> array:
+        gpu = self.gpu
+        xbuf = gpu.scratch("subsampling_in", 4 * count)
+        gpu.write(xbuf, _float32_view(x, count, "x"))
+        out = gpu.scratch("subsampling_out", 4 * out_count)
+        gpu.run(build(xbuf, out))
+        return array("f", gpu.read(out, 4 * out_count))
+
+    def head(self, x, T: int, frames_total: int | None = None, t0: int = 0) -> array:
+        """x [T][n_mels] (or the features [n_mels][frames_total], frames t0..) -> [H2][W2][C]."""
+        _check_ints(T=T)
+        H2, W2 = self.head_shape(T)
+        count = T * self.n_mels if frames_total is None else self.n_mels * frames_total
+        return self._run(x, count, H2 * W2 * self.C,
+                         lambda xb, ob: self.head_passes(xb, ob, T, frames_total, t0))
+
+    def dw(self, x, H: int, W: int) -> array:
+        """relu(x) [H][W][C] through conv5 -> [ceil(H/2)][ceil(W/2)][C]."""
+        _check_ints(H=H, W=W)
+        return self._run(x, H * W * self.C, _half(H) * _half(W) * self.C,
+                         lambda xb, ob: self.dw_passes(xb, ob, H, W))
+
+    def flatten(self, x, H: int, W: int) -> array:
+        """relu(x) [H][W][C] -> [H][C][W]."""
+        _check_ints(H=H, W=W)
+        n = H * W * self.C
+        return self._run(x, n, n, lambda xb, ob: self.flatten_passes(xb, ob, H, W))
+
+    def frames(self, x, T: int, pw3, pw6, linear, frames_total: int | None = None, t0: int = 0) -> tuple:
+        """Subsampling._frames on the device: x [T][n_mels] (or, with frames_total, frames
+        t0..t0+T-1 of the features [n_mels][frames_total]) -> (y [T'][d_model] array('f'), T').
+        pw3, pw6, linear: the engine.webgpu_tier.GpuLinear of layers.3, layers.6 and linear.
+        Each stage is a round trip (GpuLinear quantises host activations): six submissions."""
+        C = self.C
+        H2, W2 = self.head_shape(T)
+        H3, W3 = _half(H2), _half(W2)
+        for name, lin, O, K in (("pw3", pw3, C, C), ("pw6", pw6, C, C), ("linear", linear, None, C * W3)):
+            if lin.K != K or (O is not None and lin.O != O):
+                raise KernelError(f"{name} is {lin.O} x {lin.K}, need {O or 'any'} x {K}")
+        head = self.head(x, T, frames_total, t0)
+        a = pw3(head, H2 * W2)
+        b = self.dw(a, H2, W2)
+        c = pw6(b, H3 * W3)
+        flat = self.flatten(c, H3, W3)
+        return linear(flat, H3), H3
