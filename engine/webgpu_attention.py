@@ -1,0 +1,90 @@
+"""Relative-position multi-head attention on a WebGPU device (issue 39), the C scalar tier's
+bits: kernels/attention_impl.h `heads` (Kernels.attention_heads) as three compute passes over
+every head at once (kernels/webgpu/attention_scores.wgsl, attention_softmax.wgsl,
+attention_context.wgsl; docs/webgpu.md says why the shaders hold no f32).
+
+    att = GpuAttention(gpu, D, H, u, vb, s)      # u, vb float32 [D] uploaded once; s = sqrt(dk)
+    passes = att.passes(q_buf, k_buf, v_buf, p_buf, out_buf, T)   # for gpu.run, buffers resident
+    out = att(q, k, v, p, T)                     # host arrays in, out [T][D] array('f') (tests)
+
+Standard library only (it runs in Pyodide too).
+"""
+
+from __future__ import annotations
+
+from array import array
+
+from engine.kernels import KernelError
+from engine.webgpu_tier import MAX_DIM, MAX_GROUPS, GpuKernels, _check_dims, _float32_view
+
+SCORE_TILE = 8             # attention_scores.wgsl: an 8 x 8 tile of (i, j) per workgroup
+CONTEXT_TILE = 8           # attention_context.wgsl: 8 rows x 8 columns of a head per workgroup
+# the scores [H][T][T] are one storage binding: the WebGPU default of
+# maxStorageBufferBindingSize (134,217,728 bytes), which every adapter gives
+MAX_SCORES_BYTES = 1 << 27
+
+
+def _f32_bits(x: float) -> int:
+    return array("I", array("f", [x]).tobytes())[0]
+
+
+class GpuAttention:
+    """One attention layer's biases and scale on the device; `passes` computes
+    softmax(((q+u).k + (q+vb).p_rel) / s) v for every head into out [T][D] (head h in columns
+    h*dk .. h*dk+dk-1), as Kernels.attention_heads(T, D, D // H, 0, H, ...)."""
+
+    def __init__(self, gpu: GpuKernels, D: int, H: int, u, vb, s: float):
+        _check_dims(D=D, H=H)
+        if D % H:
+            raise KernelError(f"D = {D} is not a multiple of H = {H}")
+        self.gpu, self.D, self.H, self.dk = gpu, D, H, D // H
+        self.s = array("f", [s])[0]
+        self.s_bits = _f32_bits(s)
+        self._u = gpu.upload(_float32_view(u, D, "u"))
+        self._vb = gpu.upload(_float32_view(vb, D, "vb"))
+
+    def groups(self, T: int) -> dict:
+        """Each pass's workgroup grid for T tokens (KernelError past the device's limits)."""
+        _check_dims(T=T)
+        if 2 * T - 1 > MAX_DIM:
+            raise KernelError(f"T = {T}: the 2T-1 = {2 * T - 1} positions exceed {MAX_DIM}")
+        if 4 * self.H * T * T > MAX_SCORES_BYTES:
+            raise KernelError(f"T = {T}: the scores of {self.H} heads need {4 * self.H * T * T} bytes, "
+                              f"above {MAX_SCORES_BYTES} (one storage binding)")
+        tiles = -(-T // SCORE_TILE)
+        rows = self.H * T
+        gx = min(rows, MAX_GROUPS)
+        grids = {"attention_scores": (tiles, self.H * tiles),
+                 "attention_softmax": (gx, -(-rows // gx)),
+                 "attention_context": (self.H * -(-self.dk // CONTEXT_TILE), -(-T // CONTEXT_TILE))}
+        for module, grid in grids.items():
+            if max(grid) > MAX_GROUPS:
+                raise KernelError(f"T = {T}: {module} needs {grid} workgroups, above {MAX_GROUPS}")
+        return grids
+
+    def passes(self, q_buf, k_buf, v_buf, p_buf, out_buf, T: int) -> list:
+        """The three passes (for gpu.run) reading q, k, v [T][D] and p [2T-1][D] on the device and
+        writing out [T][D]; the scores live in the scratch buffer "attention_scores"."""
+        grids = self.groups(T)
+        gpu, D, H, dk = self.gpu, self.D, self.H, self.dk
+        scores = gpu.scratch("attention_scores", 4 * H * T * T)
+        return [("attention_scores", [gpu.uniform(T, D, dk, H, self.s_bits), q_buf, k_buf, p_buf,
+                                      self._u, self._vb, scores], grids["attention_scores"]),
+                ("attention_softmax", [gpu.uniform(H * T, T), scores], grids["attention_softmax"]),
+                ("attention_context", [gpu.uniform(T, D, dk, H), scores, v_buf, out_buf],
+                 grids["attention_context"])]
+
+    def __call__(self, q, k, v, p, T: int) -> array:
+        """out [T][D] float32 for q, k, v [T][D], p [2T-1][D] (host buffers): the bits of
+        Kernels("scalar").attention_heads(T, D, dk, 0, H, q, k, v, p, u, vb, s, out)."""
+        self.groups(T)
+        gpu, D = self.gpu, self.D
+        bufs = []
+        for x, rows, name in ((q, T, "q"), (k, T, "k"), (v, T, "v"), (p, 2 * T - 1, "p")):
+            raw = _float32_view(x, rows * D, name)
+            buf = gpu.scratch(f"attention_{name}", raw.nbytes)
+            gpu.write(buf, raw)
+            bufs.append(buf)
+        out = gpu.scratch("attention_out", 4 * T * D)
+        gpu.run(self.passes(*bufs, out, T))
+        return array("f", gpu.read(out, 4 * T * D))
