@@ -1,0 +1,72 @@
+"""The conv module's middle on the device (issue 39): silu(dwconv1d(glu(h))) for pw1's output
+h [T][2D], in two WGSL passes (kernels/webgpu/glu.wgsl, dwconv_silu.wgsl) that give the C scalar
+tier's float32 bits (engine/executor.py conv_middle_alone's k.glu, k.dwconv1d, k.silu).
+
+Standard library only (it runs in Pyodide too); the device work goes through
+engine/webgpu_tier.py GpuKernels.
+
+    conv = GpuConvMiddle(gpu, dw, dwb, ksize)    # dw float32 [D][K], dwb [D]: uploaded once
+    gpu.run(conv.passes(h_buf, out_buf, T))      # h_buf [T][2D] -> out_buf [T][D], on the device
+    y = conv(h, T)                               # the same from host memory: array('f') [T][D]
+"""
+
+from __future__ import annotations
+
+from array import array
+
+from engine.kernels import KernelError
+from engine.webgpu_tier import MAX_GROUPS, GpuKernels, _check_dims, _float32_view
+
+DWCONV_TILE_T = 16           # dwconv_silu.wgsl's TILE_T: time steps per workgroup
+WORKGROUP = 64               # invocations per workgroup (and channels per dwconv workgroup)
+
+
+class GpuConvMiddle:
+    """The depthwise weights of one conv module on the device, and its GLU + depthwise conv +
+    SiLU. dw: float32 [D][K] (K = ksize, odd), dwb: float32 [D]."""
+
+    def __init__(self, gpu: GpuKernels, dw, dwb, ksize: int):
+        _check_dims(K=ksize)
+        if ksize % 2 == 0:
+            raise KernelError(f"depthwise kernel size {ksize} must be odd")
+        try:
+            D = memoryview(dwb).nbytes // 4
+        except TypeError:
+            raise KernelError("dwb must be a float32 buffer (array('f'), numpy float32, ...)") from None
+        _check_dims(D=D)
+        self.gpu, self.D, self.K = gpu, D, ksize
+        self._bias = gpu.upload(_float32_view(dwb, D, "dwb"))
+        self._w = gpu.upload(_float32_view(dw, D * ksize, "dw"))
+
+    def _check_T(self, T: int) -> None:
+        _check_dims(T=T)
+        if -(-T // DWCONV_TILE_T) > MAX_GROUPS or -(-self.D // WORKGROUP) > MAX_GROUPS:
+            raise KernelError(f"T = {T}, D = {self.D} need more than {MAX_GROUPS} workgroups a dimension")
+        if 2 * T * self.D >= 1 << 32:
+            raise KernelError(f"T = {T}, D = {self.D}: h [T][2D] is past the shaders' u32 indices")
+
+    def passes(self, h_buf, out_buf, T: int) -> list:
+        """The two passes (GLU into a scratch buffer, then depthwise conv + SiLU) reading h_buf
+        [T][2D] and writing out_buf [T][D], for GpuKernels.run (one submission with others)."""
+        self._check_T(T)
+        D, gpu = self.D, self.gpu
+        for buf, need, what in ((h_buf, 8 * T * D, "h"), (out_buf, 4 * T * D, "out")):
+            if buf.size < need:
+                raise KernelError(f"{what} buffer holds {buf.size} bytes, need {need}")
+        g = gpu.scratch("conv_glu", 4 * T * D)
+        groups = -(-(T * D) // WORKGROUP)
+        gx = min(groups, MAX_GROUPS)
+        return [("glu", [gpu.uniform(T, D), h_buf, g], (gx, -(-groups // gx))),
+                ("dwconv_silu", [gpu.uniform(T, D, self.K), g, self._w, self._bias, out_buf],
+                 (-(-D // WORKGROUP), -(-T // DWCONV_TILE_T)))]
+
+    def __call__(self, h, T: int) -> array:
+        """silu(dwconv1d(glu(h))) [T][D] for h [T][2D] float32: the scalar tier's bits."""
+        self._check_T(T)
+        D, gpu = self.D, self.gpu
+        raw = _float32_view(h, 2 * T * D, "h")
+        h_buf = gpu.scratch("conv_h", 8 * T * D)
+        gpu.write(h_buf, raw)
+        out = gpu.scratch("conv_out", 4 * T * D)
+        gpu.run(self.passes(h_buf, out, T))
+        return array("f", gpu.read(out, 4 * T * D))
