@@ -1,0 +1,205 @@
+"""Relative-position attention on the WebGPU tier (engine/webgpu_attention.py GpuAttention;
+kernels/webgpu/attention_scores.wgsl, attention_softmax.wgsl, attention_context.wgsl) against
+the C scalar tier's Kernels.attention_heads, bit for bit, on a shape sweep (T, dk, H) with the
+model's full size among them, random data with large scores (exp underflowing to 0, subnormal
+weights), ties and signed zeros; each pass alone against its C step; and shader mutations the
+comparison must catch. Natively through PyPI wgpu on lavapipe, as tests/test_webgpu_kernels.py."""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+import pytest
+
+from engine.kernels import KernelError, Kernels
+from engine.webgpu_attention import GpuAttention
+from engine.webgpu_tier import GpuKernels
+
+wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
+
+# T, dk, H: every combination of T in (1, 2, 5, 13, 40), dk in (4, 8, 64), H in (1, 2, 8);
+# tile edges (T % 8 and T % 16, dk % 8 and dk % 16: odd dk 17, 24); the full-size model's shape
+# (D = 1024, 8 heads of 128) at T = 26; T = 80: softmax rows longer than its 64 invocations.
+SWEEP = ([(T, dk, H) for T in (1, 2, 5, 13, 40) for dk in (4, 8, 64) for H in (1, 2, 8)]
+         + [(13, 17, 3), (40, 24, 2), (17, 12, 5), (80, 8, 2), (26, 128, 8)])
+
+
+@pytest.fixture(scope="module")
+def device():
+    try:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as e:         # noqa: BLE001 - no Vulkan loader or driver
+        pytest.skip(f"no WebGPU adapter: {e} (build.py setup installs mesa-vulkan-drivers)")
+    if adapter is None:
+        pytest.skip("no WebGPU adapter (build.py setup installs mesa-vulkan-drivers: lavapipe)")
+    return adapter.request_device_sync()
+
+
+@pytest.fixture(scope="module")
+def gpu(device):
+    return GpuKernels(device, packed_dot=False)
+
+
+@pytest.fixture(scope="module")
+def scalar():
+    return Kernels("scalar")
+
+
+def bits(values) -> np.ndarray:
+    return np.frombuffer(bytes(memoryview(values).cast("B")), np.uint32)
+
+
+def assert_same_bits(got, want, what):
+    g, w = bits(got), bits(want)
+    bad = np.flatnonzero(g != w)
+    assert not bad.size, (f"{what}: {bad.size} of {g.size} differ; first #{bad[0]}: "
+                          f"got {g[bad[0]]:#010x} want {w[bad[0]]:#010x}")
+
+
+def attention_inputs(T, D, seed):
+    """q, k, v [T][D], p [2T-1][D], u, vb [D] float32: a mix of scales so that some rows'
+    scores spread by hundreds (exp underflows to 0 and to subnormals), equal rows (tied
+    scores: the first maximum), signed zeros, subnormal values."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((T, D)).astype(np.float32)
+    k = rng.standard_normal((T, D)).astype(np.float32)
+    v = rng.standard_normal((T, D)).astype(np.float32)
+    p = rng.standard_normal((2 * T - 1, D)).astype(np.float32)
+    u = (0.5 * rng.standard_normal(D)).astype(np.float32)
+    vb = (0.5 * rng.standard_normal(D)).astype(np.float32)
+    q[::3] *= np.float32(12.0)                            # large scores: exp down to 0
+    k[1::4] *= np.float32(9.0)
+    if T > 2:
+        k[2] = k[0]                                       # ties in a row's scores
+        p[T - 1] = p[T + 1] if 2 * T - 1 > T + 1 else p[T - 1]
+    if T > 3:
+        q[3] = 0.0                                        # a row of equal scores if u, vb = 0
+        q[3, ::2] = -0.0
+    v[:, ::5] = np.where(rng.random((T, len(range(0, D, 5)))) < 0.3, np.float32(1e-39), v[:, ::5])
+    v[-1, 1::7] = -0.0
+    u[::11] = 0.0
+    return q, k, v, p, u, vb
+
+
+def c_reference(scalar, T, D, H, q, k, v, p, u, vb, s):
+    out = np.zeros((T, D), np.float32)
+    scalar.attention_heads(T, D, D // H, 0, H, q, k, v, p, u, vb, s, out)
+    return out
+
+
+def sqrt_dk(dk):
+    return array("f", [dk ** 0.5])[0]          # as engine/parakeet_tdt/encoder.py SelfAttention
+
+
+@pytest.mark.parametrize("T,dk,H", SWEEP, ids=[f"T{T}-dk{dk}-H{H}" for T, dk, H in SWEEP])
+def test_attention_matches_scalar(gpu, scalar, T, dk, H):
+    D = dk * H
+    q, k, v, p, u, vb = attention_inputs(T, D, seed=1000 * T + 10 * dk + H)
+    s = sqrt_dk(dk)
+    want = c_reference(scalar, T, D, H, q, k, v, p, u, vb, s)
+    got = GpuAttention(gpu, D, H, u, vb, s)(q, k, v, p, T)
+    assert_same_bits(got, want, f"attention T={T} dk={dk} H={H}")
+
+
+def test_scores_and_softmax_alone(gpu, scalar):
+    """The scores pass against pk_rel_scores per head (with qu, qv as the C adds them), the
+    softmax against pk_softmax_rows, both read back from the scratch: underflowed and
+    subnormal weights seen on the way."""
+    T, dk, H = 21, 16, 3
+    D = dk * H
+    q, k, v, p, u, vb = attention_inputs(T, D, seed=7)
+    s = sqrt_dk(dk)
+    att = GpuAttention(gpu, D, H, u, vb, s)
+    bufs = [gpu.upload(x) for x in (q, k, v, p)]
+    out = gpu.storage(4 * T * D)
+    passes = att.passes(*bufs, out, T)
+    scores_buf = passes[0][1][-1]
+    gpu.run(passes[:1])
+    got = np.frombuffer(gpu.read(scores_buf, 4 * H * T * T), np.float32).reshape(H, T, T)
+    want = np.empty_like(got)
+    for h in range(H):
+        c = slice(h * dk, (h + 1) * dk)
+        qu = np.ascontiguousarray(q[:, c] + np.float32(1.0) * u[c])
+        qv = np.ascontiguousarray(q[:, c] + np.float32(1.0) * vb[c])
+        want[h] = np.frombuffer(scalar.rel_scores(qu, np.ascontiguousarray(k[:, c]), qv,
+                                                  np.ascontiguousarray(p[:, c]), T, dk, s),
+                                np.float32).reshape(T, T)
+    assert_same_bits(got, want, "scores")
+    gpu.run(passes[1:2])
+    got = np.frombuffer(gpu.read(scores_buf, 4 * H * T * T), np.float32)
+    scalar.softmax_rows(want, H * T, T)
+    assert_same_bits(got, want, "softmax")
+    assert (want == 0).any() and ((want > 0) & (want < np.float32(1.2e-38))).any()
+
+
+def test_softmax_ties_and_signed_zeros(gpu, scalar):
+    """Rows whose maximum occurs more than once, +0 before -0 and the reverse, -inf,
+    subnormals: the softmax pass alone against pk_softmax_rows."""
+    T, H = 70, 2
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((H * T, T)) * 40).astype(np.float32)
+    x[0] = 0.0
+    x[0, 5] = -0.0
+    x[1] = -0.0
+    x[1, 64] = 0.0
+    x[2, [3, 40, 66]] = 500.0
+    x[3] = np.float32(1e-40) * rng.integers(-3, 4, T).astype(np.float32)
+    x[4, :] = -np.inf
+    x[4, 9] = 1.0
+    x[5, ::2] = 3.0
+    att = GpuAttention(gpu, 2 * H, H, np.zeros(2 * H, np.float32), np.zeros(2 * H, np.float32), 1.0)
+    scores = gpu.scratch("attention_scores", x.nbytes)
+    gpu.write(scores, x)
+    gpu.run([att.passes(*[gpu.storage(16)] * 5, T)[1]])
+    got = np.frombuffer(gpu.read(scores, x.nbytes), np.float32)
+    want = x.copy()
+    scalar.softmax_rows(want, H * T, T)
+    assert_same_bits(got, want, "softmax")
+
+
+def test_shapes_refused(gpu):
+    z = np.zeros(8, np.float32)
+    with pytest.raises(KernelError, match="multiple"):
+        GpuAttention(gpu, 8, 3, z, z, 1.0)
+    with pytest.raises(KernelError, match="u holds"):
+        GpuAttention(gpu, 8, 2, np.zeros(7, np.float32), z, 1.0)
+    att = GpuAttention(gpu, 8, 2, z, z, 2.0)
+    with pytest.raises(KernelError, match="q holds"):
+        att(np.zeros(15, np.float32), np.zeros(16, np.float32), np.zeros(16, np.float32), np.zeros(24, np.float32), 2)
+    with pytest.raises(KernelError, match="bytes"):
+        att.groups(4200)
+    with pytest.raises(KernelError, match="T must be"):
+        att.groups(0)
+
+
+MUTATIONS = {
+    "scores: d descending": ("for (var dd = 0u; dd < n; dd = dd + 1u) {\n            ac",
+                             "for (var de = n; de > 0u; de = de - 1u) { let dd = de - 1u;\n            ac"),
+    "scores: shift the other way": ("let pl = (SCORE_TILE - 1u - li + lj)", "let pl = (SCORE_TILE - 1u - lj + li)"),
+    "softmax: the tree keeps the smaller": ("if (kb > ka || (kb == ka", "if (kb < ka || (kb == ka"),
+    "softmax: float sum": ("sum = sd_add(sum, sd_from_f32(scores[base + n]));",
+                           "sum = sd_from_f32(sf_add(sd_to_f32(sum), scores[base + n]));"),
+    "context: j descending": ("for (var jj = 0u; jj < n; jj = jj + 1u) {",
+                              "for (var je = n; je > 0u; je = je - 1u) { let jj = je - 1u;"),
+}
+
+
+@pytest.mark.parametrize("name", list(MUTATIONS))
+def test_mutation_caught(device, scalar, name):
+    old, new = MUTATIONS[name]
+    hits = []
+
+    def patch(source):
+        hits.append(old in source)
+        return source.replace(old, new)
+
+    gpu = GpuKernels(device, packed_dot=False, patch=patch)
+    T, dk, H = 40, 16, 2
+    D = dk * H
+    q, k, v, p, u, vb = attention_inputs(T, D, seed=11)
+    s = sqrt_dk(dk)
+    want = c_reference(scalar, T, D, H, q, k, v, p, u, vb, s)
+    got = GpuAttention(gpu, D, H, u, vb, s)(q, k, v, p, T)
+    assert any(hits), f"mutation {name!r} matched no source"
+    assert (bits(got) != bits(want)).any(), f"mutation {name!r} was not caught"
