@@ -262,3 +262,49 @@ fn sf_dequant(acc: i32, xs: u32, ws: u32, has_bias: bool, bias: u32) -> u32 {
     }
     return y;
 }
+
+// sqrtf(a), IEEE-754 binary32, correctly rounded (C's sqrtf): the integer square root of the
+// significand scaled to 27 root bits, digit by digit, the remainder jammed into the last bit,
+// one rounding. NaN gives that NaN quieted, a negative non-zero value (-inf too) the default
+// NaN, -0 is -0, +inf is +inf. (A square root is never a tie and never leaves the normal range.)
+fn sf_sqrt(a: u32) -> u32 {
+    if (sf_is_nan(a)) {
+        return a | F32_QUIET;
+    }
+    if ((a & 0x7fffffffu) == 0u) {
+        return a;                                // +-0
+    }
+    if ((a & F32_SIGN) != 0u) {
+        return F32_DEFAULT_NAN;
+    }
+    if (a == F32_INF) {
+        return a;
+    }
+    let u = sf_unpack(a);                        // value = m * 2^k, k = e - 150
+    var k = u.e - 150;
+    var m = u.m;
+    if ((k & 1) != 0) {                          // an even exponent: m in [2^23, 2^25)
+        m = m << 1u;
+        k = k - 1;
+    }
+    // q = floor(sqrt(m * 2^28)), taken two bits of m * 2^28 (54 bits) at a time: rem < 2q + 1
+    var q = 0u;
+    var rem = 0u;
+    for (var i = 0u; i < 27u; i = i + 1u) {
+        var pair = 0u;
+        if (i <= 12u) {
+            pair = (m >> (24u - 2u * i)) & 3u;
+        }
+        rem = (rem << 2u) | pair;
+        let t = (q << 2u) | 1u;
+        q = q << 1u;
+        if (rem >= t) {
+            rem = rem - t;
+            q = q | 1u;
+        }
+    }
+    // q in [2^25.5, 2^26.5): leading bit to bit 30; sqrt = q * 2^(k/2 - 14)
+    let lz = countLeadingZeros(q);
+    let sig = (q << (lz - 1u)) | select(0u, 1u, rem != 0u);
+    return sf_round_pack(0u, 144 - i32(lz) + (k >> 1u), sig);
+}

@@ -1,0 +1,205 @@
+"""The WebGPU tier's soft-double (kernels/webgpu/softdouble.wgsl) against numpy's IEEE float64,
+sf_sqrt against numpy's float32 sqrt, and the layer norm (kernels/webgpu/layer_norm.wgsl through
+engine/webgpu_norm.py) against the C scalar tier's pk_layernorm, bit for bit; and a mutation
+(the double sum done in float) that the comparison must catch.
+
+Natively through PyPI wgpu on any Vulkan adapter; here Mesa lavapipe (a CPU emulation)."""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+import pytest
+
+from engine.kernels import KernelError, Kernels
+from engine.webgpu_norm import GpuLayerNorm, double_op
+from engine.webgpu_tier import GpuKernels
+
+wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
+
+CASES = 100_000
+
+
+@pytest.fixture(scope="module")
+def device():
+    try:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    except Exception as e:         # noqa: BLE001 - no Vulkan loader or driver
+        pytest.skip(f"no WebGPU adapter: {e} (build.py setup installs mesa-vulkan-drivers)")
+    if adapter is None:
+        pytest.skip("no WebGPU adapter (build.py setup installs mesa-vulkan-drivers: lavapipe)")
+    return adapter.request_device_sync()
+
+
+@pytest.fixture(scope="module")
+def gpu(device):
+    return GpuKernels(device, packed_dot=False)
+
+
+@pytest.fixture(scope="module")
+def scalar():
+    return Kernels("scalar")
+
+
+def assert_same(got, want, what, nbits=64):
+    """Equal bit patterns, any NaN where the reference has a NaN."""
+    dt = np.uint64 if nbits == 64 else np.uint32
+    got, want = np.asarray(got, dt), np.asarray(want, dt)
+    mag = dt(0x7FFFFFFFFFFFFFFF if nbits == 64 else 0x7FFFFFFF)
+    inf = dt(0x7FF0000000000000 if nbits == 64 else 0x7F800000)
+    both_nan = ((got & mag) > inf) & ((want & mag) > inf)
+    bad = np.flatnonzero((got != want) & ~both_nan)
+    w = nbits // 4
+    assert not bad.size, (f"{what}: {bad.size} of {got.size} differ; first: #{bad[0]} "
+                          f"got {int(got[bad[0]]):#0{w + 2}x} want {int(want[bad[0]]):#0{w + 2}x}")
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs biased towards the hard cases
+
+def special_f64(rng, n):
+    """float64 bit patterns: random exponents, and over-represented zeros, subnormals, the
+    subnormal border, near overflow, the exponents whose products or quotients cross those
+    borders (about 512 and 1535), infinities, NaN, short significands (exact results, ties)."""
+    u = rng.integers(0, 2 ** 63, n, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, n, dtype=np.uint64)
+    kinds = rng.integers(0, 12, n)
+    field = (u >> np.uint64(52)) & np.uint64(0x7FF)
+    field = np.where(kinds == 1, 0, field)
+    field = np.where(kinds == 2, rng.integers(1, 4, n), field)
+    field = np.where(kinds == 3, rng.integers(2040, 2047, n), field)
+    field = np.where(kinds == 4, rng.integers(480, 545, n), field)
+    field = np.where(kinds == 5, rng.integers(1500, 1570, n), field)
+    field = np.where(kinds == 6, rng.integers(1000, 1050, n), field).astype(np.uint64)
+    frac = u & np.uint64((1 << 52) - 1)
+    keep = rng.integers(0, 53, n).astype(np.uint64)                  # short significands
+    short = frac & ~((np.uint64(1) << (np.uint64(52) - keep)) - np.uint64(1))
+    frac = np.where((kinds == 7) | (kinds == 6), short, frac)
+    out = (u & np.uint64(1 << 63)) | (field << np.uint64(52)) | frac
+    out[kinds == 8] = (u[kinds == 8] & np.uint64(1 << 63)) | np.uint64(0x7FF0000000000000)
+    out[kinds == 9] &= np.uint64(1 << 63)                            # zeros
+    nan = kinds == 10
+    out[nan] = (u[nan] | np.uint64(0x7FF0000000000000)) & ~np.uint64(1 << 51)
+    out[nan & (frac == 0)] |= np.uint64(1)
+    return out.astype(np.uint64)
+
+
+def near_pairs64(rng, n):
+    """b close to -a (cancellation) or to a (carries), or 50..56 binades below (ties, sticky
+    bits of the alignment)."""
+    a = special_f64(rng, n)
+    a = a[(a & np.uint64(0x7FF0000000000000)) != np.uint64(0x7FF0000000000000)]
+    m = a.size
+    mag = (a & np.uint64(0x7FFFFFFFFFFFFFFF)).astype(np.int64)
+    delta = rng.integers(-(1 << 54), 1 << 54, m)
+    delta = np.where(rng.integers(0, 2, m) == 1, delta >> rng.integers(0, 54, m), delta)
+    close = mag + delta
+    far = mag - (rng.integers(50, 57, m) << 52) + rng.integers(-4, 5, m)
+    bmag = np.where(rng.integers(0, 3, m) == 0, far, close).clip(0, 0x7FEFFFFFFFFFFFFF).astype(np.uint64)
+    sign = np.where(rng.integers(0, 2, m) == 1, np.uint64(1 << 63), np.uint64(0))
+    return a, bmag | sign
+
+
+def special_f32(rng, n):
+    """float32 bit patterns over the whole range, zeros, subnormals, the border, near
+    overflow, infinities, NaN, short significands."""
+    u = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32)
+    kinds = rng.integers(0, 8, n)
+    exp = np.where(kinds == 1, 0, np.where(kinds == 2, rng.integers(1, 4, n),
+                   np.where(kinds == 3, rng.integers(250, 255, n), (u >> 23) & 0xFF)))
+    frac = np.where(kinds == 4, u & 0x7FF000, u & 0x7FFFFF)
+    out = (u & 0x80000000) | (exp.astype(np.uint32) << 23) | frac.astype(np.uint32)
+    out[kinds == 5] = (u[kinds == 5] & 0x80000000) | 0x7F800000
+    out[kinds == 6] &= 0x80000000
+    out[kinds == 7] = (u[kinds == 7] | 0x7F800000) | 0x400000
+    return out.astype(np.uint32)
+
+
+F32_SPECIALS = np.array([0, 0x80000000, 1, 0x80000001, 0x007FFFFF, 0x00800000, 0x80800000, 0x7F7FFFFF,
+                         0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001,
+                         0x3F800000, 0xBF800000, 0x40800000, 0x3F7FFFFF, 0x3F800001, 0x00000004],
+                        np.uint32)
+
+
+def f64(u):
+    return np.asarray(u, np.uint64).view(np.float64)
+
+
+def f32(u):
+    return np.asarray(u, np.uint32).view(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# the soft-double against numpy float64
+
+def test_from_f32_exact(gpu):
+    rng = np.random.default_rng(1)
+    a = np.concatenate([F32_SPECIALS, special_f32(rng, CASES), np.arange(0, 1 << 16, dtype=np.uint32)])
+    got = np.frombuffer(double_op(gpu, "from_f32", a), np.uint64)
+    assert_same(got, f32(a).astype(np.float64).view(np.uint64), "(double)float")
+    # every finite one back: (float)(double)f == f
+    back = np.frombuffer(double_op(gpu, "to_f32", got), np.uint32)
+    finite = (a & 0x7F800000) != 0x7F800000
+    assert (back[finite] == a[finite]).all()
+
+
+def to_f32_inputs(rng, n):
+    """doubles over the float range and its borders (float subnormals, underflow to zero,
+    overflow), ties at float precision and their neighbours, and special_f64's."""
+    e = rng.integers(1023 - 160, 1023 + 130, n).astype(np.uint64)
+    frac = rng.integers(0, 1 << 52, n, dtype=np.uint64)
+    kinds = rng.integers(0, 4, n)
+    # ties: the bits below float precision exactly one half (29 bits for normals; more for
+    # the float subnormals, the tie bit then sits higher), or one ulp either side of it
+    tie_bit = np.uint64(1) << (np.uint64(28) + np.clip(1023 - 126 - e.astype(np.int64), 0, 23).astype(np.uint64))
+    tie = (frac & ~((tie_bit << np.uint64(1)) - np.uint64(1))) | tie_bit
+    frac = np.where(kinds == 1, tie, np.where(kinds == 2, tie + np.uint64(1), np.where(kinds == 3, tie - np.uint64(1), frac)))
+    sign = rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(63)
+    return np.concatenate([sign | (e << np.uint64(52)) | frac, special_f64(rng, n // 2)])
+
+
+def test_to_f32(gpu):
+    rng = np.random.default_rng(2)
+    a = to_f32_inputs(rng, CASES)
+    got = np.frombuffer(double_op(gpu, "to_f32", a), np.uint32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = f64(a).astype(np.float32).view(np.uint32)
+    assert_same(got, want, "(float)double", 32)
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_add_sub(gpu, op):
+    rng = np.random.default_rng(3 if op == "add" else 4)
+    a1 = special_f64(rng, CASES // 2)
+    b1 = special_f64(rng, CASES // 2)
+    a2, b2 = near_pairs64(rng, CASES // 2)
+    a, b = np.concatenate([a1, a2]), np.concatenate([b1, b2])
+    got = np.frombuffer(double_op(gpu, op, a, b), np.uint64)
+    with np.errstate(all="ignore"):
+        want = (f64(a) + f64(b)) if op == "add" else (f64(a) - f64(b))
+    assert_same(got, want.view(np.uint64), f"double {op}")
+
+
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_mul_div(gpu, op):
+    rng = np.random.default_rng(5 if op == "mul" else 6)
+    a, b = special_f64(rng, CASES), special_f64(rng, CASES)
+    got = np.frombuffer(double_op(gpu, op, a, b), np.uint64)
+    with np.errstate(all="ignore"):
+        want = (f64(a) * f64(b)) if op == "mul" else (f64(a) / f64(b))
+    assert_same(got, want.view(np.uint64), f"double {op}")
+
+
+def test_from_u32(gpu):
+    a = np.concatenate([np.arange(0, 4096, dtype=np.uint32),
+                        np.random.default_rng(7).integers(0, 2 ** 32, 4096, dtype=np.uint64).astype(np.uint32),
+                        np.uint32([0xFFFFFFFF, 0x80000000, 0x7FFFFFFF])])
+    got = np.frombuffer(double_op(gpu, "from_u32", a), np.uint64)
+    assert_same(got, a.astype(np.float64).view(np.uint64), "(double)u32")
+
+
+def test_double_op_refuses(gpu):
+    with pytest.raises(KernelError, match="unknown"):
+        double_op(gpu, "fma", [0], [0])
+    with pytest.raises(KernelError, match="equal length"):
+        double_op(gpu, "add", [0, 1], [0])
