@@ -136,7 +136,9 @@ def test_from_f32_exact(gpu):
     rng = np.random.default_rng(1)
     a = np.concatenate([F32_SPECIALS, special_f32(rng, CASES), np.arange(0, 1 << 16, dtype=np.uint32)])
     got = np.frombuffer(double_op(gpu, "from_f32", a), np.uint64)
-    assert_same(got, f32(a).astype(np.float64).view(np.uint64), "(double)float")
+    with np.errstate(invalid="ignore"):
+        want = f32(a).astype(np.float64).view(np.uint64)
+    assert_same(got, want, "(double)float")
     # every finite one back: (float)(double)f == f
     back = np.frombuffer(double_op(gpu, "to_f32", got), np.uint32)
     finite = (a & 0x7F800000) != 0x7F800000
@@ -203,3 +205,130 @@ def test_double_op_refuses(gpu):
         double_op(gpu, "fma", [0], [0])
     with pytest.raises(KernelError, match="equal length"):
         double_op(gpu, "add", [0, 1], [0])
+
+
+# ---------------------------------------------------------------------------------------------
+# sf_sqrt against numpy's float32 sqrt (correctly rounded, as C's sqrtf)
+
+def test_sqrt(gpu):
+    rng = np.random.default_rng(8)
+    a = np.concatenate([F32_SPECIALS, special_f32(rng, 1 << 18),
+                        np.arange(0, 1 << 16, dtype=np.uint32),                     # subnormals
+                        np.arange(0x3F000000, 0x3F000000 + (1 << 16), dtype=np.uint32),
+                        np.arange(0x7F7F0000, 0x7F800000, dtype=np.uint32)]).astype(np.uint32)
+    got = np.frombuffer(double_op(gpu, "sqrt_f32", a), np.uint32)
+    with np.errstate(invalid="ignore"):
+        want = np.sqrt(f32(a)).view(np.uint32)
+    assert_same(got, want, "sqrtf", 32)
+    negative = ((a & 0x80000000) != 0) & ((a & 0x7FFFFFFF) != 0) & ((a & 0x7FFFFFFF) <= 0x7F800000)
+    assert negative.sum() > 1000 and (got[negative] == 0xFFC00000).all()      # the default NaN
+    assert got[a == 0x80000000].tolist() and (got[a == 0x80000000] == 0x80000000).all()
+    assert (got[a == 0x7F800000] == 0x7F800000).all()
+
+
+def test_sqrt_every_significand(gpu):
+    """Every float in [1, 4): every significand with either exponent parity (other binades,
+    subnormals normalised too, only shift the exponent)."""
+    a = np.arange(0x3F800000, 0x40800000, dtype=np.uint32)
+    got = np.frombuffer(double_op(gpu, "sqrt_f32", a), np.uint32)
+    assert_same(got, np.sqrt(f32(a)).view(np.uint32), "sqrtf", 32)
+
+
+# ---------------------------------------------------------------------------------------------
+# the layer norm against C pk_layernorm
+
+def norm_data(rng, kind, N, D):
+    """x [N][D], g, b, eps: ordinary rows; large offsets (float sums would round); a wide
+    exponent spread with mixed signs (the double sums round); tiny values and subnormals."""
+    if kind == "ordinary":
+        x = rng.normal(0, 1, (N, D))
+        eps = 1e-5
+    elif kind == "offset":
+        x = 3e7 + rng.integers(-1000, 1000, (N, D)) + rng.normal(0, 1, (N, D))
+        eps = 1e-5
+    elif kind == "wide":
+        x = rng.choice([-1, 1], (N, D)) * np.exp2(rng.uniform(-70, 70, (N, D))) * rng.uniform(1, 2, (N, D))
+        eps = 1e-12
+    elif kind == "tiny":
+        x = rng.normal(0, 1, (N, D)) * np.float32(1e-39)                           # subnormals
+        x[:, ::3] = rng.normal(0, 1e-30, (N, -(-D // 3)))
+        eps = 1e-45 if N % 2 else 1e-30
+    else:
+        raise ValueError(kind)
+    g = rng.normal(1, 0.5, D).astype(np.float32)
+    g[::7] = -g[::7]
+    b = rng.normal(0, 0.1, D).astype(np.float32)
+    return np.ascontiguousarray(x, np.float32), g, b, eps
+
+
+SHAPES = [(N, D) for N in (1, 3, 17, 125) for D in (8, 24, 176, 1024) if N * D <= 17 * 1024]
+
+
+@pytest.mark.parametrize("kind", ["ordinary", "offset", "wide", "tiny"])
+def test_layer_norm(gpu, scalar, kind):
+    rng = np.random.default_rng(len(kind))
+    shapes = SHAPES + [(125, 1024)] if kind in ("wide", "offset") else SHAPES
+    for N, D in shapes:
+        x, g, b, eps = norm_data(rng, kind, N, D)
+        got = GpuLayerNorm(gpu, g, b, eps)(x, N)
+        want = scalar.layernorm(x, N, D, g, b, eps)
+        assert_same(np.frombuffer(got, np.uint32), np.frombuffer(want, np.uint32), f"{kind} {N}x{D}", 32)
+
+
+def test_layer_norm_special_rows(gpu, scalar):
+    """A constant row (variance 0), a row with an infinity, one with NaN, zeros with eps 0 (NaN
+    outputs), a row of +-3.4e38 (the double sums do not overflow; the float steps do)."""
+    D = 40
+    x = np.zeros((6, D), np.float32)
+    x[0] = 2.5
+    x[1] = np.linspace(-1, 1, D)
+    x[1, 5] = np.inf
+    x[2] = np.linspace(-1, 1, D)
+    x[2, 7] = np.nan
+    x[4] = np.float32(3.4e38) * np.where(np.arange(D) % 3, 1, -1)
+    x[5] = np.arange(D) * np.float32(1e-45)
+    g, b = np.ones(D, np.float32), np.linspace(-1, 1, D).astype(np.float32)
+    for eps in (1e-5, 0.0):
+        got = GpuLayerNorm(gpu, g, b, eps)(x, 6)
+        want = scalar.layernorm(x, 6, D, g, b, eps)
+        assert_same(np.frombuffer(got, np.uint32), np.frombuffer(want, np.uint32), f"special rows eps {eps}", 32)
+
+
+def test_layer_norm_2d_grid(gpu, scalar):
+    """More rows than one grid dimension holds (65,535 workgroups): a 2-D grid."""
+    N, D = 65_536, 8
+    x, g, b, eps = norm_data(np.random.default_rng(9), "ordinary", N, D)
+    got = GpuLayerNorm(gpu, g, b, eps)(x, N)
+    want = scalar.layernorm(x, N, D, g, b, eps)
+    assert_same(np.frombuffer(got, np.uint32), np.frombuffer(want, np.uint32), "65,536 rows", 32)
+
+
+def test_layer_norm_float_sum_is_caught(device, scalar):
+    """The mean's sum done in float instead of double must differ on rows with a large offset."""
+    float_sum = "sum = sd_from_f32(sf_add(sd_to_f32(sum), sd_to_f32(norm_chunk[j])));"
+
+    def patch(source):
+        return source.replace("sum = sd_add(sum, norm_chunk[j]);", float_sum)
+
+    assert patch(open(__import__("engine.webgpu_tier", fromlist=["x"]).SHADER_DIR / "layer_norm.wgsl").read()) \
+        .count(float_sum) == 1
+    N, D = 17, 176
+    x, g, b, eps = norm_data(np.random.default_rng(10), "offset", N, D)
+    got = GpuLayerNorm(GpuKernels(device, packed_dot=False, patch=patch), g, b, eps)(x, N)
+    want = scalar.layernorm(x, N, D, g, b, eps)
+    assert (np.frombuffer(got, np.uint32) != np.frombuffer(want, np.uint32)).sum() > N * D // 4
+
+
+def test_layer_norm_refuses(gpu):
+    g = array("f", [1.0] * 8)
+    with pytest.raises(KernelError):
+        GpuLayerNorm(gpu, g, array("f", [0.0] * 7), 1e-5)
+    norm = GpuLayerNorm(gpu, g, g, 1e-5)
+    with pytest.raises(KernelError, match="x holds"):
+        norm(array("f", [0.0] * 15), 2)
+    with pytest.raises(KernelError):
+        norm(array("f", [0.0] * 16), 0)
+    with pytest.raises(KernelError, match="buffer holds"):
+        norm.passes(gpu.storage(32), gpu.storage(64), 2)
+    with pytest.raises(KernelError, match="float32"):
+        GpuLayerNorm(gpu, array("d", [1.0] * 8), g, 1e-5)
