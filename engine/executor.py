@@ -8,9 +8,16 @@ one signature, and never learns how they are carried out:
     ex.whole_layers                      # True: nothing to split, run a layer as one C call
     run = ex.linear(weights, "silu")     # once per linear at load; run(x, N) -> y [N][O]
     mid = ex.conv_middle(pw1, dw, dwb, ksize)   # mid(x, T) -> silu(dwconv(glu(pw1 x))) [T][D]
-    ex.attention_heads(T, D, dk, H, Q, K, V, P, u, v, sqrt_dk, out)
+    att = ex.attention(D, H, u, v, sqrt_dk)     # att(Q, K, V, P, T) -> every head [T][H][dk]
+    norm = ex.layer_norm(g, b, eps)      # norm(x, N) -> [N][D]
+    ex.add_scaled(x, s, d, n)            # x + s * d, the residuals
     ex.channel_ranges(C, run)            # run(k, c0, c1) over ranges covering C channels
     ex.unsplit                           # the same kernels, never split (one-token work)
+    ex.encode(fn)                        # fn() computes one encode; ex.host(y) -> array('f')
+
+The values the operations return are host arrays here; the GPU executor returns its own device
+tensors, which the network only passes on to other operations, and reads back with ex.host
+at the end of an encode (ex.arrays_on_host says which).
 
 Four executors, chosen by `executor()`:
 - Alone: one worker computes everything (the unsplit kernels).
@@ -75,12 +82,42 @@ def conv_middle_alone(k: Kernels, pw1: LinearWeights, dw, dwb, ksize: int, x, T:
     return k.silu(k.dwconv1d(g, T, D, dw, dwb, ksize), T * D)
 
 
+class SubsamplingConvs:
+    """The subsampling's convolutions on the CPU kernels, channel-last maps ([H][W][C]: one row
+    per position, what the pointwise convs take as tokens), split by channels where the
+    executor splits (every channel is computed on its own: the same bits).
+        head(x, T)       conv 3x3/2 + ReLU + depthwise 3x3/2 of x [T][F] (F mels) -> [H][W][C]
+        dw(x, H, W)      depthwise 3x3/2 of relu(x) [H][W][C] -> [ceil(H/2)][ceil(W/2)][C]
+        flatten(x, H, W) relu, [H][W][C] -> [H][C][W]"""
+
+    def __init__(self, ex, C: int, F: int, conv0, conv2, conv5):
+        self.ex, self.C, self.F, self.conv0, self.conv2, self.conv5 = ex, C, F, conv0, conv2, conv5
+
+    def head(self, x, T: int) -> array:
+        C, F, (w0, b0), (w2, b2) = self.C, self.F, self.conv0, self.conv2
+        H, W = (((T + 1) // 2) + 1) // 2, (((F + 1) // 2) + 1) // 2
+        out = zeros_f32(H * W * C)
+        self.ex.channel_ranges(C, lambda k, c0, c1: k.subsampling_head_cl(x, T, F, C, w0, b0, w2, b2, c0, c1, out=out))
+        return out
+
+    def dw(self, x, H: int, W: int) -> array:
+        C, (w5, b5) = self.C, self.conv5
+        out = zeros_f32(((H + 1) // 2) * ((W + 1) // 2) * C)
+        self.ex.channel_ranges(C, lambda k, c0, c1: k.dwconv2d_s2_cl(x, H, W, C, w5, b5, c0, c1, relu_input=True,
+                                                                    out=out))
+        return out
+
+    def flatten(self, x, H: int, W: int) -> array:
+        return self.ex.k.transpose_last2(x, H, W, self.C, relu=True)
+
+
 # -- the executors ---------------------------------------------------------------------------
 
 class Alone:
     """One worker computes everything with the unsplit kernels; layers run as one C call."""
 
     lost = None                      # nothing to lose (see KernelWorkers.lost)
+    arrays_on_host = True            # the operations return array('f') (see WebGpu)
 
     def __init__(self, k: Kernels):
         self.k, self.size = k, 1
@@ -103,10 +140,46 @@ class Alone:
         pw1.prepared(self.k)
         return lambda x, T: conv_middle_alone(self.k, pw1, dw, dwb, ksize, x, T)
 
+    def attention(self, D: int, H: int, u, v, sqrt_dk: float):
+        """run(Q, K, V, P, T) -> softmax((q+u).k + (q+v).p) / sqrt(dk)) v of every head [T][H][dk],
+        Q, K, V [T][D], P [2T-1][D] (the projected positional table); u, v [D]."""
+        dk = D // H
+        return lambda Q, K, V, P, T: self.attention_heads(T, D, dk, H, Q, K, V, P, u, v, sqrt_dk, zeros_f32(T * D))
+
     def attention_heads(self, T, D, dk, H, Q, K, V, P, u, v, sqrt_dk, out) -> array:
-        """softmax((q+u).k + (q+v).p) / sqrt(dk)) v of every head -> out [T][H][dk]."""
+        """Every head into out [T][H][dk] (split by heads where there is something to split)."""
         self.k.attention_heads(T, D, dk, 0, H, Q, K, V, P, u, v, sqrt_dk, out)
         return out
+
+    def layer_norm(self, g, b, eps: float):
+        """run(x, N) -> layer norm of each row of x [N][D] (g, b [D]; eps as the file's float32)."""
+        D = len(g)
+        return lambda x, N: self.k.layernorm(x, N, D, g, b, eps)
+
+    def add_scaled(self, x, s: float, d, n: int) -> array:
+        """x + s * d over n values (the residuals)."""
+        return self.k.add_scaled(x, s, d, n)
+
+    def subsampling_convs(self, C: int, n_mels: int, conv0, conv2, conv5) -> "SubsamplingConvs":
+        """The subsampling's convolutions ((weights [C][3][3], bias [C]) each): see
+        SubsamplingConvs."""
+        return SubsamplingConvs(self, C, n_mels, conv0, conv2, conv5)
+
+    def join(self, parts) -> array:
+        """parts: (values, first, count) each: values[first:first + count] of each, in order."""
+        out = array("f")
+        for values, first, count in parts:
+            out.frombytes(memoryview(values).cast("B")[4 * first:4 * (first + count)])   # bytes: not float by float
+        return out
+
+    def encode(self, fn):
+        """fn(): one encode through these operations (the GPU executor redoes it on the CPU if
+        the device fails)."""
+        return fn()
+
+    def host(self, x):
+        """x as a host buffer (here it is one)."""
+        return x
 
     def channel_ranges(self, C: int, run) -> None:
         run(self.k, 0, C)

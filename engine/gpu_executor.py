@@ -1,5 +1,5 @@
-"""The GPU executor (issue 39): engine/executor.py's operations with the linears on a WebGPU
-device, the rest on the CPU kernels - the C scalar tier's bits either way.
+"""The GPU executor (issue 39): engine/executor.py's operations on a WebGPU device - the C scalar
+tier's bits either way.
 
     import wgpu                                  # natively: PyPI wgpu (wgpu-native)
     device = wgpu.gpu.request_adapter_sync(power_preference="high-performance").request_device_sync()
@@ -8,22 +8,21 @@ device, the rest on the CPU kernels - the C scalar tier's bits either way.
                                                  # bytes of the GPU buffers created (buffer_bytes)
     self_test(device, model)                     # the known-answer check; GpuRefused if wrong
 
-What runs where:
-- every linear of the encoder (feed-forward, attention projections, the positional keys, the
-  conv module's pointwise convs, the subsampling's pointwise convs and output linear): on the
-  device through engine/webgpu_tier.py GpuLinear - weights uploaded once at load, as stored;
-  per call x goes up, the activations are quantised and the GEMM (bias, SiLU) runs in one
-  submission of two dispatches, y comes back;
-- layer norms, residuals, attention, the conv module's GLU, depthwise conv and SiLU, the
-  subsampling's convolutions: the CPU kernels (`k`), as Alone computes them;
-- the TDT decoder: the CPU (`unsplit` is Alone: one token at a time).
-`whole_layers` is False, so the network composes each layer from these operations. SiLU is
-elementwise and computed on the device in soft-float (kernels/webgpu/silu.wgsl), so where it
-runs does not change a bit.
+What runs where, for one encode:
+- on the device, with every activation kept there (GpuTensor, in a BufferPool) from the
+  subsampling's output to the encoder's output: each conformer layer whole - layer norms
+  (engine/webgpu_norm.py), linears (engine/webgpu_tier.py GpuLinear: activation quantisation
+  and the fv5 or int8 GEMM, bias, SiLU; weights uploaded once at load, as stored), relative-
+  position attention (engine/webgpu_attention.py), the conv module (pw1, GLU, depthwise conv,
+  SiLU: engine/webgpu_conv.py; pw2), the residuals (add_scaled.wgsl). The positional table
+  goes up once per window length; the output comes back once;
+- on the CPU kernels (`k`): the subsampling's convolutions (its linears on the device, each
+  a round trip) and the TDT decoder (`unsplit` is Alone: one token at a time).
+The passes queue up and are submitted MAX_PENDING at a time (and before a read or an upload).
 
 Like engine/webgpu_tier.py, this module imports no wgpu (the runtime is standard library only,
 and Pyodide has no wgpu): it is handed a device with the WebGPU API, natively a wgpu-py
-GPUDevice, later the browser's behind the same calls.
+GPUDevice, in the page engine/webgpu_browser.py's BrowserDevice behind the same calls.
 """
 
 from __future__ import annotations
@@ -32,12 +31,14 @@ import hashlib
 from array import array
 
 from .executor import Alone
-from .family import network
+from .family import Cancelled, network
 from .kernels import KernelError, Kernels
 from .linear import LinearWeights, check_activation
-from .webgpu_tier import GpuKernels, GpuLinear
+from .webgpu_subsampling import GpuSubsamplingConvs
+from .webgpu_tier import MAX_DIM, MAX_GROUPS, GpuKernels, GpuLinear, _float32_view, element_groups
 
 COUNTERS = ("submissions", "dispatches", "uploaded_bytes", "read_bytes", "buffer_bytes")
+MAX_PENDING = 256                  # passes queued before a submission (one command buffer)
 
 
 class GpuRefused(RuntimeError):
@@ -45,76 +46,296 @@ class GpuRefused(RuntimeError):
     message says why."""
 
 
+class FlaggedRows(Exception):
+    """A quantised activation row held NaN or infinity during a device encode: the encode is
+    redone on the CPU, which names the row as the C kernels do."""
+
+
 def gpu_kernels(gpu) -> GpuKernels:
     """A device's GpuKernels (compiled once per executor), or the GpuKernels given."""
     return gpu if isinstance(gpu, GpuKernels) else GpuKernels(gpu)
 
 
-class WebGpu(Alone):
-    """The linears on a WebGPU device, everything else on the CPU kernels `k` (any tier: all
-    give the same bits). `gpu`: a device, or a GpuKernels (tests pass patched shaders).
+class GpuTensor:
+    """n float32 values in a device buffer of a BufferPool; dropping it returns the buffer."""
 
-    Device loss: a linear whose device run fails (a read that raises: the device was lost, the
-    browser refused a command) is computed again on the CPU kernels (Alone's quantise and
-    whole_gemm: the same bits), and so is every linear after it; `lost` then says why, and
-    `on_lost(reason)` is called once. The decode in progress finishes, nothing is lost. A
-    KernelError (NaN or infinity in the activations) is the input's fault and raises as on the CPU.
-    fallback=False: a device failure raises instead (self_test: a device that cannot run the
-    check must fail it, not pass on the CPU's bits)."""
+    __slots__ = ("buffer", "n", "_pool")
+
+    def __init__(self, pool: "BufferPool", buffer, n: int):
+        self.buffer, self.n, self._pool = buffer, n, pool
+
+    def __del__(self):
+        self._pool.free.setdefault(self.buffer.size, []).append(self.buffer)
+
+
+class BufferPool:
+    """Storage buffers reused across operations and encodes, by size class (a power of two,
+    at least 4 KiB): a tensor's buffer returns when the tensor is dropped. Reuse inside one
+    command buffer is safe: WebGPU orders the dispatches' reads and writes of a buffer."""
+
+    def __init__(self, gpu: GpuKernels):
+        self.gpu, self.free = gpu, {}
+
+    def tensor(self, n: int) -> GpuTensor:
+        size = max(4096, 1 << max(0, 4 * n - 1).bit_length())
+        spare = self.free.get(size)
+        return GpuTensor(self, spare.pop() if spare else self.gpu.storage(size), n)
+
+
+class WebGpu(Alone):
+    """The encoder on a WebGPU device: its linears, layer norms, residuals, attention and conv
+    module, with the activations kept there (GpuTensor) from the first layer to the encoder's
+    output, read back once (`host`); the subsampling's convolutions and the TDT decoder on the
+    CPU kernels `k` (any tier: all give the same bits). `gpu`: a device, or a GpuKernels (tests
+    pass patched shaders).
+
+    The passes of an encode queue up and go to the device in few submissions (MAX_PENDING
+    passes each, and whenever a value is read back). A row of activations with NaN or infinity
+    (the input's fault) makes the encode run again on the CPU, which raises the C kernels'
+    KernelError. Device loss: an encode whose device work fails (a read that raises: the device
+    was lost, the browser refused a command) is computed again on the CPU kernels (the same
+    bits), and so is every later one; `lost` then says why and `on_lost(reason)` is called once.
+    The decode in progress finishes, nothing is lost. fallback=False: a device failure raises
+    instead (self_test: a device that cannot run the check must fail it, not pass on the CPU's
+    bits)."""
+
+    arrays_on_host = False
 
     def __init__(self, k: Kernels, gpu, on_lost=None, fallback: bool = True):
         super().__init__(k)
         self.gpu = gpu_kernels(gpu)
         self.lost: str | None = None
         self.on_lost, self.fallback = on_lost, fallback
+        self.pool = BufferPool(self.gpu)
+        self.pending = []                   # passes not yet submitted
+        self.status = None                  # [MAX_DIM] u32: rows with NaN or infinity
+        self.status_rows = 0                # rows quantised since the status was zeroed
+        self._cpu = False                   # this encode runs on the CPU (a redo)
+        self._uploaded = []                 # [(host array, its GpuTensor)]: the last two uploads
 
     @property
     def whole_layers(self) -> bool:
-        """Never: a layer is composed here so that its linears go to the device."""
+        """Never: a layer is composed here from the device operations."""
         return False
 
+    @property
+    def on_device(self) -> bool:
+        return self.lost is None and not self._cpu
+
     def device_failed(self, error: Exception) -> None:
-        """From now on every linear runs on the CPU; `lost` says why."""
+        """From now on everything runs on the CPU; `lost` says why."""
         if self.lost is None:
             self.lost = f"{type(error).__name__}: {str(error).strip().splitlines()[-1] if str(error).strip() else ''}"
             if self.on_lost is not None:
                 self.on_lost(self.lost)
 
+    # -- one encode -------------------------------------------------------------------------
+
+    def encode(self, fn):
+        if not self.on_device:
+            return fn()
+        self._begin()
+        try:
+            return fn()
+        except (KernelError, Cancelled):
+            raise
+        except FlaggedRows:
+            if not self.fallback:           # a device under test may not lean on the CPU
+                raise KernelError("the device's activations held NaN or infinity") from None
+            return self._on_cpu(fn)
+        except Exception as e:      # noqa: BLE001 - a lost device, a refused command
+            if not self.fallback:
+                raise
+            self.device_failed(e)
+            return self._on_cpu(fn)
+        finally:
+            self.pending.clear()
+            del self._uploaded[1:]          # the positional table (the last one read) stays up
+
+    def _begin(self) -> None:
+        if self.status is None:
+            self.status = self.gpu.storage(4 * MAX_DIM)
+        self.gpu.write(self.status, bytes(4 * max(1, self.status_rows)))
+        self.status_rows = 0
+
+    def _on_cpu(self, fn):
+        self.pending.clear()
+        self._cpu = True
+        try:
+            return fn()
+        finally:
+            self._cpu = False
+
+    def host(self, x):
+        """x as array('f'): a GpuTensor is read back (after the queued passes run and the
+        status says no row held NaN or infinity)."""
+        if not isinstance(x, GpuTensor):
+            return x
+        self.flush()
+        if self.status_rows:
+            flags = array("I", self.gpu.read(self.status, 4 * self.status_rows))
+            if any(flags):
+                raise FlaggedRows()
+        return array("f", self.gpu.read(x.buffer, 4 * x.n))
+
+    def flush(self) -> None:
+        if self.pending:
+            passes, self.pending = self.pending, []
+            self.gpu.run(passes)
+
+    def queue(self, passes: list) -> None:
+        self.pending.extend(passes)
+        if len(self.pending) >= MAX_PENDING:
+            self.flush()
+
+    def tensor(self, n: int) -> GpuTensor:
+        return self.pool.tensor(n)
+
+    def device(self, x, n: int) -> GpuTensor:
+        """x on the device: a GpuTensor as it is, a host buffer uploaded (the two most recently
+        used uploads are kept while they are the same objects, and the last one across encodes:
+        the positional table, read by every layer and every encode of a window length)."""
+        if isinstance(x, GpuTensor):
+            return x
+        for i, (host, t) in enumerate(self._uploaded):
+            if host is x:
+                self._uploaded.insert(0, self._uploaded.pop(i))         # the most recently used first
+                return t
+        t = self.tensor(n)
+        self.flush()            # a write lands before the next submission: the queued passes
+        self.gpu.write(t.buffer, _float32_view(x, n, "activations"))    # may use this buffer
+        self._uploaded = [(x, t)] + self._uploaded[:1]
+        return t
+
+    # -- the operations ---------------------------------------------------------------------
+
     def linear(self, w: LinearWeights, activation=None):
         check_activation(activation)
         lin = GpuLinear.from_weights(self.gpu, w, kernels=self.k, activation=activation)
-        cpu = Alone.linear(self, w, activation)          # the fallback: the same bits
+        cpu = Alone.linear(self, w, activation)          # the redo: the same bits
 
-        def run(x, N: int) -> array:
-            if self.lost is None:
-                try:
-                    return lin(x, N)
-                except KernelError:
-                    raise
-                except Exception as e:      # noqa: BLE001 - a lost device, a refused command
-                    if not self.fallback:
-                        raise
-                    self.device_failed(e)
-            return cpu(x, N)
+        def run(x, N: int):
+            if not self.on_device:
+                return cpu(x, N)
+            return self._linear(lin, x, N)
         run.gpu = lin
         return run
 
-    def conv_middle(self, pw1: LinearWeights, dw, dwb, ksize: int):
-        """pw1 on the device; GLU, the depthwise conv and SiLU here (conv_middle_alone's calls)."""
-        pw1_run = self.linear(pw1)
-        k, D = self.k, pw1.O // 2
+    def _linear(self, lin: GpuLinear, x, N: int) -> GpuTensor:
+        if N > MAX_DIM or -(-N // 8) > MAX_GROUPS:
+            raise KernelError(f"N = {N} is above the GPU kernels' bound")
+        xt, y = self.device(x, N * lin.K), self.tensor(N * lin.O)
+        self.status_rows = max(self.status_rows, N)
+        self.queue(lin.passes(xt.buffer, N, y.buffer, self.status))
+        return y
 
-        def run(x, T: int) -> array:
-            g = k.glu(pw1_run(x, T), T, D)
-            return k.silu(k.dwconv1d(g, T, D, dw, dwb, ksize), T * D)
+    def layer_norm(self, g, b, eps: float):
+        from .webgpu_norm import GpuLayerNorm
+        norm, cpu = GpuLayerNorm(self.gpu, g, b, eps), Alone.layer_norm(self, g, b, eps)
+        D = len(g)
+
+        def run(x, N: int):
+            if not self.on_device:
+                return cpu(x, N)
+            xt, y = self.device(x, N * D), self.tensor(N * D)
+            self.queue(norm.passes(xt.buffer, y.buffer, N))
+            return y
         return run
+
+    def add_scaled(self, x, s: float, d, n: int):
+        if not self.on_device:
+            return Alone.add_scaled(self, self.host(x), s, self.host(d), n)
+        xt, dt, y = self.device(x, n), self.device(d, n), self.tensor(n)
+        groups = -(-n // 64)
+        gx = min(groups, MAX_GROUPS)
+        s_bits = array("I", array("f", [s]).tobytes())[0]
+        self.queue([("add_scaled", [self.gpu.uniform(n, s_bits), xt.buffer, dt.buffer, y.buffer],
+                     (gx, -(-groups // gx)))])
+        return y
+
+    def attention(self, D: int, H: int, u, v, sqrt_dk: float):
+        from .webgpu_attention import GpuAttention
+        att, cpu = GpuAttention(self.gpu, D, H, u, v, sqrt_dk), Alone.attention(self, D, H, u, v, sqrt_dk)
+
+        def run(Q, K, V, P, T: int):
+            if not self.on_device:
+                return cpu(Q, K, V, P, T)
+            q, k, vv, p = (self.device(Q, T * D), self.device(K, T * D), self.device(V, T * D),
+                           self.device(P, (2 * T - 1) * D))
+            out = self.tensor(T * D)
+            self.queue(att.passes(q.buffer, k.buffer, vv.buffer, p.buffer, out.buffer, T))
+            return out
+        return run
+
+    def conv_middle(self, pw1: LinearWeights, dw, dwb, ksize: int):
+        """pw1, GLU, the depthwise conv and SiLU on the device (conv_middle_alone's bits)."""
+        from .webgpu_conv import GpuConvMiddle
+        pw1_run = self.linear(pw1)
+        middle, D = GpuConvMiddle(self.gpu, dw, dwb, ksize), pw1.O // 2
+        cpu = Alone.conv_middle(self, pw1, dw, dwb, ksize)
+
+        def run(x, T: int):
+            if not self.on_device:
+                return cpu(x, T)
+            h, y = pw1_run(x, T), self.tensor(T * D)
+            self.queue(middle.passes(h.buffer, y.buffer, T))
+            return y
+        return run
+
+    def subsampling_convs(self, C: int, n_mels: int, conv0, conv2, conv5):
+        """The subsampling's convolutions on the device (engine/webgpu_subsampling.py), the
+        CPU's SubsamplingConvs on a redo."""
+        return GpuSubsamplingStages(self, Alone.subsampling_convs(self, C, n_mels, conv0, conv2, conv5),
+                                    GpuSubsamplingConvs(self.gpu, C, n_mels, *conv0, *conv2, *conv5))
+
+    def join(self, parts):
+        """The values of each part, one after another, copied on the device."""
+        if not self.on_device:
+            return Alone.join(self, [(self.host(v), first, count) for v, first, count in parts])
+        y, at = self.tensor(sum(count for _, _, count in parts)), 0
+        for values, first, count in parts:
+            x = self.device(values, values.n if isinstance(values, GpuTensor) else len(values))
+            self.queue([("copy_values", [self.gpu.uniform(count, first, at), x.buffer, y.buffer],
+                         element_groups(count))])
+            at += count
+        return y
 
     def counters(self) -> dict:
         """Since this executor's GpuKernels were made: submissions, dispatches, bytes uploaded
         (weights at load included) and read back, and buffer_bytes: the bytes of every GPU
-        buffer created (weights, scratch, uniforms; a scratch buffer grown counts again), an
-        upper bound on the device memory the executor holds."""
+        buffer created (weights, pooled tensors, scratch, uniforms; a scratch buffer grown
+        counts again), an upper bound on the device memory the executor holds."""
         return {name: self.gpu.counters[name] for name in COUNTERS}
+
+
+class GpuSubsamplingStages:
+    """engine/executor.py SubsamplingConvs' three calls on the device: the input slice goes up,
+    every map stays there (`cpu`: the CPU's, for a redo)."""
+
+    def __init__(self, ex: WebGpu, cpu, convs: GpuSubsamplingConvs):
+        self.ex, self.cpu, self.convs, self.C = ex, cpu, convs, cpu.C
+
+    def head(self, x, T: int):
+        if not self.ex.on_device:
+            return self.cpu.head(self.ex.host(x), T)
+        H, W = self.convs.head_shape(T)
+        xt, y = self.ex.device(x, T * self.convs.n_mels), self.ex.tensor(H * W * self.C)
+        self.ex.queue(self.convs.head_passes(xt.buffer, y.buffer, T))
+        return y
+
+    def dw(self, x, H: int, W: int):
+        if not self.ex.on_device:
+            return self.cpu.dw(self.ex.host(x), H, W)
+        xt, y = self.ex.device(x, H * W * self.C), self.ex.tensor(((H + 1) // 2) * ((W + 1) // 2) * self.C)
+        self.ex.queue(self.convs.dw_passes(xt.buffer, y.buffer, H, W))
+        return y
+
+    def flatten(self, x, H: int, W: int):
+        if not self.ex.on_device:
+            return self.cpu.flatten(self.ex.host(x), H, W)
+        xt, y = self.ex.device(x, H * W * self.C), self.ex.tensor(H * W * self.C)
+        self.ex.queue(self.convs.flatten_passes(xt.buffer, y.buffer, H, W))
+        return y
 
 
 # -- the known-answer check (issue 39 item 3) ----------------------------------------------------

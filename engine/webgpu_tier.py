@@ -42,14 +42,24 @@ GEMM_ROWS, GEMM_TOKENS = 64, 8           # gemm_tile.wgsl's workgroup tile
 MAX_GROUPS = 65535                       # maxComputeWorkgroupsPerDimension's default
 MAX_DIM = 65536                          # the kernels' bound on N, O and K (int32 sums exact)
 
+
+def element_groups(n: int) -> tuple:
+    """The grid of 64-wide workgroups covering n elements (2-D past 65,535 groups: element
+    i = x + y * 64 * groups_x, as the element-wise shaders compute it)."""
+    groups = max(1, -(-n // 64))
+    gx = min(groups, MAX_GROUPS)
+    return gx, -(-groups // gx)
+
 # The files of each module, in order (the requires-directive of dot4_packed comes first).
 MODULES = {
     "quantize_act": ("softfloat", "quantize_act"),
     "int8_gemm": ("{dot4}", "softfloat", "silu", "int8_weights", "gemm_tile"),
     "fv5_gemm": ("{dot4}", "softfloat", "silu", "fv5_weights", "gemm_tile"),
     "softfloat_check": ("softfloat", "silu", "softfloat_check"),
+    "softdouble_check": ("softfloat", "softdouble", "softdouble_check"),
     # the rest of the encoder layer (activations resident on the device)
     "add_scaled": ("softfloat", "add_scaled"),
+    "copy_values": ("copy_values",),
     "layer_norm": ("softfloat", "softdouble", "layer_norm"),
     "attention_scores": ("softfloat", "attention_scores"),
     "attention_softmax": ("softfloat", "softdouble", "silu", "attention_softmax"),
@@ -172,14 +182,6 @@ class GpuKernels:
         self.counters["read_bytes"] += nbytes
         return bytes(self.device.queue.read_buffer(buf, 0, nbytes))
 
-    def params(self, name_or_buffer, *values: int):
-        """A 16-byte uniform buffer (a named scratch one, or the one given) holding up to four
-        u32 values; written before the next submission."""
-        buf = (self.scratch(name_or_buffer, 16, UNIFORM) if isinstance(name_or_buffer, str)
-               else name_or_buffer)
-        self.write(buf, array("I", (list(values) + [0, 0, 0, 0])[:4]).tobytes())
-        return buf
-
     def uniform(self, *values: int):
         """A 32-byte uniform buffer holding up to eight u32 values (ints; floats as their
         bit patterns), its own until the next submission: every pass of one command buffer
@@ -228,26 +230,33 @@ class GpuKernels:
         out = self.scratch("float_out", 4 * n)
         groups = -(-n // 64)
         gx = min(groups, MAX_GROUPS)
-        self.run([("softfloat_check", [self.params("fparams", FLOAT_OPS[op], n), self.upload(a),
+        self.run([("softfloat_check", [self.uniform(FLOAT_OPS[op], n), self.upload(a),
                                        self.upload(b), self.upload(c), out], (gx, -(-groups // gx)))])
         return array("I", self.read(out, 4 * n))
 
     # -- quantisation -----------------------------------------------------------------------
 
     def quantize_pass(self, x, N: int, K: int):
-        """Upload x [N][K] and return (the pass, xq buffer, xs buffer, status buffer)."""
+        """Upload x [N][K] and return (the pass, xq buffer, xs buffer, status buffer, zeroed)."""
         _check_dims(N=N, K=K)
-        if K % 8:
-            raise KernelError(f"K must be a multiple of 8, got {K}")
         raw = _float32_view(x, N * K, "x")
         xbuf = self.scratch("x", 4 * N * K)
         self.write(xbuf, raw)
-        xq, xs, status = (self.scratch("xq", N * K), self.scratch("xs", 4 * N),
-                          self.scratch("status", 4 * N))
-        gx = min(N, MAX_GROUPS)
-        pass_ = ("quantize_act", [self.params("qparams", N, K), xbuf, xq, xs, status],
-                 (gx, -(-N // gx)))
+        status = self.scratch("status", 4 * N)
+        self.write(status, bytes(4 * N))
+        pass_, xq, xs = self.quantize_buffer_pass(xbuf, N, K, status)
         return pass_, xq, xs, status
+
+    def quantize_buffer_pass(self, xbuf, N: int, K: int, status):
+        """The pass quantising x [N][K] already on the device (xbuf) into the shared xq, xs
+        scratch; rows with NaN or infinity set status[n] to 1. Returns (pass, xq, xs)."""
+        _check_dims(N=N, K=K)
+        if K % 8:
+            raise KernelError(f"K must be a multiple of 8, got {K}")
+        xq, xs = self.scratch("xq", N * K), self.scratch("xs", 4 * N)
+        gx = min(N, MAX_GROUPS)
+        pass_ = ("quantize_act", [self.uniform(N, K), xbuf, xq, xs, status], (gx, -(-N // gx)))
+        return pass_, xq, xs
 
     def check_status(self, status, N: int):
         flags = array("I", self.read(status, 4 * N))
@@ -305,7 +314,6 @@ class GpuLinear:
         self.has_bias, self.activation = bias is not None, activation
         self._bias = gpu.upload(_float32_view(bias, O, "bias") if self.has_bias else bytes(4))
         self.module = f"{kind}_gemm"
-        self._params = gpu.buffer(16, UNIFORM | COPY_DST)
 
     @classmethod
     def from_weights(cls, gpu: GpuKernels, w, kernels: Kernels | None = None,
@@ -318,15 +326,22 @@ class GpuLinear:
                        activation=activation)
         return cls(gpu, "int8", w.O, w.K, w.q, w.scale, None, w.bias, activation=activation)
 
-    def gemm_pass(self, xq, xs, N: int):
-        """The GEMM pass over quantised activations already on the device; returns (pass, y)."""
-        ybuf = self.gpu.scratch("y", 4 * N * self.O)
+    def gemm_pass(self, xq, xs, N: int, ybuf=None):
+        """The GEMM pass over quantised activations already on the device, into ybuf (default
+        a shared scratch); returns (pass, y)."""
+        ybuf = ybuf or self.gpu.scratch("y", 4 * N * self.O)
         flags = int(self.has_bias) | (2 if self.activation == "silu" else 0)
-        params = self.gpu.params(self._params, N, self.O, self.K, flags)
+        params = self.gpu.uniform(N, self.O, self.K, flags)
         groups = (-(-self.O // GEMM_ROWS), -(-N // GEMM_TOKENS))
         if groups[1] > MAX_GROUPS:
             raise KernelError(f"N = {N} needs {groups[1]} workgroups, above {MAX_GROUPS}")
         return (self.module, [params, xq, xs, self._ws, self._bias, ybuf, *self._weights], groups), ybuf
+
+    def passes(self, xbuf, N: int, ybuf, status) -> list:
+        """Quantise x [N][K] on the device (xbuf) and run the GEMM into ybuf [N][O]; a row with
+        NaN or infinity sets status[n]."""
+        qpass, xq, xs = self.gpu.quantize_buffer_pass(xbuf, N, self.K, status)
+        return [qpass, self.gemm_pass(xq, xs, N, ybuf)[0]]
 
     def __call__(self, x, N: int) -> array:
         """y [N][O] float32 (row-major) for x [N][K] float32: the scalar tier's bits."""

@@ -43,12 +43,15 @@ def test_toolchain_version_mismatch_stops_loudly(build, monkeypatch):
 RUNTIME_WHEEL = {f"engine/{m}.py" for m in (
     "__init__", "audio", "executor", "family", "gguf_file", "gpu_executor", "kernels", "linear", "longform",
     "stream_commit", "stream_schedule", "stream_view", "stream_window", "streaming", "text", "tiers", "timing",
-    "transcribe", "webapp", "webgpu_browser", "webgpu_tier", "parakeet_tdt/__init__", "parakeet_tdt/decoder", "parakeet_tdt/encoder",
+    "transcribe", "webapp", "webgpu_attention", "webgpu_browser", "webgpu_conv", "webgpu_norm",
+    "webgpu_subsampling", "webgpu_tier", "parakeet_tdt/__init__", "parakeet_tdt/decoder", "parakeet_tdt/encoder",
     "parakeet_tdt/layout", "parakeet_tdt/model_file", "parakeet_tdt/one_call")} | {
     f"engine/_lib/phonon_kernels_{t}.wasm" for t in ("scalar", "simd128", "relaxed_simd")} | {
     f"engine/_wgsl/{name}.wgsl" for name in (          # the WebGPU tier's shaders (kernels/webgpu)
-        "dot4_packed", "dot4_plain", "fv5_weights", "gemm_tile", "int8_weights", "quantize_act", "silu",
-        "softfloat", "softfloat_check")}
+        "add_scaled", "attention_context", "attention_scores", "attention_softmax", "copy_values", "dot4_packed",
+        "dot4_plain", "dwconv2d", "dwconv_silu", "flatten_relu", "fv5_weights", "gemm_tile", "glu", "int8_weights",
+        "layer_norm", "quantize_act", "silu", "softdouble", "softdouble_check", "softfloat", "softfloat_check",
+        "subsampling_head")}
 
 
 def test_runtime_wheel_holds_the_runtime_only(build):

@@ -110,8 +110,23 @@ def test_batch_matches_native_scalar(engines, samples):
     assert want["tokens"], "no tokens to compare"
     assert result["tokens"] == want["tokens"] and result["text"] == want["text"]
     counters = result["timing"]["gpu"]
-    assert counters["submissions"] > 0 and counters["dispatches"] == 2 * counters["submissions"]
-    assert counters["uploaded_bytes"] > 0 and counters["read_bytes"] > 0
+    assert counters["submissions"] > 0 and counters["uploaded_bytes"] > 0 and counters["read_bytes"] > 0
+
+
+def test_an_encode_keeps_its_activations_on_the_device(engines, samples):
+    """The whole encoder on the device: one read-back (the output, and the rows' NaN flags),
+    the features' slices and the positional table the only uploads, a few submissions."""
+    _, on_gpu = engines
+    ex = on_gpu.executor
+    on_gpu.encode(samples[:16000])                       # a first window length: its table goes up
+    before = ex.counters()
+    enc, T = on_gpu.encode(samples[:16000])
+    spent = {name: ex.counters()[name] - before[name] for name in before}
+    assert spent["read_bytes"] == 4 * len(enc) + 4 * ex.status_rows
+    d = on_gpu.model.dims
+    features = d.n_mels * (100 + 1)                      # 1 s of 10 ms frames, as the frontend gives
+    assert spent["uploaded_bytes"] < 4 * features + 4096 * spent["dispatches"], spent     # + 32-byte uniforms
+    assert spent["submissions"] <= 2 and spent["dispatches"] > 10 * d.n_layers, spent
 
 
 def test_stream_matches_native_scalar(engines, samples):
@@ -127,19 +142,23 @@ MiB = 2**20
 
 
 def test_the_gpu_buffers_count_every_byte_created(tiny_gguf_path, device, samples):
-    """buffer_bytes: the weights as uploaded (plus each linear's 16-byte uniform) at load; an
-    encode adds only scratch, a second encode of the same length nothing."""
+    """buffer_bytes: at load, the weights as uploaded and nothing else; an encode adds the
+    pooled activations, scratch and uniforms; once the positional table is kept (it stays up
+    across encodes: one pooled buffer fewer for the next encode's other values), an encode of
+    the same length nothing."""
     gpu = GpuKernels(device)
     engine = Engine.open(tiny_gguf_path, "scalar", gpu=gpu)
     at_load = engine.executor.counters()
-    uniforms = at_load["buffer_bytes"] - at_load["uploaded_bytes"]
     assert at_load["uploaded_bytes"] > 0 and at_load["submissions"] == 0
-    assert uniforms > 0 and uniforms % 16 == 0             # one 16-byte uniform per linear
+    assert at_load["buffer_bytes"] == at_load["uploaded_bytes"]
     engine.encode(samples)
     once = engine.executor.counters()["buffer_bytes"]
     assert once > at_load["buffer_bytes"]
     engine.encode(samples)
-    assert engine.executor.counters()["buffer_bytes"] == once
+    twice = engine.executor.counters()["buffer_bytes"]
+    assert twice - once <= 4 * (2 * 82 - 1) * engine.model.dims.d_model * 2     # the table's size class
+    engine.encode(samples)
+    assert engine.executor.counters()["buffer_bytes"] == twice
 
 
 def test_the_full_size_model_fits_in_its_file_plus_100_mib_and_gives_native_bits(device):
@@ -236,16 +255,17 @@ def test_a_device_lost_mid_decode_finishes_on_the_cpu_with_the_same_bits(tiny_gg
     native = Engine.open(tiny_gguf_path, "scalar", 1)
     want = as_json(native.transcribe(samples))
     lost = []
-    # 2 reads per linear (status, y): the loss comes in the middle of the first encode
-    losing = LosingDevice(device, budget=11)
+    # 2 reads per encode (the rows' status, the output): the loss comes at the first one's end
+    losing = LosingDevice(device, budget=1)
     engine = Engine.open(tiny_gguf_path, "scalar", gpu=GpuKernels(losing, packed_dot=False))
     engine.executor.on_lost = lost.append
     got = as_json(engine.transcribe(samples))
     assert got["tokens"] == want["tokens"] and got["text"] == want["text"]
     assert lost == [engine.executor.lost] and "Device is lost" in lost[0], lost
-    assert engine.executor.counters()["submissions"] == 6          # none after the loss
+    submitted = engine.executor.counters()["submissions"]
+    assert submitted > 0
     again = as_json(engine.transcribe(samples))                      # the CPU from then on
-    assert again["tokens"] == want["tokens"] and engine.executor.counters()["submissions"] == 6
+    assert again["tokens"] == want["tokens"] and engine.executor.counters()["submissions"] == submitted
     enc, _ = native.encode(samples)
     assert encoder_digest(engine.encode(samples)[0]) == encoder_digest(enc)
 
@@ -253,7 +273,7 @@ def test_a_device_lost_mid_decode_finishes_on_the_cpu_with_the_same_bits(tiny_gg
 def test_the_self_test_does_not_fall_back(tiny_gguf_path, device):
     model = load(tiny_gguf_path)
     with pytest.raises(GpuRefused, match="could not run the known-answer encode: RuntimeError: .*Device is lost"):
-        self_test(GpuKernels(LosingDevice(device, budget=3), packed_dot=False), model, expected=native_digest(model))
+        self_test(GpuKernels(LosingDevice(device, budget=1), packed_dot=False), model, expected=native_digest(model))
 
 
 def test_the_worker_side_reports_a_lost_device_once(tiny_gguf_path, device):
@@ -265,7 +285,7 @@ def test_the_worker_side_reports_a_lost_device_once(tiny_gguf_path, device):
     want = as_json(Engine.open(tiny_gguf_path, "scalar", 1).transcribe(
         load_audio(Kernels("scalar"), WAV.read_bytes())))
     app = WebApp()
-    app.gpu = GpuKernels(LosingDevice(device, budget=11), packed_dot=False)
+    app.gpu = GpuKernels(LosingDevice(device, budget=1), packed_dot=False)
     app.engine, app.model = app._gpu_engine(load(model), "scalar"), model
     assert app.tier == "webgpu" and json.loads(app.model_info())["tier"] == "webgpu"
     app.prepare_wav(WAV.read_bytes())

@@ -298,7 +298,7 @@ MUTATIONS = {
     "exp reduction": ("sf_sub(sf_sub(x, sf_mul(k, EXP_LN2_HI)), sf_mul(k, EXP_LN2_LO))",
                       "sf_sub(x, sf_add(sf_mul(k, EXP_LN2_HI), sf_mul(k, EXP_LN2_LO)))"),
     # SiLU as x / (1 + exp(-x)), one rounding fewer than C's x * (1 / (1 + exp(-x)))
-    "silu order": ("return sf_mul(x, s);", "return sf_div_finite(x, select(d, F32_ONE, d == F32_INF));"),
+    "silu order": ("return sf_mul(x, sf_sigmoid(x));", "return sf_div(x, sf_add(F32_ONE, sf_expf(x ^ F32_SIGN)));"),
     # ties rounded away from zero instead of to even
     "ties away": ("r = r & ~1u;", "r = r;"),
     # the last fv5 digit read from the wrong place value

@@ -60,14 +60,15 @@ class Linear:
 
 
 class LayerNorm:
-    def __init__(self, k: Kernels, model: ModelFile, name: str):
-        self.k, self.eps = k, model.layer_norm_eps         # the file's (float32, as the kernel takes it)
+    def __init__(self, ex, model: ModelFile, name: str):
+        k, self.eps = ex.k, model.layer_norm_eps         # the file's (float32, as the kernel takes it)
         w, b = model.tensor(name + ".weight"), model.tensor(name + ".bias")
         self.D = w.count
         self.g, self.b = k.f16_to_f32(w.data, w.count), k.f16_to_f32(b.data, b.count)
+        self._run = ex.layer_norm(self.g, self.b, self.eps)
 
     def __call__(self, x, N: int) -> array:
-        return self.k.layernorm(x, N, self.D, self.g, self.b, self.eps)
+        return self._run(x, N)
 
 
 class Subsampling:
@@ -86,6 +87,7 @@ class Subsampling:
             return k.f16_to_f32(w.data, w.count), k.f16_to_f32(b.data, b.count)
 
         self.conv0, self.conv2, self.conv5 = conv(0), conv(2), conv(5)
+        self.convs = ex.subsampling_convs(self.C, d.n_mels, self.conv0, self.conv2, self.conv5)
         self.pw3 = Linear(ex, model, f"{p}layers.3.weight", f"{p}layers.3.bias")
         self.pw6 = Linear(ex, model, f"{p}layers.6.weight", f"{p}layers.6.bias")
         self.linear = Linear(ex, model, f"{p}linear.weight", f"{p}linear.bias")
@@ -105,15 +107,15 @@ class Subsampling:
         in the same order as an unchunked pass (bit-identical; tests check it)."""
         x = self.k.transpose3(features, n_mels, T, 1)                   # [T][mels]: H = time
         Tp = subsampled_length(T)
-        out = array("f")
+        chunks = []
         for j0 in range(0, Tp, self.CHUNK):
             j1 = min(j0 + self.CHUNK, Tp)
             start, end = (8 * (j0 - 1) if j0 else 0), min(8 * j1, T)
             y, frames = self._frames(x[start * n_mels:end * n_mels], end - start, n_mels, float_acts)
             drop = 1 if j0 else 0
             assert frames == j1 - j0 + drop, (frames, j0, j1)
-            out.frombytes(memoryview(y)[drop * len(y) // frames:].cast("B"))   # bytes: not float by float
-        return out, Tp
+            chunks.append((y, drop * self.d_model, (j1 - j0) * self.d_model))
+        return (chunks[0][0] if len(chunks) == 1 else self.ex.join(chunks)), Tp
 
     def fused_weights(self):
         """The stack's weights described once for the one-call subsampling."""
@@ -131,23 +133,14 @@ class Subsampling:
         tokens), so only the flatten moves data."""
         if self.ex.whole_layers and not float_acts:
             return one_call.subsampling_frames(self.k, self.fused_weights(), T, x)
-        k, C = self.k, self.C
-        # conv 3x3/2 + ReLU + depthwise 3x3/2 in one pass, channel-last (kernels/head_impl.h)
-        H, W = (T + 1) // 2, (n_mels + 1) // 2
-        H, W = (H + 1) // 2, (W + 1) // 2
-        (w0, b0), (w2, b2) = self.conv0, self.conv2
-        head = zeros_f32(H * W * C)                                     # [H][W][C]
-        self.ex.channel_ranges(C, lambda kk, c0, c1: kk.subsampling_head_cl(x, T, n_mels, C, w0, b0, w2, b2, c0, c1,
-                                                                          out=head))
+        convs = self.convs
+        head = convs.head(x, T)                                         # [H][W][C]
+        H, W = (((T + 1) // 2) + 1) // 2, (((n_mels + 1) // 2) + 1) // 2
         x = self.pw3(head, H * W, float_acts)                           # relu: as the conv reads it
-        (w5, b5), Hi, Wi = self.conv5, H, W
-        H, W = (H + 1) // 2, (W + 1) // 2                                # depthwise 3x3/2
-        y = zeros_f32(H * W * C)
-        self.ex.channel_ranges(C, lambda kk, c0, c1: kk.dwconv2d_s2_cl(x, Hi, Wi, C, w5, b5, c0, c1, relu_input=True,
-                                                                     out=y))
+        y = convs.dw(x, H, W)
+        H, W = (H + 1) // 2, (W + 1) // 2
         x = self.pw6(y, H * W, float_acts)
-        flat = k.transpose_last2(x, H, W, C, relu=True)                 # relu, [T'][F'][C] -> [T'][C][F']
-        return self.linear(flat, H, float_acts), H
+        return self.linear(convs.flatten(x, H, W), H, float_acts), H
 
 
 def subsampled_length(T: int) -> int:
@@ -221,6 +214,8 @@ class SelfAttention:
         self.sqrt_dk = array("f", [self.dk ** 0.5])[0]
         rows = POSITION_KEYS_BYTES // (4 * self.D * model.dims.n_layers)
         self.position_keys = PositionKeys(self.pos, self.D, min((rows + 1) // 2, (MAX_DIM + 1) // 2))
+        self.keep_keys = ex.arrays_on_host          # on a GPU the projection stays there, done afresh
+        self._heads = ex.attention(self.D, self.H, self.u, self.v_bias, self.sqrt_dk)
 
     def __call__(self, x, T: int, pe, float_acts: bool) -> array:
         with section("attention"):
@@ -228,12 +223,11 @@ class SelfAttention:
 
     def _forward(self, x, T: int, pe, float_acts: bool) -> array:
         Q, K, V = self.q(x, T, float_acts), self.k_(x, T, float_acts), self.v(x, T, float_acts)   # [T][D]
-        P = None if float_acts else self.position_keys(pe, T)                                     # [2T-1][D]
+        P = self.position_keys(pe, T) if self.keep_keys and not float_acts else None              # [2T-1][D]
         if P is None:
             P = self.pos(pe, 2 * T - 1, float_acts)
         # softmax((qu.k + qv.p) / sqrt(dk)) v, each head on its own columns of Q, K, V, P
-        heads = self.ex.attention_heads(T, self.D, self.dk, self.H, Q, K, V, P, self.u, self.v_bias, self.sqrt_dk,
-                                        zeros_f32(T * self.D))            # [T][H][dk]: heads side by side
+        heads = self._heads(Q, K, V, P, T)                                # [T][H][dk]: heads side by side
         return self.o(heads, T, float_acts)
 
 
@@ -283,11 +277,11 @@ class ConformerLayer:
         p = f"encoder.layers.{layer}."
         k = self.k = ex.k
         self.ex, self.D = ex, model.dims.d_model
-        self.norm_feed_forward1, self.feed_forward1 = LayerNorm(k, model, p + "norm_feed_forward1"), FeedForward(ex, model, p + "feed_forward1.")
-        self.norm_self_att, self.self_attn = LayerNorm(k, model, p + "norm_self_att"), SelfAttention(ex, model, p)
-        self.norm_conv, self.conv = LayerNorm(k, model, p + "norm_conv"), ConvModule(ex, model, p)
-        self.norm_feed_forward2, self.feed_forward2 = LayerNorm(k, model, p + "norm_feed_forward2"), FeedForward(ex, model, p + "feed_forward2.")
-        self.norm_out = LayerNorm(k, model, p + "norm_out")
+        self.norm_feed_forward1, self.feed_forward1 = LayerNorm(ex, model, p + "norm_feed_forward1"), FeedForward(ex, model, p + "feed_forward1.")
+        self.norm_self_att, self.self_attn = LayerNorm(ex, model, p + "norm_self_att"), SelfAttention(ex, model, p)
+        self.norm_conv, self.conv = LayerNorm(ex, model, p + "norm_conv"), ConvModule(ex, model, p)
+        self.norm_feed_forward2, self.feed_forward2 = LayerNorm(ex, model, p + "norm_feed_forward2"), FeedForward(ex, model, p + "feed_forward2.")
+        self.norm_out = LayerNorm(ex, model, p + "norm_out")
         self._weights = None
 
     def __call__(self, x, T: int, pe, float_acts: bool) -> array:
@@ -316,11 +310,11 @@ class ConformerLayer:
         return self._weights
 
     def _forward(self, x, T: int, pe, float_acts: bool) -> array:
-        k, n = self.k, T * self.D
-        r = k.add_scaled(x, 0.5, self.feed_forward1(self.norm_feed_forward1(x, T), T, float_acts), n)
-        r = k.add_scaled(r, 1.0, self.self_attn(self.norm_self_att(r, T), T, pe, float_acts), n)
-        r = k.add_scaled(r, 1.0, self.conv(self.norm_conv(r, T), T, float_acts), n)
-        r = k.add_scaled(r, 0.5, self.feed_forward2(self.norm_feed_forward2(r, T), T, float_acts), n)
+        add, n = self.ex.add_scaled, T * self.D
+        r = add(x, 0.5, self.feed_forward1(self.norm_feed_forward1(x, T), T, float_acts), n)
+        r = add(r, 1.0, self.self_attn(self.norm_self_att(r, T), T, pe, float_acts), n)
+        r = add(r, 1.0, self.conv(self.norm_conv(r, T), T, float_acts), n)
+        r = add(r, 0.5, self.feed_forward2(self.norm_feed_forward2(r, T), T, float_acts), n)
         return self.norm_out(r, T)
 
 
@@ -328,7 +322,7 @@ class Encoder:
     """features [n_mels][T] -> encoder output [T'][d_model], T' = ceil(T / 8)."""
 
     def __init__(self, ex, model: ModelFile):
-        self.k, self.dims = ex.k, model.dims
+        self.k, self.dims, self.ex = ex.k, model.dims, ex
         self.subsampling = Subsampling(ex, model)
         self.layers = [ConformerLayer(ex, model, i) for i in range(model.dims.n_layers)]
         self._pe = {}
@@ -339,6 +333,10 @@ class Encoder:
         return self._pe[T]
 
     def __call__(self, features, T: int, float_acts: bool = False, on_layer=None, cancelled=None) -> tuple:
+        return self.ex.encode(lambda: self._forward(features, T, float_acts, on_layer, cancelled))
+
+    def _forward(self, features, T: int, float_acts: bool, on_layer, cancelled) -> tuple:
+        host = self.ex.host
         x, Tp = self.subsampling(features, self.dims.n_mels, T, float_acts)
         pe = self.positional(Tp)
         for i, layer in enumerate(self.layers):
@@ -346,5 +344,5 @@ class Encoder:
                 raise Cancelled()
             x = layer(x, Tp, pe, float_acts)
             if on_layer is not None:
-                on_layer(i, x)
-        return x, Tp
+                on_layer(i, host(x))
+        return host(x), Tp

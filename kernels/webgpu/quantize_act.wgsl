@@ -1,7 +1,8 @@
 // Per-token activation quantisation (kernels/quantize_act.h), bit for bit: x[N][K] float32 ->
 // xq[N][K] int8 (packed four to a u32, byte i = column 4w + i) and xs[N] float32, with
 // status[n] = 1 for a token holding NaN or infinity (the C call stops there and the caller
-// raises naming the first such row; here every row is done and the runner names the first).
+// raises naming the first such row; here every row is done and the runner names the first;
+// the runner zeroes status first, so several quantisations can share it and be read once).
 // Needs softfloat.wgsl. One workgroup per token; K % 4 == 0 (the GEMMs need K % 8).
 
 struct QuantParams {
@@ -52,7 +53,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
         inv = sf_div_finite(F32_127, amax);      // 127.0f / amax
     }
     if (lid == 0u) {
-        status[n] = select(0u, 1u, bad);
+        if (bad) {
+            status[n] = 1u;                      // set, never cleared: the runner zeroes it
+        }
         var scale = 0u;
         if (!zero) {
             scale = sf_div_finite(amax, F32_127);    // amax / 127.0f
