@@ -64,9 +64,17 @@ def new_page(browser, server):
 
 
 @pytest.fixture(scope="module")
-def gpu_browser():
+def speech(tmp_path_factory) -> tuple:
+    """(wav path, seconds): espeak-ng speech, the fake microphone's."""
+    from harness.site_check import speech_wav
+    path = tmp_path_factory.mktemp("speech") / "speech.wav"
+    return path, speech_wav(path)
+
+
+@pytest.fixture(scope="module")
+def gpu_browser(speech):
     from harness.site_check import SiteBrowser
-    with SiteBrowser(webgpu=True) as b:
+    with SiteBrowser(fake_mic=speech[0], webgpu=True) as b:
         yield b
 
 
@@ -194,25 +202,22 @@ def test_a_stream_on_the_gpu_survives_losing_the_device(gpu_browser, server, tin
     assert not page.problems, page.problems
 
 
-def test_the_page_streams_the_microphone_on_the_gpu_as_native(tmp_path):
+def test_the_page_streams_the_microphone_on_the_gpu_as_native(gpu_browser, speech):
     """The demo page with ?tier=webgpu (the tiny test model's site) streams Chromium's fake
     microphone with the whole encoder on the device: the final, its words and the live views
     equal the native `engine stream` over exactly the samples the page captured."""
     from harness.server import StaticServer
-    from harness.site_check import SiteBrowser, speech_wav
     from test_site import check_stream
-    wav = tmp_path / "speech.wav"
-    seconds = speech_wav(wav)
     site = build_artifact("PHONON_SITE_TINY")
     model = site / json.loads((site / "manifest.json").read_text())["model"]["path"]
-    with SiteBrowser(fake_mic=wav, webgpu=True) as browser, StaticServer({"/": site}) as host:
-        app = browser.open(host.url + "/index.html?tier=webgpu&debug=1")
+    with StaticServer({"/": site}) as host:
+        app = gpu_browser.open(host.url + "/index.html?tier=webgpu&debug=1")
         if app.state != "ready" and "adapter" in (app.alert() or ""):
             pytest.skip(app.alert())
         assert app.state == "ready", app.alert()
         tier = app.page.evaluate("document.getElementById('m-tier').textContent")
         assert tier.startswith("webgpu (google swiftshader) (forced)"), tier
-        run = app.listen(seconds + 1.0)
+        run = app.listen(speech[1] + 1.0)
         assert not app.problems, app.problems
         assert app.phonon()["ready"]["tier"] == "webgpu", app.phonon()["ready"]
-        check_stream(app, run, seconds, model, require_text=True)
+        check_stream(app, run, speech[1], model, require_text=True)

@@ -10,6 +10,7 @@ WebGPU adapter."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,9 @@ def test_the_gpu_executor_in_chromium_matches_native_scalar(chromium, tiny_gguf_
         assert want["tokens"], f"{name}: no tokens to compare"
         assert {key: result[key] for key in want} == want, name
         counters = result["gpu"]
-        assert counters["submissions"] > 0 and counters["dispatches"] == 2 * counters["submissions"], name
+        # the whole encoder on the device: the transcription's one encode in a few submissions
+        assert 0 < counters["submissions"] <= 4 and counters["dispatches"] > 40, (name, counters)
+        print(name, result["seconds"], counters)
     assert not chromium.problems, chromium.problems
 
 
@@ -78,7 +81,7 @@ def test_the_self_test_in_chromium_passes_and_refuses(chromium, tiny_gguf_path):
     assert got["one_bit_off"].startswith("the GPU's encoder output differs from the CPU's: digest ")
     assert got["cannot_run"].startswith("the GPU could not run the known-answer encode: "), got["cannot_run"]
     assert "GPUPipelineError" in got["cannot_run"] and "main" in got["cannot_run"], got["cannot_run"]
-    assert got["not_wgsl"].startswith("the GPU could not run the known-answer encode: RuntimeError: WGSL of "
-                                      "quantize_act refused: line "), got["not_wgsl"]
+    assert re.match(r"the GPU could not run the known-answer encode: RuntimeError: WGSL of \w+ refused: line \d+",
+                    got["not_wgsl"]), got["not_wgsl"]
     assert got["passed_after"] == expected             # no error of those is left to a later read
     assert not chromium.problems, chromium.problems
