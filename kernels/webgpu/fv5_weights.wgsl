@@ -3,33 +3,58 @@
 // per-row int8 grid of kernels/fv5_grid.h (lut [O][8] int8, built on the host by fv5_row_grid).
 //
 // Block b (rows 8b..8b+7) holds K/2 panel vectors of 16 lanes; vector v = 4*kb + p, lane j is
-// row 8b + 2p + (j >= 8), column 8kb + j % 8. So the 8 weights of row o at columns
-// 8kb..8kb+7 are lanes (o & 1) * 8 .. +7 of vector 4kb + (o % 8) / 2: two u32 words of that
-// vector's code bytes, whose level digit (v % 3) selects the lut entry.
+// row 8b + 2p + (j >= 8), column 8kb + j % 8. Code vector t (one 7-bit code per lane) holds
+// the level digits of vectors 3t, 3t+1, 3t+2 (place 1, 5, 25); eight codes go in seven stored
+// vectors of 4 words, the eighth in their top bits; a short last group is plain bytes.
+//
+// A GEMM chunk (12 kb: 48 panel vectors = code vectors 16c .. 16c+15 of chunk c, two whole
+// groups) of the workgroup's 8 blocks is 14 stored vectors = 56 contiguous words per block:
+// stage_weights copies them (consecutive invocations, consecutive words) into fv5_raw, and on
+// the first chunk the 64 rows' grids into fv5_lut; decode_weights then turns each (block,
+// code vector, quarter of 4 lanes) into its up to three words of int8 weights in w_tile, once
+// per workgroup and chunk.
 
 @group(0) @binding(6) var<storage, read> packed: array<u32>;     // [O/8][block bytes / 4]
 @group(0) @binding(7) var<storage, read> lut: array<u32>;        // [O][2] (8 int8 each)
 
-// Code vector t's words `half` (0, 1: lanes 0..7) or (2, 3: lanes 8..15) of one block: four
-// 7-bit codes per word, byte i = lane 4 * (word % 4) + i (fv5_code_at, four lanes at once).
-fn fv5_code_words(block: u32, T: u32, t: u32, half: u32) -> vec2<u32> {
-    let g = t / 8u;
-    let m = t % 8u;
-    let full = T / 8u;
-    if (g == full) {                                   // the short last group: plain bytes
-        let at = block + (full * 7u + m) * 4u + half;
-        return vec2<u32>(packed[at], packed[at + 1u]);
+const WEIGHTS_DECODE: bool = true;
+const FV5_BLOCKS: u32 = GEMM_ROWS / 8u;                          // 8 blocks per workgroup
+const FV5_CHUNK_CODES: u32 = GEMM_CHUNK_KB * 4u / 3u;           // 16 code vectors, 2 groups
+const FV5_CHUNK_WORDS: u32 = FV5_CHUNK_CODES / 8u * 28u;        // 56 stored words per block
+
+var<workgroup> fv5_raw: array<u32, FV5_BLOCKS * FV5_CHUNK_WORDS>;   // [block][56]
+var<workgroup> fv5_lut: array<u32, GEMM_ROWS * 2u>;                // [row][2]
+
+// Stored vectors per block: 7 per whole group of 8 code vectors, then the short group's.
+fn fv5_stored_vectors() -> u32 {
+    let T = (gp.K / 2u + 2u) / 3u;
+    return 7u * (T / 8u) + T % 8u;
+}
+
+fn stage_weights(o0: u32, kb0: u32, lid: u32) {
+    let block_words = 4u * fv5_stored_vectors();
+    let first = (kb0 / GEMM_CHUNK_KB) * FV5_CHUNK_WORDS;           // 14 stored vectors a chunk
+    let have = min(FV5_CHUNK_WORDS, block_words - first);
+    let blocks = gp.O / 8u;
+    for (var i = lid; i < FV5_BLOCKS * FV5_CHUNK_WORDS; i = i + GEMM_THREADS) {
+        let blk = o0 / 8u + i / FV5_CHUNK_WORDS;
+        let w = i % FV5_CHUNK_WORDS;
+        var v = 0u;
+        if (blk < blocks && w < have) {
+            v = packed[blk * block_words + first + w];
+        }
+        fv5_raw[i] = v;
     }
-    let base = block + g * 28u + half;                 // 7 stored vectors of 4 words
-    if (m < 7u) {
-        return vec2<u32>(packed[base + m * 4u], packed[base + m * 4u + 1u]) & vec2<u32>(0x7f7f7f7fu);
+    if (kb0 == 0u) {
+        for (var i = lid; i < GEMM_ROWS * 2u; i = i + GEMM_THREADS) {
+            let o = o0 + i / 2u;
+            var v = 0u;
+            if (o < gp.O) {
+                v = lut[2u * o + i % 2u];
+            }
+            fv5_lut[i] = v;
+        }
     }
-    var c = vec2<u32>(0u);                             // code 7: bit 7 of stored vectors 0..6
-    for (var s = 0u; s < 7u; s = s + 1u) {
-        let v = vec2<u32>(packed[base + s * 4u], packed[base + s * 4u + 1u]);
-        c = c | (((v >> vec2<u32>(7u)) & vec2<u32>(0x01010101u)) << vec2<u32>(s));
-    }
-    return c;
 }
 
 // Four codes -> four int8 weights of row o: digit `place` (1, 5 or 25) of each code picks
@@ -44,15 +69,41 @@ fn fv5_lookup(codes: u32, place: u32, lut_lo: u32, lut_hi: u32) -> u32 {
     return out;
 }
 
-// Columns 8kb .. 8kb+7 of row o: two words of four int8 lanes.
-fn weight_pair(o: u32, kb: u32) -> vec2<u32> {
-    let K = gp.K;
-    let vectors = K / 2u;
-    let T = (vectors + 2u) / 3u;
-    let block_words = 4u * (7u * (T / 8u) + T % 8u);
-    let v = 4u * kb + (o % 8u) / 2u;
-    let place = select(select(1u, 5u, v % 3u == 1u), 25u, v % 3u == 2u);
-    let codes = fv5_code_words((o / 8u) * block_words, T, v / 3u, (o & 1u) * 2u);
-    return vec2<u32>(fv5_lookup(codes.x, place, lut[2u * o], lut[2u * o + 1u]),
-                     fv5_lookup(codes.y, place, lut[2u * o], lut[2u * o + 1u]));
+fn decode_weights(o0: u32, kb0: u32, lid: u32) {
+    let T = (gp.K / 2u + 2u) / 3u;
+    let full = T / 8u;
+    let c = kb0 / GEMM_CHUNK_KB;
+    let v_end = 4u * min(kb0 + GEMM_CHUNK_KB, gp.K / 8u);          // the chunk's vectors end
+    for (var i = lid; i < FV5_BLOCKS * FV5_CHUNK_CODES * 4u; i = i + GEMM_THREADS) {
+        let q = i % 4u;                                  // lanes 4q .. 4q+3: words q of vectors
+        let tl = (i / 4u) % FV5_CHUNK_CODES;
+        let b = i / (4u * FV5_CHUNK_CODES);
+        let t = c * FV5_CHUNK_CODES + tl;
+        if (3u * t >= v_end) {
+            continue;
+        }
+        let gl = tl / 8u;
+        let m = tl % 8u;
+        let base = b * FV5_CHUNK_WORDS + gl * 28u + q;   // stored vector 7 gl + m, word q
+        var codes = 0u;
+        if (c * 2u + gl == full) {                       // the short last group: plain bytes
+            codes = fv5_raw[base + m * 4u];
+        } else if (m < 7u) {
+            codes = fv5_raw[base + m * 4u] & 0x7f7f7f7fu;
+        } else {                                         // code 7: bit 7 of stored vectors 0..6
+            for (var s = 0u; s < 7u; s = s + 1u) {
+                codes = codes | (((fv5_raw[base + s * 4u] >> 7u) & 0x01010101u) << s);
+            }
+        }
+        for (var s = 0u; s < 3u; s = s + 1u) {
+            let v = 3u * t + s;
+            if (v < v_end) {
+                let row = 8u * b + 2u * (v % 4u) + q / 2u;
+                let kw = 2u * (v / 4u - kb0) + q % 2u;
+                let place = select(select(1u, 5u, v % 3u == 1u), 25u, v % 3u == 2u);
+                w_tile[kw * W_STRIDE + row] = fv5_lookup(codes, place, fv5_lut[2u * row],
+                                                         fv5_lut[2u * row + 1u]);
+            }
+        }
+    }
 }

@@ -2,13 +2,26 @@
 // (kernels/fv5_gemm.h, kernels/int8_gemm.h; dequantisation order of gemm_common.h), bit for
 // bit, then SiLU when asked (the C path's silu over the GEMM's output, element by element). A
 // module is dot4_<variant>.wgsl + softfloat.wgsl + silu.wgsl + <format>_weights.wgsl (which
-// defines the weight bindings and `weight_pair`) + this file.
+// defines the weight bindings, `WEIGHTS_DECODE`, `stage_weights` and `decode_weights`) + this
+// file.
 //
-// A workgroup computes GEMM_ROWS output rows (one per invocation) for GEMM_TOKENS tokens.
-// The activations go through workgroup memory a chunk of GEMM_CHUNK_KB * 8 columns at a time
-// (each word read once from the storage buffer per workgroup, then broadcast to all rows);
-// each invocation keeps GEMM_TOKENS int32 sums, exact in any order (|sum| < 2^31 for
-// K <= 65536), and applies the float epilogue once per output in integer soft-float.
+// A workgroup of GEMM_THREADS (128) invocations computes GEMM_ROWS (64) output rows for
+// GEMM_TOKENS (32) tokens; invocation lid owns the 4 x 4 sub-tile of rows rg + 16 i and tokens
+// tg + 8 j (rg = lid % 16, tg = lid / 16, i, j in 0..3): 16 int32 sums in registers, exact in
+// any order (|sum| < 2^31 for K <= 65536), and the float epilogue once per output in integer
+// soft-float. K goes in chunks of GEMM_CHUNK_KB * 8 = 96 columns (GEMM_CHUNK_WORDS = 24 words
+// of four int8 per row or token). Per chunk, all invocations together, consecutive ones
+// reading consecutive words of the storage buffers:
+//   1. stage the 32 tokens' activations into x_tile and the 64 rows' weights (int8: the rows'
+//      words into w_tile; fv5: the blocks' packed bytes into the format's own workgroup
+//      array), then a barrier;
+//   2. fv5 only (WEIGHTS_DECODE): decode the packed codes once into int8 panels in w_tile,
+//      then a barrier;
+//   3. every invocation multiplies its sub-tile out of workgroup memory, then a barrier.
+// Both tiles are stored column word major ([word][row], [word][token]) with an odd stride, so
+// the sub-tile reads (consecutive rows) and the staging writes (consecutive words) hit
+// distinct banks. Workgroup memory: w_tile 6,240 + x_tile 3,168 bytes (+ 2,304 for fv5).
+// Every barrier is in uniform control flow: the chunk loop runs to K from the uniform params.
 
 struct GemmParams {
     N: u32,
@@ -25,55 +38,92 @@ struct GemmParams {
 @group(0) @binding(5) var<storage, read_write> y: array<u32>;    // [N][O] float32 bits
 
 const GEMM_ROWS: u32 = 64u;
-const GEMM_TOKENS: u32 = 8u;
-const GEMM_CHUNK_KB: u32 = 8u;                          // 64 columns, 16 words per token
-const GEMM_CHUNK_WORDS: u32 = 2u * GEMM_CHUNK_KB;
+const GEMM_TOKENS: u32 = 32u;
+const GEMM_THREADS: u32 = 128u;
+const GEMM_SUB_ROWS: u32 = 16u;                         // row groups: GEMM_ROWS / 4
+const GEMM_SUB_TOKENS: u32 = 8u;                        // token groups: GEMM_TOKENS / 4
+const GEMM_CHUNK_KB: u32 = 12u;                         // 96 columns: 4 * 12 panel vectors
+const GEMM_CHUNK_WORDS: u32 = 2u * GEMM_CHUNK_KB;       // 24 words per row or token
+const W_STRIDE: u32 = GEMM_ROWS + 1u;                   // w_tile[word * W_STRIDE + row]
+const X_STRIDE: u32 = GEMM_TOKENS + 1u;                 // x_tile[word * X_STRIDE + token]
 
-var<workgroup> x_tile: array<u32, GEMM_TOKENS * GEMM_CHUNK_WORDS>;
+var<workgroup> w_tile: array<u32, GEMM_CHUNK_WORDS * W_STRIDE>;
+var<workgroup> x_tile: array<u32, GEMM_CHUNK_WORDS * X_STRIDE>;
 
-@compute @workgroup_size(GEMM_ROWS)
+// Tokens tg + 8 j of the chunk's word kw, one per component.
+fn x_words(kw: u32, tg: u32) -> vec4<u32> {
+    let at = kw * X_STRIDE + tg;
+    return vec4<u32>(x_tile[at], x_tile[at + 8u], x_tile[at + 16u], x_tile[at + 24u]);
+}
+
+fn dot4x4(w: u32, x: vec4<u32>) -> vec4<i32> {
+    return vec4<i32>(dot4(w, x.x), dot4(w, x.y), dot4(w, x.z), dot4(w, x.w));
+}
+
+@compute @workgroup_size(GEMM_THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let N = gp.N;
     let O = gp.O;
     let words = gp.K / 4u;
     let kb_total = gp.K / 8u;
-    let o = wid.x * GEMM_ROWS + lid;
+    let o0 = wid.x * GEMM_ROWS;
     let n0 = wid.y * GEMM_TOKENS;
-    var acc: array<i32, GEMM_TOKENS>;
+    let rg = lid % GEMM_SUB_ROWS;
+    let tg = lid / GEMM_SUB_ROWS;
+    // an invocation whose first row or token is outside the matrix has nothing to sum
+    let busy = o0 + rg < O && n0 + tg < N;
+    var acc0 = vec4<i32>(0);           // row rg, tokens tg + 8 j
+    var acc1 = vec4<i32>(0);           // row rg + 16
+    var acc2 = vec4<i32>(0);           // row rg + 32
+    var acc3 = vec4<i32>(0);           // row rg + 48
     for (var kb0 = 0u; kb0 < kb_total; kb0 = kb0 + GEMM_CHUNK_KB) {
-        for (var i = lid; i < GEMM_TOKENS * GEMM_CHUNK_WORDS; i = i + GEMM_ROWS) {
-            let n = n0 + i / GEMM_CHUNK_WORDS;
-            let word = 2u * kb0 + i % GEMM_CHUNK_WORDS;
+        let chunk_words = 2u * min(GEMM_CHUNK_KB, kb_total - kb0);
+        for (var i = lid; i < GEMM_TOKENS * GEMM_CHUNK_WORDS; i = i + GEMM_THREADS) {
+            let t = i / GEMM_CHUNK_WORDS;
+            let kw = i % GEMM_CHUNK_WORDS;
+            let n = n0 + t;
             var v = 0u;
-            if (n < N && word < words) {
-                v = xq[n * words + word];
+            if (n < N && kw < chunk_words) {
+                v = xq[n * words + 2u * kb0 + kw];
             }
-            x_tile[i] = v;
+            x_tile[kw * X_STRIDE + t] = v;
         }
+        stage_weights(o0, kb0, lid);
         workgroupBarrier();
-        if (o < O) {
-            let kb_end = min(GEMM_CHUNK_KB, kb_total - kb0);
-            for (var j = 0u; j < kb_end; j = j + 1u) {
-                let w = weight_pair(o, kb0 + j);          // columns 8(kb0+j) .. +7 of row o
-                for (var t = 0u; t < GEMM_TOKENS; t = t + 1u) {
-                    let at = t * GEMM_CHUNK_WORDS + 2u * j;
-                    acc[t] = acc[t] + dot4(w.x, x_tile[at]) + dot4(w.y, x_tile[at + 1u]);
-                }
+        if (WEIGHTS_DECODE) {
+            decode_weights(o0, kb0, lid);
+            workgroupBarrier();
+        }
+        if (busy) {
+            for (var kw = 0u; kw < chunk_words; kw = kw + 1u) {
+                let x = x_words(kw, tg);
+                let at = kw * W_STRIDE + rg;
+                acc0 = acc0 + dot4x4(w_tile[at], x);
+                acc1 = acc1 + dot4x4(w_tile[at + 16u], x);
+                acc2 = acc2 + dot4x4(w_tile[at + 32u], x);
+                acc3 = acc3 + dot4x4(w_tile[at + 48u], x);
             }
         }
         workgroupBarrier();
     }
-    if (o >= O) {
+    if (!busy) {
         return;
     }
+    var acc = array<vec4<i32>, 4>(acc0, acc1, acc2, acc3);
     let has_bias = (gp.flags & 1u) != 0u;
     let silu = (gp.flags & 2u) != 0u;
-    let b = select(0u, bias[min(o, arrayLength(&bias) - 1u)], has_bias);
-    for (var t = 0u; t < GEMM_TOKENS; t = t + 1u) {
-        let n = n0 + t;
-        if (n < N) {
-            let v = sf_dequant(acc[t], xs[n], ws[o], has_bias, b);
-            y[n * O + o] = select(v, sf_silu(v), silu);
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        let o = o0 + rg + GEMM_SUB_ROWS * i;
+        if (o >= O) {
+            break;
+        }
+        let b = select(0u, bias[min(o, arrayLength(&bias) - 1u)], has_bias);
+        for (var j = 0u; j < 4u; j = j + 1u) {
+            let n = n0 + tg + GEMM_SUB_TOKENS * j;
+            if (n < N) {
+                let v = sf_dequant(acc[i][j], xs[n], ws[o], has_bias, b);
+                y[n * O + o] = select(v, sf_silu(v), silu);
+            }
         }
     }
 }

@@ -3,8 +3,24 @@
 
 @group(0) @binding(6) var<storage, read> w8: array<u32>;         // [O][K/4]
 
-// Columns 8kb .. 8kb+7 of row o: two words of four int8 lanes.
-fn weight_pair(o: u32, kb: u32) -> vec2<u32> {
-    let at = o * (gp.K / 4u) + 2u * kb;
-    return vec2<u32>(w8[at], w8[at + 1u]);
+const WEIGHTS_DECODE: bool = false;     // stage_weights leaves the int8 words in w_tile
+
+// The chunk's words (columns 8 kb0 .. 8 kb0 + 95) of rows o0 .. o0 + 63 into w_tile: each
+// row's 24 words read by consecutive invocations; zeros past O or K.
+fn stage_weights(o0: u32, kb0: u32, lid: u32) {
+    let words = gp.K / 4u;
+    let chunk_words = min(GEMM_CHUNK_WORDS, words - 2u * kb0);
+    for (var i = lid; i < GEMM_ROWS * GEMM_CHUNK_WORDS; i = i + GEMM_THREADS) {
+        let r = i / GEMM_CHUNK_WORDS;
+        let kw = i % GEMM_CHUNK_WORDS;
+        let o = o0 + r;
+        var v = 0u;
+        if (o < gp.O && kw < chunk_words) {
+            v = w8[o * words + 2u * kb0 + kw];
+        }
+        w_tile[kw * W_STRIDE + r] = v;
+    }
+}
+
+fn decode_weights(o0: u32, kb0: u32, lid: u32) {
 }
