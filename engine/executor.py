@@ -28,7 +28,8 @@ Four executors, chosen by `executor()`:
   WebAssembly) hold their row slices of every split linear and compute them, or a range of
   attention heads, while this worker computes the first part. If they are lost, everything runs
   here from then on (`lost` says why), with the same bits.
-- WebGpu (engine/gpu_executor.py, `executor(k, gpu=device)`): the linears on a WebGPU device.
+- WebGpu (engine/gpu_executor.py, `executor(k, gpu=device)`): the encoder on a WebGPU device,
+  its activations kept there (device tensors) and read back once per encode.
 
 Bit-identity for every count: a split never changes how an output element is computed. A linear
 is cut into whole 8-row blocks (each block is computed on its own in every tier), attention by
@@ -409,7 +410,7 @@ class KernelWorkers(Alone):
 
 def executor(k: Kernels, threads: int | None = None, workers=None, gpu=None):
     """The executor for a thread count (natively; default all cores), a kernel pool (browser)
-    or a WebGPU device (engine/gpu_executor.py: the linears there, the rest on `k`)."""
+    or a WebGPU device (engine/gpu_executor.py: the encoder there, the decoder on `k`)."""
     if gpu is not None:
         if threads not in (None, 1) or workers is not None:
             raise ValueError("a GPU executor runs the CPU part on one thread: give no threads or workers")
