@@ -359,7 +359,8 @@ async def gpu_digest(models, wav, tier="scalar"):
     one GpuKernels for all models), batch on the WAV: {"adapter": its info, "packed_dot",
     "shader_dir": where the WGSL was read, "models": {name: {"encoder_sha256", "frames",
     "tokens", "text", "seconds": {"first_encode" (with the pipelines' compilation), "encode",
-    "transcribe"}, "gpu": the transcription's counters}}}; {"adapter": None, "reason"} when
+    "transcribe"}, "gpu": the transcription's counters, "device_lost": why the device failed (then
+    the CPU computed the rest), else None}}}; {"adapter": None, "reason"} when
     there is no device."""
     from engine.audio import load_audio
     from engine.webgpu_browser import GpuUnavailable, request_device
@@ -383,7 +384,8 @@ async def gpu_digest(models, wav, tier="scalar"):
         result = engine.transcribe(audio)
         seconds["transcribe"] = round(time.perf_counter() - started, 3)
         out[name] = {"encoder_sha256": digest(enc), "frames": frames, "tokens": result["tokens"],
-                     "text": result["text"], "seconds": seconds, "gpu": result["timing"].get("gpu")}
+                     "text": result["text"], "seconds": seconds, "gpu": result["timing"].get("gpu"),
+                     "device_lost": engine.executor.lost}
     return {"adapter": device.adapter_info, "packed_dot": gpu.packed_dot, "shader_dir": str(SHADER_DIR),
             "tier": tier, "models": out}
 

@@ -35,7 +35,7 @@ from .family import Cancelled, network
 from .kernels import KernelError, Kernels
 from .linear import LinearWeights, check_activation
 from .webgpu_subsampling import GpuSubsamplingConvs
-from .webgpu_tier import MAX_DIM, MAX_GROUPS, GpuKernels, GpuLinear, _float32_view, element_groups
+from .webgpu_tier import MAX_DIM, GpuKernels, GpuLinear, element_groups, float32_view
 
 COUNTERS = ("submissions", "dispatches", "uploaded_bytes", "read_bytes", "buffer_bytes")
 MAX_PENDING = 256                  # passes queued before a submission (one command buffer)
@@ -203,7 +203,7 @@ class WebGpu(Alone):
                 return t
         t = self.tensor(n)
         self.flush()            # a write lands before the next submission: the queued passes
-        self.gpu.write(t.buffer, _float32_view(x, n, "activations"))    # may use this buffer
+        self.gpu.write(t.buffer, float32_view(x, n, "activations"))    # may use this buffer
         self._uploaded = [(x, t)] + self._uploaded[:1]
         return t
 
@@ -222,8 +222,8 @@ class WebGpu(Alone):
         return run
 
     def _linear(self, lin: GpuLinear, x, N: int) -> GpuTensor:
-        if N > MAX_DIM or -(-N // 8) > MAX_GROUPS:
-            raise KernelError(f"N = {N} is above the GPU kernels' bound")
+        if N > MAX_DIM:                  # the rows' status buffer holds MAX_DIM
+            raise KernelError(f"N = {N} is above the GPU kernels' bound {MAX_DIM}")
         xt, y = self.device(x, N * lin.K), self.tensor(N * lin.O)
         self.status_rows = max(self.status_rows, N)
         self.queue(lin.passes(xt.buffer, N, y.buffer, self.status))
@@ -246,11 +246,9 @@ class WebGpu(Alone):
         if not self.on_device:
             return Alone.add_scaled(self, self.host(x), s, self.host(d), n)
         xt, dt, y = self.device(x, n), self.device(d, n), self.tensor(n)
-        groups = -(-n // 64)
-        gx = min(groups, MAX_GROUPS)
         s_bits = array("I", array("f", [s]).tobytes())[0]
         self.queue([("add_scaled", [self.gpu.uniform(n, s_bits), xt.buffer, dt.buffer, y.buffer],
-                     (gx, -(-groups // gx)))])
+                     element_groups(n))])
         return y
 
     def attention(self, D: int, H: int, u, v, sqrt_dk: float):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from array import array
 
 from engine.kernels import KernelError
-from engine.webgpu_tier import MAX_DIM, MAX_GROUPS, GpuKernels, _check_dims, _float32_view
+from engine.webgpu_tier import MAX_DIM, MAX_GROUPS, GpuKernels, check_gpu_dims, float32_view
 
 SCORE_TILE = 8             # attention_scores.wgsl: an 8 x 8 tile of (i, j) per workgroup
 CONTEXT_TILE = 8           # attention_context.wgsl: 8 rows x 8 columns of a head per workgroup
@@ -34,18 +34,18 @@ class GpuAttention:
     h*dk .. h*dk+dk-1), as Kernels.attention_heads(T, D, D // H, 0, H, ...)."""
 
     def __init__(self, gpu: GpuKernels, D: int, H: int, u, vb, s: float):
-        _check_dims(D=D, H=H)
+        check_gpu_dims(D=D, H=H)
         if D % H:
             raise KernelError(f"D = {D} is not a multiple of H = {H}")
         self.gpu, self.D, self.H, self.dk = gpu, D, H, D // H
         self.s = array("f", [s])[0]
         self.s_bits = _f32_bits(s)
-        self._u = gpu.upload(_float32_view(u, D, "u"))
-        self._vb = gpu.upload(_float32_view(vb, D, "vb"))
+        self._u = gpu.upload(float32_view(u, D, "u"))
+        self._vb = gpu.upload(float32_view(vb, D, "vb"))
 
     def groups(self, T: int) -> dict:
         """Each pass's workgroup grid for T tokens (KernelError past the device's limits)."""
-        _check_dims(T=T)
+        check_gpu_dims(T=T)
         if 2 * T - 1 > MAX_DIM:
             raise KernelError(f"T = {T}: the 2T-1 = {2 * T - 1} positions exceed {MAX_DIM}")
         if 4 * self.H * T * T > MAX_SCORES_BYTES:
@@ -81,7 +81,7 @@ class GpuAttention:
         gpu, D = self.gpu, self.D
         bufs = []
         for x, rows, name in ((q, T, "q"), (k, T, "k"), (v, T, "v"), (p, 2 * T - 1, "p")):
-            raw = _float32_view(x, rows * D, name)
+            raw = float32_view(x, rows * D, name)
             buf = gpu.scratch(f"attention_{name}", raw.nbytes)
             gpu.write(buf, raw)
             bufs.append(buf)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from array import array
 
 from engine.kernels import KernelError
-from engine.webgpu_tier import MAX_GROUPS, GpuKernels, _check_dims, _float32_view
+from engine.webgpu_tier import MAX_GROUPS, GpuKernels, check_gpu_dims, element_groups, float32_view
 
 DWCONV_TILE_T = 16           # dwconv_silu.wgsl's TILE_T: time steps per workgroup
 WORKGROUP = 64               # invocations per workgroup (and channels per dwconv workgroup)
@@ -26,20 +26,20 @@ class GpuConvMiddle:
     SiLU. dw: float32 [D][K] (K = ksize, odd), dwb: float32 [D]."""
 
     def __init__(self, gpu: GpuKernels, dw, dwb, ksize: int):
-        _check_dims(K=ksize)
+        check_gpu_dims(K=ksize)
         if ksize % 2 == 0:
             raise KernelError(f"depthwise kernel size {ksize} must be odd")
         try:
             D = memoryview(dwb).nbytes // 4
         except TypeError:
             raise KernelError("dwb must be a float32 buffer (array('f'), numpy float32, ...)") from None
-        _check_dims(D=D)
+        check_gpu_dims(D=D)
         self.gpu, self.D, self.K = gpu, D, ksize
-        self._bias = gpu.upload(_float32_view(dwb, D, "dwb"))
-        self._w = gpu.upload(_float32_view(dw, D * ksize, "dw"))
+        self._bias = gpu.upload(float32_view(dwb, D, "dwb"))
+        self._w = gpu.upload(float32_view(dw, D * ksize, "dw"))
 
     def _check_T(self, T: int) -> None:
-        _check_dims(T=T)
+        check_gpu_dims(T=T)
         if -(-T // DWCONV_TILE_T) > MAX_GROUPS or -(-self.D // WORKGROUP) > MAX_GROUPS:
             raise KernelError(f"T = {T}, D = {self.D} need more than {MAX_GROUPS} workgroups a dimension")
         if 2 * T * self.D >= 1 << 32:
@@ -54,9 +54,7 @@ class GpuConvMiddle:
             if buf.size < need:
                 raise KernelError(f"{what} buffer holds {buf.size} bytes, need {need}")
         g = gpu.scratch("conv_glu", 4 * T * D)
-        groups = -(-(T * D) // WORKGROUP)
-        gx = min(groups, MAX_GROUPS)
-        return [("glu", [gpu.uniform(T, D), h_buf, g], (gx, -(-groups // gx))),
+        return [("glu", [gpu.uniform(T, D), h_buf, g], element_groups(T * D)),
                 ("dwconv_silu", [gpu.uniform(T, D, self.K), g, self._w, self._bias, out_buf],
                  (-(-D // WORKGROUP), -(-T // DWCONV_TILE_T)))]
 
@@ -64,7 +62,7 @@ class GpuConvMiddle:
         """silu(dwconv1d(glu(h))) [T][D] for h [T][2D] float32: the scalar tier's bits."""
         self._check_T(T)
         D, gpu = self.D, self.gpu
-        raw = _float32_view(h, 2 * T * D, "h")
+        raw = float32_view(h, 2 * T * D, "h")
         h_buf = gpu.scratch("conv_h", 8 * T * D)
         gpu.write(h_buf, raw)
         out = gpu.scratch("conv_out", 4 * T * D)

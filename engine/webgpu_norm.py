@@ -16,7 +16,7 @@ from __future__ import annotations
 from array import array
 
 from engine.kernels import KernelError
-from engine.webgpu_tier import MAX_GROUPS, _check_dims, _float32_view
+from engine.webgpu_tier import MAX_GROUPS, check_gpu_dims, element_groups, float32_view
 
 # softdouble_check.wgsl's op ids: (id, input words per element, output words per element)
 DOUBLE_OPS = {"add": (0, 2, 2), "sub": (1, 2, 2), "mul": (2, 2, 2), "div": (3, 2, 2),
@@ -57,10 +57,8 @@ def double_op(gpu, op: str, a, b=None) -> array:
     if not n or (binary and len(b) != n):
         raise KernelError(f"double_op {op} needs non-empty a{' and b of equal length' if binary else ''}")
     out = gpu.storage(4 * per_out * n)
-    groups = -(-n // 64)
-    gx = min(groups, MAX_GROUPS)
     gpu.run([("softdouble_check", [gpu.uniform(op_id, n), gpu.upload(a), gpu.upload(b), out],
-              (gx, -(-groups // gx)))])
+              element_groups(n))])
     return array("Q" if per_out == 2 else "I", gpu.read(out, 4 * per_out * n))
 
 
@@ -79,10 +77,10 @@ class GpuLayerNorm:
 
     def __init__(self, gpu, g, b, eps: float):
         D = _float32_count(g, "g")
-        _check_dims(D=D)
+        check_gpu_dims(D=D)
         self.gpu, self.D = gpu, D
-        self.g = gpu.upload(_float32_view(g, D, "g"))
-        self.b = gpu.upload(_float32_view(b, D, "b"))
+        self.g = gpu.upload(float32_view(g, D, "g"))
+        self.b = gpu.upload(float32_view(b, D, "b"))
         try:
             self.eps_bits = array("I", array("f", [eps]).tobytes())[0]
         except (TypeError, OverflowError) as e:
@@ -90,7 +88,7 @@ class GpuLayerNorm:
 
     def passes(self, x_buf, y_buf, N: int) -> list:
         """The pass for gpu.run: x_buf [N][D] float32 -> y_buf [N][D] (y may not alias x)."""
-        _check_dims(N=N)
+        check_gpu_dims(N=N)
         nbytes = 4 * N * self.D
         for name, buf in (("x", x_buf), ("y", y_buf)):
             size = getattr(buf, "size", nbytes)
@@ -101,9 +99,9 @@ class GpuLayerNorm:
                  (gx, -(-N // gx)))]
 
     def __call__(self, x, N: int) -> array:
-        _check_dims(N=N)
+        check_gpu_dims(N=N)
         nbytes = 4 * N * self.D
-        x_buf = self.gpu.upload(_float32_view(x, N * self.D, "x"))
+        x_buf = self.gpu.upload(float32_view(x, N * self.D, "x"))
         y_buf = self.gpu.storage(nbytes)
         self.gpu.run(self.passes(x_buf, y_buf, N))
         return array("f", self.gpu.read(y_buf, nbytes))

@@ -34,24 +34,13 @@ from __future__ import annotations
 from array import array
 
 from engine.kernels import KernelError
-from engine.webgpu_tier import MAX_DIM, MAX_GROUPS, GpuKernels, _float32_view
+from engine.webgpu_tier import MAX_DIM, GpuKernels, element_groups, float32_view
 
-WORKGROUP = 64                          # the three shaders' @workgroup_size
 
 
 def _half(n: int) -> int:
     """Output size of a 3x3 stride-2 padding-1 conv: ceil(n / 2)."""
     return (n + 1) // 2
-
-
-def _grid(n: int) -> tuple:
-    """(groups_x, groups_y) covering n invocations in 64-wide workgroups (i = x + y * 64 gx)."""
-    groups = -(-n // WORKGROUP)
-    gx = min(groups, MAX_GROUPS)
-    gy = -(-groups // gx)
-    if gy > MAX_GROUPS:
-        raise KernelError(f"{n} outputs need more than {MAX_GROUPS} x {MAX_GROUPS} workgroups")
-    return gx, gy
 
 
 def _check_ints(**dims):
@@ -80,7 +69,7 @@ class GpuSubsamplingConvs:
         up = {}
         for name, value, count in (("w0", w0, 9 * C), ("b0", b0, C), ("w2", w2, 9 * C), ("b2", b2, C),
                                    ("w5", w5, 9 * C), ("b5", b5, C)):
-            up[name] = gpu.upload(_float32_view(value, count, name))
+            up[name] = gpu.upload(float32_view(value, count, name))
         self._w0, self._b0, self._w2, self._b2, self._w5, self._b5 = (
             up[n] for n in ("w0", "b0", "w2", "b2", "w5", "b5"))
 
@@ -98,7 +87,7 @@ class GpuSubsamplingConvs:
         _check_buffer(x_buf, 4 * H * W * C, "x")
         _check_buffer(out_buf, 4 * n, "out")
         params = self.gpu.uniform(H, W, C, n, 1 if relu_input else 0)
-        return ("dwconv2d", [params, x_buf, w, b, out_buf], _grid(n))
+        return ("dwconv2d", [params, x_buf, w, b, out_buf], element_groups(n))
 
     def head_passes(self, x_buf, out_buf, T: int, frames_total: int | None = None, t0: int = 0) -> list:
         """conv0 + ReLU + depthwise conv2 (Kernels.subsampling_head_cl's bits): x [T][n_mels] ->
@@ -123,7 +112,7 @@ class GpuSubsamplingConvs:
         _check_buffer(x_buf, 4 * need, "x")
         conv0 = self.gpu.scratch("subsampling_conv0", 4 * n)
         params = self.gpu.uniform(T, F, C, n, t_stride, f_stride, t0)
-        return [("subsampling_head", [params, x_buf, self._w0, self._b0, conv0], _grid(n)),
+        return [("subsampling_head", [params, x_buf, self._w0, self._b0, conv0], element_groups(n)),
                 self._dw_pass(conv0, out_buf, H1, W1, self._w2, self._b2, False)]
 
     def dw_passes(self, x_buf, out_buf, H: int, W: int) -> list:
@@ -139,14 +128,14 @@ class GpuSubsamplingConvs:
         _check_buffer(x_buf, 4 * n, "x")
         _check_buffer(out_buf, 4 * n, "out")
         params = self.gpu.uniform(H, W, self.C, n, 1)
-        return [("flatten_relu", [params, x_buf, out_buf], _grid(n))]
+        return [("flatten_relu", [params, x_buf, out_buf], element_groups(n))]
 
     # -- host wrappers (tests; frames) ------------------------------------------------------
 
     def _run(self, x, count: int, out_count: int, build) -> array:
         gpu = self.gpu
         xbuf = gpu.scratch("subsampling_in", 4 * count)
-        gpu.write(xbuf, _float32_view(x, count, "x"))
+        gpu.write(xbuf, float32_view(x, count, "x"))
         out = gpu.scratch("subsampling_out", 4 * out_count)
         gpu.run(build(xbuf, out))
         return array("f", gpu.read(out, 4 * out_count))

@@ -48,7 +48,10 @@ def element_groups(n: int) -> tuple:
     i = x + y * 64 * groups_x, as the element-wise shaders compute it)."""
     groups = max(1, -(-n // 64))
     gx = min(groups, MAX_GROUPS)
-    return gx, -(-groups // gx)
+    gy = -(-groups // gx)
+    if gy > MAX_GROUPS:
+        raise KernelError(f"{n} outputs need more than {MAX_GROUPS} x {MAX_GROUPS} workgroups")
+    return gx, gy
 
 # The files of each module, in order (the requires-directive of dot4_packed comes first).
 MODULES = {
@@ -84,7 +87,7 @@ def shader_source(module: str, packed_dot: bool) -> str:
                      for name in MODULES[module])
 
 
-def _float32_view(x, count: int, what: str) -> memoryview:
+def float32_view(x, count: int, what: str) -> memoryview:
     """A C-contiguous float32 buffer of exactly `count` values, as bytes."""
     try:
         mv = memoryview(x)
@@ -97,7 +100,7 @@ def _float32_view(x, count: int, what: str) -> memoryview:
     return mv.cast("B")
 
 
-def _check_dims(**dims):
+def check_gpu_dims(**dims):
     for name, value in dims.items():
         if not isinstance(value, int) or not 1 <= value <= MAX_DIM:
             raise KernelError(f"{name} must be an int in 1..{MAX_DIM}, got {value!r}")
@@ -238,8 +241,8 @@ class GpuKernels:
 
     def quantize_pass(self, x, N: int, K: int):
         """Upload x [N][K] and return (the pass, xq buffer, xs buffer, status buffer, zeroed)."""
-        _check_dims(N=N, K=K)
-        raw = _float32_view(x, N * K, "x")
+        check_gpu_dims(N=N, K=K)
+        raw = float32_view(x, N * K, "x")
         xbuf = self.scratch("x", 4 * N * K)
         self.write(xbuf, raw)
         status = self.scratch("status", 4 * N)
@@ -250,7 +253,7 @@ class GpuKernels:
     def quantize_buffer_pass(self, xbuf, N: int, K: int, status):
         """The pass quantising x [N][K] already on the device (xbuf) into the shared xq, xs
         scratch; rows with NaN or infinity set status[n] to 1. Returns (pass, xq, xs)."""
-        _check_dims(N=N, K=K)
+        check_gpu_dims(N=N, K=K)
         if K % 8:
             raise KernelError(f"K must be a multiple of 8, got {K}")
         xq, xs = self.scratch("xq", N * K), self.scratch("xs", 4 * N)
@@ -286,7 +289,7 @@ class GpuLinear:
     def __init__(self, gpu: GpuKernels, kind: str, O: int, K: int, weights, scales, hi=None,
                  bias=None, kernels: Kernels | None = None, prepared: Fv5Weights | None = None,
                  activation: str | None = None):
-        _check_dims(O=O, K=K)
+        check_gpu_dims(O=O, K=K)
         if activation not in ACTIVATIONS:
             raise KernelError(f"unknown activation {activation!r}")
         if K % 8:
@@ -307,12 +310,12 @@ class GpuLinear:
             if w.nbytes != O * K:
                 raise KernelError(f"int8 weights hold {w.nbytes} bytes, need O*K = {O * K}")
             self._weights = [gpu.upload(w)]
-            ws = _float32_view(scales, O, "scales")
+            ws = float32_view(scales, O, "scales")
         else:
             raise KernelError(f"kind must be 'fv5' or 'int8', got {kind!r}")
         self._ws = gpu.upload(ws)
         self.has_bias, self.activation = bias is not None, activation
-        self._bias = gpu.upload(_float32_view(bias, O, "bias") if self.has_bias else bytes(4))
+        self._bias = gpu.upload(float32_view(bias, O, "bias") if self.has_bias else bytes(4))
         self.module = f"{kind}_gemm"
 
     @classmethod
@@ -353,13 +356,13 @@ class GpuLinear:
 
     def gemm(self, xq, xs, N: int) -> array:
         """The GEMM alone on given int8 activations xq [N][K] and scales xs [N] (tests)."""
-        _check_dims(N=N)
+        check_gpu_dims(N=N)
         if len(memoryview(xq).cast("B")) != N * self.K:
             raise KernelError(f"xq must hold N*K = {N * self.K} int8 values")
         qbuf = self.gpu.scratch("xq", N * self.K)
         sbuf = self.gpu.scratch("xs", 4 * N)
         self.gpu.write(qbuf, memoryview(xq).cast("B"))
-        self.gpu.write(sbuf, _float32_view(xs, N, "xs"))
+        self.gpu.write(sbuf, float32_view(xs, N, "xs"))
         gpass, ybuf = self.gemm_pass(qbuf, sbuf, N)
         self.gpu.run([gpass])
         return array("f", self.gpu.read(ybuf, 4 * N * self.O))

@@ -139,6 +139,8 @@ def webgpu_rows(f: dict) -> list:
     runtime."""
     mib = lambda n: f"{n / 2**20:.1f}"          # noqa: E731
     yes = lambda ok: "yes" if ok else "NO"        # noqa: E731
+    # a device lost mid-run: the CPU computed the rest, so equal bits would prove nothing of the GPU
+    on_device = lambda r, text: text if not r.get("device_lost") else f"{text} (DEVICE LOST: the CPU's)"  # noqa: E731
     lines = [f"Adapter: {f['adapter_text']}."]
     if f.get("browser"):
         lines.append(f"Browser: {f['browser']['adapter_text']}.")
@@ -158,7 +160,7 @@ def webgpu_rows(f: dict) -> list:
                    f"{mib(r['buffer_bytes_at_load'])} / {mib(r['buffer_bytes'])} ({mib(r['model_bytes'])})")
         lines.append(f"| {r['runtime']} | {r['model']} | {r['audio_seconds']} | {first} / {then} | {cpu_text} | "
                      f"{ratio} | {r['submissions']:,} | {r['dispatches']:,} | {mib(r['uploaded_bytes'])} | "
-                     f"{mib(r['read_bytes'])} | {buffers} | {yes(r['native_digest'])} | "
+                     f"{mib(r['read_bytes'])} | {buffers} | {on_device(r, yes(r['native_digest']))} | "
                      f"{yes(r['native_tokens'])} ({r['tokens']}) |")
     return lines
 
@@ -168,7 +170,7 @@ def webgpu_table(result: dict) -> str:
     f = result["figures"]
     head = (f"{measured(result)}: `{result['command']}`, {f['wall_seconds']} s in all. Per encode "
             "(the shaders compiled before): wall time on the GPU executor and on the best native CPU tier with one "
-            "thread in the same process, the first encode (it also computes the positional keys, cached after) "
+            "thread in the same process, the first encode (it also uploads the positional table, kept after) "
             "and the median of the later ones (– where only one ran); the executor's counters of the last encode; the bytes "
             "of every GPU buffer created (weights, scratch, uniforms) after load and after the encodes. The browser "
             "row (checks/jobs.py gpu_digest): the counters of a transcription.")

@@ -538,7 +538,7 @@ def test_webgpu(tmp_path, tiny_bench_model):
     assert row["model"] == "tiny" and row["model_file"] == tiny_bench_model.name
     assert row["native_digest"] and row["native_tokens"], row
     assert row["gpu_encode_seconds"] > 0 and row["cpu_encode_seconds"] > 0 and row["cpu_tier"] == got["cpu_tier"]
-    assert row["submissions"] > 0 and row["dispatches"] == 2 * row["submissions"], row
+    assert 0 < row["submissions"] < row["dispatches"] and row["device_lost"] is None, row     # batched passes
     assert row["uploaded_bytes"] > 0 and row["read_bytes"] > 0, row
     assert 0 < row["weights_uploaded_bytes"] <= row["buffer_bytes_at_load"] < row["buffer_bytes"], row
     from harness.results import webgpu_table
@@ -568,3 +568,4 @@ def test_webgpu_in_chromium(tmp_path, tiny_bench_model):
     [row] = got["rows"]
     assert row["runtime"].startswith("Chromium ") and row["model"] == "tiny"
     assert row["native_digest"] and row["native_tokens"] and row["submissions"] > 0, row
+    assert row["device_lost"] is None, row                   # the GPU computed it, not the CPU after a loss

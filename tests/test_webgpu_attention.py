@@ -12,11 +12,12 @@ from array import array
 import numpy as np
 import pytest
 
-from engine.kernels import KernelError, Kernels
+from engine.kernels import KernelError
 from engine.webgpu_attention import GpuAttention
 from engine.webgpu_tier import GpuKernels
 
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
+from test_webgpu_kernels import bits, device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
 
 # T, dk, H: every combination of T in (1, 2, 5, 13, 40), dk in (4, 8, 64), H in (1, 2, 8);
 # tile edges (T % 8 and T % 16, dk % 8 and dk % 16: odd dk 17, 24); the full-size model's shape
@@ -26,28 +27,8 @@ SWEEP = ([(T, dk, H) for T in (1, 2, 5, 13, 40) for dk in (4, 8, 64) for H in (1
 
 
 @pytest.fixture(scope="module")
-def device():
-    try:
-        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    except Exception as e:         # noqa: BLE001 - no Vulkan loader or driver
-        pytest.skip(f"no WebGPU adapter: {e} (build.py setup installs mesa-vulkan-drivers)")
-    if adapter is None:
-        pytest.skip("no WebGPU adapter (build.py setup installs mesa-vulkan-drivers: lavapipe)")
-    return adapter.request_device_sync()
-
-
-@pytest.fixture(scope="module")
 def gpu(device):
     return GpuKernels(device, packed_dot=False)
-
-
-@pytest.fixture(scope="module")
-def scalar():
-    return Kernels("scalar")
-
-
-def bits(values) -> np.ndarray:
-    return np.frombuffer(bytes(memoryview(values).cast("B")), np.uint32)
 
 
 def assert_same_bits(got, want, what):

@@ -12,35 +12,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.kernels import KernelError, Kernels
+from engine.kernels import KernelError
 from engine.webgpu_conv import GpuConvMiddle
 from engine.webgpu_tier import SHADER_DIR, GpuKernels
 
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
+from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
 
 SHAPES = ([(T, D, K) for T in (1, 2, 4, 9, 31, 125) for D in (8, 64) for K in (1, 3, 9, 31)]
           + [(9, 1024, K) for K in (1, 3, 9, 31)])
 
 
 @pytest.fixture(scope="module")
-def device():
-    try:
-        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    except Exception as e:         # noqa: BLE001 - no Vulkan loader or driver
-        pytest.skip(f"no WebGPU adapter: {e} (build.py setup installs mesa-vulkan-drivers)")
-    if adapter is None:
-        pytest.skip("no WebGPU adapter (build.py setup installs mesa-vulkan-drivers: lavapipe)")
-    return adapter.request_device_sync()
-
-
-@pytest.fixture(scope="module")
 def gpu(device):
     return GpuKernels(device, packed_dot=False)
-
-
-@pytest.fixture(scope="module")
-def scalar():
-    return Kernels("scalar")
 
 
 def mixed(rng, n, extreme):

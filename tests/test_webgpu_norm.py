@@ -12,34 +12,19 @@ from array import array
 import numpy as np
 import pytest
 
-from engine.kernels import KernelError, Kernels
+from engine.kernels import KernelError
 from engine.webgpu_norm import GpuLayerNorm, double_op
 from engine.webgpu_tier import SHADER_DIR, GpuKernels
 
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
+from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
 
 CASES = 100_000
 
 
 @pytest.fixture(scope="module")
-def device():
-    try:
-        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    except Exception as e:         # noqa: BLE001 - no Vulkan loader or driver
-        pytest.skip(f"no WebGPU adapter: {e} (build.py setup installs mesa-vulkan-drivers)")
-    if adapter is None:
-        pytest.skip("no WebGPU adapter (build.py setup installs mesa-vulkan-drivers: lavapipe)")
-    return adapter.request_device_sync()
-
-
-@pytest.fixture(scope="module")
 def gpu(device):
     return GpuKernels(device, packed_dot=False)
-
-
-@pytest.fixture(scope="module")
-def scalar():
-    return Kernels("scalar")
 
 
 def assert_same(got, want, what, nbits=64):

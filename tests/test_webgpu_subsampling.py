@@ -16,27 +16,18 @@ import pytest
 
 from engine.executor import Alone
 from engine.family import load
-from engine.kernels import KernelError, Kernels
+from engine.kernels import KernelError
 from engine.parakeet_tdt.encoder import Subsampling
 from engine.webgpu_subsampling import GpuSubsamplingConvs
 from engine.webgpu_tier import GpuKernels, GpuLinear, shader_source
 
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
-from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
+from test_webgpu_kernels import bits, device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
 
 
 @pytest.fixture(scope="module")
 def gpu(device):
     return GpuKernels(device, packed_dot=False)
-
-
-@pytest.fixture(scope="module")
-def scalar():
-    return Kernels("scalar")
-
-
-def bits(values) -> np.ndarray:
-    return np.frombuffer(bytes(memoryview(values).cast("B")), np.uint32)
 
 
 def differing(got, want) -> int:

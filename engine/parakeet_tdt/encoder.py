@@ -12,7 +12,7 @@ from __future__ import annotations
 from array import array
 
 from ..family import Cancelled
-from ..kernels import MAX_DIM, Kernels, zeros_f32
+from ..kernels import MAX_DIM, Kernels
 from ..linear import LinearWeights, dense_forward
 from ..timing import section
 from . import one_call
@@ -275,8 +275,7 @@ class ConformerLayer:
 
     def __init__(self, ex, model: ModelFile, layer: int):
         p = f"encoder.layers.{layer}."
-        k = self.k = ex.k
-        self.ex, self.D = ex, model.dims.d_model
+        self.k, self.ex, self.D = ex.k, ex, model.dims.d_model
         self.norm_feed_forward1, self.feed_forward1 = LayerNorm(ex, model, p + "norm_feed_forward1"), FeedForward(ex, model, p + "feed_forward1.")
         self.norm_self_att, self.self_attn = LayerNorm(ex, model, p + "norm_self_att"), SelfAttention(ex, model, p)
         self.norm_conv, self.conv = LayerNorm(ex, model, p + "norm_conv"), ConvModule(ex, model, p)
