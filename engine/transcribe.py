@@ -14,7 +14,7 @@ from array import array
 
 from .audio import MODEL_RATE
 from .family import Cancelled, load, network
-from .kernels import Kernels
+from .kernels import KernelError, Kernels
 from .longform import WindowPolicy, transcribe_pieces
 from .executor import executor
 from .streaming import StreamConfig, StreamSession
@@ -71,6 +71,9 @@ class Engine:
             return self.k.frontend(samples, n, **self.frontend_settings)
 
     def encode(self, samples, float_acts: bool = False, on_layer=None, cancelled=None) -> tuple:
+        if float_acts and not self.executor.arrays_on_host:
+            raise KernelError("float_acts (the float-activation debug path) runs on the CPU kernels: "
+                              "open the engine without a GPU")
         feats, T = self.features(samples)
         if T == 0:
             return array("f"), 0

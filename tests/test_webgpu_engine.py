@@ -19,7 +19,7 @@ from engine.audio import load_audio
 from engine.executor import Alone
 from engine.family import load
 from engine.gpu_executor import GpuRefused, WebGpu, cpu_digest, encoder_digest, first_difference, self_test
-from engine.kernels import Kernels
+from engine.kernels import KernelError, Kernels
 from engine.streaming import stream_samples
 from engine.transcribe import Engine
 from engine.webgpu_tier import GpuKernels, shader_source
@@ -111,6 +111,12 @@ def test_batch_matches_native_scalar(engines, samples):
     assert result["tokens"] == want["tokens"] and result["text"] == want["text"]
     counters = result["timing"]["gpu"]
     assert counters["submissions"] > 0 and counters["uploaded_bytes"] > 0 and counters["read_bytes"] > 0
+
+
+def test_the_float_debug_path_is_refused_on_the_gpu(engines, samples):
+    _, on_gpu = engines
+    with pytest.raises(KernelError, match=r"float-activation debug path\) runs on the CPU kernels"):
+        on_gpu.transcribe(samples[:16000], float_acts=True)
 
 
 def test_an_encode_keeps_its_activations_on_the_device(engines, samples):
