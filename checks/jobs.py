@@ -355,13 +355,14 @@ async def bench_workers(model, tier, counts, seconds, repeats):
 
 @job
 async def gpu_digest(models, wav, tier="scalar", timed=True):
-    """The engine with its encoder's linears on the browser's WebGPU device (engine/webgpu_browser.py,
-    one GpuKernels for all models), batch on the WAV: {"adapter": its info, "packed_dot",
-    "shader_dir": where the WGSL was read, "models": {name: {"encoder_sha256", "frames",
-    "tokens", "text", "seconds": {"first_encode" (with the pipelines' compilation), "encode",
-    "transcribe"}, "gpu": the transcription's counters, "device_lost": why the device failed (then
-    the CPU computed the rest), else None}}}; {"adapter": None, "reason"} when
-    there is no device. timed=False: one encode before the transcription, not two (tests)."""
+    """The engine with its encoder on the browser's WebGPU device (engine/webgpu_browser.py, one
+    GpuKernels for all models), the WAV encoded as one window: {"adapter": its info, "packed_dot",
+    "shader_dir": where the WGSL was read, "models": {name: {"encoder_sha256", "frames", "tokens"
+    (the encoder output decoded on the CPU, {"id", "frame", "duration"} as a transcription gives
+    them), "seconds": {"first_encode" (with the pipelines' compilation), "encode" (a second one)},
+    "gpu": the last encode's counters, "device_lost": why the device failed (then the CPU computed
+    the rest), else None}}}; {"adapter": None, "reason"} when there is no device. timed=False:
+    one encode, not two (tests)."""
     from engine.audio import load_audio
     from engine.webgpu_browser import GpuUnavailable, request_device
     from engine.webgpu_tier import SHADER_DIR, GpuKernels
@@ -377,14 +378,16 @@ async def gpu_digest(models, wav, tier="scalar", timed=True):
         audio = load_audio(engine.k, wav)
         seconds = {}
         for step in ("first_encode", "encode") if timed else ("first_encode",):
+            before = engine.executor.counters()
             started = time.perf_counter()
             enc, frames = engine.encode(audio)
             seconds[step] = round(time.perf_counter() - started, 3)
-        started = time.perf_counter()
-        result = engine.transcribe(audio)
-        seconds["transcribe"] = round(time.perf_counter() - started, 3)
-        out[name] = {"encoder_sha256": digest(enc), "frames": frames, "tokens": result["tokens"],
-                     "text": result["text"], "seconds": seconds, "gpu": result["timing"].get("gpu"),
+        after = engine.executor.counters()
+        # the tokens of that encode, decoded on the CPU: what the transcription of this one
+        # window gives (tests/test_webgpu_api.py checks transcriptions through the API)
+        tokens = [{"id": t.id, "frame": t.frame, "duration": t.duration} for t in engine.network.decode(enc, frames)]
+        out[name] = {"encoder_sha256": digest(enc), "frames": frames, "tokens": tokens,
+                     "seconds": seconds, "gpu": {key: after[key] - before[key] for key in before},
                      "device_lost": engine.executor.lost}
     return {"adapter": device.adapter_info, "packed_dot": gpu.packed_dot, "shader_dir": str(SHADER_DIR),
             "tier": tier, "models": out}

@@ -154,7 +154,7 @@ def browser_rows(models: dict, wav: bytes) -> tuple:
         audio = load_audio(Kernels("scalar"), wav)
         enc, T = native.encode(audio)
         result = got["models"][name]
-        want_tokens = native.transcribe(audio)["tokens"]
+        want_tokens = [{"id": t.id, "frame": t.frame, "duration": t.duration} for t in native.network.decode(enc, T)]
         rows.append({"runtime": f"Chromium {version} (Pyodide)", "model": name, "model_file": path.name,
                      "model_bytes": path.stat().st_size, "audio_seconds": round(len(audio) / 16000, 2),
                      "encoder_frames": result["frames"], "packed_dot": got["packed_dot"],

@@ -173,7 +173,7 @@ def webgpu_table(result: dict) -> str:
             "thread in the same process, the first encode (it also uploads the positional table, kept after) "
             "and the median of the later ones (– where only one ran); the executor's counters of the last encode; the bytes "
             "of every GPU buffer created (weights, scratch, uniforms) after load and after the encodes. The browser "
-            "row (checks/jobs.py gpu_digest): the counters of a transcription.")
+            "row: checks/jobs.py gpu_digest.")
     return "\n".join([head, "", *webgpu_rows(f)]) + "\n"
 
 
