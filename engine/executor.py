@@ -4,7 +4,7 @@ A family's network (engine/parakeet_tdt/encoder.py) asks for a handful of operat
 one signature, and never learns how they are carried out:
 
     ex = executor(k, threads=4)          # or executor(k, workers=pool) in the browser
-    ex.k                                 # the calling thread's Kernels (norms, residuals, ...)
+    ex.k                                 # the calling thread's Kernels (transposes, tables, ...)
     ex.whole_layers                      # True: nothing to split, run a layer as one C call
     run = ex.linear(weights, "silu")     # once per linear at load; run(x, N) -> y [N][O]
     mid = ex.conv_middle(pw1, dw, dwb, ksize)   # mid(x, T) -> silu(dwconv(glu(pw1 x))) [T][D]

@@ -10,14 +10,15 @@ tier's bits either way.
 
 What runs where, for one encode:
 - on the device, with every activation kept there (GpuTensor, in a BufferPool) from the
-  subsampling's output to the encoder's output: each conformer layer whole - layer norms
+  features to the encoder's output: the subsampling (its convolutions: engine/webgpu_subsampling.py;
+  its chunks joined there), then each conformer layer whole - layer norms
   (engine/webgpu_norm.py), linears (engine/webgpu_tier.py GpuLinear: activation quantisation
   and the fv5 or int8 GEMM, bias, SiLU; weights uploaded once at load, as stored), relative-
   position attention (engine/webgpu_attention.py), the conv module (pw1, GLU, depthwise conv,
   SiLU: engine/webgpu_conv.py; pw2), the residuals (add_scaled.wgsl). The positional table
-  goes up once per window length; the output comes back once;
-- on the CPU kernels (`k`): the subsampling's convolutions (its linears on the device, each
-  a round trip) and the TDT decoder (`unsplit` is Alone: one token at a time).
+  goes up once per window length; the output comes back once, with the rows' NaN flags;
+- on the CPU kernels (`k`): the features' transpose and the TDT decoder (`unsplit` is Alone:
+  one token at a time); after a device loss, or to redo an encode, everything, as Alone.
 The passes queue up and are submitted MAX_PENDING at a time (and before a read or an upload).
 
 Like engine/webgpu_tier.py, this module imports no wgpu (the runtime is standard library only,
@@ -35,7 +36,7 @@ from .family import Cancelled, network
 from .kernels import KernelError, Kernels
 from .linear import LinearWeights, check_activation
 from .webgpu_subsampling import GpuSubsamplingConvs
-from .webgpu_tier import MAX_DIM, GpuKernels, GpuLinear, element_groups, float32_view
+from .webgpu_tier import MAX_DIM, DeviceError, GpuKernels, GpuLinear, element_groups, error_text, float32_view
 
 COUNTERS = ("submissions", "dispatches", "uploaded_bytes", "read_bytes", "buffer_bytes")
 MAX_PENDING = 256                  # passes queued before a submission (one command buffer)
@@ -48,7 +49,8 @@ class GpuRefused(RuntimeError):
 
 class FlaggedRows(Exception):
     """A quantised activation row held NaN or infinity during a device encode: the encode is
-    redone on the CPU, which names the row as the C kernels do."""
+    redone on the CPU, which names the row as the C kernels do (and if the CPU finds none, the
+    device was wrong: it is not used again)."""
 
 
 def gpu_kernels(gpu) -> GpuKernels:
@@ -83,11 +85,10 @@ class BufferPool:
 
 
 class WebGpu(Alone):
-    """The encoder on a WebGPU device: its linears, layer norms, residuals, attention and conv
-    module, with the activations kept there (GpuTensor) from the first layer to the encoder's
-    output, read back once (`host`); the subsampling's convolutions and the TDT decoder on the
-    CPU kernels `k` (any tier: all give the same bits). `gpu`: a device, or a GpuKernels (tests
-    pass patched shaders).
+    """The encoder on a WebGPU device: the subsampling, and the layers' linears, layer norms,
+    residuals, attention and conv module, with the activations kept there (GpuTensor) to the
+    encoder's output, read back once (`host`); the TDT decoder on the CPU kernels `k` (any tier:
+    all give the same bits). `gpu`: a device, or a GpuKernels (tests pass patched shaders).
 
     The passes of an encode queue up and go to the device in few submissions (MAX_PENDING
     passes each, and whenever a value is read back). A row of activations with NaN or infinity
@@ -99,8 +100,6 @@ class WebGpu(Alone):
     instead (self_test: a device that cannot run the check must fail it, not pass on the CPU's
     bits)."""
 
-    arrays_on_host = False
-
     def __init__(self, k: Kernels, gpu, on_lost=None, fallback: bool = True):
         super().__init__(k)
         self.gpu = gpu_kernels(gpu)
@@ -111,48 +110,71 @@ class WebGpu(Alone):
         self.status = None                  # [MAX_DIM] u32: rows with NaN or infinity
         self.status_rows = 0                # rows quantised since the status was zeroed
         self._cpu = False                   # this encode runs on the CPU (a redo)
-        self._uploaded = []                 # [(host array, its GpuTensor)]: the last two uploads
-
-    @property
-    def whole_layers(self) -> bool:
-        """Never: a layer is composed here from the device operations."""
-        return False
+        self._uploaded = []                 # [(host array, its GpuTensor)] of this encode, latest first
+        self._kept = None                   # the same for the one kept across encodes (the table)
 
     @property
     def on_device(self) -> bool:
         return self.lost is None and not self._cpu
 
+    @property
+    def arrays_on_host(self) -> bool:
+        """Off the device (a redo, after a loss) the operations are Alone's and return arrays."""
+        return not self.on_device
+
+    @property
+    def whole_layers(self) -> bool:
+        """On the device a layer is composed from the device operations; off it, the one-call
+        C layer as Alone runs it (the same bits)."""
+        return not self.on_device
+
     def device_failed(self, error: Exception) -> None:
         """From now on everything runs on the CPU; `lost` says why."""
         if self.lost is None:
-            self.lost = f"{type(error).__name__}: {str(error).strip().splitlines()[-1] if str(error).strip() else ''}"
+            text = error_text(error).strip()
+            self.lost = text.splitlines()[-1] if text else type(error).__name__
             if self.on_lost is not None:
                 self.on_lost(self.lost)
 
     # -- one encode -------------------------------------------------------------------------
 
     def encode(self, fn):
+        """fn() on the device; redone on the CPU (Alone's operations, the same bits) when
+        - the device fails (DeviceError): `lost` is set, and every later encode runs there too;
+        - a row held NaN or infinity (FlaggedRows): the CPU raises the C kernels' KernelError
+          naming it, or finds none - then the device was wrong and is not used again;
+        - a KernelError: the input's fault (the CPU raises it again) or a bound of the GPU
+          kernels (the attention scores' binding, the workgroup grid): the CPU computes it.
+        Cancelled passes through. A redo calls fn's on_layer again from layer 0."""
         if not self.on_device:
             return fn()
-        self._begin()
         try:
+            self._begin()
             return fn()
-        except (KernelError, Cancelled):
+        except Cancelled:
             raise
         except FlaggedRows:
             if not self.fallback:           # a device under test may not lean on the CPU
                 raise KernelError("the device's activations held NaN or infinity") from None
+            result = self._on_cpu(fn)       # raises the row's KernelError when the input had one
+            self.device_failed(DeviceError("the device found NaN or infinity the CPU did not"))
+            return result
+        except KernelError:
+            if not self.fallback:
+                raise
             return self._on_cpu(fn)
-        except Exception as e:      # noqa: BLE001 - a lost device, a refused command
+        except DeviceError as e:
             if not self.fallback:
                 raise
             self.device_failed(e)
             return self._on_cpu(fn)
         finally:
             self.pending.clear()
-            del self._uploaded[1:]          # the positional table (the last one read) stays up
+            if self._uploaded:              # the latest one used: the positional table
+                self._kept, self._uploaded = self._uploaded[0], []
 
     def _begin(self) -> None:
+        """Zero the rows' status words the last encode used (created on first use)."""
         if self.status is None:
             self.status = self.gpu.storage(4 * MAX_DIM)
         self.gpu.write(self.status, bytes(4 * max(1, self.status_rows)))
@@ -167,16 +189,22 @@ class WebGpu(Alone):
             self._cpu = False
 
     def host(self, x):
-        """x as array('f'): a GpuTensor is read back (after the queued passes run and the
-        status says no row held NaN or infinity)."""
+        """x as array('f'): a GpuTensor is read back in one read, with the status words of the
+        rows quantised (copied behind it on the device); FlaggedRows if a row held NaN or
+        infinity."""
         if not isinstance(x, GpuTensor):
             return x
+        rows, out = self.status_rows, x
+        if rows:
+            out = self.tensor(x.n + rows)
+            self.queue([("copy_values", [self.gpu.uniform(x.n, 0, 0), x.buffer, out.buffer], element_groups(x.n)),
+                        ("copy_values", [self.gpu.uniform(rows, 0, x.n), self.status, out.buffer],
+                         element_groups(rows))])
         self.flush()
-        if self.status_rows:
-            flags = array("I", self.gpu.read(self.status, 4 * self.status_rows))
-            if any(flags):
-                raise FlaggedRows()
-        return array("f", self.gpu.read(x.buffer, 4 * x.n))
+        raw = self.gpu.read(out.buffer, 4 * (x.n + rows))
+        if any(array("I", raw[4 * x.n:])):
+            raise FlaggedRows()
+        return array("f", raw[:4 * x.n])
 
     def flush(self) -> None:
         if self.pending:
@@ -191,20 +219,29 @@ class WebGpu(Alone):
     def tensor(self, n: int) -> GpuTensor:
         return self.pool.tensor(n)
 
-    def device(self, x, n: int) -> GpuTensor:
-        """x on the device: a GpuTensor as it is, a host buffer uploaded (the two most recently
-        used uploads are kept while they are the same objects, and the last one across encodes:
-        the positional table, read by every layer and every encode of a window length)."""
+    def to_device(self, x, n: int) -> GpuTensor:
+        """x (n values) on the device: a GpuTensor as it is, a host buffer uploaded. Uploads are
+        kept while they are the same objects: those of this encode, and across encodes the one
+        used last in the previous (the positional table, read by every layer and every encode of
+        a window length). So a host array given to an operation must not change afterwards:
+        the engine's never do (fresh slices, fresh tables)."""
         if isinstance(x, GpuTensor):
+            if x.n < n:
+                raise KernelError(f"a device tensor of {x.n} values where {n} are needed")
             return x
         for i, (host, t) in enumerate(self._uploaded):
             if host is x:
                 self._uploaded.insert(0, self._uploaded.pop(i))         # the most recently used first
                 return t
+        if self._kept is not None and self._kept[0] is x:
+            self._uploaded.insert(0, self._kept)
+            return self._kept[1]
         t = self.tensor(n)
-        self.flush()            # a write lands before the next submission: the queued passes
-        self.gpu.write(t.buffer, float32_view(x, n, "activations"))    # may use this buffer
-        self._uploaded = [(x, t)] + self._uploaded[:1]
+        # a write lands before the next submission, and the queued passes may use this pooled
+        # buffer: submit them first
+        self.flush()
+        self.gpu.write(t.buffer, float32_view(x, n, "activations"))
+        self._uploaded.insert(0, (x, t))
         return t
 
     # -- the operations ---------------------------------------------------------------------
@@ -224,7 +261,9 @@ class WebGpu(Alone):
     def _linear(self, lin: GpuLinear, x, N: int) -> GpuTensor:
         if N > MAX_DIM:                  # the rows' status buffer holds MAX_DIM
             raise KernelError(f"N = {N} is above the GPU kernels' bound {MAX_DIM}")
-        xt, y = self.device(x, N * lin.K), self.tensor(N * lin.O)
+        if self.status is None:          # an operation outside encode() (tests)
+            self._begin()
+        xt, y = self.to_device(x, N * lin.K), self.tensor(N * lin.O)
         self.status_rows = max(self.status_rows, N)
         self.queue(lin.passes(xt.buffer, N, y.buffer, self.status))
         return y
@@ -237,7 +276,7 @@ class WebGpu(Alone):
         def run(x, N: int):
             if not self.on_device:
                 return cpu(x, N)
-            xt, y = self.device(x, N * D), self.tensor(N * D)
+            xt, y = self.to_device(x, N * D), self.tensor(N * D)
             self.queue(norm.passes(xt.buffer, y.buffer, N))
             return y
         return run
@@ -245,7 +284,7 @@ class WebGpu(Alone):
     def add_scaled(self, x, s: float, d, n: int):
         if not self.on_device:
             return Alone.add_scaled(self, self.host(x), s, self.host(d), n)
-        xt, dt, y = self.device(x, n), self.device(d, n), self.tensor(n)
+        xt, dt, y = self.to_device(x, n), self.to_device(d, n), self.tensor(n)
         s_bits = array("I", array("f", [s]).tobytes())[0]
         self.queue([("add_scaled", [self.gpu.uniform(n, s_bits), xt.buffer, dt.buffer, y.buffer],
                      element_groups(n))])
@@ -258,8 +297,8 @@ class WebGpu(Alone):
         def run(Q, K, V, P, T: int):
             if not self.on_device:
                 return cpu(Q, K, V, P, T)
-            q, k, vv, p = (self.device(Q, T * D), self.device(K, T * D), self.device(V, T * D),
-                           self.device(P, (2 * T - 1) * D))
+            q, k, vv, p = (self.to_device(Q, T * D), self.to_device(K, T * D), self.to_device(V, T * D),
+                           self.to_device(P, (2 * T - 1) * D))
             out = self.tensor(T * D)
             self.queue(att.passes(q.buffer, k.buffer, vv.buffer, p.buffer, out.buffer, T))
             return out
@@ -292,7 +331,9 @@ class WebGpu(Alone):
             return Alone.join(self, [(self.host(v), first, count) for v, first, count in parts])
         y, at = self.tensor(sum(count for _, _, count in parts)), 0
         for values, first, count in parts:
-            x = self.device(values, values.n if isinstance(values, GpuTensor) else len(values))
+            x = self.to_device(values, values.n if isinstance(values, GpuTensor) else len(values))
+            if first + count > x.n:
+                raise KernelError(f"join: values {first}..{first + count} of a tensor of {x.n}")
             self.queue([("copy_values", [self.gpu.uniform(count, first, at), x.buffer, y.buffer],
                          element_groups(count))])
             at += count
@@ -317,21 +358,21 @@ class GpuSubsamplingStages:
         if not self.ex.on_device:
             return self.cpu.head(self.ex.host(x), T)
         H, W = self.convs.head_shape(T)
-        xt, y = self.ex.device(x, T * self.convs.n_mels), self.ex.tensor(H * W * self.C)
+        xt, y = self.ex.to_device(x, T * self.convs.n_mels), self.ex.tensor(H * W * self.C)
         self.ex.queue(self.convs.head_passes(xt.buffer, y.buffer, T))
         return y
 
     def dw(self, x, H: int, W: int):
         if not self.ex.on_device:
             return self.cpu.dw(self.ex.host(x), H, W)
-        xt, y = self.ex.device(x, H * W * self.C), self.ex.tensor(((H + 1) // 2) * ((W + 1) // 2) * self.C)
+        xt, y = self.ex.to_device(x, H * W * self.C), self.ex.tensor(((H + 1) // 2) * ((W + 1) // 2) * self.C)
         self.ex.queue(self.convs.dw_passes(xt.buffer, y.buffer, H, W))
         return y
 
     def flatten(self, x, H: int, W: int):
         if not self.ex.on_device:
             return self.cpu.flatten(self.ex.host(x), H, W)
-        xt, y = self.ex.device(x, H * W * self.C), self.ex.tensor(H * W * self.C)
+        xt, y = self.ex.to_device(x, H * W * self.C), self.ex.tensor(H * W * self.C)
         self.ex.queue(self.convs.flatten_passes(xt.buffer, y.buffer, H, W))
         return y
 
@@ -377,7 +418,7 @@ def self_test(gpu, model, k: Kernels | None = None, expected: str | None = None,
         ex = WebGpu(k, gpu, fallback=False)
         got, _ = network(model, ex).encode(features, frames)
     except Exception as e:          # noqa: BLE001 - a shader refused, a lost device, ...
-        raise GpuRefused(f"the GPU could not run the known-answer encode: {type(e).__name__}: {e}") from e
+        raise GpuRefused(f"the GPU could not run the known-answer encode: {error_text(e)}") from e
     digest = encoder_digest(got)
     if expected is not None:
         if digest != expected:

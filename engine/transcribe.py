@@ -26,7 +26,7 @@ class Engine:
     def __init__(self, model, tier: str = "auto", threads: int | None = None, workers=None, gpu=None):
         """threads: encoder threads (default: all cores natively, 1 in Pyodide); workers: in the
         browser, a web/kernel-pool.mjs KernelPool whose kernel workers share the encoder's work
-        instead; gpu: a WebGPU device for the encoder's linears (engine/gpu_executor.py).
+        instead; gpu: a WebGPU device for the encoder (engine/gpu_executor.py).
         Results are bit-identical for every count and device (engine/executor.py)."""
         self.model = model
         self.k = Kernels(tier)

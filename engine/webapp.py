@@ -48,7 +48,7 @@ class WebApp:
     # -- the GPU (issue 39) ----------------------------------------------------------------------
 
     async def load_gpu(self, model, tier: str, mode: str, expected=None, patch=None) -> str:
-        """An engine with its encoder's linears on the browser's WebGPU device, the CPU part on
+        """An engine with its encoder on the browser's WebGPU device, the CPU part on
         the wasm `tier`, once the device passed the known-answer check (gpu_executor.self_test
         against `expected`, the digest build.py wrote in manifest.json; without one, against
         the CPU kernels here). mode "force": no device, or one that fails the check, raises
@@ -121,7 +121,7 @@ class WebApp:
 
     @property
     def tier(self) -> str:
-        """"webgpu" while the device runs the linears, else the wasm tier."""
+        """"webgpu" while the device runs the encoder, else the wasm tier."""
         ex = self.engine.executor
         return "webgpu" if self.gpu is not None and getattr(ex, "lost", True) is None else self.engine.tier
 

@@ -22,6 +22,7 @@ so there is one implementation of each.
 
 from __future__ import annotations
 
+import functools
 from array import array
 from pathlib import Path
 
@@ -77,6 +78,32 @@ FLOAT_OPS = {"mul": 0, "add": 1, "from_i32": 2, "div": 3, "rint_clamp127": 4, "d
              "dequant_bias1": 6, "silu": 7, "expf": 8,
              "div_any": 9, "sigmoid": 10}
 ACTIVATIONS = (None, "silu")             # engine/linear.py's: SiLU is the GEMM epilogue's last step
+
+
+class DeviceError(RuntimeError):
+    """A call into the WebGPU device failed: lost, a command refused, out of memory, a shader
+    the compiler refused. The message is the device's exception, type first ("RuntimeError:
+    WebGPU mapAsync failed: ..."); the exception itself is the __cause__."""
+
+
+def device_call(method):
+    """GpuKernels methods that call the device: any failure there becomes a DeviceError (the
+    executor redoes an encode on the CPU for these and for nothing else); a KernelError, the
+    caller's mistake found before the call, passes as it is."""
+    @functools.wraps(method)
+    def call(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except (KernelError, DeviceError):
+            raise
+        except Exception as e:      # noqa: BLE001 - whatever the binding raises
+            raise DeviceError(f"{type(e).__name__}: {e}") from e
+    return call
+
+
+def error_text(error: Exception) -> str:
+    """"Type: message" of an exception, a DeviceError's being its cause's."""
+    return str(error) if isinstance(error, DeviceError) else f"{type(error).__name__}: {error}"
 
 
 def shader_source(module: str, packed_dot: bool) -> str:
@@ -141,6 +168,7 @@ class GpuKernels:
             return False
         return True
 
+    @device_call
     def pipeline(self, module: str):
         if module not in self._pipelines:
             code = self._patch(shader_source(module, self.packed_dot))
@@ -151,6 +179,7 @@ class GpuKernels:
 
     # -- buffers ----------------------------------------------------------------------------
 
+    @device_call
     def upload(self, data, usage: int = STORAGE):
         """A storage buffer holding `data` (bytes-like, padded to a multiple of 4 bytes)."""
         raw = memoryview(data).cast("B")
@@ -161,12 +190,14 @@ class GpuKernels:
         self.counters["buffer_bytes"] += raw.nbytes
         return self.device.create_buffer_with_data(data=raw, usage=usage | COPY_DST | COPY_SRC)
 
+    @device_call
     def buffer(self, size: int, usage: int):
         """An empty buffer of `size` bytes (counted in buffer_bytes): every buffer these kernels
         create comes from here or from upload."""
         self.counters["buffer_bytes"] += size
         return self.device.create_buffer(size=size, usage=usage)
 
+    @device_call
     def write(self, buf, data) -> None:
         """Write bytes-like `data` at the start of `buf` (before the next submission)."""
         raw = memoryview(data).cast("B")
@@ -181,6 +212,7 @@ class GpuKernels:
             self._scratch[name] = buf
         return buf
 
+    @device_call
     def read(self, buf, nbytes: int) -> bytes:
         self.counters["read_bytes"] += nbytes
         return bytes(self.device.queue.read_buffer(buf, 0, nbytes))
@@ -188,7 +220,9 @@ class GpuKernels:
     def uniform(self, *values: int):
         """A 32-byte uniform buffer holding up to eight u32 values (ints; floats as their
         bit patterns), its own until the next submission: every pass of one command buffer
-        gets its own parameters (writes all land before the command buffer runs)."""
+        gets its own parameters (writes all land before the command buffer runs). So a caller
+        that builds passes must submit them (run) before anything else submits on these
+        GpuKernels, and must not submit between making a pass's uniform and queueing it."""
         if len(values) > 8:
             raise KernelError("a uniform holds at most eight u32 values")
         if self._uniforms_used == len(self._uniforms):
@@ -208,6 +242,7 @@ class GpuKernels:
             {"binding": i, "resource": {"buffer": b, "offset": 0, "size": b.size}}
             for i, b in enumerate(buffers)])
 
+    @device_call
     def run(self, passes):
         """One command buffer: (module, buffers, (groups_x, groups_y)) for each pass, in order."""
         encoder = self.device.create_command_encoder()
@@ -240,7 +275,7 @@ class GpuKernels:
     # -- quantisation -----------------------------------------------------------------------
 
     def quantize_pass(self, x, N: int, K: int):
-        """Upload x [N][K] and return (the pass, xq buffer, xs buffer, status buffer, zeroed)."""
+        """Upload x [N][K] and return (the pass, xq buffer, xs buffer, status buffer (zeroed))."""
         check_gpu_dims(N=N, K=K)
         raw = float32_view(x, N * K, "x")
         xbuf = self.scratch("x", 4 * N * K)
@@ -332,7 +367,7 @@ class GpuLinear:
     def gemm_pass(self, xq, xs, N: int, ybuf=None):
         """The GEMM pass over quantised activations already on the device, into ybuf (default
         a shared scratch); returns (pass, y)."""
-        ybuf = ybuf or self.gpu.scratch("y", 4 * N * self.O)
+        ybuf = self.gpu.scratch("y", 4 * N * self.O) if ybuf is None else ybuf
         flags = int(self.has_bias) | (2 if self.activation == "silu" else 0)
         params = self.gpu.uniform(N, self.O, self.K, flags)
         groups = (-(-self.O // GEMM_ROWS), -(-N // GEMM_TOKENS))

@@ -261,8 +261,8 @@ def test_a_device_lost_mid_decode_finishes_on_the_cpu_with_the_same_bits(tiny_gg
     native = Engine.open(tiny_gguf_path, "scalar", 1)
     want = as_json(native.transcribe(samples))
     lost = []
-    # 2 reads per encode (the rows' status, the output): the loss comes at the first one's end
-    losing = LosingDevice(device, budget=1)
+    # one read per encode (the output and the rows' status): the loss comes at the first one's end
+    losing = LosingDevice(device, budget=0)
     engine = Engine.open(tiny_gguf_path, "scalar", gpu=GpuKernels(losing, packed_dot=False))
     engine.executor.on_lost = lost.append
     got = as_json(engine.transcribe(samples))
@@ -279,7 +279,7 @@ def test_a_device_lost_mid_decode_finishes_on_the_cpu_with_the_same_bits(tiny_gg
 def test_the_self_test_does_not_fall_back(tiny_gguf_path, device):
     model = load(tiny_gguf_path)
     with pytest.raises(GpuRefused, match="could not run the known-answer encode: RuntimeError: .*Device is lost"):
-        self_test(GpuKernels(LosingDevice(device, budget=1), packed_dot=False), model, expected=native_digest(model))
+        self_test(GpuKernels(LosingDevice(device, budget=0), packed_dot=False), model, expected=native_digest(model))
 
 
 def test_the_worker_side_reports_a_lost_device_once(tiny_gguf_path, device):
@@ -291,7 +291,7 @@ def test_the_worker_side_reports_a_lost_device_once(tiny_gguf_path, device):
     want = as_json(Engine.open(tiny_gguf_path, "scalar", 1).transcribe(
         load_audio(Kernels("scalar"), WAV.read_bytes())))
     app = WebApp()
-    app.gpu = GpuKernels(LosingDevice(device, budget=1), packed_dot=False)
+    app.gpu = GpuKernels(LosingDevice(device, budget=0), packed_dot=False)
     app.engine, app.model = app._gpu_engine(load(model), "scalar"), model
     assert app.tier == "webgpu" and json.loads(app.model_info())["tier"] == "webgpu"
     app.prepare_wav(WAV.read_bytes())
@@ -304,3 +304,43 @@ def test_the_worker_side_reports_a_lost_device_once(tiny_gguf_path, device):
     assert app.gpu_lost() is None and app.tier == "scalar"
     info = json.loads(app.model_info())
     assert info["tier"] == "scalar" and info["tierNote"] == note
+
+
+# -- what an encode does when the device cannot (review of the executor) -------------------------
+
+def test_a_bound_of_the_gpu_kernels_computes_that_encode_on_the_cpu(tiny_gguf_path, gpu, samples, monkeypatch):
+    """A KernelError on the device path (here: the attention refusing, as for windows past its
+    scores' binding) is not a loss: that encode is the CPU's, the next ones the device's."""
+    from engine import webgpu_attention
+    native = Engine.open(tiny_gguf_path, "scalar", 1)
+    engine = Engine.open(tiny_gguf_path, "scalar", gpu=gpu)
+    x = samples[:16000]
+    want = encoder_digest(native.encode(x)[0])
+    refuse = lambda *args, **kwargs: (_ for _ in ()).throw(KernelError("above the scores' binding"))  # noqa: E731
+    with monkeypatch.context() as m:
+        m.setattr(webgpu_attention.GpuAttention, "passes", refuse)
+        before = engine.executor.counters()["read_bytes"]
+        assert encoder_digest(engine.encode(x)[0]) == want
+        assert engine.executor.counters()["read_bytes"] == before          # nothing read: the CPU's
+    assert engine.executor.lost is None
+    assert encoder_digest(engine.encode(x)[0]) == want and engine.executor.counters()["read_bytes"] > before
+
+
+def test_rows_flagged_by_the_device_but_not_the_cpu_turn_the_device_off(tiny_gguf_path, device, samples):
+    """A device that reports NaN or infinity where the CPU finds none is wrong: the encode is the
+    CPU's (native bits) and the device is not used again."""
+    flags_every_row = lambda source: source.replace("if (bad) {", "if (true) {")          # noqa: E731
+    engine = Engine.open(tiny_gguf_path, "scalar", gpu=GpuKernels(device, packed_dot=False, patch=flags_every_row))
+    x = samples[:16000]
+    assert encoder_digest(engine.encode(x)[0]) == encoder_digest(Engine.open(tiny_gguf_path, "scalar", 1).encode(x)[0])
+    assert engine.executor.lost and "NaN or infinity the CPU did not" in engine.executor.lost
+
+
+def test_an_error_of_the_callers_is_not_a_lost_device(engines, samples):
+    _, on_gpu = engines
+
+    def on_layer(i, x):
+        raise ValueError("the caller's bug")
+    with pytest.raises(ValueError, match="the caller's bug"):
+        on_gpu.encode(samples[:16000], on_layer=on_layer)
+    assert on_gpu.executor.lost is None

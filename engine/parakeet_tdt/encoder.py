@@ -214,7 +214,6 @@ class SelfAttention:
         self.sqrt_dk = array("f", [self.dk ** 0.5])[0]
         rows = POSITION_KEYS_BYTES // (4 * self.D * model.dims.n_layers)
         self.position_keys = PositionKeys(self.pos, self.D, min((rows + 1) // 2, (MAX_DIM + 1) // 2))
-        self.keep_keys = ex.arrays_on_host          # on a GPU the projection stays there, done afresh
         self._heads = ex.attention(self.D, self.H, self.u, self.v_bias, self.sqrt_dk)
 
     def __call__(self, x, T: int, pe, float_acts: bool) -> array:
@@ -223,7 +222,9 @@ class SelfAttention:
 
     def _forward(self, x, T: int, pe, float_acts: bool) -> array:
         Q, K, V = self.q(x, T, float_acts), self.k_(x, T, float_acts), self.v(x, T, float_acts)   # [T][D]
-        P = self.position_keys(pe, T) if self.keep_keys and not float_acts else None              # [2T-1][D]
+        # kept keys are host arrays; on a GPU the projection stays there and is done afresh
+        keep = self.ex.arrays_on_host and not float_acts
+        P = self.position_keys(pe, T) if keep else None                                          # [2T-1][D]
         if P is None:
             P = self.pos(pe, 2 * T - 1, float_acts)
         # softmax((qu.k + qv.p) / sqrt(dk)) v, each head on its own columns of Q, K, V, P
