@@ -35,6 +35,9 @@ from .executor import Alone
 from .family import Cancelled, network
 from .kernels import KernelError, Kernels
 from .linear import LinearWeights, check_activation
+from .webgpu_attention import GpuAttention
+from .webgpu_conv import GpuConvMiddle
+from .webgpu_norm import GpuLayerNorm
 from .webgpu_subsampling import GpuSubsamplingConvs
 from .webgpu_tier import MAX_DIM, DeviceError, GpuKernels, GpuLinear, element_groups, error_text, float32_view
 
@@ -61,13 +64,13 @@ def gpu_kernels(gpu) -> GpuKernels:
 class GpuTensor:
     """n float32 values in a device buffer of a BufferPool; dropping it returns the buffer."""
 
-    __slots__ = ("buffer", "n", "_pool")
+    __slots__ = ("buffer", "n", "_size", "_pool")
 
-    def __init__(self, pool: "BufferPool", buffer, n: int):
-        self.buffer, self.n, self._pool = buffer, n, pool
+    def __init__(self, pool: "BufferPool", buffer, size: int, n: int):
+        self.buffer, self.n, self._size, self._pool = buffer, n, size, pool
 
     def __del__(self):
-        self._pool.free.setdefault(self.buffer.size, []).append(self.buffer)
+        self._pool.free.setdefault(self._size, []).append(self.buffer)
 
 
 class BufferPool:
@@ -81,7 +84,7 @@ class BufferPool:
     def tensor(self, n: int) -> GpuTensor:
         size = max(4096, 1 << max(0, 4 * n - 1).bit_length())
         spare = self.free.get(size)
-        return GpuTensor(self, spare.pop() if spare else self.gpu.storage(size), n)
+        return GpuTensor(self, spare.pop() if spare else self.gpu.storage(size), size, n)
 
 
 class WebGpu(Alone):
@@ -197,9 +200,8 @@ class WebGpu(Alone):
         rows, out = self.status_rows, x
         if rows:
             out = self.tensor(x.n + rows)
-            self.queue([("copy_values", [self.gpu.uniform(x.n, 0, 0), x.buffer, out.buffer], element_groups(x.n)),
-                        ("copy_values", [self.gpu.uniform(rows, 0, x.n), self.status, out.buffer],
-                         element_groups(rows))])
+            self.queue([copy_pass(self.gpu, x.buffer, 0, x.n, out.buffer, 0),
+                        copy_pass(self.gpu, self.status, 0, rows, out.buffer, x.n)])
         self.flush()
         raw = self.gpu.read(out.buffer, 4 * (x.n + rows))
         if any(array("I", raw[4 * x.n:])):
@@ -269,7 +271,6 @@ class WebGpu(Alone):
         return y
 
     def layer_norm(self, g, b, eps: float):
-        from .webgpu_norm import GpuLayerNorm
         norm, cpu = GpuLayerNorm(self.gpu, g, b, eps), Alone.layer_norm(self, g, b, eps)
         D = len(g)
 
@@ -283,7 +284,7 @@ class WebGpu(Alone):
 
     def add_scaled(self, x, s: float, d, n: int):
         if not self.on_device:
-            return Alone.add_scaled(self, self.host(x), s, self.host(d), n)
+            return Alone.add_scaled(self, x, s, d, n)
         xt, dt, y = self.to_device(x, n), self.to_device(d, n), self.tensor(n)
         s_bits = array("I", array("f", [s]).tobytes())[0]
         self.queue([("add_scaled", [self.gpu.uniform(n, s_bits), xt.buffer, dt.buffer, y.buffer],
@@ -291,7 +292,6 @@ class WebGpu(Alone):
         return y
 
     def attention(self, D: int, H: int, u, v, sqrt_dk: float):
-        from .webgpu_attention import GpuAttention
         att, cpu = GpuAttention(self.gpu, D, H, u, v, sqrt_dk), Alone.attention(self, D, H, u, v, sqrt_dk)
 
         def run(Q, K, V, P, T: int):
@@ -306,7 +306,6 @@ class WebGpu(Alone):
 
     def conv_middle(self, pw1: LinearWeights, dw, dwb, ksize: int):
         """pw1, GLU, the depthwise conv and SiLU on the device (conv_middle_alone's bits)."""
-        from .webgpu_conv import GpuConvMiddle
         pw1_run = self.linear(pw1)
         middle, D = GpuConvMiddle(self.gpu, dw, dwb, ksize), pw1.O // 2
         cpu = Alone.conv_middle(self, pw1, dw, dwb, ksize)
@@ -328,14 +327,13 @@ class WebGpu(Alone):
     def join(self, parts):
         """The values of each part, one after another, copied on the device."""
         if not self.on_device:
-            return Alone.join(self, [(self.host(v), first, count) for v, first, count in parts])
+            return Alone.join(self, parts)
         y, at = self.tensor(sum(count for _, _, count in parts)), 0
         for values, first, count in parts:
             x = self.to_device(values, values.n if isinstance(values, GpuTensor) else len(values))
             if first + count > x.n:
                 raise KernelError(f"join: values {first}..{first + count} of a tensor of {x.n}")
-            self.queue([("copy_values", [self.gpu.uniform(count, first, at), x.buffer, y.buffer],
-                         element_groups(count))])
+            self.queue([copy_pass(self.gpu, x.buffer, first, count, y.buffer, at)])
             at += count
         return y
 
@@ -347,6 +345,11 @@ class WebGpu(Alone):
         return {name: self.gpu.counters[name] for name in COUNTERS}
 
 
+def copy_pass(gpu: GpuKernels, src, first: int, count: int, dst, at: int) -> tuple:
+    """The pass copying src's values first..first+count to dst's at..at+count (copy_values.wgsl)."""
+    return ("copy_values", [gpu.uniform(count, first, at), src, dst], element_groups(count))
+
+
 class GpuSubsamplingStages:
     """engine/executor.py SubsamplingConvs' three calls on the device: the input slice goes up,
     every map stays there (`cpu`: the CPU's, for a redo)."""
@@ -356,7 +359,7 @@ class GpuSubsamplingStages:
 
     def head(self, x, T: int):
         if not self.ex.on_device:
-            return self.cpu.head(self.ex.host(x), T)
+            return self.cpu.head(x, T)
         H, W = self.convs.head_shape(T)
         xt, y = self.ex.to_device(x, T * self.convs.n_mels), self.ex.tensor(H * W * self.C)
         self.ex.queue(self.convs.head_passes(xt.buffer, y.buffer, T))
@@ -364,14 +367,14 @@ class GpuSubsamplingStages:
 
     def dw(self, x, H: int, W: int):
         if not self.ex.on_device:
-            return self.cpu.dw(self.ex.host(x), H, W)
+            return self.cpu.dw(x, H, W)
         xt, y = self.ex.to_device(x, H * W * self.C), self.ex.tensor(((H + 1) // 2) * ((W + 1) // 2) * self.C)
         self.ex.queue(self.convs.dw_passes(xt.buffer, y.buffer, H, W))
         return y
 
     def flatten(self, x, H: int, W: int):
         if not self.ex.on_device:
-            return self.cpu.flatten(self.ex.host(x), H, W)
+            return self.cpu.flatten(x, H, W)
         xt, y = self.ex.to_device(x, H * W * self.C), self.ex.tensor(H * W * self.C)
         self.ex.queue(self.convs.flatten_passes(xt.buffer, y.buffer, H, W))
         return y

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_artifact
+from test_site import check_stream, speech  # noqa: F401 - speech: the fixture (the fake microphone's WAV)
 
 ROOT = Path(__file__).resolve().parent.parent
 WAV = ROOT / "samples" / "two-commands.wav"
@@ -82,14 +83,6 @@ def new_page(browser, server):
     page.on("pageerror", lambda e: page.problems.append(str(e)))
     page.goto(server.url + "/test/index.html")
     return page
-
-
-@pytest.fixture(scope="module")
-def speech(tmp_path_factory) -> tuple:
-    """(wav path, seconds): espeak-ng speech, the fake microphone's."""
-    from harness.site_check import speech_wav
-    path = tmp_path_factory.mktemp("speech") / "speech.wav"
-    return path, speech_wav(path)
 
 
 @pytest.fixture(scope="module")
@@ -232,7 +225,6 @@ def test_the_page_streams_the_microphone_on_the_gpu_as_native(gpu_browser, speec
     microphone with the whole encoder on the device: the final, its words and the live views
     equal the native `engine stream` over exactly the samples the page captured."""
     from harness.server import StaticServer
-    from test_site import check_stream
     site = build_artifact("PHONON_SITE_TINY")
     model = site / json.loads((site / "manifest.json").read_text())["model"]["path"]
     with StaticServer({"/": site}) as host:

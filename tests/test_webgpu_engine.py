@@ -131,7 +131,8 @@ def test_an_encode_keeps_its_activations_on_the_device(engines, samples):
     assert spent["read_bytes"] == 4 * len(enc) + 4 * ex.status_rows
     d = on_gpu.model.dims
     features = d.n_mels * (100 + 1)                      # 1 s of 10 ms frames, as the frontend gives
-    assert spent["uploaded_bytes"] < 4 * features + 4096 * spent["dispatches"], spent     # + 32-byte uniforms
+    # + a 32-byte uniform per pass and the status words zeroed; no activation goes up
+    assert spent["uploaded_bytes"] <= 4 * features + 32 * spent["dispatches"] + 4 * ex.status_rows, spent
     assert spent["submissions"] <= 2 and spent["dispatches"] > 10 * d.n_layers, spent
 
 
