@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -719,12 +720,60 @@ def test_env() -> dict:
                 PHONON_SITE=str(SITE), PHONON_SITE_TINY=str(SITE_TINY), PHONON_PACKAGE=str(PACKAGE))
 
 
+# `build.py test --quick`: the development tier (tests/README.md "The quick tier"): native,
+# Chromium and the parity sweep on the default tier; no Firefox, WebKit, WebGPU, benchmark smoke
+# runs or the long streams. CI and README's command run everything.
+QUICK_MARKERS = "not (firefox or webkit or webgpu or bench_smoke or slow)"
+
+
+TEST_REPORT = BUILD / "test-report.xml"     # the last run's JUnit XML
+TEST_RUN = BUILD / "test-run.json"          # its wall time, CPU time, workers, selection
+
+
+def default_test_workers() -> int:
+    """pytest-xdist workers: one per core and one more, to fill the waits (browsers starting,
+    pages loading, audio played in real time). Measured on the 2-core VM (tests/README.md): 2
+    workers left the cores idle 13% of the run, 4 spent 12% more CPU time on the same tests
+    (contention) for the same wall time."""
+    return (os.cpu_count() or 1) + 1
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of this machine has spent busy since boot (/proc/stat: all but
+    idle and iowait), so a run's CPU time includes browsers and other grandchildren."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    ticks = [int(v) for v in fields]
+    return (sum(ticks[:8]) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def cmd_test(args):
     build_test_sites()
     extra = list(args.pytest_args or [])
     if extra[:1] == ["--"]:
         extra = extra[1:]                   # `build.py test -- -k NAME`: argparse needs the --
-    run([VENV_PY, "-m", "pytest", "tests", *extra], cwd=ROOT, env=test_env())
+    workers = args.workers if args.workers is not None else default_test_workers()
+    cmd = [VENV_PY, "-m", "pytest", "tests", "--durations=25", "--durations-min=1"]
+    if workers > 1:
+        # a module's tests stay on one worker: its browsers, servers and models are set up once
+        cmd += ["-n", str(workers), "--dist", "loadscope"]
+    if args.quick:
+        cmd += ["-m", QUICK_MARKERS]
+    # the JUnit XML and the run's record: harness/suite_report.py makes results/suite.json of them
+    cmd += [f"--junitxml={TEST_REPORT}"]
+    from harness.results import commit
+    started, busy, at = time.monotonic(), machine_busy_seconds(), commit()
+    try:
+        run([*cmd, *extra], cwd=ROOT, env=test_env())
+    finally:
+        wall, cpu, cores = time.monotonic() - started, machine_busy_seconds() - busy, os.cpu_count() or 1
+        print(f"test: pytest took {wall / 60:.1f} min wall ({wall:.0f} s) with {workers} worker(s); the machine's "
+              f"{cores} core(s) were busy {cpu:.0f} s of {wall * cores:.0f} s ({100 * cpu / max(wall * cores, 1e-9):.0f}%); "
+              f"the slowest tests are above, each module's cost: python3 -m harness.suite_report")
+        selection = (["--quick"] if args.quick else []) + extra
+        TEST_RUN.write_text(json.dumps({"wall_seconds": round(wall, 1), "busy_cpu_seconds": round(cpu, 1),
+                                        "cores": cores, "workers": workers, "selection": selection, "commit": at,
+                                        "command": "python3 build.py test" + "".join(f" {a}" for a in selection)},
+                                       indent=1) + "\n")
 
 
 def cmd_bench(args):
@@ -900,7 +949,11 @@ def main(argv=None):
     add_fetch_arguments(fetch)
     docs = sub.add_parser("docs", help="the documents' generated tables from results/*.json")
     docs.add_argument("--check", action="store_true", help="only compare: fail if a table differs from its result")
-    test = sub.add_parser("test", help="run the whole test suite")
+    test = sub.add_parser("test", help="run the whole test suite (in parallel; tests/README.md)")
+    test.add_argument("--quick", action="store_true",
+                      help="the development tier: native, Chromium and the parity sweep (under 4 minutes)")
+    test.add_argument("--workers", "-n", type=int, metavar="N",
+                      help="pytest-xdist workers (default: one per core and one more; 1: one process, in order)")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to pytest")
     bench = sub.add_parser("bench", help="kernel benchmarks in every runtime")
     bench.add_argument("--json", help="write the records to this file")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import resource
 import sys
 import time
@@ -42,7 +43,9 @@ def tiny_model() -> Path:
     smoke size. Converted afresh once per process (a tenth of a second), so a smoke run goes
     through today's converter, not a file an older one left."""
     gguf = Chromium.models_dir() / TINY_NAME
-    partial = gguf.with_name(gguf.name + ".partial")
+    # a name of this process's own: test workers running side by side each convert it, and the
+    # rename makes whichever finishes last the file readers see, whole
+    partial = gguf.with_name(f"{gguf.name}.{os.getpid()}.partial")
     convert(TINY_SOURCE / "model.fermion", read_config(TINY_SOURCE / "config.json"), partial, "synthetic",
             "synthetic-phonon-2-tiny")
     partial.replace(gguf)
@@ -57,13 +60,19 @@ def synthetic_model(size: str = "full") -> Path:
 
 
 def full_model() -> Path:
+    """The full-size synthetic Phonon-2 (195 MiB), generated once into build/bench-models/ and
+    kept; processes asking at the same time (parallel test workers) wait for the first one."""
+    from filelock import FileLock
     models = Chromium.models_dir()
     gguf = models / MODEL_NAME
-    if not gguf.exists():
-        src = models / "full-synthetic"
-        print("generating the full-size synthetic model (about 40 s) ...", flush=True)
-        container = make("full", 1, src)
-        convert(container, read_config(src / "config.json"), gguf, "synthetic", "synthetic-phonon-2-full")
+    with FileLock(str(gguf) + ".lock"):
+        if not gguf.exists():
+            src = models / "full-synthetic"
+            print("generating the full-size synthetic model (about 40 s) ...", flush=True)
+            container = make("full", 1, src)
+            partial = gguf.with_name(gguf.name + ".partial")
+            convert(container, read_config(src / "config.json"), partial, "synthetic", "synthetic-phonon-2-full")
+            partial.replace(gguf)
     return gguf
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
-DOCUMENTS = [ROOT / "BENCHMARKS.md", ROOT / "README.md", ROOT / "models" / "MODEL_CARD.md"]
+DOCUMENTS = [ROOT / "BENCHMARKS.md", ROOT / "README.md", ROOT / "models" / "MODEL_CARD.md", ROOT / "tests" / "README.md"]
 MARKED = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /generated: (?P=name) -->)", re.S)
 
 
@@ -177,7 +177,27 @@ def webgpu_table(result: dict) -> str:
     return "\n".join([head, "", *webgpu_rows(f)]) + "\n"
 
 
-RENDERERS = {"behind": behind_table, "engines": engines_table, "webgpu": webgpu_table}
+def suite_table(result: dict) -> str:
+    """harness/suite_report.py's figures: the run, then each module's cost and the slowest tests."""
+    f = result["figures"]
+    total = sum(m["seconds"] for m in f["modules"])
+    outcomes = ", ".join(f"{n:,} {what}" for what, n in sorted(f["outcomes"].items()))
+    lines = [f"Measured {result['date']} at commit {f['commit']} on {result['cpu']} ({f['cores']} cores; "
+             f"{', '.join(result['cpu_flags'])}): `{f['command']}` with {f['workers']} workers, {outcomes}; pytest "
+             f"{f['wall_seconds'] / 60:.1f} min wall, the cores busy {f['busy_cpu_seconds']:,.0f} s of "
+             f"{f['wall_seconds'] * f['cores']:,.0f} s. Seconds: each test's setup + call + teardown, summed per "
+             f"module ({total:,.0f} s in all, more than the wall time: the workers run side by side, each slower "
+             "than alone).", "",
+             "| module | tests | skipped | seconds | share |", "|---|---|---|---|---|"]
+    for m in f["modules"]:
+        lines.append(f"| {m['module']} | {m['tests']} | {m['skipped'] or ''} | {m['seconds']:,.1f} | "
+                     f"{100 * m['seconds'] / max(total, 1e-9):.1f}% |")
+    lines += ["", "The slowest tests:", "", "| test | seconds |", "|---|---|"]
+    lines += [f"| {t['test']} | {t['seconds']:,.1f} |" for t in f["slowest"]]
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"behind": behind_table, "engines": engines_table, "webgpu": webgpu_table, "suite": suite_table}
 
 
 def rendered(name: str, folder: Path = RESULTS) -> str:

@@ -87,7 +87,12 @@ def harness_server(isolate: bool = False):
     what it loads, on a loopback StaticServer (a context manager); open url + "/index.html"."""
     from .server import StaticServer
     wheel, checks = wheels()
-    (wheel.parent / "name.txt").write_text(f"{wheel.name}\n{checks.name}\n")
+    names = wheel.parent / "name.txt"
+    if not names.exists() or names.read_text() != f"{wheel.name}\n{checks.name}\n":
+        # whole or not at all: another test worker's page may be reading it
+        partial = names.with_name(f"name.txt.{os.getpid()}")
+        partial.write_text(f"{wheel.name}\n{checks.name}\n")
+        partial.replace(names)
     return StaticServer({"/": HERE / "page", "/pyodide/": env_path("PHONON_PYODIDE_DIR"),
                          "/wheel/": wheel.parent, "/web/": HERE.parent / "web",
                          "/ort/": env_path("PHONON_ORT_DIR") / "dist", "/models/": models_dir()},

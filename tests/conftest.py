@@ -21,6 +21,38 @@ SIMD_TIERS = [t for t in NATIVE_TIERS if t != "scalar"]
 CHROMIUM_TIERS = [t.name for t in tiers_of("wasm")]
 
 
+ENGINE_MARKS = {"firefox": "firefox", "webkit": "webkit", "webkit-sab": "webkit"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test parametrized by browser engine ("firefox", "webkit", "webkit-sab") gets that
+    engine's marker, so `-m "not firefox"` (build.py test --quick) selects by engine. In a
+    parallel run the modules go out costliest first (see module_costs)."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        for value in params.values():
+            if isinstance(value, str) and value in ENGINE_MARKS:
+                item.add_marker(ENGINE_MARKS[value])
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        costs = module_costs()
+        order = {id(item): i for i, item in enumerate(items)}
+        items.sort(key=lambda item: (-costs.get(Path(item.nodeid.split("::")[0]).stem, 0.0), order[id(item)]))
+
+
+def module_costs() -> dict:
+    """{test module: seconds} of the last measured whole run (results/suite.json, tests/README.md).
+    pytest-xdist's loadscope hands modules to workers in collection order; starting with the
+    longest keeps one long module from running alone at the end while the other workers idle
+    (longest first: the classic greedy schedule). Every worker reads the same file, so every
+    worker collects the same order, as xdist requires; a module not measured yet goes last."""
+    import json
+    path = ROOT / "results" / "suite.json"
+    try:
+        return {m["module"]: m["seconds"] for m in json.loads(path.read_text())["figures"]["modules"]}
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
 @pytest.fixture(scope="session")
 def scalar():
     return Kernels("scalar")

@@ -42,6 +42,8 @@ import pytest
 from conftest import build_artifact
 from test_real_speech import tone, wav as wav_bytes      # the same fake recordings
 
+pytestmark = pytest.mark.bench_smoke
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "BENCHMARKS.md", ROOT / "README.md", ROOT / "models" / "MODEL_CARD.md"]
 TINY = ROOT / "tests" / "data" / "tiny"

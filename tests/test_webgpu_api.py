@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WAV = ROOT / "samples" / "two-commands.wav"
 MODEL = ROOT / "models" / "phonon-small.gguf"
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.webgpu]
 
 LOAD = """async (options) => {
     const api = await import("/phonon.mjs");

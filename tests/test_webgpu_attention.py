@@ -19,6 +19,8 @@ from engine.webgpu_tier import GpuKernels
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 from test_webgpu_kernels import bits, device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
 
+pytestmark = pytest.mark.webgpu
+
 # T, dk, H: every combination of T in (1, 2, 5, 13, 40), dk in (4, 8, 64), H in (1, 2, 8);
 # tile edges (T % 8 and T % 16, dk % 8 and dk % 16: odd dk 17, 24); the full-size model's shape
 # (D = 1024, 8 heads of 128) at T = 26; T = 80: softmax rows longer than its 64 invocations.

@@ -23,6 +23,8 @@ from engine.gpu_executor import cpu_digest
 from engine.kernels import Kernels
 from engine.transcribe import Engine
 
+pytestmark = pytest.mark.webgpu
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = ROOT / "models" / "phonon-small.gguf"
 WAV = ROOT / "samples" / "two-commands.wav"

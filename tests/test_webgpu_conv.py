@@ -19,6 +19,8 @@ from engine.webgpu_tier import SHADER_DIR, GpuKernels
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
 
+pytestmark = pytest.mark.webgpu
+
 SHAPES = ([(T, D, K) for T in (1, 2, 4, 9, 31, 125) for D in (8, 64) for K in (1, 3, 9, 31)]
           + [(9, 1024, K) for K in (1, 3, 9, 31)])
 

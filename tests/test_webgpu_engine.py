@@ -27,6 +27,8 @@ from engine.webgpu_tier import GpuKernels, shader_source
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
 
+pytestmark = pytest.mark.webgpu
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = ROOT / "models" / "phonon-small.gguf"
 WAV = ROOT / "samples" / "two-commands.wav"

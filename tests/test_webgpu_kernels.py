@@ -18,6 +18,8 @@ from modeltools.fv5 import pack_b5x3t7
 from test_kernels_native import random_acts, random_fv5
 from test_kernels_native import test_quantize_names_the_nonfinite_row as native_nonfinite_row_check
 
+pytestmark = pytest.mark.webgpu
+
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 
 # O, K, N: the brief's awkward sizes, every fv5 tail shape (T % 8 and the panel vectors used by

@@ -19,6 +19,8 @@ from engine.webgpu_tier import SHADER_DIR, GpuKernels
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
 
+pytestmark = pytest.mark.webgpu
+
 CASES = 100_000
 
 

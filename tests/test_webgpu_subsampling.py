@@ -24,6 +24,8 @@ from engine.webgpu_tier import GpuKernels, GpuLinear, shader_source
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 from test_webgpu_kernels import bits, device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
 
+pytestmark = pytest.mark.webgpu
+
 
 @pytest.fixture(scope="module")
 def gpu(device):
