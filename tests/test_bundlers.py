@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WAV = ROOT / "samples" / "two-commands.wav"
 MODEL = ROOT / "models" / "phonon-small.gguf"
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 BUNDLERS = {
     # name: (the app folder's variable, the production build, the dev server; scripts under node_modules)

@@ -20,6 +20,8 @@ from modeltools.synth import write_release_archive
 from harness.release_host import ReleaseHost
 from harness.site_check import SiteBrowser
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "tiny"
 UNREACHABLE = "http://127.0.0.1:9"          # nothing listens there: the fetch fails at once

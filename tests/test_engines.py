@@ -99,6 +99,7 @@ def test_kernel_sweep_on_every_tier_equals_native_scalar(harness_pages, engine, 
     assert not page.problems, page.problems
 
 
+@pytest.mark.webkit
 def test_webkit_tiers_are_the_same_when_asked_again(harness_pages):
     from harness.runtimes import run_job
     page = harness_pages("webkit")

@@ -22,7 +22,7 @@ from conftest import build_artifact
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "phonon-small.gguf"
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def native_final(samples: np.ndarray) -> dict:
@@ -179,7 +179,6 @@ def full_page(browser):
             page.context.close()
 
 
-@pytest.mark.slow
 def test_a_model_slower_than_real_time_falls_behind_survives_and_gives_the_native_tokens(full_page):
     """The full-size synthetic model on one worker decodes slower than the audio plays here: fed
     at real-time pace, the stream falls behind, and its worker, busy for seconds at a time, is

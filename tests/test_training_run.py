@@ -16,6 +16,8 @@ from training import corpus  # noqa: E402 - the project's own module: a broken i
 from training import train  # noqa: E402
 from training.data import FeatureStore, JoinedStores  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 TOY_DIMS = {"d_model": 32, "n_layers": 1, "n_heads": 2, "ff_dim": 64, "conv_kernel": 9, "sub_channels": 8,
             "n_mels": 128, "pred_hidden": 32, "pred_layers": 1, "joint_hidden": 32, "vocab_size": 60,
             "n_durations": 5}
