@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # test_site's word check would have measured the model's language prior, not the app.
 SENTENCES = ("Turn on the kitchen lights.", "Play some jazz in the living room.")
 IDLE = ("ready", "done")
+FED_SLACK = 0.3             # listen(seconds) stops once this close to `seconds` of audio was fed
 
 
 def speech_wav(path: Path, rate: int = 48000, float32: bool = False) -> float:
@@ -163,6 +164,7 @@ class App:
             screenshot("listening")
         page.wait_for_function("(t) => performance.now() > t", arg=started + seconds * 1000,
                                timeout=int(seconds * 1000) + 60_000)
+        self.wait_for_audio(seconds - FED_SLACK)
         page.click("#mic")
         self.wait(IDLE + ("error",), 120_000)
         assert self.state == "done", self.alert()
@@ -174,6 +176,18 @@ class App:
                            "partials: phonon.log.filter(e => e.kind === 'partial')"
                            ".map(e => ({t: e.t, audio: e.view.audio_seconds, committed: e.view.committed, "
                            "tentative: e.view.tentative}))})")
+
+    def wait_for_audio(self, seconds: float, timeout_ms: int = 30_000):
+        """Until the engine worker has been fed `seconds` of audio (its partials' fed_seconds).
+        A fake microphone is a real-time device: on a machine loaded by parallel tests its
+        audio thread can fall behind the page's clock (Firefox's mock audio device delivered
+        2.3 s in 3 s once), so the amount captured, not the clock, says when enough has come.
+        Gives up quietly after timeout_ms: the caller's own checks then name what is short."""
+        try:
+            self.page.wait_for_function("(s) => ((window.phonon.metrics || {}).fed_seconds || 0) >= s",
+                                        arg=seconds, timeout=timeout_ms)
+        except Exception:                   # noqa: BLE001 - playwright's or a driver's timeout
+            pass
 
     def captured(self) -> tuple:
         """(float32 bytes, rate): the samples the worker fed to the stream (?debug=1)."""

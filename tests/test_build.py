@@ -154,3 +154,27 @@ def test_the_runtime_package_is_the_runtime_and_its_api():
     manifest = json.loads((package / "manifest.json").read_text())
     assert set(manifest["files"]) | set(manifest["compressed"]) | {"manifest.json"} == \
         {str(p.relative_to(package)) for p in package.rglob("*") if p.is_file()}
+
+
+def test_the_served_stdlib_carries_start_up_bytecode_and_nothing_else_changed(build):
+    """build/pyodide (what the site, the package and the tests serve): the pinned runtime files
+    unchanged but python_stdlib.zip, which holds the pinned zip's every entry byte for byte plus
+    an unchecked-hash .pyc (PEP 552 flags 0b01: zipimport loads it without reading the source)
+    beside the source of each stdlib module the engine's start imports."""
+    served, pinned = build.PYODIDE_BUILD, build.npm_package_dir("pyodide")
+    assert served.exists(), "run through `python3 build.py test`"
+    for name in build.PYODIDE_RUNTIME:
+        if name != "python_stdlib.zip":
+            assert (served / name).read_bytes() == (pinned / name).read_bytes(), name
+    with zipfile.ZipFile(pinned / "python_stdlib.zip") as original, \
+            zipfile.ZipFile(served / "python_stdlib.zip") as compiled:
+        sources = {n: original.read(n) for n in original.namelist()}
+        added = [n for n in compiled.namelist() if n not in sources]
+        assert all(compiled.read(n) == data for n, data in sources.items())
+        assert added and all(n.endswith(".pyc") and n[:-1] in sources for n in added), added[:5]
+        for name in ("json/__init__.pyc", "ctypes/__init__.pyc", "hashlib.pyc", "zipfile/__init__.pyc"):
+            assert name in added, f"{name}: a module every start imports has no bytecode"
+        for name in added:
+            header = compiled.read(name)[:16]
+            assert int.from_bytes(header[4:8], "little") == 0b01, name          # unchecked hash
+        assert len(added) > 100
