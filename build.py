@@ -567,8 +567,8 @@ PYODIDE_BUILD = BUILD / "pyodide"
 def cmd_pyodide(args=None) -> Path:
     """build/pyodide/: the Pyodide runtime files the site, the package and the tests serve
     (PYODIDE_RUNTIME, from the pinned npm package), python_stdlib.zip with bytecode for the
-    stdlib modules the engine's start imports (harness/stdlib_bytecode.mjs: a start in a page
-    compiles none of them; 2.5 s -> 0.9 s for loadPyodide under Node here)."""
+    stdlib modules the engine's start imports (harness/stdlib_bytecode.mjs), so a start in a
+    page or under Node compiles none of them."""
     pyodide = npm_package_dir("pyodide")
     wheel = cmd_wheel()
     script = ROOT / "harness" / "stdlib_bytecode.mjs"
