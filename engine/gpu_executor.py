@@ -1,4 +1,4 @@
-"""The GPU executor (issue 39): engine/executor.py's operations on a WebGPU device - the C scalar
+"""The GPU executor: engine/executor.py's operations on a WebGPU device - the C scalar
 tier's bits either way.
 
     import wgpu                                  # natively: PyPI wgpu (wgpu-native)
@@ -380,7 +380,7 @@ class GpuSubsamplingStages:
         return y
 
 
-# -- the known-answer check (issue 39 item 3) ----------------------------------------------------
+# -- the known-answer check --------------------------------------------------------------------------------
 
 SELF_TEST_FRAMES = 64              # 10 ms feature frames: 8 encoder frames
 

@@ -45,7 +45,7 @@ class WebApp:
         self.tier_note = None                # why this tier runs (r.tierNote)
         self.gpu_lost_note = None            # set once when the device is lost mid-decode
 
-    # -- the GPU (issue 39) ----------------------------------------------------------------------
+    # -- the GPU ----------------------------------------------------------------------------------
 
     async def load_gpu(self, model, tier: str, mode: str, expected=None, patch=None) -> str:
         """An engine with its encoder on the browser's WebGPU device, the CPU part on

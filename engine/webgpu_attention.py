@@ -1,4 +1,4 @@
-"""Relative-position multi-head attention on a WebGPU device (issue 39), the C scalar tier's
+"""Relative-position multi-head attention on a WebGPU device, the C scalar tier's
 bits: kernels/attention_impl.h `heads` (Kernels.attention_heads) as three compute passes over
 every head at once (kernels/webgpu/attention_scores.wgsl, attention_softmax.wgsl,
 attention_context.wgsl; docs/webgpu.md says why the shaders hold no f32).

@@ -1,4 +1,4 @@
-"""The conv module's middle on the device (issue 39): silu(dwconv1d(glu(h))) for pw1's output
+"""The conv module's middle on the device: silu(dwconv1d(glu(h))) for pw1's output
 h [T][2D], in two WGSL passes (kernels/webgpu/glu.wgsl, dwconv_silu.wgsl) that give the C scalar
 tier's float32 bits (engine/executor.py conv_middle_alone's k.glu, k.dwconv1d, k.silu).
 

@@ -2,8 +2,8 @@
 Python over the C kernels: one small class per block, named after the checkpoint keys.
 Standard library only; activations are array('f') buffers laid out row-major [tokens][dim].
 
-Linears run on int8 per-token activations (the shipped path, as seed 001); with
-`float_acts=True` they run in float32 on the dequantised weights instead (seed 001's
+Linears run on int8 per-token activations (the shipped path, as the native C++ runtime does); with
+`float_acts=True` they run in float32 on the dequantised weights instead (that runtime's
 PK_DEBUG_F32_ACTS), so the graph itself can be checked tightly against the reference.
 """
 
