@@ -720,6 +720,7 @@ def build_all(site: bool = False):
     cmd_setup()
     cmd_native()
     cmd_wheel()
+    cmd_pyodide()
     if site:
         cmd_site()
 
@@ -735,7 +736,7 @@ def build_test_sites():
 
 def test_env() -> dict:
     return dict(os.environ,
-                PHONON_PYODIDE_DIR=str(cmd_pyodide()),
+                PHONON_PYODIDE_DIR=str(PYODIDE_BUILD),     # build_all's cmd_pyodide
                 PHONON_ORT_DIR=str(npm_package_dir("onnxruntime_web")),
                 PHONON_TYPESCRIPT_DIR=str(npm_package_dir("typescript")),
                 PHONON_VITE_APP=str(npm_app("tests/data/vite-app")),

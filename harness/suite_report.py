@@ -10,7 +10,7 @@ shows (`python3 build.py docs` writes it, `--check` compares).
 The time of a test is pytest's setup + call + teardown as the JUnit XML gives it, so a module's
 sum includes its fixtures (browsers started, models converted, pages loaded). With workers in
 parallel the sums add up to more than the wall time, and each test runs slower than alone: the
-two cores are shared by up to four workers.
+cores are shared by one worker more than there are cores.
 """
 
 from __future__ import annotations
