@@ -408,8 +408,11 @@ async def gpu_self_test(model, expected):
     except GpuUnavailable as e:
         return {"adapter": None, "reason": str(e)}
     model = load(await read_bytes(model))
-    out = {"adapter": device.adapter_info,
+    import time
+    seconds, started = {}, time.perf_counter()
+    out = {"adapter": device.adapter_info, "seconds": seconds,
            "passed": self_test(GpuKernels(device), model, expected=expected)["digest"]}
+    seconds["passed"] = time.perf_counter() - started
     for name, patch, packed in (("one_bit_off", flip_one_bit, None), ("cannot_run", no_entry_point, False),
                                 ("not_wgsl", not_wgsl, None)):
         try:
@@ -417,5 +420,7 @@ async def gpu_self_test(model, expected):
             out[name] = "accepted"
         except GpuRefused as e:
             out[name] = str(e)
+        seconds[name] = time.perf_counter() - started
     out["passed_after"] = self_test(GpuKernels(device), model, expected=expected)["digest"]
+    seconds["passed_after"] = time.perf_counter() - started
     return out

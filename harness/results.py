@@ -181,17 +181,24 @@ def suite_table(result: dict) -> str:
     """harness/suite_report.py's figures: the run, then each module's cost and the slowest tests."""
     f = result["figures"]
     total = sum(m["seconds"] for m in f["modules"])
+    cpu = sum(m.get("cpu_seconds", 0.0) for m in f["modules"])
     outcomes = ", ".join(f"{n:,} {what}" for what, n in sorted(f["outcomes"].items()))
     lines = [f"Measured {result['date']} at commit {f['commit']} on {result['cpu']} ({f['cores']} cores; "
              f"{', '.join(result['cpu_flags'])}): `{f['command']}` with {f['workers']} workers, {outcomes}; pytest "
              f"{f['wall_seconds'] / 60:.1f} min wall, the cores busy {f['busy_cpu_seconds']:,.0f} s of "
              f"{f['wall_seconds'] * f['cores']:,.0f} s. Seconds: each test's setup + call + teardown, summed per "
              f"module ({total:,.0f} s in all, more than the wall time: the workers run side by side, each slower "
-             "than alone).", "",
-             "| module | tests | skipped | seconds | share |", "|---|---|---|---|---|"]
+             "than alone)."]
+    if cpu:
+        lines[0] += (f" CPU s: the module's worker and everything it started (browsers, drivers, servers), "
+                     f"sampled from /proc ({cpu:,.0f} s in all; pytest's start and collection and the last "
+                     "second of each process are not in it): what the module costs, whatever ran beside it.")
+    lines += ["", "| module | tests | skipped | seconds | share |" + (" CPU s |" if cpu else ""),
+              "|---|---|---|---|---|" + ("---|" if cpu else "")]
     for m in f["modules"]:
         lines.append(f"| {m['module']} | {m['tests']} | {m['skipped'] or ''} | {m['seconds']:,.1f} | "
-                     f"{100 * m['seconds'] / max(total, 1e-9):.1f}% |")
+                     f"{100 * m['seconds'] / max(total, 1e-9):.1f}% |"
+                     + (f" {m.get('cpu_seconds', 0.0):,.1f} |" if cpu else ""))
     lines += ["", "The slowest tests:", "", "| test | seconds |", "|---|---|"]
     lines += [f"| {t['test']} | {t['seconds']:,.1f} |" for t in f["slowest"]]
     return "\n".join(lines) + "\n"

@@ -10,7 +10,9 @@ shows (`python3 build.py docs` writes it, `--check` compares).
 The time of a test is pytest's setup + call + teardown as the JUnit XML gives it, so a module's
 sum includes its fixtures (browsers started, models converted, pages loaded). With workers in
 parallel the sums add up to more than the wall time, and each test runs slower than alone: the
-cores are shared by one worker more than there are cores.
+cores are shared by one worker more than there are cores. A module's CPU seconds (its worker's
+process tree, browsers included: tests/conftest.py, harness/process_cpu.py) do not grow with
+the load: they are what the module costs the machine, and what to cut when the suite is slow.
 """
 
 from __future__ import annotations
@@ -45,24 +47,26 @@ def read_cases_text(xml: str) -> list:
         module = case.get("classname", "").split(".")
         # classname is tests.test_x or tests.test_x.TestClass: the module is the test_ part
         name = next((p for p in module if p.startswith("test_")), ".".join(module))
+        cpu = [float(p.get("value")) for p in case.iter("property") if p.get("name") == "module_cpu_seconds"]
         cases.append({"module": name, "name": case.get("name"), "seconds": float(case.get("time") or 0),
-                      "outcome": outcome})
+                      "outcome": outcome, "module_cpu_seconds": cpu[0] if cpu else None})
     return cases
 
 
 def summarise(cases: list, run: dict) -> dict:
     """The figures results/suite.json keeps: the run, each module's cost, the slowest tests."""
     outcomes = collections.Counter(c["outcome"] for c in cases)
-    modules = collections.defaultdict(lambda: {"tests": 0, "skipped": 0, "seconds": 0.0})
+    modules = collections.defaultdict(lambda: {"tests": 0, "skipped": 0, "seconds": 0.0, "cpu_seconds": 0.0})
     for c in cases:
         row = modules[c["module"]]
         row["tests"] += 1
         row["skipped"] += c["outcome"] == "skipped"
         row["seconds"] += c["seconds"]
+        row["cpu_seconds"] += c.get("module_cpu_seconds") or 0.0
     ordered = sorted(modules.items(), key=lambda kv: -kv[1]["seconds"])
     slowest = sorted(cases, key=lambda c: -c["seconds"])[:SLOWEST]
     return {**run, "outcomes": dict(outcomes),
-            "modules": [{"module": m, **{k: round(v, 1) if k == "seconds" else v for k, v in row.items()}}
+            "modules": [{"module": m, **{k: round(v, 1) if k.endswith("seconds") else v for k, v in row.items()}}
                         for m, row in ordered],
             "slowest": [{"test": f"{c['module']}::{c['name']}", "seconds": round(c["seconds"], 1)} for c in slowest]}
 

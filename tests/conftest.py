@@ -53,6 +53,43 @@ def module_costs() -> dict:
         return {}
 
 
+# -- what each module costs the machine ----------------------------------------------------------
+# A module's CPU seconds (its worker's process tree: pytest, browsers, drivers, servers), from its
+# first test's setup to its last test's teardown, go into the last test's JUnit properties as
+# "module_cpu_seconds"; harness/suite_report.py sums them. With workers side by side a test's
+# wall time grows with the load, its CPU time does not: the CPU column says what a module costs.
+MODULE_CPU_STARTED: dict = {}
+METER = None                # harness.process_cpu.TreeCpuMeter of this worker, from its first test
+
+
+def module_of(item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.last_of_module = nextitem is None or module_of(nextitem) != module_of(item)
+    yield
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    global METER
+    if os.path.exists("/proc/self/stat") and module_of(item) not in MODULE_CPU_STARTED:
+        if METER is None:
+            from harness.process_cpu import TreeCpuMeter
+            METER = TreeCpuMeter()
+        MODULE_CPU_STARTED[module_of(item)] = METER.seconds()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    if call.when == "teardown" and getattr(item, "last_of_module", False) and module_of(item) in MODULE_CPU_STARTED:
+        spent = METER.seconds() - MODULE_CPU_STARTED[module_of(item)]
+        item.user_properties.append(("module_cpu_seconds", round(spent, 2)))
+    yield
+
+
 @pytest.fixture(scope="session")
 def scalar():
     return Kernels("scalar")
