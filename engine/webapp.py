@@ -47,16 +47,19 @@ class WebApp:
 
     # -- the GPU ----------------------------------------------------------------------------------
 
-    async def load_gpu(self, model, tier: str, mode: str, expected=None, patch=None) -> str:
+    async def load_gpu(self, model, tier: str, mode: str, expected=None, patch=None,
+                       hardware: bool = False) -> str:
         """An engine with its encoder on the browser's WebGPU device, the CPU part on
         the wasm `tier`, once the device passed the known-answer check (gpu_executor.self_test
         against `expected`, the digest build.py wrote in manifest.json; without one, against
         the CPU kernels here). mode "force": no device, or one that fails the check, raises
         (GpuUnavailable, GpuRefused); "prefer": then, or when the adapter is a CPU emulation
-        (SwiftShader, llvmpipe, lavapipe: slower than the wasm kernels), nothing is loaded
+        (SwiftShader, llvmpipe, lavapipe: slower than the wasm kernels; told from the adapter's
+        info before any shader is compiled, which takes seconds there), nothing is loaded
         ("tier" null: the worker loads the CPU engine as without the GPU) and the note says why.
-        patch: a SHADER_MUTATIONS name (tests). An async call: the device's promises are awaited
-        through JSPI (webgpu_browser). Returns JSON {"tier", "note", "adapter"}."""
+        patch: a SHADER_MUTATIONS name; hardware: take the adapter for real hardware whatever it
+        says (tests: the preferred path's check on SwiftShader). An async call: the device's
+        promises are awaited through JSPI (webgpu_browser). Returns JSON {"tier", "note", "adapter"}."""
         from .gpu_executor import SHADER_MUTATIONS, GpuRefused, adapter_name, cpu_emulation, self_test
         from .kernels import Kernels
         from .webgpu_browser import GpuUnavailable, request_device
@@ -72,12 +75,12 @@ class WebApp:
             except Exception as e:      # noqa: BLE001 - requestDevice() rejected, ...
                 raise GpuUnavailable(f"the WebGPU device could not be made: {e}") from e
             adapter = adapter_name(device.adapter_info)
-            gpu = GpuKernels(device, patch=SHADER_MUTATIONS[patch] if patch else None)
-            self_test(gpu, loaded, Kernels(tier), expected=expected or None)
-            emulation = cpu_emulation(device.adapter_info)
+            emulation = None if hardware else cpu_emulation(device.adapter_info)
             if mode == "prefer" and emulation:
                 raise GpuRefused(f"the WebGPU adapter ({adapter}) is a CPU emulation ({emulation}): "
                                  "the wasm kernels are faster")
+            gpu = GpuKernels(device, patch=SHADER_MUTATIONS[patch] if patch else None)
+            self_test(gpu, loaded, Kernels(tier), expected=expected or None)
         except (GpuUnavailable, GpuRefused) as e:
             if mode == "force":
                 raise

@@ -5,6 +5,7 @@ phonon-2` serves the converted model and the page names it."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,13 +28,32 @@ DATA = ROOT / "tests" / "data" / "tiny"
 UNREACHABLE = "http://127.0.0.1:9"          # nothing listens there: the fetch fails at once
 
 
+@contextlib.contextmanager
+def ctrl_c_handled():
+    """SIGINT handled (not ignored) in this process while a child starts, so the child's Python
+    turns Ctrl-C into KeyboardInterrupt as at a terminal. A shell's background job (`cmd &`
+    without job control, as CI scripts and nohup run things) ignores SIGINT, an ignored signal
+    stays ignored across fork and exec, and a Python started so installs no SIGINT handler: the
+    demo would never see stop()'s Ctrl-C. A handled signal is reset to the default at exec."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:              # not the main thread: leave it as it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class Demo:
     """`build.py demo ...` in the background until the test ends; `.url` once it serves."""
 
     def __init__(self, *args, env: dict):
-        self.process = subprocess.Popen([sys.executable, "build.py", "demo", *args], cwd=ROOT,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        env=dict(os.environ, **env), start_new_session=True)
+        with ctrl_c_handled():
+            self.process = subprocess.Popen([sys.executable, "build.py", "demo", *args], cwd=ROOT,
+                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                            env=dict(os.environ, **env), start_new_session=True)
         self.output = []
         for line in self.process.stdout:
             self.output.append(line)
@@ -47,8 +67,14 @@ class Demo:
             return json.loads(r.read())
 
     def stop(self):
+        """Ctrl-C, as a user stops it; killed (and the test failed) if it does not stop."""
         os.killpg(self.process.pid, signal.SIGINT)
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            raise AssertionError("build.py demo did not stop within 30 s of Ctrl-C") from None
 
 
 def page_text(url: str) -> str:

@@ -309,6 +309,48 @@ def test_the_worker_side_reports_a_lost_device_once(tiny_gguf_path, device):
     assert info["tier"] == "scalar" and info["tierNote"] == note
 
 
+class CountingDevice:
+    """A device (every call forwarded) with the adapter info a browser's has, counting the
+    shader modules made on it."""
+
+    def __init__(self, device, adapter_info: dict):
+        self._device, self.adapter_info, self.shader_modules = device, adapter_info, 0
+
+    def create_shader_module(self, **kwargs):
+        self.shader_modules += 1
+        return self._device.create_shader_module(**kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._device, name)
+
+
+def test_preferred_a_cpu_emulation_is_refused_before_any_shader_is_compiled(tiny_gguf_path, device, monkeypatch):
+    """engine/webapp.py load_gpu in "prefer" mode on an adapter that says it is SwiftShader: the
+    wasm tier, the note naming the emulation, and not one shader module made (the check's shaders
+    take ~15 s to compile on SwiftShader); with the tests' `hardware` hook the check runs (here
+    on lavapipe: it passes) and the engine is on the device."""
+    import asyncio
+    import engine.webgpu_browser
+    from engine.webapp import WebApp
+    swiftshader = {"vendor": "google", "architecture": "swiftshader", "device": "", "description": ""}
+    counting = CountingDevice(device, swiftshader)
+
+    async def request_device():
+        return counting
+    monkeypatch.setattr(engine.webgpu_browser, "request_device", request_device)
+    model = tiny_gguf_path.read_bytes()
+    app = WebApp()
+    out = json.loads(asyncio.run(app.load_gpu(model, "scalar", "prefer")))
+    assert out == {"tier": None, "adapter": "google swiftshader",
+                   "note": "scalar: the WebGPU adapter (google swiftshader) is a CPU emulation (swiftshader): "
+                           "the wasm kernels are faster"}, out
+    assert counting.shader_modules == 0 and app.gpu is None
+    out = json.loads(asyncio.run(app.load_gpu(model, "scalar", "prefer", hardware=True)))
+    assert out["tier"] == "webgpu" and counting.shader_modules > 5, (out, counting.shader_modules)
+    assert app.tier_note.startswith("webgpu: google swiftshader (passed the known-answer check; the CPU part on "), \
+        app.tier_note
+
+
 # -- what an encode does when the device cannot (review of the executor) -------------------------
 
 def test_a_bound_of_the_gpu_kernels_computes_that_encode_on_the_cpu(tiny_gguf_path, gpu, samples, monkeypatch):

@@ -39,6 +39,8 @@ export interface LoadOptions {
   preferGpu?: boolean;
   /** (debug, tests) A shader mutation (engine/gpu_executor.py SHADER_MUTATIONS) that makes the check fail. */
   gpuTestPatch?: "flip_one_bit" | "no_entry_point" | "not_wgsl";
+  /** (debug, tests) Take a CPU emulation's adapter (SwiftShader) for real hardware, so preferGpu runs the check. */
+  gpuTestHardware?: boolean;
   /** Encoder workers 1..8 (default: the cores up to 4 when cross-origin isolated with SharedArrayBuffer). */
   threads?: number;
   onProgress?: (progress: Progress) => void;

@@ -87,7 +87,8 @@ export class Recognizer extends EventTarget {
    * options.silenceMs: a worker silent this long (outside known long steps) is declared dead
    *   (default 15000). options.debug: r.debug hooks; options.onWorkerMessage(message): every
    *   message of the engine worker, for tests and logs. options.gpuTestPatch (with debug, tests):
-   *   a shader mutation of engine/gpu_executor.py SHADER_MUTATIONS, so the check fails.
+   *   a shader mutation of engine/gpu_executor.py SHADER_MUTATIONS, so the check fails;
+   *   options.gpuTestHardware (with debug, tests): a CPU emulation's adapter counts as hardware.
    */
   static async load(options = {}) {
     const r = new Recognizer();
@@ -130,7 +131,8 @@ export class Recognizer extends EventTarget {
   kernelHeapBytes = null;
 
   async #start({ base, model, tier = "auto", threads, onProgress, debug = false, manifest, localModel,
-                 isolationNote, silenceMs = 15000, onWorkerMessage, preferGpu = false, gpuTestPatch } = {}) {
+                 isolationNote, silenceMs = 15000, onWorkerMessage, preferGpu = false, gpuTestPatch,
+                 gpuTestHardware = false } = {}) {
     base = new URL(base || "./", base ? location.href : import.meta.url);
     if (!base.href.endsWith("/")) base = new URL(base.href + "/");
     this.#onProgress = onProgress || null;
@@ -138,6 +140,7 @@ export class Recognizer extends EventTarget {
     if (!manifest) manifest = await loadManifest(base);
     const gpu = tier === "webgpu" ? { mode: "force" } : tier === "auto" && preferGpu ? { mode: "prefer" } : null;
     if (gpu && debug && gpuTestPatch) gpu.patch = gpuTestPatch;
+    if (gpu && debug && gpuTestHardware) gpu.hardware = true;
     const init = { kind: "init", manifest: { ...manifest }, tier: tier === "auto" || tier === "webgpu" ? bestTier(manifest.tiers) : tier,
                    debug, localModel: localModel || null, gpu };
     if (debug) this.debug = this.#debugHooks();

@@ -36,7 +36,7 @@ let threadsNote = null, threadsNoteFromPage = null;  // why fewer run, if they d
 let stream = null;                          // the open live stream
 let fileJob = null;                         // {name, cancelled} while a file is being transcribed
 let captured = [];                          // (debug) every block fed, in order
-let gpu = null;                             // {mode, patch} asked for (init), or null: the CPU only
+let gpu = null;                             // {mode, patch, hardware} asked for (init), or null: the CPU only
 let gpuActive = false;                      // the engine's linears run on WebGPU (engine/webapp.py load_gpu)
 let tierNote = null, adapter = null;        // why this tier runs; the WebGPU adapter's name
 
@@ -336,7 +336,8 @@ async function loadEngine(buffer, tier, how, modelBytes, gpuDigest = null) {
 async function loadOnGpu(buffer, tier, digest) {
   let out;
   try {
-    out = JSON.parse(await app.load_gpu(buffer, tier, gpu.mode, digest || undefined, gpu.patch || undefined));
+    out = JSON.parse(await app.load_gpu(buffer, tier, gpu.mode, digest || undefined, gpu.patch || undefined,
+                                        Boolean(gpu.hardware)));
   } catch (e) {
     // "engine.webgpu_browser.GpuUnavailable: why" -> "GpuUnavailable: why"
     const why = lastLine(e).replace(/^engine\.[\w.]+\.(Gpu(Unavailable|Refused): )/, "$1");
