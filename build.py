@@ -385,12 +385,28 @@ def cmd_wheel(args=None):
     ships) and, for the tests and benchmarks only, the checks (phonon_web_checks: checks/*.py,
     the kernel sweep, the kernel benchmark and the jobs the harness runs in Pyodide)."""
     cmd_wasm()
-    write_wheel(wheel_path(), "phonon-web", "In-browser speech recognition kernels and engine (Pyodide build)",
-                runtime_wheel_files())
+    summary = "In-browser speech recognition kernels and engine (Pyodide build)"
+    files = runtime_wheel_files()
+    source = write_wheel(BUILD / "wheel-source" / wheel_path().name, "phonon-web", summary, files)
+    write_wheel(wheel_path(), "phonon-web", summary, {**files, **start_bytecode(source)})
     checks = {str(p.relative_to(ROOT)): p for p in sorted((ROOT / "checks").glob("*.py"))}
     write_wheel(checks_wheel_path(), "phonon-web-checks",
                 "phonon-web's in-runtime checks: kernel sweep, kernel benchmark, harness jobs", checks)
     return wheel_path()
+
+
+def start_bytecode(source_wheel: Path) -> dict:
+    """Bytecode for the engine modules a start imports, for the runtime wheel: archive name ->
+    file, engine/**/__pycache__/*.cpython-3XX.pyc (unchecked-hash .pyc compiled by the pinned
+    Pyodide under Node from `source_wheel`, harness/start_bytecode.mjs), so Python in a page
+    loads them without compiling the sources, which stay in the wheel beside them."""
+    out = BUILD / "wheel-bytecode"
+    script = ROOT / "harness" / "start_bytecode.mjs"
+    pycs = sorted(out.rglob("*.pyc"))
+    if not pycs or any(newer(p, [source_wheel, script]) for p in pycs):
+        run(["node", script, "wheel", npm_package_dir("pyodide"), source_wheel, out])
+        pycs = sorted(out.rglob("*.pyc"))
+    return {p.relative_to(out).as_posix(): p for p in pycs}
 
 
 def write_wheel(out: Path, project: str, summary: str, files: dict) -> Path:
@@ -567,11 +583,11 @@ PYODIDE_BUILD = BUILD / "pyodide"
 def cmd_pyodide(args=None) -> Path:
     """build/pyodide/: the Pyodide runtime files the site, the package and the tests serve
     (PYODIDE_RUNTIME, from the pinned npm package), python_stdlib.zip with bytecode for the
-    stdlib modules the engine's start imports (harness/stdlib_bytecode.mjs), so a start in a
+    stdlib modules the engine's start imports (harness/start_bytecode.mjs), so a start in a
     page or under Node compiles none of them."""
     pyodide = npm_package_dir("pyodide")
     wheel = cmd_wheel()
-    script = ROOT / "harness" / "stdlib_bytecode.mjs"
+    script = ROOT / "harness" / "start_bytecode.mjs"
     stdlib = PYODIDE_BUILD / "python_stdlib.zip"
     PYODIDE_BUILD.mkdir(parents=True, exist_ok=True)
     for name in PYODIDE_RUNTIME:
@@ -579,7 +595,7 @@ def cmd_pyodide(args=None) -> Path:
             shutil.copyfile(pyodide / name, PYODIDE_BUILD / name)
     if newer(stdlib, [pyodide / "python_stdlib.zip", wheel, script]):
         partial = stdlib.with_name(stdlib.name + ".partial")
-        run(["node", script, pyodide, wheel, partial])
+        run(["node", script, "stdlib", pyodide, wheel, partial])
         partial.replace(stdlib)
     else:
         print(f"pyodide: {stdlib.relative_to(ROOT)} is up to date")

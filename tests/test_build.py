@@ -102,7 +102,17 @@ def test_wheel_is_reproducible_and_complete(build, tmp_path, monkeypatch):
     with zipfile.ZipFile(second) as zf:
         names = set(zf.namelist())
         wheel_meta = zf.read("phonon_web-0.1.0.dist-info/WHEEL").decode()
-    assert {n for n in names if ".dist-info/" not in n} == RUNTIME_WHEEL
+    pycs = {n for n in names if n.endswith(".pyc")}
+    assert {n for n in names if ".dist-info/" not in n} - pycs == RUNTIME_WHEEL
+    # the start's bytecode (build.py start_bytecode): the start's and a model load's modules, each
+    # beside its source, in the import system's cache path for the pinned Pyodide's CPython
+    tag = "cpython-" + "".join(build.PINS["pyodide"]["python"].split(".")[:2])
+    sources = {n.replace("/__pycache__/", "/").replace(f".{tag}.pyc", ".py") for n in pycs}
+    assert all(f"/__pycache__/" in n and n.endswith(f".{tag}.pyc") for n in pycs), pycs
+    assert sources <= RUNTIME_WHEEL
+    assert {"engine/webapp.py", "engine/kernels.py", "engine/transcribe.py", "engine/streaming.py",
+            "engine/parakeet_tdt/encoder.py", "engine/parakeet_tdt/decoder.py"} <= sources
+    assert not any("webgpu" in n for n in sources)                  # the GPU's modules load when asked for
     assert not any(n.endswith(".so") for n in names)     # no native library in the wasm wheel
     assert "Tag: py3-none-pyemscripten_2026_0_wasm32" in wheel_meta
     assert second.name.endswith("-py3-none-pyemscripten_2026_0_wasm32.whl")
