@@ -20,8 +20,9 @@ MIME = {".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/jav
 
 
 class _Handler(SimpleHTTPRequestHandler):
-    def __init__(self, *args, routes, isolate, log, cors=False, **kwargs):
+    def __init__(self, *args, routes, isolate, log, cors=False, headers=None, types=None, **kwargs):
         self.routes, self.isolate, self.request_log, self.cors = routes, isolate, log, cors
+        self.extra_headers, self.types = headers or {}, {**MIME, **(types or {})}
         super().__init__(*args, **kwargs)
 
     def send_head(self):
@@ -40,7 +41,7 @@ class _Handler(SimpleHTTPRequestHandler):
         return str(Path("/nonexistent"))
 
     def guess_type(self, path):
-        return MIME.get(Path(path).suffix, mimetypes.guess_type(path)[0] or "application/octet-stream")
+        return self.types.get(Path(path).suffix, mimetypes.guess_type(path)[0] or "application/octet-stream")
 
     def end_headers(self):
         self.send_header("Cache-Control", "no-store")
@@ -50,6 +51,8 @@ class _Handler(SimpleHTTPRequestHandler):
         if self.isolate:
             self.send_header("Cross-Origin-Opener-Policy", "same-origin")
             self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        for name, value in self.extra_headers.items():
+            self.send_header(name, value)
         super().end_headers()
 
     def log_message(self, fmt, *args):
@@ -87,10 +90,14 @@ class LoopbackServer:
 class StaticServer(LoopbackServer):
     """`routes`: {"/prefix/": directory}; longest prefix wins. Use as a context manager."""
 
-    def __init__(self, routes: dict, port: int = 0, isolate: bool = False, cors: bool = False):
+    def __init__(self, routes: dict, port: int = 0, isolate: bool = False, cors: bool = False,
+                 headers: dict | None = None, types: dict | None = None):
+        """headers: more response headers (a host's Content-Security-Policy, say); types:
+        {".suffix": MIME type} over MIME (a misconfigured host, in tests)."""
         ordered = sorted(((p, Path(d)) for p, d in routes.items()), key=lambda r: -len(r[0]))
         self.log: list[str] = []                 # every path requested (GET and HEAD), in order
-        super().__init__(partial(_Handler, routes=ordered, isolate=isolate, log=self.log, cors=cors), port)
+        super().__init__(partial(_Handler, routes=ordered, isolate=isolate, log=self.log, cors=cors,
+                                 headers=headers, types=types), port)
 
     def serve_forever(self):
         """In the foreground until Ctrl-C."""

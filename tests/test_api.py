@@ -283,6 +283,39 @@ def test_audio_a_worklet_sends_past_max_pending_is_refused_said_and_counted(page
     assert got["refused"] > 0 and got["audio"] + got["refused"] == pytest.approx(6.0, abs=0.05), got
 
 
+@pytest.mark.parametrize("host, code, said", [
+    ({"headers": {"Content-Security-Policy": "script-src 'self'"}}, "csp", "add 'wasm-unsafe-eval' to script-src"),
+    ({"types": {".wasm": "application/octet-stream"}}, "server",
+     'pyodide.asm.wasm is served as "application/octet-stream", not application/wasm'),
+], ids=["csp-without-wasm", "wasm-as-octet-stream"])
+def test_a_host_that_forbids_webassembly_is_named_not_waited_on(browser, host, code, said):
+    """A strict Content-Security-Policy without 'wasm-unsafe-eval' on every response (the page's
+    and worker.mjs's), or .wasm served as application/octet-stream: load() rejects within 10 s
+    with a PhononError whose code and message name the cause and the fix (before, Pyodide's
+    loader waited forever at "Loading: runtime")."""
+    import time
+    from harness.server import StaticServer
+    with StaticServer({"/": build_artifact("PHONON_PACKAGE"), "/test/": ROOT / "tests" / "data" / "api-page"},
+                      **host) as server:
+        page = browser.browser.new_context().new_page()
+        try:
+            page.goto(server.url + "/test/index.html")
+            started = time.monotonic()
+            got = page.evaluate("""async () => {
+                const { Recognizer } = await import("/phonon.mjs");
+                const timeout = new Promise((done) => setTimeout(() => done({ hung: true }), 10000));
+                const load = Recognizer.load().then(() => ({ loaded: true }),
+                                                    (e) => ({ name: e.name, code: e.code, message: e.message }));
+                return Promise.race([load, timeout]);
+            }""")
+            waited = time.monotonic() - started
+        finally:
+            page.context.close()
+    assert got.get("name") == "PhononError" and got["code"] == code, got
+    assert said in got["message"], got["message"]
+    print(f"{code}: rejected in {waited:.1f} s: {got['message']}")
+
+
 def test_the_example_page_transcribes_a_file(server, browser, native):
     page = browser.browser.new_context().new_page()
     problems = []

@@ -2,7 +2,7 @@
 
 export type ErrorCode =
   | "closed" | "busy" | "state" | "sample-rate" | "samples" | "audio" | "cancelled" | "worker"
-  | "model-file" | "model-digest" | "model-fetch" | "boot" | "engine" | "overrun" | "webgpu";
+  | "model-file" | "model-digest" | "model-fetch" | "boot" | "csp" | "server" | "engine" | "overrun" | "webgpu";
 
 export class PhononError extends Error {
   readonly code: ErrorCode;

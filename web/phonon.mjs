@@ -27,7 +27,8 @@ const MAX_PENDING_S = 1200;                  // stream backlog that feed() refus
 
 /** An error from the engine or from misuse; `code` says which kind ("closed", "busy", "state",
  *  "sample-rate", "samples", "audio", "model-file", "model-digest", "model-fetch", "boot",
- *  "engine", "cancelled", "worker", "overrun", "webgpu"). */
+ *  "csp" (a Content-Security-Policy forbids WebAssembly), "server" (a file of the runtime is
+ *  missing or served with the wrong type), "engine", "cancelled", "worker", "overrun", "webgpu"). */
 export class PhononError extends Error {
   constructor(code, message) {
     super(message);

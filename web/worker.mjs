@@ -21,7 +21,7 @@
 // worker -> page   stage, progress, ready, model-switched, started, partial, final, file-busy,
 //                  file-progress, file-result, file-cancelled, stream-cancelled, workers-lost,
 //                  gpu-lost, pong, error (recoverable), fatal (the worker cannot go on)
-import { bootPyodide } from "./pyodide-boot.mjs";
+import { BootError, bootPyodide } from "./pyodide-boot.mjs";
 import { KernelPool } from "./kernel-pool.mjs";
 
 const MODEL_CACHE = "phonon-web-model";
@@ -76,6 +76,7 @@ async function init({ manifest, tier, debug: debugMode, localModel, modelBytes, 
       onStage: (stage) => { t[stage] = performance.now(); post({ kind: "stage", stage }); },
     });
   } catch (e) {
+    if (e instanceof BootError) throw new Fatal(e.code, `The speech engine could not start: ${e.message}`);
     throw new Fatal("boot", `The speech engine could not start: ${lastLine(e)}`);
   }
   webapp = pyodide.pyimport("engine.webapp");      // the Python side: engine/webapp.py
