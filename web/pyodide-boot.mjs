@@ -8,13 +8,20 @@
 // indexURL: the folder holding pyodide.mjs, pyodide.asm.{mjs,wasm}, python_stdlib.zip and
 // pyodide-lock.json (absolute, ending in "/"); wheelURL: the engine wheel; moreWheels: others
 // (the harness's checks wheel). Throws with the loader's own messages if a wheel does not install,
-// and a BootError (code "csp" or "server") for what would otherwise hang (checkRuntimeCanStart).
+// and a BootError (code "csp" or "server") for what would otherwise hang (checkRuntimeCanStart,
+// instantiationFailure).
 
 export async function bootPyodide({ indexURL, wheelURL, moreWheels = [], onStage = () => {} }) {
   onStage("runtime");
-  await checkRuntimeCanStart(indexURL);
+  await checkRuntimeCanStart();
   const { loadPyodide } = await import(new URL("pyodide.mjs", indexURL).href);
-  const pyodide = await loadPyodide({ indexURL });
+  const failure = instantiationFailure(new URL("pyodide.asm.wasm", indexURL).href);
+  let pyodide;
+  try {
+    pyodide = await Promise.race([loadPyodide({ indexURL }), failure.promise]);
+  } finally {
+    failure.restore();
+  }
   onStage("engine");
   const errors = [];
   await pyodide.loadPackage([wheelURL, ...moreWheels], {
@@ -36,34 +43,45 @@ export class BootError extends Error {
 // The smallest WebAssembly module there is: the magic number and version 1.
 const EMPTY_MODULE = new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]);
 
-// Pyodide's loader waits forever, with only a console warning, when this worker may not compile
-// WebAssembly (a Content-Security-Policy without 'wasm-unsafe-eval') or when pyodide.asm.wasm
-// comes with another type than application/wasm. Both are asked first, in milliseconds, and
-// refused with the cause and the fix. (A HEAD the server does not answer is left to the loader.)
-async function checkRuntimeCanStart(indexURL) {
+const CSP_FIX = "the Content-Security-Policy must allow it, for the page and for phonon-web's worker.mjs as " +
+  "the server sends it: add 'wasm-unsafe-eval' to script-src (and to worker-src, if the policy has one)";
+
+// A worker that may not compile WebAssembly (a Content-Security-Policy without
+// 'wasm-unsafe-eval') is told so before anything is downloaded.
+async function checkRuntimeCanStart() {
   try {
     await WebAssembly.compile(EMPTY_MODULE);
   } catch (e) {
-    throw new BootError("csp", `WebAssembly may not run here (${e.message}): the Content-Security-Policy ` +
-      "must allow it, for the page and for phonon-web's worker.mjs as the server sends it: add " +
-      "'wasm-unsafe-eval' to script-src (and to worker-src, if the policy has one)");
+    throw new BootError("csp", `WebAssembly may not run here (${e.message}): ${CSP_FIX}`);
   }
-  const url = new URL("pyodide.asm.wasm", indexURL);
-  let response;
-  try {
-    response = await fetch(url, { method: "HEAD" });
-  } catch {
-    return;
+}
+
+// Pyodide 314's loader catches a failed instantiation of pyodide.asm.wasm, warns twice on the
+// console ("wasm instantiation failed!", then the error) and never settles: load() would wait
+// forever at "runtime". This listens for that warning during loadPyodide and rejects with the
+// error, named: a .wasm served with another type than application/wasm (or not there at all)
+// is "server", a policy that forbids WebAssembly "csp". No request is added.
+function instantiationFailure(wasmURL) {
+  const warn = console.warn;
+  let failing = false, reject;
+  const promise = new Promise((_, r) => { reject = r; });
+  console.warn = (...args) => {
+    warn.apply(console, args);
+    if (args[0] === "wasm instantiation failed!") failing = true;
+    else if (failing) reject(namedFailure(args[0], wasmURL));
+  };
+  return { promise, restore: () => { console.warn = warn; } };
+}
+
+function namedFailure(error, wasmURL) {
+  const text = String((error && error.message) || error).replace(/\.$/, "");
+  if (/MIME/i.test(text)) {
+    return new BootError("server", `${wasmURL} could not be compiled: ${text}. The server must send it, and ` +
+      "every .wasm file, as application/wasm (nginx: types { application/wasm wasm; }; Apache: AddType " +
+      "application/wasm .wasm), and the file must be there: deploy the whole folder phonon-web came in");
   }
-  if (response.status === 404) {
-    throw new BootError("server", `${url.href} is missing (HTTP 404): deploy the whole folder phonon-web ` +
-      "came in (pyodide/ included), keeping its layout");
+  if (/Content.Security|unsafe-eval|wasm-eval/i.test(text)) {
+    return new BootError("csp", `WebAssembly may not run here (${text}): ${CSP_FIX}`);
   }
-  const type = (response.headers.get("content-type") || "").split(";")[0].trim().toLowerCase();
-  if (response.ok && type !== "application/wasm") {
-    throw new BootError("server", `${url.href} is served as ${JSON.stringify(type || "no type")}, not ` +
-      "application/wasm, and browsers compile WebAssembly only from that type: configure the server to " +
-      "send .wasm files as application/wasm (nginx: types { application/wasm wasm; }; Apache: AddType " +
-      "application/wasm .wasm)");
-  }
+  return new Error(`${wasmURL} could not be instantiated: ${text}`);
 }
