@@ -77,11 +77,19 @@ NOT_BENCHMARKS = {"training.train": "trains a model (tests/test_training_run.py)
 
 def run(module: str, *args, timeout: float = 300) -> str:
     """`python -m module args` in the checkout with this environment; its stdout (fails with the
-    output's tail when it exits non-zero)."""
+    output's tail, and the head of its error output, when it exits non-zero)."""
     done = subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=ROOT, env=dict(os.environ),
                           capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, f"{module} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, f"{module} exited {done.returncode}:\n{done.stdout[-3000:]}\n{clipped(done.stderr)}"
     return done.stdout
+
+
+def clipped(text: str, head: int = 2000, tail: int = 3000) -> str:
+    """A long error output's head (where a browser's error message is, before its stack) and
+    tail (Python's traceback)."""
+    if len(text) <= head + tail:
+        return text
+    return f"{text[:head]}\n[... {len(text) - head - tail:,} characters ...]\n{text[-tail:]}"
 
 
 def browser_artifacts():
