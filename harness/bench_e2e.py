@@ -6,7 +6,8 @@ section (engine/timing.py), native peak RSS and the browser's wasm heap.
                                  [--size full|tiny]
 
 The model is generated (python3 -m engine synth --size full --seed 1) and converted on first
-use into build/bench-models/; the audio is a deterministic speech-like signal. `--size tiny`
+use into build/bench-models/ (again when its generator's sources change; a copy is kept in
+.cache/synthetic-models/); the audio is a deterministic speech-like signal. `--size tiny`
 (a smoke run: tests/test_bench_smoke.py) takes the committed tiny synthetic model instead.
 """
 
@@ -16,6 +17,7 @@ import functools
 import json
 import os
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -59,20 +61,49 @@ def synthetic_model(size: str = "full") -> Path:
     return tiny_model() if size == "tiny" else full_model()
 
 
+SYNTHETIC_CACHE = Path(__file__).resolve().parent.parent / ".cache" / "synthetic-models"
+# What the full-size model is made by: a change to any of these makes a new one.
+GENERATOR = ["modeltools/*.py", "engine/parakeet_tdt/*.py", "engine/gguf_file.py", "harness/bench_e2e.py"]
+
+
+def generator_digest() -> str:
+    """sha256 of the sources that make the full-size synthetic model (GENERATOR), in path order."""
+    import hashlib
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(p for pattern in GENERATOR for p in root.glob(pattern)):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def full_model() -> Path:
-    """The full-size synthetic Phonon-2 (195 MiB), generated once into build/bench-models/ and
-    kept; processes asking at the same time (parallel test workers) wait for the first one."""
+    """The full-size synthetic Phonon-2 (195 MiB) in build/bench-models/, made by today's
+    generator: its digest (generator_digest) is kept beside it, and a model an older generator
+    made is made again. Generating takes about a minute of CPU, so a copy is kept in
+    .cache/synthetic-models/ under that digest (a fresh checkout with the set-up cache reuses
+    it). Processes asking at the same time (parallel test workers) wait for the first one."""
     from filelock import FileLock
     models = Chromium.models_dir()
     gguf = models / MODEL_NAME
+    made_by = gguf.with_name(gguf.name + ".generator")
+    key = generator_digest()
     with FileLock(str(gguf) + ".lock"):
-        if not gguf.exists():
+        if gguf.exists() and made_by.exists() and made_by.read_text() == key:
+            return gguf
+        cached = SYNTHETIC_CACHE / f"{MODEL_NAME[:-5]}-{key[:24]}.gguf"
+        partial = gguf.with_name(gguf.name + ".partial")
+        if cached.exists():
+            shutil.copyfile(cached, partial)
+        else:
             src = models / "full-synthetic"
             print("generating the full-size synthetic model (about 40 s) ...", flush=True)
             container = make("full", 1, src)
-            partial = gguf.with_name(gguf.name + ".partial")
             convert(container, read_config(src / "config.json"), partial, "synthetic", "synthetic-phonon-2-full")
-            partial.replace(gguf)
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(partial, cached.with_name(cached.name + ".partial"))
+            cached.with_name(cached.name + ".partial").replace(cached)
+        partial.replace(gguf)
+        made_by.write_text(key)
     return gguf
 
 

@@ -338,6 +338,32 @@ def test_synth_and_convert(tmp_path):
     assert (tmp_path / "tiny.gguf").stat().st_size > 10_000
 
 
+def test_the_full_size_model_is_made_again_only_when_its_generator_changes(tmp_path, monkeypatch):
+    """harness/bench_e2e.py full_model (the generation replaced by a stand-in that writes its
+    call count): made once and kept in the cache; a checkout without it (a fresh clone) copies
+    it from the cache; a change to the generator's sources makes it again."""
+    import harness.bench_e2e as e2e
+    from harness.runtimes import Chromium
+    made = []
+
+    def fake_convert(container, config, out, *names):
+        made.append(out)
+        Path(out).write_bytes(f"model {len(made)}".encode())
+    monkeypatch.setattr(Chromium, "models_dir", staticmethod(lambda: tmp_path / "build"))
+    monkeypatch.setattr(e2e, "SYNTHETIC_CACHE", tmp_path / "cache")
+    monkeypatch.setattr(e2e, "make", lambda size, seed, src: src)
+    monkeypatch.setattr(e2e, "read_config", lambda path: {})
+    monkeypatch.setattr(e2e, "convert", fake_convert)
+    (tmp_path / "build").mkdir()
+    first = e2e.full_model()
+    assert first.read_bytes() == b"model 1" and len(list((tmp_path / "cache").iterdir())) == 1
+    assert e2e.full_model() == first and len(made) == 1                 # kept
+    first.unlink()                                                      # a fresh checkout
+    assert e2e.full_model().read_bytes() == b"model 1" and len(made) == 1
+    monkeypatch.setattr(e2e, "generator_digest", lambda: "0" * 64)     # the generator changed
+    assert e2e.full_model().read_bytes() == b"model 2" and len(made) == 2
+
+
 # --------------------------------------------------------------------------------------------
 # Chromium (and Node)
 
