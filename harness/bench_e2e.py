@@ -14,6 +14,7 @@ use into build/bench-models/ (again when its generator's sources change; a copy 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import resource
@@ -68,7 +69,6 @@ GENERATOR = ["modeltools/*.py", "engine/parakeet_tdt/*.py", "engine/gguf_file.py
 
 def generator_digest() -> str:
     """sha256 of the sources that make the full-size synthetic model (GENERATOR), in path order."""
-    import hashlib
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for path in sorted(p for pattern in GENERATOR for p in root.glob(pattern)):
@@ -99,9 +99,11 @@ def full_model() -> Path:
             print("generating the full-size synthetic model (about 40 s) ...", flush=True)
             container = make("full", 1, src)
             convert(container, read_config(src / "config.json"), partial, "synthetic", "synthetic-phonon-2-full")
+            # whole or not at all: checkouts sharing the cache may write it at the same time
+            staged = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
             cached.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(partial, cached.with_name(cached.name + ".partial"))
-            cached.with_name(cached.name + ".partial").replace(cached)
+            shutil.copyfile(partial, staged)
+            staged.replace(cached)
         partial.replace(gguf)
         made_by.write_text(key)
     return gguf

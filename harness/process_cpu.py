@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -74,6 +75,6 @@ class TreeCpuMeter:
         return self.sample() / TICKS
 
     def _run(self):
-        stop = threading.Event()
-        while not stop.wait(self.period):
+        while True:
+            time.sleep(self.period)
             self.sample()

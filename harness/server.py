@@ -7,6 +7,7 @@ only (build.py imports it before anything is installed)."""
 from __future__ import annotations
 
 import mimetypes
+import sys
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -63,7 +64,6 @@ class _Server(ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         """A client that went away mid-response (a page closed, a download cancelled: the tests
         do both) is not an error of the server's; anything else is printed as before."""
-        import sys
         if isinstance(sys.exc_info()[1], ConnectionError):
             return
         super().handle_error(request, client_address)

@@ -81,6 +81,7 @@ def test_the_self_test_in_chromium_passes_and_refuses(chromium, tiny_gguf_path):
     expected = cpu_digest(load(tiny_gguf_path))
     got = skip_without_adapter(chromium.run_job("gpu_self_test", model=inline(tiny_gguf_path.read_bytes()),
                                                 expected=expected))
+    print("SwiftShader, seconds from the start of the job:", got["seconds"])
     assert got["passed"] == expected
     assert got["one_bit_off"].startswith("the GPU's encoder output differs from the CPU's: digest ")
     assert got["cannot_run"].startswith("the GPU could not run the known-answer encode: "), got["cannot_run"]

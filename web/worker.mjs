@@ -289,7 +289,7 @@ function checkWorkers() {
 }
 
 // ------------------------------------------------------------------------------------------
-// kernel workers (issue 23): the encoder's linears and attention heads split across this worker
+// kernel workers: the encoder's linears and attention heads split across this worker
 // and threads - 1 kernel workers, bit for bit what one worker computes
 
 // An engine on `buffer` ("load", or "switch": the engine in use stays if this one fails), with
@@ -328,7 +328,7 @@ async function loadEngine(buffer, tier, how, modelBytes, gpuDigest = null) {
   return out;
 }
 
-// The GPU (issue 39): engine/webapp.py load_gpu requests the device, runs the known-answer check
+// The GPU: engine/webapp.py load_gpu requests the device, runs the known-answer check
 // against the digest build.py computed natively (`digest`; without one, against the CPU kernels
 // here) and only then puts the encoder's linears there; its tier. Forced (tier "webgpu"), a
 // refusal is fatal with code "webgpu"; preferred, null (the CPU engine is loaded as without the
