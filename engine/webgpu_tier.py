@@ -23,6 +23,7 @@ so there is one implementation of each.
 from __future__ import annotations
 
 import functools
+import weakref
 from array import array
 from pathlib import Path
 
@@ -133,8 +134,23 @@ def check_gpu_dims(**dims):
             raise KernelError(f"{name} must be an int in 1..{MAX_DIM}, got {value!r}")
 
 
+# device -> {(module, its final WGSL): pipeline}: every GpuKernels on one device shares what was
+# compiled there (a second GpuKernels, a known-answer check's mutated copy, compiles only the
+# modules whose source differs; compiling is most of a check's time on a CPU emulation)
+DEVICE_PIPELINES = weakref.WeakKeyDictionary()
+
+
+def pipeline_cache(device) -> dict:
+    """The pipelines compiled on `device` so far (a dict of its own for a device that cannot be
+    weakly referenced)."""
+    try:
+        return DEVICE_PIPELINES.setdefault(device, {})
+    except TypeError:
+        return {}
+
+
 class GpuKernels:
-    """The compiled compute pipelines of one device.
+    """The compiled compute pipelines of one device (shared with every GpuKernels on it).
 
     packed_dot: True for dot4I8Packed (the language extension packed_4x8_integer_dot_product),
     False for plain i32 arithmetic, None to decide: True when `language_features` (the browser's
@@ -152,7 +168,8 @@ class GpuKernels:
             packed_dot = PACKED_DOT in features or self._compiles(
                 shader_source("int8_gemm", True))
         self.packed_dot = bool(packed_dot)
-        self._pipelines = {}
+        self._pipelines = {}                               # module -> pipeline
+        self._device_pipelines = pipeline_cache(device)
         self._scratch = {}
         self._uniforms, self._uniforms_used = [], 0      # uniform(): a pool, reset per submission
         # what crossed to and from the device, how often it was asked to work (all calls), and
@@ -170,12 +187,15 @@ class GpuKernels:
 
     @device_call
     def pipeline(self, module: str):
-        if module not in self._pipelines:
-            code = self._patch(shader_source(module, self.packed_dot))
-            shader = self.device.create_shader_module(label=module, code=code)
-            self._pipelines[module] = self.device.create_compute_pipeline(
-                label=module, layout="auto", compute={"module": shader, "entry_point": "main"})
-        return self._pipelines[module]
+        found = self._pipelines.get(module)
+        if found is None:
+            key = (module, self._patch(shader_source(module, self.packed_dot)))
+            if key not in self._device_pipelines:
+                shader = self.device.create_shader_module(label=module, code=key[1])
+                self._device_pipelines[key] = self.device.create_compute_pipeline(
+                    label=module, layout="auto", compute={"module": shader, "entry_point": "main"})
+            found = self._pipelines[module] = self._device_pipelines[key]
+        return found
 
     # -- buffers ----------------------------------------------------------------------------
 

@@ -188,7 +188,7 @@ def test_a_model_slower_than_real_time_falls_behind_survives_and_gives_the_nativ
     from harness.bench_behind import PACED_JS
     from engine.transcribe import Engine
     page, model, x = full_page
-    seconds = 20
+    seconds = 10
     got = page.evaluate(PACED_JS, {"seconds": seconds, "silenceMs": 1500, "model": f"/full/{model.name}", "threads": 1})
     want = stream_samples(Engine.open(model).stream(16000), x[:seconds * 16000], 4096)["final"]
     final, seen = got["final"], got["seen"]

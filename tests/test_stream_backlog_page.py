@@ -24,7 +24,7 @@ def test_the_page_falls_behind_shows_it_and_gives_the_native_tokens():
     from harness.server import StaticServer
     from harness.site_check import SiteBrowser, native_stream, write_wav
     model = full_model()
-    x, _ = long_speech(0.4, seed=48)
+    x, _ = long_speech(0.2, seed=48)
     seconds = x.size / 16000
     with tempfile.TemporaryDirectory() as tmp:
         wav = Path(tmp) / "speech.wav"

@@ -22,7 +22,7 @@ from engine.gpu_executor import GpuRefused, WebGpu, cpu_digest, encoder_digest, 
 from engine.kernels import KernelError, Kernels
 from engine.streaming import stream_samples
 from engine.transcribe import Engine
-from engine.webgpu_tier import GpuKernels, shader_source
+from engine.webgpu_tier import MODULES, GpuKernels, shader_source
 
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
@@ -314,14 +314,34 @@ class CountingDevice:
     shader modules made on it."""
 
     def __init__(self, device, adapter_info: dict):
-        self._device, self.adapter_info, self.shader_modules = device, adapter_info, 0
+        self._device, self.adapter_info, self.shader_modules, self.labels = device, adapter_info, 0, []
 
     def create_shader_module(self, **kwargs):
         self.shader_modules += 1
+        self.labels.append(kwargs.get("label"))
         return self._device.create_shader_module(**kwargs)
 
     def __getattr__(self, name):
         return getattr(self._device, name)
+
+
+def test_the_kernels_on_one_device_compile_each_source_once(tiny_gguf_path, device):
+    """A second GpuKernels on a device compiles nothing its first compiled; a mutated one (a
+    known-answer check's wrong device) compiles exactly the modules its mutation changes, and
+    still computes the mutation (the shared pipelines are keyed by their source)."""
+    model = load(tiny_gguf_path)
+    counting = CountingDevice(device, {})
+    first = self_test(GpuKernels(counting, packed_dot=False), model)
+    compiled = counting.shader_modules
+    assert compiled >= 10, compiled                     # the encoder's modules (fresh device)
+    assert self_test(GpuKernels(counting, packed_dot=False), model)["digest"] == first["digest"]
+    assert counting.shader_modules == compiled
+    changed = [m for m in MODULES if flip_one_bit(shader_source(m, False)) != shader_source(m, False)]
+    assert sorted(changed) == ["fv5_gemm", "int8_gemm"]
+    with pytest.raises(GpuRefused, match="differs from the CPU's"):
+        self_test(GpuKernels(counting, packed_dot=False, patch=flip_one_bit), model, expected=first["digest"])
+    recompiled = counting.labels[compiled:]
+    assert recompiled and set(recompiled) <= set(changed) and len(set(recompiled)) == len(recompiled), recompiled
 
 
 def test_preferred_a_cpu_emulation_is_refused_before_any_shader_is_compiled(tiny_gguf_path, device, monkeypatch):
