@@ -99,6 +99,14 @@ def run(cmd, **kwargs):
     return result
 
 
+def run_all(cmds) -> None:
+    """Run independent commands (compiles) side by side, one per core; echo each as it starts
+    and fail loudly with the first failure's exit code."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(run, cmds))             # raises the first failure (the others finish)
+
+
 def output_of(cmd) -> str:
     return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
 
@@ -282,11 +290,9 @@ def cmd_native(args=None):
     if not newer(NATIVE_LIB, deps):
         print(f"native: {NATIVE_LIB.relative_to(ROOT)} is up to date")
         return NATIVE_LIB
-    objects = []
-    for src in plain + list(isa):
-        obj = obj_dir / (src.stem + ".o")
-        run(["cc", *CFLAGS, *isa.get(src, []), "-I", obj_dir, "-c", src, "-o", obj])
-        objects.append(obj)
+    objects = [obj_dir / (src.stem + ".o") for src in plain + list(isa)]
+    run_all([["cc", *CFLAGS, *isa.get(src, []), "-I", obj_dir, "-c", src, "-o", obj]
+             for src, obj in zip(plain + list(isa), objects)])
     LIB_DIR.mkdir(parents=True, exist_ok=True)
     run(["cc", "-shared", "-o", NATIVE_LIB, *objects, "-lm"])
     return NATIVE_LIB
@@ -310,11 +316,8 @@ def compile_module(out: Path, srcs: list, isa_of, compile_cmd: list, link_cmd: l
         return
     obj_dir = BUILD / "wasm"
     obj_dir.mkdir(parents=True, exist_ok=True)
-    objects = []
-    for src in srcs:
-        obj = obj_dir / f"{src.stem}.{tag}.o"
-        run([*compile_cmd, *CFLAGS, *isa_of(src), "-c", src, "-o", obj])
-        objects.append(obj)
+    objects = [obj_dir / f"{src.stem}.{tag}.o" for src in srcs]
+    run_all([[*compile_cmd, *CFLAGS, *isa_of(src), "-c", src, "-o", obj] for src, obj in zip(srcs, objects)])
     LIB_DIR.mkdir(parents=True, exist_ok=True)
     run([*link_cmd, "-o", out, *objects])
 

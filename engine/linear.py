@@ -105,8 +105,8 @@ def whole_gemm(k: Kernels, w: LinearWeights, xq, xs, N: int, activation) -> arra
 
 
 def dense_forward(k: Kernels, w: LinearWeights, x, N: int, activation) -> array:
-    """y [N][O] in float32 from float activations on the exact weights (seed 001's
-    PK_DEBUG_F32_ACTS): the debug path that checks the graph itself against the reference."""
+    """y [N][O] in float32 from float activations on the exact weights (the native C++
+    runtime's PK_DEBUG_F32_ACTS): the debug path that checks the graph itself against the reference."""
     y = k.matmul_nt(x, dense(k, w), N, w.O, w.K)
     if w.bias is not None:
         y = k.add_scaled(y, 1.0, array("f", w.bias) * N, N * w.O)

@@ -1,4 +1,4 @@
-"""Files of any length in bounded windows cut at pauses (issue 22, long files).
+"""Files of any length in bounded windows cut at pauses.
 
 `Engine.transcribe` encodes a clip in one pass with full attention: time and memory grow with
 the square of its length, so an hour cannot finish. Here the audio is cut into windows of at

@@ -1,4 +1,4 @@
-"""The subsampling's convolutions on a WebGPU device (issue 39), the C scalar tier's float32 bits:
+"""The subsampling's convolutions on a WebGPU device, the C scalar tier's float32 bits:
 kernels/webgpu/subsampling_head.wgsl, dwconv2d.wgsl and flatten_relu.wgsl through
 engine/webgpu_tier.py's GpuKernels (docs/webgpu.md: every float step in integer soft-float).
 

@@ -1,4 +1,4 @@
-"""The WebGPU tier's linears (issue 39): activation quantisation, the two GEMMs of the encoder
+"""The WebGPU tier's linears: activation quantisation, the two GEMMs of the encoder
 and their SiLU in WGSL compute shaders (kernels/webgpu/*.wgsl), giving the C scalar tier's
 float32 bits (docs/webgpu.md says why and which WGSL guarantees that rests on). The engine
 runs them through engine/gpu_executor.py.

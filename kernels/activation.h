@@ -3,7 +3,7 @@
  *
  * Why a tier of its own: the feed-forward and conv modules take silu of [T][4096] and
  * [T][1024] maps in every layer; in scalar code that was a tenth of the full-size encoder's
- * time (issue 23 profile). The SIMD tiers run pk_expf's steps lane-wise - the same float
+ * time (profiled). The SIMD tiers run pk_expf's steps lane-wise - the same float
  * operations in the same order (round half to even for nearbyintf, no fused multiply-add,
  * IEEE division) - on groups whose every input has |x| <= 87, where pk_expf(-x) takes its main
  * path only (k = round(-x / ln2) in [-126, 126], so 2^k is a normal float built from bits).

@@ -1,4 +1,4 @@
-/* The TDT decoder's two per-step computations in one call each (issue 23, step 3: fewer
+/* The TDT decoder's two per-step computations in one call each (fewer
  * crossings per decoded frame). engine/parakeet_tdt/decoder.py composes them from five to ten
  * kernel calls; these make the same calls in the same order from C: the same bits (the test
  * compares them on every tier).
@@ -32,7 +32,7 @@ typedef struct {
 
 PK_API size_t pk_decoder_scratch_bytes(int P, int J, int O);
 
-/* The whole greedy decoding in one call per stretch of frames (issue 23: one crossing per
+/* The whole greedy decoding in one call per stretch of frames (one crossing per
  * utterance slice, not two per decoded frame).
  *
  * tdt_greedy__<tier>(M, f, T, max_symbols, t_stop, cur, state, g, tokens, capacity, scratch,

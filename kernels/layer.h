@@ -1,4 +1,4 @@
-/* One FastConformer layer in one call (issue 23, step 3: fewer crossings).
+/* One FastConformer layer in one call (fewer Python-to-C crossings).
  *
  * engine/parakeet_tdt/encoder.py composes a layer from about seventy kernel calls; for a small
  * model the Python between them cost as much as the arithmetic (BENCHMARKS.md, "Per-call

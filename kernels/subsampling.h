@@ -116,7 +116,7 @@ PK_API int subsampling_head__avx512vnni(PK_SUBSAMPLING_HEAD_ARGS);
 PK_API int subsampling_head__wasm_simd128(PK_SUBSAMPLING_HEAD_ARGS);
 PK_API int subsampling_head__wasm_relaxed_simd(PK_SUBSAMPLING_HEAD_ARGS);
 
-/* The whole subsampling stack on one slice of time in one call (issue 23: fewer crossings),
+/* The whole subsampling stack on one slice of time in one call (fewer crossings),
  * the calls engine/parakeet_tdt/encoder.py's Subsampling._frames makes one by one, in its order:
  *   head = pk_subsampling_head_cl(x)                        [H2][W2][C]
  *   a = pw3(head)                                           [H2 W2][C]  (relu: as the conv reads it)

@@ -114,6 +114,19 @@ def assert_tokens_in_chromium(model: bytes, clips: list, native: list):
     assert not problems, problems
 
 
+class lazy_module:
+    """A module imported at its first attribute use: `torch = lazy_module("torch")` at a test
+    module's top costs nothing at collection, which every xdist worker does for every module
+    (torch and transformers take ~5 s to import; only the worker that runs their tests pays)."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+        return getattr(importlib.import_module(self._name), attr)
+
+
 def build_artifact(env_name: str) -> Path:
     """A build output passed in by build.py; a clear failure (not a skip) when missing, so a
     CI run cannot pass without the browser parity tests."""

@@ -18,32 +18,33 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from transformers import ParakeetEncoderConfig, ParakeetFeatureExtractor, ParakeetForTDT, ParakeetTDTConfig
 
 from engine.family import load
 from engine.transcribe import Engine
 from modeltools.convert import ConversionError
 from modeltools.fv5 import unpack_b5x3t7
 from modeltools.parakeet_hf import convert_hf, fv5_dense, project_fv5, quantize_rows
+from conftest import lazy_module
 from test_frontend_math import speechlike
+
+torch, transformers = lazy_module("torch"), lazy_module("transformers")
 
 VOCAB = 40                                   # tokens besides blank
 
 
-def tiny_config(**encoder) -> ParakeetTDTConfig:
+def tiny_config(**encoder) -> transformers.ParakeetTDTConfig:
     settings = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
                     conv_kernel_size=9, subsampling_conv_channels=16, num_mel_bins=128,
                     attention_bias=False, convolution_bias=False, scale_input=False)
     settings.update(encoder)
-    return ParakeetTDTConfig(encoder_config=ParakeetEncoderConfig(**settings).to_dict(), vocab_size=VOCAB + 1,
+    return transformers.ParakeetTDTConfig(encoder_config=transformers.ParakeetEncoderConfig(**settings).to_dict(), vocab_size=VOCAB + 1,
                              decoder_hidden_size=32, num_decoder_layers=2, blank_token_id=VOCAB,
                              pad_token_id=VOCAB, decoder_start_token_id=VOCAB)
 
 
-def random_model(seed: int = 0) -> ParakeetForTDT:
+def random_model(seed: int = 0) -> transformers.ParakeetForTDT:
     torch.manual_seed(seed)
-    model = ParakeetForTDT(tiny_config()).eval()
+    model = transformers.ParakeetForTDT(tiny_config()).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():          # larger than the init's 0.02, so signals survive 2 layers
             if p.dim() >= 2:
@@ -61,14 +62,14 @@ def random_model(seed: int = 0) -> ParakeetForTDT:
     return model
 
 
-def save(model: ParakeetForTDT, folder: Path) -> Path:
+def save(model: transformers.ParakeetForTDT, folder: Path) -> Path:
     model.save_pretrained(folder)
     pieces = ["<unk>"] + [f"\u2581{chr(97 + i % 26)}{i // 26 or ''}" for i in range(VOCAB - 1)]
     (folder / "tokenizer.json").write_text(json.dumps({"model": {"type": "Unigram", "vocab": [[p, 0.0] for p in pieces]}}))
     return folder
 
 
-def as_quantized(model: ParakeetForTDT, gguf_path: Path) -> ParakeetForTDT:
+def as_quantized(model: transformers.ParakeetForTDT, gguf_path: Path) -> transformers.ParakeetForTDT:
     """The transformers model with the weights the GGUF holds (int8 rows x scale, or five-value
     levels read back with the host unpacker; float16 tensors): the reference then differs from
     the engine by the graph alone."""
@@ -139,7 +140,7 @@ def test_log_mel_matches_the_feature_extractor(converted):
     x = speechlike(3.0, seed=31)
     feats, T = engine.features(x)
     ours = np.frombuffer(feats, np.float32).reshape(128, T)
-    theirs = ParakeetFeatureExtractor(feature_size=128)(x, sampling_rate=16000, return_tensors="np")["input_features"][0]
+    theirs = transformers.ParakeetFeatureExtractor(feature_size=128)(x, sampling_rate=16000, return_tensors="np")["input_features"][0]
     n = min(T, theirs.shape[0])
     rel = np.linalg.norm(ours[:, :n] - theirs[:n].T) / np.linalg.norm(theirs[:n])
     assert rel <= 1e-3, rel
@@ -149,7 +150,7 @@ def engine_and_reference(folder: Path, out: Path) -> tuple:
     """The converted model in the engine and in transformers (with the GGUF's weights), and one
     input: (engine, reference, samples, features, frames, the features as transformers takes them)."""
     engine = Engine.open(out, "scalar", 1)
-    reference = as_quantized(ParakeetForTDT.from_pretrained(folder).eval(), out)
+    reference = as_quantized(transformers.ParakeetForTDT.from_pretrained(folder).eval(), out)
     x = speechlike(4.0, seed=32)
     feats, T = engine.features(x)
     inputs = torch.from_numpy(np.frombuffer(feats, np.float32).reshape(128, T).T.copy())[None]
@@ -178,7 +179,7 @@ def test_encoder_and_tokens_match_transformers(converted):
 @pytest.mark.parametrize("setting", [{"attention_bias": True}, {"scale_input": True}])
 def test_settings_the_engine_does_not_run_are_refused(tmp_path, setting):
     torch.manual_seed(1)
-    folder = save(ParakeetForTDT(tiny_config(**setting)), tmp_path / "other")
+    folder = save(transformers.ParakeetForTDT(tiny_config(**setting)), tmp_path / "other")
     with pytest.raises(ConversionError, match=list(setting)[0]):
         convert_hf(folder, tmp_path / "x.gguf")
     assert not (tmp_path / "x.gguf").exists()

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 import yaml
 
 from engine.family import load
@@ -30,7 +29,7 @@ from modeltools.convert import ConversionError
 from modeltools.parakeet_hf import convert_hf
 from modeltools.parakeet_nemo import convert_nemo, verify_nemo
 from test_frontend_math import speechlike
-from test_parakeet_hf import VOCAB, random_model, save
+from test_parakeet_hf import VOCAB, random_model, save, torch
 
 ROOT = Path(__file__).resolve().parent.parent
 

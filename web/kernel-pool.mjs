@@ -1,4 +1,4 @@
-// Kernel workers beside the engine worker (issue 23, browser workers). The engine (Python in
+// Kernel workers beside the engine worker. The engine (Python in
 // Pyodide, engine/executor.py KernelWorkers) keeps slice 0 of every split linear and the first
 // range of attention heads; each kernel worker (web/kernel-worker.mjs) keeps one other slice and
 // computes it when asked. Activations go out and results come back through a SharedArrayBuffer,

@@ -1,4 +1,4 @@
-// A kernel worker (issue 23, browser workers): a plain WebAssembly instance of the engine's
+// A kernel worker: a plain WebAssembly instance of the engine's
 // kernel side module - no Pyodide - holding its row slice of every linear and computing that
 // slice (and its range of attention heads) whenever the engine worker asks.
 //
