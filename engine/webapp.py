@@ -185,6 +185,11 @@ class WebApp:
             return str(e)
         return None
 
+    def next_window_seconds(self) -> float:
+        """The window the next partial() decodes first (at most max_window), 0 when none is due
+        yet: before a step, what the page's heartbeat must wait for."""
+        return round(self.session.next_window_seconds(), 2)
+
     def partial(self, budget_ms=None) -> str:
         """Run the due decodes in order - with `budget_ms`, one, then more only while that much
         wall time has not passed, so the worker reads its messages (audio, pings, cancel)

@@ -48,10 +48,15 @@ PACED_JS = """async ({ model, threads, silenceMs = 15000, seconds = null }) => {
     r.addEventListener("error", (e) => seen.errors.push(e.detail.message));
     s.addEventListener("partial", (e) => { seen.maxPending = Math.max(seen.maxPending, e.detail.metrics.pending_seconds); });
     const start = performance.now();
-    for (let i = 0; i < x.length; i += 4096) {
-        s.feed(x.subarray(i, i + 4096));
-        const ahead = (i + 4096) / 16 - (performance.now() - start);
-        if (ahead > 0) await new Promise((done) => setTimeout(done, ahead));
+    try {
+        for (let i = 0; i < x.length; i += 4096) {
+            s.feed(x.subarray(i, i + 4096));
+            const ahead = (i + 4096) / 16 - (performance.now() - start);
+            if (ahead > 0) await new Promise((done) => setTimeout(done, ahead));
+        }
+    } catch (e) {           // the stream failed (the recognizer's "error" event above says why)
+        seen.errors.push(`feed() at ${((performance.now() - start) / 1000).toFixed(1)} s: ${e.message}`);
+        return { final: null, seen, threads: r.threads, closed: r.closed };
     }
     const ended = performance.now();
     const final = await s.finish();
@@ -90,6 +95,8 @@ def paced_runs(models: dict, x: np.ndarray, workers: list) -> list:
                 for threads in (workers if name == "full" else [1]):
                     print(f"  {name} model, {threads} worker(s), {x.size / 16000:.0f} s at real-time pace ...", flush=True)
                     got = page.evaluate(PACED_JS, {"model": f"/m/{name}/{path.name}", "threads": threads})
+                    if got["final"] is None:
+                        raise RuntimeError(f"the {name} model's stream failed: {got['seen']['errors']}")
                     metrics = got["final"]["metrics"]
                     rows.append({"how": "api, real-time pace", "model": name, "workers": got["threads"],
                                  "audio_seconds": round(x.size / 16000, 1),

@@ -192,7 +192,7 @@ def test_a_model_slower_than_real_time_falls_behind_survives_and_gives_the_nativ
     got = page.evaluate(PACED_JS, {"seconds": seconds, "silenceMs": 1500, "model": f"/full/{model.name}", "threads": 1})
     want = stream_samples(Engine.open(model).stream(16000), x[:seconds * 16000], 4096)["final"]
     final, seen = got["final"], got["seen"]
-    assert not seen["errors"] and not got["closed"]
+    assert not seen["errors"] and not got["closed"], seen["errors"]
     assert final["tokens"] and final["tokens"] == want["tokens"] and final["text"] == want["text"]
     assert final["metrics"]["deferred_seconds"] > 0 and seen["maxPending"] > 2, (final["metrics"], seen)
     assert final["metrics"]["compute_per_audio"] > 1, "the model kept up: nothing here fell behind"

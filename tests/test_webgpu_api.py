@@ -230,4 +230,7 @@ def test_the_page_streams_the_microphone_on_the_gpu_as_native(gpu_browser, speec
         run = app.listen(speech[1] + 1.0)
         assert not app.problems, app.problems
         assert app.phonon()["ready"]["tier"] == "webgpu", app.phonon()["ready"]
-        check_stream(app, run, speech[1], model, require_text=True)
+        # SwiftShader runs each decode's shaders on the CPU, seconds per decode when the machine
+        # is busy (measured: the first commit 10.4 s into 6.5 s of speech with the suite beside
+        # it); live commits are the wasm tiers' property (test_site), bits are this test's
+        check_stream(app, run, speech[1], model, require_text=True, commit_slack=10.0)

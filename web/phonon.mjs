@@ -390,11 +390,13 @@ export class Recognizer extends EventTarget {
       }
       case "pong": return;
       case "started": return;
+      case "decoding":                         // a decode starts that no partial announced
       case "partial":
         // the worker decodes a window of nextWindowSeconds next and answers pings only after it
         // (0: nothing due, the plain heartbeat applies again)
         this.#quietUntil = data.nextWindowSeconds > 0
           ? this.#lastHeard + this.#silenceMs + STREAM_STEP_MS_PER_SECOND * data.nextWindowSeconds : 0;
+        if (data.kind === "decoding") return;
         return this.#current(data.id) && this.#stream._partial(data.view, data.metrics);
       case "final": {
         if (!this.#current(data.id)) return;

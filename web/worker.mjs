@@ -510,6 +510,7 @@ async function tick() {
   try {
     if (current.ring) drainRing();
     for (const samples of current.held.splice(0)) feed(samples);
+    announceDecode(current);
     const out = JSON.parse(await py(app.partial, STEP_BUDGET_MS));
     if (current.cancelled) {
       current.busy = false;
@@ -521,6 +522,7 @@ async function tick() {
     checkGpu();
     // ending with nothing due, finish() comes next: it decodes the window's tail
     const next = due ? out.next_window_seconds : current.ending ? out.tail_window_seconds : 0;
+    current.announced = next > 0;
     post({ kind: "partial", id: current.id, view: out.view, metrics: out.metrics, due,
            nextWindowSeconds: next, ending: current.ending });
     if (current.ending && !due) await endStream();
@@ -533,6 +535,17 @@ async function tick() {
     if (current.held.length) due = true;
     stream.timer = setTimeout(tick, due || stream.ending ? 0 : TICK_MS);   // never overlapping
   }
+}
+
+// A stream that keeps up has nothing due after a step (its partial announced no window), so the
+// decode that audio arriving since makes due would start unannounced: the page's heartbeat,
+// hearing nothing for the length of that decode, could take a slow machine's busy worker for a
+// dead one. Announce it first.
+function announceDecode(current) {
+  if (current.announced || current.ending) return;
+  const seconds = app.next_window_seconds();
+  if (seconds > 0) post({ kind: "decoding", id: current.id, nextWindowSeconds: seconds });
+  current.announced = seconds > 0;
 }
 
 // The API's stream.cancel(): the session is dropped, nothing more is decoded or posted.
