@@ -378,7 +378,7 @@ def runtime_wheel_files() -> dict:
     files = {str(p.relative_to(ROOT)): p for p in sorted((ROOT / "engine").rglob("*.py"))
              if p.relative_to(ROOT).as_posix() != "engine/__main__.py"}       # the command line is a checkout's, not the browser's
     files.update({str(p.relative_to(ROOT)): p for p in WASM_MODULES.values()})
-    # the WebGPU tier's shaders, read from the installed package (engine/webgpu_tier.py SHADER_DIR)
+    # the WebGPU tier's shaders, read from the installed package (engine/executors/webgpu/device.py SHADER_DIR)
     files.update({f"engine/_wgsl/{p.name}": p for p in sorted((ROOT / "kernels" / "webgpu").glob("*.wgsl"))})
     return files
 
@@ -457,12 +457,12 @@ TINY_DESCRIPTION = "Random weights, for tests only: it runs the whole pipeline, 
 
 def gpu_self_test(path: Path) -> dict:
     """What the page's WebGPU known-answer check expects of this model (issue 39): the native
-    scalar tier's encoder output of engine/gpu_executor.py's fixed features, as a sha256
+    scalar tier's encoder output of engine/executors/webgpu/self_test.py's fixed features, as a sha256
     (cpu_digest), and how many feature frames."""
     cmd_native()
     sys.path.insert(0, str(ROOT))
     from engine.family import load
-    from engine.gpu_executor import SELF_TEST_FRAMES, cpu_digest
+    from engine.executors.webgpu.self_test import SELF_TEST_FRAMES, cpu_digest
     model = load(str(path))
     try:
         return {"digest": cpu_digest(model), "frames": SELF_TEST_FRAMES, "tier": "scalar"}

@@ -19,8 +19,8 @@ from array import array
 from engine.kernels import Kernels, KernelError, available_tiers, wasm_module_path
 from engine.family import fingerprint, load
 # the shader mutations (a wrong device, one that cannot run the shaders): gpu_self_test, tests
-from engine.gpu_executor import GEMM_STORE, flip_one_bit, no_entry_point, not_wgsl  # noqa: F401
-from engine.streaming import stream_samples
+from engine.executors.webgpu.mutations import GEMM_STORE, flip_one_bit, no_entry_point, not_wgsl  # noqa: F401
+from engine.stream.session import stream_samples
 from engine.timing import Timer
 from engine.transcribe import Engine
 
@@ -355,7 +355,7 @@ async def bench_workers(model, tier, counts, seconds, repeats):
 
 @job
 async def gpu_digest(models, wav, tier="scalar", timed=True):
-    """The engine with its encoder on the browser's WebGPU device (engine/webgpu_browser.py, one
+    """The engine with its encoder on the browser's WebGPU device (engine/executors/webgpu/browser.py, one
     GpuKernels for all models), the WAV encoded as one window: {"adapter": its info, "packed_dot",
     "shader_dir": where the WGSL was read, "models": {name: {"encoder_sha256", "frames", "tokens"
     (the encoder output decoded on the CPU, {"id", "frame", "duration"} as a transcription gives
@@ -364,8 +364,8 @@ async def gpu_digest(models, wav, tier="scalar", timed=True):
     the rest), else None}}}; {"adapter": None, "reason"} when there is no device. timed=False:
     one encode, not two (tests)."""
     from engine.audio import load_audio
-    from engine.webgpu_browser import GpuUnavailable, request_device
-    from engine.webgpu_tier import SHADER_DIR, GpuKernels
+    from engine.executors.webgpu.browser import GpuUnavailable, request_device
+    from engine.executors.webgpu.device import SHADER_DIR, GpuKernels
     try:
         device = await request_device()
     except GpuUnavailable as e:
@@ -395,16 +395,16 @@ async def gpu_digest(models, wav, tier="scalar", timed=True):
 
 @job
 async def gpu_self_test(model, expected):
-    """engine/gpu_executor.py self_test on the browser's device with the native digest `expected`:
+    """engine/executors/webgpu/self_test.py self_test on the browser's device with the native digest `expected`:
     {"passed": the report's digest, "one_bit_off": GpuRefused's message with flip_one_bit,
     "cannot_run": with no_entry_point, "not_wgsl": with not_wgsl, "passed_after": the digest on
     the same device after those, with the first check's pipelines (their compilation is most of
     a check on SwiftShader: about 15 s) and one pipeline made anew (no error of theirs left for a
     later call or read), "seconds": {step: seconds from the start}};
     {"adapter": None, "reason"} without a device."""
-    from engine.gpu_executor import GpuRefused, self_test
-    from engine.webgpu_browser import GpuUnavailable, request_device
-    from engine.webgpu_tier import GpuKernels
+    from engine.executors.webgpu.self_test import GpuRefused, self_test
+    from engine.executors.webgpu.browser import GpuUnavailable, request_device
+    from engine.executors.webgpu.device import GpuKernels
     try:
         device = await request_device()
     except GpuUnavailable as e:

@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     st.add_argument("--tier", default="auto")
     st.add_argument("--threads", type=int, default=None, help="encoder threads (default: all cores; any count gives the same bits)")
     st.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
-    from .streaming import StreamConfig
+    from .stream.session import StreamConfig
     for name in ("right_context_ms", "agree_context_ms", "hop_ms", "max_interval_ms", "max_window_ms", "min_pause_ms"):
         default = getattr(StreamConfig, name)
         st.add_argument("--" + name.replace("_", "-"), type=int, default=default, help=f"default {default}")
@@ -185,7 +185,7 @@ def stream_command(args) -> int:
     from .audio import AudioError, load_pcm
     from .gguf_file import GGUFError
     from .kernels import KernelError
-    from .streaming import StreamError, stream_samples
+    from .stream.session import StreamError, stream_samples
     from .transcribe import Engine
     try:
         engine = Engine.open(args.model, args.tier, args.threads)

@@ -16,8 +16,8 @@ from .audio import MODEL_RATE
 from .family import Cancelled, load, network
 from .kernels import KernelError, Kernels
 from .longform import WindowPolicy, transcribe_pieces
-from .executor import executor
-from .streaming import StreamConfig, StreamSession
+from .executors import executor
+from .stream.session import StreamConfig, StreamSession
 from .text import punctuation_marks
 from .timing import section
 
@@ -26,8 +26,8 @@ class Engine:
     def __init__(self, model, tier: str = "auto", threads: int | None = None, workers=None, gpu=None):
         """threads: encoder threads (default: all cores natively, 1 in Pyodide); workers: in the
         browser, a web/kernel-pool.mjs KernelPool whose kernel workers share the encoder's work
-        instead; gpu: a WebGPU device for the encoder (engine/gpu_executor.py).
-        Results are bit-identical for every count and device (engine/executor.py)."""
+        instead; gpu: a WebGPU device for the encoder (engine/executors/webgpu/executor.py).
+        Results are bit-identical for every count and device (engine/executors/)."""
         self.model = model
         self.k = Kernels(tier)
         self.executor = executor(self.k, threads, workers, gpu)
@@ -54,7 +54,7 @@ class Engine:
         return self.executor.size
 
     def stream(self, sample_rate: int, **config):
-        """A streaming session (engine/streaming.py); config: StreamConfig fields."""
+        """A streaming session (engine/stream/session.py); config: StreamConfig fields."""
         return StreamSession(self, sample_rate, StreamConfig(**config))
 
     def cancel(self):

@@ -14,7 +14,7 @@ import time
 from .audio import MODEL_RATE, load_audio, resample
 from .family import load as load_model
 from .longform import SteppedTranscription
-from .streaming import StreamOverrun, live_metrics, stream_metrics
+from .stream.session import StreamOverrun, live_metrics, stream_metrics
 from .transcribe import Engine
 
 
@@ -50,7 +50,7 @@ class WebApp:
     async def load_gpu(self, model, tier: str, mode: str, expected=None, patch=None,
                        hardware: bool = False) -> str:
         """An engine with its encoder on the browser's WebGPU device, the CPU part on
-        the wasm `tier`, once the device passed the known-answer check (gpu_executor.self_test
+        the wasm `tier`, once the device passed the known-answer check (executors/webgpu/self_test.py
         against `expected`, the digest build.py wrote in manifest.json; without one, against
         the CPU kernels here). mode "force": no device, or one that fails the check, raises
         (GpuUnavailable, GpuRefused); "prefer": then, or when the adapter is a CPU emulation
@@ -59,11 +59,13 @@ class WebApp:
         ("tier" null: the worker loads the CPU engine as without the GPU) and the note says why.
         patch: a SHADER_MUTATIONS name; hardware: take the adapter for real hardware whatever it
         says (tests: the preferred path's check on SwiftShader). An async call: the device's
-        promises are awaited through JSPI (webgpu_browser). Returns JSON {"tier", "note", "adapter"}."""
-        from .gpu_executor import SHADER_MUTATIONS, GpuRefused, adapter_name, cpu_emulation, self_test
+        promises are awaited through JSPI (executors/webgpu/browser.py). Returns JSON {"tier", "note", "adapter"}."""
+        from .executors.webgpu.adapter import adapter_name, cpu_emulation
+        from .executors.webgpu.mutations import SHADER_MUTATIONS
+        from .executors.webgpu.self_test import GpuRefused, self_test
         from .kernels import Kernels
-        from .webgpu_browser import GpuUnavailable, request_device
-        from .webgpu_tier import GpuKernels
+        from .executors.webgpu.browser import GpuUnavailable, request_device
+        from .executors.webgpu.device import GpuKernels
         if mode not in ("force", "prefer"):
             raise ValueError(f"mode must be 'force' or 'prefer', got {mode!r}")
         adapter, loaded = None, load_model(model)         # a bad model fails as without the GPU

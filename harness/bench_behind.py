@@ -73,7 +73,7 @@ def chromium_version() -> str:
 
 
 def native_final(model: Path, x: np.ndarray) -> dict:
-    from engine.streaming import stream_samples
+    from engine.stream.session import stream_samples
     from engine.transcribe import Engine
     return stream_samples(Engine.open(model).stream(16000), x, 4096)["final"]
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.streaming import stream_samples
+from engine.stream.session import stream_samples
 from engine.transcribe import Engine
 
 from .bench_e2e import SIZES, synthetic_model

@@ -1,4 +1,4 @@
-"""The encoder on a WebGPU device (issue 39 item 6): the GPU executor (engine/gpu_executor.py)
+"""The encoder on a WebGPU device (issue 39 item 6): the GPU executor (engine/executors/webgpu/executor.py)
 natively through PyPI wgpu on whatever adapter this machine has, named (vendor, architecture,
 device, backend), against the best native CPU tier with one thread in the same process.
 
@@ -6,7 +6,7 @@ Per model and encode: the encode's wall time on the GPU (the shaders compiled be
 apart) and on the CPU tier - the first encode (which also uploads the positional table, kept
 after) and the median of `--repeats` more - the executor's counters for the last encode (submissions, dispatches,
 bytes uploaded and read back), the bytes of the GPU buffers created (at load, and after the
-encodes: weights, scratch and uniforms; engine/webgpu_tier.py buffer_bytes) beside the model
+encodes: weights, scratch and uniforms; engine/executors/webgpu/device.py buffer_bytes) beside the model
 file's size, and whether the encoder output (sha256 of its float32 bytes) and the tokens equal
 the native scalar tier's. On lavapipe/llvmpipe/SwiftShader the "GPU" is a CPU emulation: the
 output says so, and its times are those of the CPU running the shaders, not of a GPU.
@@ -34,7 +34,8 @@ import time
 from pathlib import Path
 
 from engine.audio import load_audio
-from engine.gpu_executor import adapter_name, cpu_emulation, encoder_digest
+from engine.executors.webgpu.adapter import adapter_name, cpu_emulation
+from engine.executors.webgpu.self_test import encoder_digest
 from engine.kernels import Kernels, available_tiers
 from engine.transcribe import Engine
 
@@ -101,7 +102,7 @@ PER_ENCODE = ("submissions", "dispatches", "uploaded_bytes", "read_bytes")
 
 def measure(name: str, path: Path, audio, device, repeats: int, cpu_tier: str) -> dict:
     """One model natively: the GPU executor against `cpu_tier` (1 thread) and native scalar."""
-    from engine.webgpu_tier import MODULES, GpuKernels
+    from engine.executors.webgpu.device import MODULES, GpuKernels
     scalar = Engine.open(path, "scalar", 1)
     want_enc, want_T = scalar.encode(audio)
     want_tokens = scalar.network.decode(want_enc, want_T) if want_T else []

@@ -35,9 +35,10 @@ pyodide.runPython(`
 ${START}
 import importlib, importlib.util, io, os, pkgutil, sys, zipfile
 import engine
+from engine.family import FAMILIES
 # and what loading a model imports: each model family's package (engine/parakeet_tdt/)
-for family in [m for m in pkgutil.iter_modules(engine.__path__, "engine.") if m.ispkg]:
-    for module in pkgutil.walk_packages(importlib.import_module(family.name).__path__, family.name + "."):
+for family in FAMILIES.values():
+    for module in pkgutil.walk_packages(importlib.import_module(family).__path__, family + "."):
         importlib.import_module(module.name)
 import importlib._bootstrap_external as bootstrap
 

@@ -37,7 +37,7 @@ def with_code_of(function: str) -> str:
 @pytest.fixture(scope="module")
 def native():
     from engine.audio import load_audio
-    from engine.streaming import stream_samples
+    from engine.stream.session import stream_samples
     from engine.transcribe import Engine
     engine = Engine.open(MODEL, "scalar", 1)
     samples = load_audio(engine.k, WAV.read_bytes())

@@ -41,10 +41,13 @@ def test_toolchain_version_mismatch_stops_loudly(build, monkeypatch):
 # What the browser runs, and nothing else: host tools (modeltools/) and checks (checks/) stay out,
 # and a new engine/ module must be added here on purpose.
 RUNTIME_WHEEL = {f"engine/{m}.py" for m in (
-    "__init__", "audio", "executor", "family", "gguf_file", "gpu_executor", "kernels", "linear", "longform",
-    "stream_commit", "stream_schedule", "stream_view", "stream_window", "streaming", "text", "tiers", "timing",
-    "transcribe", "webapp", "webgpu_attention", "webgpu_browser", "webgpu_conv", "webgpu_norm",
-    "webgpu_subsampling", "webgpu_tier", "parakeet_tdt/__init__", "parakeet_tdt/decoder", "parakeet_tdt/encoder",
+    "__init__", "audio", "family", "gguf_file", "kernels", "longform", "text", "tiers", "timing", "transcribe",
+    "webapp", "executors/__init__", "executors/cpu", "executors/linear", "executors/workers",
+    "executors/webgpu/__init__", "executors/webgpu/adapter", "executors/webgpu/attention",
+    "executors/webgpu/browser", "executors/webgpu/conv", "executors/webgpu/device", "executors/webgpu/executor",
+    "executors/webgpu/mutations", "executors/webgpu/norm", "executors/webgpu/self_test",
+    "executors/webgpu/subsampling", "stream/__init__", "stream/commit", "stream/schedule", "stream/session",
+    "stream/view", "stream/window", "parakeet_tdt/__init__", "parakeet_tdt/decoder", "parakeet_tdt/encoder",
     "parakeet_tdt/layout", "parakeet_tdt/model_file", "parakeet_tdt/one_call")} | {
     f"engine/_lib/phonon_kernels_{t}.wasm" for t in ("scalar", "simd128", "relaxed_simd")} | {
     f"engine/_wgsl/{name}.wgsl" for name in (          # the WebGPU tier's shaders (kernels/webgpu)
@@ -59,7 +62,7 @@ def test_runtime_wheel_holds_the_runtime_only(build):
 
 
 def test_the_wheel_ships_every_shader_file_the_webgpu_tier_reads():
-    from engine.webgpu_tier import MODULES
+    from engine.executors.webgpu.device import MODULES
     names = {name.format(dot4=dot4) for files in MODULES.values() for name in files
              for dot4 in ("dot4_packed", "dot4_plain")}
     assert {f"engine/_wgsl/{name}.wgsl" for name in names} <= RUNTIME_WHEEL
@@ -110,7 +113,7 @@ def test_wheel_is_reproducible_and_complete(build, tmp_path, monkeypatch):
     sources = {n.replace("/__pycache__/", "/").replace(f".{tag}.pyc", ".py") for n in pycs}
     assert all(f"/__pycache__/" in n and n.endswith(f".{tag}.pyc") for n in pycs), pycs
     assert sources <= RUNTIME_WHEEL
-    assert {"engine/webapp.py", "engine/kernels.py", "engine/transcribe.py", "engine/streaming.py",
+    assert {"engine/webapp.py", "engine/kernels.py", "engine/transcribe.py", "engine/stream/session.py",
             "engine/parakeet_tdt/encoder.py", "engine/parakeet_tdt/decoder.py"} <= sources
     assert not any("webgpu" in n for n in sources)                  # the GPU's modules load when asked for
     assert not any(n.endswith(".so") for n in names)     # no native library in the wasm wheel

@@ -32,9 +32,9 @@ def test_stream_rules_figures_are_the_sessions_own():
     """tools/stream_rules.stream_figures pools what the sessions measured (the default model on
     one short paused recording): the lags and decode count are the session's own, and a slower
     schedule gives fewer decodes."""
-    from engine.streaming import stream_samples
+    from engine.stream.session import stream_samples
     from engine.transcribe import Engine
-    from engine.stream_view import lag_seconds
+    from engine.stream.view import lag_seconds
     from tools.stream_rules import ROOT, stream_figures
     from training.corpus import long_recording
     engine = Engine.open(ROOT / "models" / "phonon-small.gguf")

@@ -66,7 +66,7 @@ def test_stream_equals_batch_on_short_utterances(engine, heldout):
     recording transcribed in one batch (resampled to 16 kHz by engine.audio.resample, whose
     samples the stream's StreamResampler reproduces)."""
     from engine.audio import resample
-    from engine.streaming import stream_samples
+    from engine.stream.session import stream_samples
     for text, x in heldout[:STREAMED]:
         x48 = resample(engine.k, x, 16000, 48000)
         batch = engine.transcribe(resample(engine.k, x48, 48000, 16000))["text"]

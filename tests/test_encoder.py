@@ -11,7 +11,7 @@ import pytest
 from conftest import NATIVE_TIERS
 from modeltools import reference
 from modeltools.convert import convert, read_config
-from engine.executor import Alone
+from engine.executors import Alone
 from engine.parakeet_tdt.encoder import Encoder
 from engine.kernels import Kernels
 from engine.family import load

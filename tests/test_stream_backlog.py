@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def native_final(samples: np.ndarray) -> dict:
-    from engine.streaming import stream_samples
+    from engine.stream.session import stream_samples
     from engine.transcribe import Engine
     engine = Engine.open(MODEL, threads=1)
     return stream_samples(engine.stream(16000), samples, 4096)["final"]
@@ -184,7 +184,7 @@ def test_a_model_slower_than_real_time_falls_behind_survives_and_gives_the_nativ
     at real-time pace, the stream falls behind, and its worker, busy for seconds at a time, is
     not declared dead although the page's heartbeat allows only 1.5 s of silence between
     decodes; it catches up after the audio ends and gives the native tokens."""
-    from engine.streaming import stream_samples
+    from engine.stream.session import stream_samples
     from harness.bench_behind import PACED_JS
     from engine.transcribe import Engine
     page, model, x = full_page

@@ -10,10 +10,10 @@ import pytest
 
 from engine.audio import FRAME_SAMPLES as FRAME
 from engine.kernels import Kernels
-from engine.stream_commit import CommitPolicy, Word
-from engine.stream_schedule import Schedule
-from engine.stream_view import StreamStats, StreamView, live_metrics, stream_metrics
-from engine.stream_window import PAUSE_LEVEL, QUIET_BLOCK, AudioWindow, align
+from engine.stream.commit import CommitPolicy, Word
+from engine.stream.schedule import Schedule
+from engine.stream.view import StreamStats, StreamView, live_metrics, stream_metrics
+from engine.stream.window import PAUSE_LEVEL, QUIET_BLOCK, AudioWindow, align
 
 
 @pytest.fixture(scope="module")

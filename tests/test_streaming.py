@@ -1,4 +1,4 @@
-"""Pause-windowed streaming (engine/streaming.py, docs/streaming.md).
+"""Pause-windowed streaming (engine/stream/session.py, docs/streaming.md).
 
 The window rules are tested with a scripted recogniser (LoudRunEngine: every loud stretch of
 audio is one word, named by its length) so that pauses, agreement and caps are exact and
@@ -16,7 +16,7 @@ import pytest
 from engine.audio import resample
 from engine.text import Token
 from engine.family import Cancelled
-from engine.streaming import (FRAME, StreamConfig, StreamError, StreamOverrun, StreamResampler, StreamSession, Word,
+from engine.stream.session import (FRAME, StreamConfig, StreamError, StreamOverrun, StreamResampler, StreamSession, Word,
                               stream_samples)
 
 SR = 16000

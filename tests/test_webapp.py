@@ -12,7 +12,7 @@ import pytest
 
 from engine.audio import load_audio
 from engine.gguf_file import GGUFError
-from engine.streaming import stream_metrics, stream_samples
+from engine.stream.session import stream_metrics, stream_samples
 from engine.transcribe import Engine
 from engine.webapp import WebApp, new_buffer
 

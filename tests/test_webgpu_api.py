@@ -166,7 +166,7 @@ def test_a_stream_on_the_gpu_survives_losing_the_device(gpu_browser, server, tin
     the stream's final is the native scalar tier's, the page gets "gpu-lost", r.tier is the
     wasm tier from then on and r.tierNote says why."""
     from engine.audio import load_audio
-    from engine.streaming import stream_samples
+    from engine.stream.session import stream_samples
     from engine.transcribe import Engine
     engine = Engine.open(tiny_gguf_path, "scalar", 1)
     samples = load_audio(engine.k, WAV.read_bytes())

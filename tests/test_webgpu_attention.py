@@ -1,4 +1,4 @@
-"""Relative-position attention on the WebGPU tier (engine/webgpu_attention.py GpuAttention;
+"""Relative-position attention on the WebGPU tier (engine/executors/webgpu/attention.py GpuAttention;
 kernels/webgpu/attention_scores.wgsl, attention_softmax.wgsl, attention_context.wgsl) against
 the C scalar tier's Kernels.attention_heads, bit for bit, on a shape sweep (T, dk, H) with the
 model's full size among them, random data with large scores (exp underflowing to 0, subnormal
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from engine.kernels import KernelError
-from engine.webgpu_attention import GpuAttention
-from engine.webgpu_tier import GpuKernels
+from engine.executors.webgpu.attention import GpuAttention
+from engine.executors.webgpu.device import GpuKernels
 
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 from test_webgpu_kernels import bits, device  # noqa: E402,F401 - the fixture: a device, or a skip saying why

@@ -1,6 +1,6 @@
 """The GPU executor in the browser (issue 39): in Pyodide in headless Chromium, WebGPU on
 SwiftShader (a CPU emulation: correctness only), the engine with its encoder's linears on the
-page's GPUDevice (engine/webgpu_browser.py BrowserDevice: wgpu-py's calls on the browser's API,
+page's GPUDevice (engine/executors/webgpu/browser.py BrowserDevice: wgpu-py's calls on the browser's API,
 mapAsync and the other promises awaited through JSPI) gives the native scalar tier's encoder
 output (sha256 of its float32 bytes) and tokens, on the tiny model and the default model, with
 the shaders read from the wheel; the known-answer self-test passes there and refuses a device one
@@ -19,7 +19,7 @@ from checks.jobs import digest
 from conftest import build_artifact
 from engine.audio import load_audio
 from engine.family import load
-from engine.gpu_executor import cpu_digest
+from engine.executors.webgpu.self_test import cpu_digest
 from engine.kernels import Kernels
 from engine.transcribe import Engine
 

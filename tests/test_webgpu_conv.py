@@ -1,4 +1,4 @@
-"""The conv module's middle on the device (engine/webgpu_conv.py GpuConvMiddle: kernels/webgpu/
+"""The conv module's middle on the device (engine/executors/webgpu/conv.py GpuConvMiddle: kernels/webgpu/
 glu.wgsl, dwconv_silu.wgsl) against the C scalar tier's silu(dwconv1d(glu(h))), bit for bit
 (a NaN where C has one counts as equal: payloads are not reproduced), on ordinary and extreme
 data (sigmoid saturating, pk_expf overflowing and underflowing, products overflowing to
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from engine.kernels import KernelError
-from engine.webgpu_conv import GpuConvMiddle
-from engine.webgpu_tier import SHADER_DIR, GpuKernels
+from engine.executors.webgpu.conv import GpuConvMiddle
+from engine.executors.webgpu.device import SHADER_DIR, GpuKernels
 
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a device, or a skip saying why

@@ -1,4 +1,4 @@
-"""The GPU executor (engine/gpu_executor.py): the engine with its linears on a WebGPU device gives
+"""The GPU executor (engine/executors/webgpu/executor.py): the engine with its linears on a WebGPU device gives
 the native scalar tier's encoder output and tokens bit for bit, batch and stream, on the tiny
 synthetic model, the default model (five-value) and an int8-rows model; the known-answer
 self-test passes, and refuses a device whose GEMM output is one bit off.
@@ -16,13 +16,14 @@ import pytest
 
 from checks.jobs import GEMM_STORE, flip_one_bit, no_entry_point
 from engine.audio import load_audio
-from engine.executor import Alone
+from engine.executors import Alone
 from engine.family import load
-from engine.gpu_executor import GpuRefused, WebGpu, cpu_digest, encoder_digest, first_difference, self_test
+from engine.executors.webgpu.executor import WebGpu
+from engine.executors.webgpu.self_test import GpuRefused, cpu_digest, encoder_digest, first_difference, self_test
 from engine.kernels import KernelError, Kernels
-from engine.streaming import stream_samples
+from engine.stream.session import stream_samples
 from engine.transcribe import Engine
-from engine.webgpu_tier import MODULES, GpuKernels, shader_source
+from engine.executors.webgpu.device import MODULES, GpuKernels, shader_source
 
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a device, or a skip saying why
@@ -350,14 +351,14 @@ def test_preferred_a_cpu_emulation_is_refused_before_any_shader_is_compiled(tiny
     take ~15 s to compile on SwiftShader); with the tests' `hardware` hook the check runs (here
     on lavapipe: it passes) and the engine is on the device."""
     import asyncio
-    import engine.webgpu_browser
+    import engine.executors.webgpu.browser
     from engine.webapp import WebApp
     swiftshader = {"vendor": "google", "architecture": "swiftshader", "device": "", "description": ""}
     counting = CountingDevice(device, swiftshader)
 
     async def request_device():
         return counting
-    monkeypatch.setattr(engine.webgpu_browser, "request_device", request_device)
+    monkeypatch.setattr(engine.executors.webgpu.browser, "request_device", request_device)
     model = tiny_gguf_path.read_bytes()
     app = WebApp()
     out = json.loads(asyncio.run(app.load_gpu(model, "scalar", "prefer")))
@@ -376,7 +377,7 @@ def test_preferred_a_cpu_emulation_is_refused_before_any_shader_is_compiled(tiny
 def test_a_bound_of_the_gpu_kernels_computes_that_encode_on_the_cpu(tiny_gguf_path, gpu, samples, monkeypatch):
     """A KernelError on the device path (here: the attention refusing, as for windows past its
     scores' binding) is not a loss: that encode is the CPU's, the next ones the device's."""
-    from engine import webgpu_attention
+    from engine.executors.webgpu import attention as webgpu_attention
     native = Engine.open(tiny_gguf_path, "scalar", 1)
     engine = Engine.open(tiny_gguf_path, "scalar", gpu=gpu)
     x = samples[:16000]

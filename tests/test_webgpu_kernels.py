@@ -1,4 +1,4 @@
-"""The WebGPU tier's kernels (kernels/webgpu/*.wgsl through engine/webgpu_tier.py) against the C
+"""The WebGPU tier's kernels (kernels/webgpu/*.wgsl through engine/executors/webgpu/device.py) against the C
 scalar tier, bit for bit: the integer soft-float against the host's IEEE float32, activation
 quantisation, the fv5 GEMM (decoding the packed blocks in the shader) and the int8 GEMM on
 seeded shape sweeps, for both dot-product variants; and mutations of the shaders that the
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from engine.kernels import KernelError, Kernels
-from engine.webgpu_tier import MODULES, GpuKernels, GpuLinear, shader_source
+from engine.executors.webgpu.device import MODULES, GpuKernels, GpuLinear, shader_source
 from modeltools.fv5 import pack_b5x3t7
 from test_kernels_native import random_acts, random_fv5
 from test_kernels_native import test_quantize_names_the_nonfinite_row as native_nonfinite_row_check
@@ -333,8 +333,8 @@ def test_mutated_shader_fails_the_comparison(device, scalar, name):
 
 
 def test_from_linear_weights(gpu, scalar):
-    """A linear as the engine holds it (engine/linear.py) gives its C result on the device."""
-    from engine.linear import LinearWeights, whole_gemm
+    """A linear as the engine holds it (engine/executors/linear.py) gives its C result on the device."""
+    from engine.executors.linear import LinearWeights, whole_gemm
     rng = np.random.default_rng(11)
     packed, lo, hi, b = fv5_linear(rng, 40, 24, bias=True)
     q = rng.integers(-128, 128, (16, 24), dtype=np.int8)
@@ -352,7 +352,7 @@ def test_from_linear_weights(gpu, scalar):
 @pytest.mark.parametrize("O, K, N", [(40, 1032, 7), (1024, 256, 33), (8, 64, 1)])
 def test_gemm_with_silu_bit_identical_to_scalar(gpu, scalar, kind, O, K, N):
     """The SiLU epilogue on the device against C's GEMM then silu, outputs spread over exp's range."""
-    from engine.linear import LinearWeights, whole_gemm
+    from engine.executors.linear import LinearWeights, whole_gemm
     rng = np.random.default_rng(O + K + N)
     if kind == "fv5":
         packed, lo, hi, b = fv5_linear(rng, O, K, bias=True, scale=0.3)

@@ -1,6 +1,6 @@
 """The WebGPU tier's soft-double (kernels/webgpu/softdouble.wgsl) against numpy's IEEE float64,
 sf_sqrt against numpy's float32 sqrt, and the layer norm (kernels/webgpu/layer_norm.wgsl through
-engine/webgpu_norm.py) against the C scalar tier's pk_layernorm, bit for bit; and a mutation
+engine/executors/webgpu/norm.py) against the C scalar tier's pk_layernorm, bit for bit; and a mutation
 (the double sum done in float) that the comparison must catch.
 
 Natively through PyPI wgpu on any Vulkan adapter; here Mesa lavapipe (a CPU emulation)."""
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from engine.kernels import KernelError
-from engine.webgpu_norm import GpuLayerNorm, double_op
-from engine.webgpu_tier import SHADER_DIR, GpuKernels
+from engine.executors.webgpu.norm import GpuLayerNorm, double_op
+from engine.executors.webgpu.device import SHADER_DIR, GpuKernels
 
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a device, or a skip saying why

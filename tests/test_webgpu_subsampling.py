@@ -1,4 +1,4 @@
-"""The subsampling's convolutions on a WebGPU device (engine/webgpu_subsampling.py,
+"""The subsampling's convolutions on a WebGPU device (engine/executors/webgpu/subsampling.py,
 kernels/webgpu/subsampling_head.wgsl, dwconv2d.wgsl, flatten_relu.wgsl) against the C scalar
 tier, bit for bit: the head (Kernels.subsampling_head_cl), the depthwise conv5
 (Kernels.dwconv2d_s2_cl with relu_input) and the flatten (Kernels.transpose_last2 with relu) on
@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.executor import Alone
+from engine.executors import Alone
 from engine.family import load
 from engine.kernels import KernelError
 from engine.parakeet_tdt.encoder import Subsampling
-from engine.webgpu_subsampling import GpuSubsamplingConvs
-from engine.webgpu_tier import GpuKernels, GpuLinear, shader_source
+from engine.executors.webgpu.subsampling import GpuSubsamplingConvs
+from engine.executors.webgpu.device import GpuKernels, GpuLinear, shader_source
 
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 from test_webgpu_kernels import bits, device  # noqa: E402,F401 - the fixture: a device, or a skip saying why

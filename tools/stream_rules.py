@@ -16,7 +16,7 @@ Each is streamed at 16 kHz in 20 ms feeds with a partial after each. Per set and
 - decodes per audio minute and decoded audio per audio second (the windows' lengths summed:
   what the encoder works through, the compute that grows with the model);
 - commit lag p50 / p95 over every word committed live (pooled), and the first-partial latency
-  from the speech onset (engine.stream_view.stream_metrics) as median and maximum.
+  from the speech onset (engine.stream.view.stream_metrics) as median and maximum.
 Tune on one seed, report on others: --paused-seed 100 and --runon-seeds 42 43 were not used to
 choose the defaults of 2026-12-04 (docs/history.md, "The rules of 2026-12-04").
 """
@@ -45,8 +45,8 @@ def runon_recordings(seed: int, count: int = 12) -> list:
 
 def stream_figures(engine, recordings: list, **config) -> dict:
     """recordings: [(float32 samples at 16 kHz, [(text, start_s, end_s)])] -> the figures above."""
-    from engine.stream_view import lag_seconds
-    from engine.streaming import stream_samples
+    from engine.stream.view import lag_seconds
+    from engine.stream.session import stream_samples
     from training.metrics import wer
     refs, hyps, lags, firsts = [], [], [], []
     decodes = decoded = 0

@@ -186,7 +186,7 @@ def short_stream_case(engine, x: np.ndarray) -> dict:
     differs from batch, batch's own reading of the utterance hangs on a shift that small, and
     a stream, whose windows end elsewhere, cannot be expected to end on it."""
     from engine.audio import MODEL_RATE, resample
-    from engine.streaming import stream_samples
+    from engine.stream.session import stream_samples
     x48 = resample(engine.k, x, MODEL_RATE, 48000)
     recording = np.asarray(resample(engine.k, x48, 48000, MODEL_RATE), np.float32)
     batch = engine.transcribe(recording)["text"]

@@ -1,7 +1,7 @@
 // AudioWorklet processor: microphone samples at the AudioContext's own rate, mono (the node
 // is created with channelCount 1, "explicit", so WebAudio does the down-mix), straight to the
 // engine worker through a MessagePort - the main thread is not on the audio path. Resampling
-// happens in the engine (engine/streaming.py), not here.
+// happens in the engine (engine/stream/session.py), not here.
 //
 // Two transports:
 // - transferable blocks: 128-frame render quanta are gathered into blocks of `blockSize`

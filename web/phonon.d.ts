@@ -37,7 +37,7 @@ export interface LoadOptions {
   /** With tier "auto": use the GPU too when it passes the check and is not a CPU emulation
    *  (SwiftShader, llvmpipe, lavapipe); else the wasm tier, and tierNote says why. */
   preferGpu?: boolean;
-  /** (debug, tests) A shader mutation (engine/gpu_executor.py SHADER_MUTATIONS) that makes the check fail. */
+  /** (debug, tests) A shader mutation (engine/executors/webgpu/mutations.py SHADER_MUTATIONS) that makes the check fail. */
   gpuTestPatch?: "flip_one_bit" | "no_entry_point" | "not_wgsl";
   /** (debug, tests) Take a CPU emulation's adapter (SwiftShader) for real hardware, so preferGpu runs the check. */
   gpuTestHardware?: boolean;

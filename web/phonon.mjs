@@ -88,7 +88,7 @@ export class Recognizer extends EventTarget {
    * options.silenceMs: a worker silent this long (outside known long steps) is declared dead
    *   (default 15000). options.debug: r.debug hooks; options.onWorkerMessage(message): every
    *   message of the engine worker, for tests and logs. options.gpuTestPatch (with debug, tests):
-   *   a shader mutation of engine/gpu_executor.py SHADER_MUTATIONS, so the check fails;
+   *   a shader mutation of engine/executors/webgpu/mutations.py SHADER_MUTATIONS, so the check fails;
    *   options.gpuTestHardware (with debug, tests): a CPU emulation's adapter counts as hardware.
    */
   static async load(options = {}) {

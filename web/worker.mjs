@@ -277,7 +277,7 @@ async function openCachedLocalModel({ sha256, name }, tier) {
 }
 
 // A kernel worker that died mid-decode: the engine finished that decode alone and goes on
-// with one worker (engine/executor.py KernelWorkers.settle); the page is told once.
+// with one worker (engine/executors/ KernelWorkers.settle); the page is told once.
 let lostReported = false;
 function checkWorkers() {
   if (!pool || lostReported) return;
@@ -340,7 +340,7 @@ async function loadOnGpu(buffer, tier, digest) {
     out = JSON.parse(await app.load_gpu(buffer, tier, gpu.mode, digest || undefined, gpu.patch || undefined,
                                         Boolean(gpu.hardware)));
   } catch (e) {
-    // "engine.webgpu_browser.GpuUnavailable: why" -> "GpuUnavailable: why"
+    // "engine.executors.webgpu.browser.GpuUnavailable: why" -> "GpuUnavailable: why"
     const why = lastLine(e).replace(/^engine\.[\w.]+\.(Gpu(Unavailable|Refused): )/, "$1");
     if (/^Gpu(Unavailable|Refused): /.test(why)) {
       throw new Fatal("webgpu", `WebGPU was asked for (tier "webgpu") but cannot be used: ${why}`);
@@ -356,7 +356,7 @@ async function loadOnGpu(buffer, tier, digest) {
   return out.tier;
 }
 
-// The device failed mid-decode: that decode finished on the CPU (engine/gpu_executor.py); the
+// The device failed mid-decode: that decode finished on the CPU (engine/executors/webgpu/executor.py); the
 // page is told once, and the CPU runs from then on.
 function checkGpu() {
   if (!gpuActive) return;

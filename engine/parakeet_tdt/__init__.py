@@ -20,7 +20,7 @@ class Network:
     """The family's network for one model on one set of kernels: encoder + TDT decoder."""
 
     def __init__(self, ex, model: ModelFile):
-        """ex: the engine's executor (engine/executor.py): how the work runs, not what it is."""
+        """ex: the engine's executor (engine/executors/): how the work runs, not what it is."""
         self.k, self.model = ex.k, model
         self.encoder = Encoder(ex, model)
         self.prediction = PredictionNetwork(ex.unsplit, model)

@@ -13,7 +13,7 @@ from array import array
 
 from ..family import Cancelled
 from ..kernels import MAX_DIM, Kernels
-from ..linear import LinearWeights, dense_forward
+from ..executors.linear import LinearWeights, dense_forward
 from ..timing import section
 from . import one_call
 from .model_file import ModelFile

@@ -314,6 +314,6 @@ class SubsamplingWeights(WeightsDescription):
 
 
 def linear_parts(k: Kernels, w) -> tuple:
-    """(kind, O, K, weights, bias) of an engine.linear.LinearWeights, as the *_weights functions
+    """(kind, O, K, weights, bias) of an engine.executors.linear.LinearWeights, as the *_weights functions
     take a linear: fv5 with its Fv5Weights, int8 with (q, scale)."""
     return w.kind, w.O, w.K, w.prepared(k), w.bias

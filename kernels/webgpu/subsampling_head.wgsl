@@ -1,7 +1,7 @@
 // The subsampling head's first stage (kernels/head_impl.h conv0_pixel / conv0_row): conv0, a
 // 3x3 stride-2 padding-1 conv of the one-channel input x [T][F] into C channels, then ReLU,
 // channel-last: y [H1][W1][C], H1 = ceil(T/2), W1 = ceil(F/2). The head's second stage, the
-// depthwise 3x3/2 over this map, is dwconv2d.wgsl without relu_input (engine/webgpu_subsampling.py
+// depthwise 3x3/2 over this map, is dwconv2d.wgsl without relu_input (engine/executors/webgpu/subsampling.py
 // runs the two as consecutive passes of one command buffer).
 //
 // Each output adds its taps as pk_conv_s2_taps does - rows a = 0..2, then columns e = 0..2,

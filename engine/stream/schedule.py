@@ -1,4 +1,4 @@
-"""A stream's schedule (engine/streaming.py's second part): where decodes happen.
+"""A stream's schedule (engine/stream/session.py's second part): where decodes happen.
 
 Decodes happen at fixed audio positions (the previous position + the interval), not when
 partial() happens to be called, so the events depend only on the audio: any chunk size, any

@@ -4,14 +4,14 @@
     y = whole_gemm(k, w, xq, xs, N, "silu")     # int8 activations (Kernels.quantize) -> y [N][O]
     y = dense_forward(k, w, x, N, None)         # float activations on the exact weights (debug)
 
-How a linear is run - alone, split across threads or kernel workers - is engine/executor.py's.
+How a linear is run - alone, split across threads or kernel workers - is engine/executors/'s.
 """
 
 from __future__ import annotations
 
 from array import array
 
-from .kernels import Kernels, fv5_block_bytes, zeros_f32
+from ..kernels import Kernels, fv5_block_bytes, zeros_f32
 
 ACTIVATIONS = (None, "silu")
 

@@ -1,4 +1,4 @@
-"""A stream's audio (engine/streaming.py's first part): intake and the current window.
+"""A stream's audio (engine/stream/session.py's first part): intake and the current window.
 
     window = AudioWindow(kernels, sample_rate)
     window.push(chunk)            # any thread: resampled to 16 kHz into a pending buffer
@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from array import array
 
-from .audio import FRAME_SAMPLES, MODEL_RATE, StreamResampler
+from ..audio import FRAME_SAMPLES, MODEL_RATE, StreamResampler
 
 FRAME = FRAME_SAMPLES           # one encoder frame, 80 ms: window starts and energies use its grid
 QUIET_BLOCK = 320               # 20 ms blocks for the quiet-audio test of rule 5

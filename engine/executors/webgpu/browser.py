@@ -1,4 +1,4 @@
-"""The browser's WebGPU device behind the calls engine/webgpu_tier.py makes: the
+"""The browser's WebGPU device behind the calls engine/executors/webgpu/device.py makes: the
 same GpuKernels / GpuLinear code runs natively on a wgpu-py device and in Pyodide on this.
 
     device = await request_device()          # in an async call (a job, the engine worker)

@@ -41,12 +41,12 @@ token frames map to absolute times exactly.
 
 The session is four parts, each tested alone (tests/test_stream_parts.py), and this file,
 which runs one decode step through them:
-    stream_window.py    AudioWindow: intake, the window's audio and frame energies, the
-                        audio tests of rules 2 and 5
-    stream_schedule.py  Schedule: the decode positions (rule 3's interval)
-    stream_commit.py    CommitPolicy: agreement (rules 1, 4), forced commits (rule 3) and
-                        de-duplication of re-decoded words
-    stream_view.py      StreamView: text, words, result; StreamStats and the metrics
+    window.py    AudioWindow: intake, the window's audio and frame energies, the audio
+                 tests of rules 2 and 5
+    schedule.py  Schedule: the decode positions (rule 3's interval)
+    commit.py    CommitPolicy: agreement (rules 1, 4), forced commits (rule 3) and
+                 de-duplication of re-decoded words
+    view.py      StreamView: text, words, result; StreamStats and the metrics
 The engine is anything with the `Recognizer` shape below (engine/transcribe.py's Engine).
 """
 
@@ -62,13 +62,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Callable, Protocol
 
-from .audio import MODEL_RATE, StreamResampler
-from .text import Token
-from .family import Cancelled
-from .stream_commit import CommitPolicy, Word, decoded_words
-from .stream_schedule import Schedule
-from .stream_view import StreamStats, StreamView, live_metrics, stream_metrics
-from .stream_window import FRAME, AudioWindow
+from ..audio import MODEL_RATE, StreamResampler
+from ..text import Token
+from ..family import Cancelled
+from .commit import CommitPolicy, Word, decoded_words
+from .schedule import Schedule
+from .view import StreamStats, StreamView, live_metrics, stream_metrics
+from .window import FRAME, AudioWindow
 
 COMMON_RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000)
 

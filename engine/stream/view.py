@@ -1,4 +1,4 @@
-"""A stream's view (engine/streaming.py's last part): text, words and figures for the caller.
+"""A stream's view (engine/stream/session.py's last part): text, words and figures for the caller.
 
 The committed text is rendered once per commit, not once per partial(): partial() runs every
 chunk of an hour-long session, and rebuilding from every word made its cost grow with the
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .audio import MODEL_RATE
-from .text import detokenize
+from ..audio import MODEL_RATE
+from ..text import detokenize
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """The conv module's middle on the device: silu(dwconv1d(glu(h))) for pw1's output
 h [T][2D], in two WGSL passes (kernels/webgpu/glu.wgsl, dwconv_silu.wgsl) that give the C scalar
-tier's float32 bits (engine/executor.py conv_middle_alone's k.glu, k.dwconv1d, k.silu).
+tier's float32 bits (engine/executors/ conv_middle_alone's k.glu, k.dwconv1d, k.silu).
 
 Standard library only (it runs in Pyodide too); the device work goes through
-engine/webgpu_tier.py GpuKernels.
+engine/executors/webgpu/device.py GpuKernels.
 
     conv = GpuConvMiddle(gpu, dw, dwb, ksize)    # dw float32 [D][K], dwb [D]: uploaded once
     gpu.run(conv.passes(h_buf, out_buf, T))      # h_buf [T][2D] -> out_buf [T][D], on the device
@@ -15,7 +15,7 @@ from __future__ import annotations
 from array import array
 
 from engine.kernels import KernelError
-from engine.webgpu_tier import MAX_GROUPS, GpuKernels, check_gpu_dims, element_groups, float32_view
+from engine.executors.webgpu.device import MAX_GROUPS, GpuKernels, check_gpu_dims, element_groups, float32_view
 
 DWCONV_TILE_T = 16           # dwconv_silu.wgsl's TILE_T: time steps per workgroup
 WORKGROUP = 64               # invocations per workgroup (and channels per dwconv workgroup)

@@ -1,4 +1,4 @@
-"""A stream's commit policy (engine/streaming.py's third part): which decoded words are new,
+"""A stream's commit policy (engine/stream/session.py's third part): which decoded words are new,
 which are agreed and final, and which the window's move must commit by force.
 
 Words are `Word`s with absolute sample times at 16 kHz. The policy holds the committed words
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .audio import FRAME_SAMPLES, MODEL_RATE
-from .text import word_spans
+from ..audio import FRAME_SAMPLES, MODEL_RATE
+from ..text import word_spans
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """The WebGPU tier's linears: activation quantisation, the two GEMMs of the encoder
 and their SiLU in WGSL compute shaders (kernels/webgpu/*.wgsl), giving the C scalar tier's
 float32 bits (docs/webgpu.md says why and which WGSL guarantees that rests on). The engine
-runs them through engine/gpu_executor.py.
+runs them through engine/executors/webgpu/executor.py.
 
 The caller hands in a WebGPU device: natively one from PyPI wgpu (wgpu-py, wgpu-native), in
-Pyodide the browser's behind the same calls (engine/webgpu_browser.py BrowserDevice). This module imports nothing outside the standard library and the engine (the
+Pyodide the browser's behind the same calls (engine/executors/webgpu/browser.py BrowserDevice). This module imports nothing outside the standard library and the engine (the
 engine runs in Pyodide, which has no wgpu); the numbers below are the WebGPU specification's
 GPUBufferUsage values, the same in every binding.
 
@@ -32,9 +32,10 @@ from engine.kernels import Fv5Weights, KernelError, Kernels, fv5_block_bytes
 # The WGSL files: the wheel ships kernels/webgpu/*.wgsl as engine/_wgsl/ (build.py
 # runtime_wheel_files), so in Pyodide they are read from the installed package; a checkout has
 # no engine/_wgsl and reads its kernels/webgpu.
-PACKAGED_SHADERS = Path(__file__).resolve().parent / "_wgsl"
+ENGINE_DIR = Path(__file__).resolve().parents[2]           # engine/ (executors/webgpu/ is two below)
+PACKAGED_SHADERS = ENGINE_DIR / "_wgsl"
 SHADER_DIR = (PACKAGED_SHADERS if PACKAGED_SHADERS.is_dir()
-              else Path(__file__).resolve().parent.parent / "kernels" / "webgpu")
+              else ENGINE_DIR.parent / "kernels" / "webgpu")
 PACKED_DOT = "packed_4x8_integer_dot_product"     # the WGSL language extension for dot4I8Packed
 
 # GPUBufferUsage (WebGPU specification)
@@ -78,7 +79,7 @@ MODULES = {
 FLOAT_OPS = {"mul": 0, "add": 1, "from_i32": 2, "div": 3, "rint_clamp127": 4, "dequant": 5,
              "dequant_bias1": 6, "silu": 7, "expf": 8,
              "div_any": 9, "sigmoid": 10}
-ACTIVATIONS = (None, "silu")             # engine/linear.py's: SiLU is the GEMM epilogue's last step
+ACTIVATIONS = (None, "silu")             # engine/executors/linear.py's: SiLU is the GEMM epilogue's last step
 
 
 class DeviceError(RuntimeError):
@@ -155,7 +156,7 @@ class GpuKernels:
     packed_dot: True for dot4I8Packed (the language extension packed_4x8_integer_dot_product),
     False for plain i32 arithmetic, None to decide: True when `language_features` (the browser's
     navigator.gpu.wgslLanguageFeatures, or wgpu.gpu.wgsl_language_features; by default the
-    device's `language_features`, which engine/webgpu_browser.py's BrowserDevice has) lists it, else when
+    device's `language_features`, which engine/executors/webgpu/browser.py's BrowserDevice has) lists it, else when
     the device compiles the packed module (wgpu-native reports no language features but its
     WGSL front end has the built-in), else False.
     patch: a test hook, str -> str applied to every module's source (mutation tests)."""
@@ -376,7 +377,7 @@ class GpuLinear:
     @classmethod
     def from_weights(cls, gpu: GpuKernels, w, kernels: Kernels | None = None,
                      activation: str | None = None) -> "GpuLinear":
-        """From an engine.linear.LinearWeights (a linear as the model file stores it); with
+        """From an engine.executors.linear.LinearWeights (a linear as the model file stores it); with
         `kernels`, the fv5 grid is the one the weights keep (LinearWeights.prepared)."""
         if w.kind == "fv5":
             prepared = w.prepared(kernels) if kernels is not None else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 from array import array
 
 from engine.kernels import KernelError
-from engine.webgpu_tier import MAX_DIM, MAX_GROUPS, GpuKernels, check_gpu_dims, float32_view
+from engine.executors.webgpu.device import MAX_DIM, MAX_GROUPS, GpuKernels, check_gpu_dims, float32_view
 
 SCORE_TILE = 8             # attention_scores.wgsl: an 8 x 8 tile of (i, j) per workgroup
 CONTEXT_TILE = 8           # attention_context.wgsl: 8 rows x 8 columns of a head per workgroup

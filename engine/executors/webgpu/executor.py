@@ -1,53 +1,47 @@
-"""The GPU executor: engine/executor.py's operations on a WebGPU device - the C scalar
-tier's bits either way.
+"""The GPU executor: the executors' operations (engine/executors/__init__.py) on a WebGPU
+device - the C scalar tier's bits either way.
 
     import wgpu                                  # natively: PyPI wgpu (wgpu-native)
     device = wgpu.gpu.request_adapter_sync(power_preference="high-performance").request_device_sync()
     engine = Engine.open("model.gguf", "scalar", gpu=device)     # or executor(k, gpu=device)
     engine.executor.counters()                   # submissions, dispatches, bytes up and back,
                                                  # bytes of the GPU buffers created (buffer_bytes)
-    self_test(device, model)                     # the known-answer check; GpuRefused if wrong
+    self_test(device, model)                     # the known-answer check (self_test.py)
 
 What runs where, for one encode:
 - on the device, with every activation kept there (GpuTensor, in a BufferPool) from the
-  features to the encoder's output: the subsampling (its convolutions: engine/webgpu_subsampling.py;
+  features to the encoder's output: the subsampling (its convolutions: engine/executors/webgpu/subsampling.py;
   its chunks joined there), then each conformer layer whole - layer norms
-  (engine/webgpu_norm.py), linears (engine/webgpu_tier.py GpuLinear: activation quantisation
+  (engine/executors/webgpu/norm.py), linears (engine/executors/webgpu/device.py GpuLinear: activation quantisation
   and the fv5 or int8 GEMM, bias, SiLU; weights uploaded once at load, as stored), relative-
-  position attention (engine/webgpu_attention.py), the conv module (pw1, GLU, depthwise conv,
-  SiLU: engine/webgpu_conv.py; pw2), the residuals (add_scaled.wgsl). The positional table
+  position attention (engine/executors/webgpu/attention.py), the conv module (pw1, GLU, depthwise conv,
+  SiLU: engine/executors/webgpu/conv.py; pw2), the residuals (add_scaled.wgsl). The positional table
   goes up once per window length; the output comes back once, with the rows' NaN flags;
 - on the CPU kernels (`k`): the features' transpose and the TDT decoder (`unsplit` is Alone:
   one token at a time); after a device loss, or to redo an encode, everything, as Alone.
 The passes queue up and are submitted MAX_PENDING at a time (and before a read or an upload).
 
-Like engine/webgpu_tier.py, this module imports no wgpu (the runtime is standard library only,
+Like engine/executors/webgpu/device.py, this module imports no wgpu (the runtime is standard library only,
 and Pyodide has no wgpu): it is handed a device with the WebGPU API, natively a wgpu-py
-GPUDevice, in the page engine/webgpu_browser.py's BrowserDevice behind the same calls.
+GPUDevice, in the page engine/executors/webgpu/browser.py's BrowserDevice behind the same calls.
 """
 
 from __future__ import annotations
 
-import hashlib
 from array import array
 
-from .executor import Alone
-from .family import Cancelled, network
-from .kernels import KernelError, Kernels
-from .linear import LinearWeights, check_activation
-from .webgpu_attention import GpuAttention
-from .webgpu_conv import GpuConvMiddle
-from .webgpu_norm import GpuLayerNorm
-from .webgpu_subsampling import GpuSubsamplingConvs
-from .webgpu_tier import MAX_DIM, DeviceError, GpuKernels, GpuLinear, element_groups, error_text, float32_view
+from ...family import Cancelled
+from ...kernels import KernelError, Kernels
+from ..cpu import Alone
+from ..linear import LinearWeights, check_activation
+from .attention import GpuAttention
+from .conv import GpuConvMiddle
+from .device import MAX_DIM, DeviceError, GpuKernels, GpuLinear, element_groups, error_text, float32_view
+from .norm import GpuLayerNorm
+from .subsampling import GpuSubsamplingConvs
 
 COUNTERS = ("submissions", "dispatches", "uploaded_bytes", "read_bytes", "buffer_bytes")
 MAX_PENDING = 256                  # passes queued before a submission (one command buffer)
-
-
-class GpuRefused(RuntimeError):
-    """The device failed the known-answer check (or could not run it): do not use it. The
-    message says why."""
 
 
 class FlaggedRows(Exception):
@@ -319,7 +313,7 @@ class WebGpu(Alone):
         return run
 
     def subsampling_convs(self, C: int, n_mels: int, conv0, conv2, conv5):
-        """The subsampling's convolutions on the device (engine/webgpu_subsampling.py), the
+        """The subsampling's convolutions on the device (engine/executors/webgpu/subsampling.py), the
         CPU's SubsamplingConvs on a redo."""
         return GpuSubsamplingStages(self, Alone.subsampling_convs(self, C, n_mels, conv0, conv2, conv5),
                                     GpuSubsamplingConvs(self.gpu, C, n_mels, *conv0, *conv2, *conv5))
@@ -351,7 +345,7 @@ def copy_pass(gpu: GpuKernels, src, first: int, count: int, dst, at: int) -> tup
 
 
 class GpuSubsamplingStages:
-    """engine/executor.py SubsamplingConvs' three calls on the device: the input slice goes up,
+    """engine/executors/ SubsamplingConvs' three calls on the device: the input slice goes up,
     every map stays there (`cpu`: the CPU's, for a redo)."""
 
     def __init__(self, ex: WebGpu, cpu, convs: GpuSubsamplingConvs):
@@ -378,118 +372,3 @@ class GpuSubsamplingStages:
         xt, y = self.ex.to_device(x, H * W * self.C), self.ex.tensor(H * W * self.C)
         self.ex.queue(self.convs.flatten_passes(xt.buffer, y.buffer, H, W))
         return y
-
-
-# -- the known-answer check --------------------------------------------------------------------------------
-
-SELF_TEST_FRAMES = 64              # 10 ms feature frames: 8 encoder frames
-
-
-def self_test_features(n_mels: int, T: int = SELF_TEST_FRAMES) -> array:
-    """Fixed log-mel-like features [n_mels][T] in [-4, 4), from a 32-bit LCG (the same on
-    every platform; no audio, no frontend)."""
-    out, state = array("f", bytes(4 * n_mels * T)), 12345
-    for i in range(n_mels * T):
-        state = (1103515245 * state + 12345) & 0xFFFFFFFF
-        out[i] = (state >> 8) / float(1 << 21) - 4.0
-    return out
-
-
-def encoder_digest(enc) -> str:
-    """sha256 of the encoder output's float32 bytes."""
-    return hashlib.sha256(memoryview(enc).cast("B")).hexdigest()
-
-
-def cpu_digest(model, k: Kernels | None = None, frames: int = SELF_TEST_FRAMES) -> str:
-    """The digest self_test expects: the CPU kernels' (default scalar: the one a page would
-    carry, computed natively) encoder output of the fixed features."""
-    enc, _ = network(model, Alone(k or Kernels("scalar"))).encode(self_test_features(model.dims.n_mels, frames),
-                                                                   frames)
-    return encoder_digest(enc)
-
-
-def self_test(gpu, model, k: Kernels | None = None, expected: str | None = None,
-              frames: int = SELF_TEST_FRAMES) -> dict:
-    """Encode fixed features with `model` (a loaded model: engine.family.load) on the device and
-    compare with the CPU: `expected`, a digest the native scalar tier computed (encoder_digest),
-    or else the CPU kernels `k` (default scalar) here, which also names the first differing
-    value. Returns {"digest", "values", "counters"}; raises GpuRefused with the reason when the
-    bits differ or the device fails."""
-    k = k or Kernels("scalar")
-    features = self_test_features(model.dims.n_mels, frames)
-    try:
-        ex = WebGpu(k, gpu, fallback=False)
-        got, _ = network(model, ex).encode(features, frames)
-    except Exception as e:          # noqa: BLE001 - a shader refused, a lost device, ...
-        raise GpuRefused(f"the GPU could not run the known-answer encode: {error_text(e)}") from e
-    digest = encoder_digest(got)
-    if expected is not None:
-        if digest != expected:
-            raise GpuRefused(f"the GPU's encoder output differs from the CPU's: digest {digest[:16]}, "
-                             f"expected {expected[:16]} ({len(got)} values of fixed features)")
-    else:
-        want, _ = network(model, Alone(k)).encode(features, frames)
-        first = first_difference(got, want)
-        if first is not None:
-            i, n, a, b = first
-            D = model.dims.d_model
-            raise GpuRefused(f"the GPU's encoder output differs from the CPU's in {n} of {len(want)} values; "
-                             f"first at frame {i // D}, channel {i % D}: {a:#010x}, expected {b:#010x}")
-    return {"digest": digest, "values": len(got), "counters": ex.counters()}
-
-
-def first_difference(got, want):
-    """(index, count, got bits, want bits) of the first of equally long float32 buffers' values
-    that differ in bits, or None."""
-    g, w = array("I"), array("I")
-    g.frombytes(memoryview(got).cast("B"))
-    w.frombytes(memoryview(want).cast("B"))
-    bad = [i for i in range(len(w)) if g[i] != w[i]]
-    return (bad[0], len(bad), g[bad[0]], w[bad[0]]) if bad else None
-
-
-# -- shader mutations: test hooks (the tests' wrong devices; the page takes one by name with
-# Recognizer.load({debug: true, gpuTestPatch}))
-
-GEMM_STORE = "y[n * O + o] = select(v, sf_silu(v), silu);"
-
-
-def flip_one_bit(source: str) -> str:
-    """The GEMM stores output 0 of every call with its lowest bit flipped (a wrong device)."""
-    return source.replace(GEMM_STORE, GEMM_STORE[:-1] + " ^ select(0u, 1u, n + o == 0u);")
-
-
-def no_entry_point(source: str) -> str:
-    """No `main`: the pipelines cannot be made (a device that cannot run the shaders)."""
-    return source.replace("fn main", "fn not_main")
-
-
-def not_wgsl(source: str) -> str:
-    """A module the WGSL compiler refuses."""
-    return source + "\nthis is not WGSL;\n"
-
-
-SHADER_MUTATIONS = {f.__name__: f for f in (flip_one_bit, no_entry_point, not_wgsl)}
-
-
-# -- adapters that are CPU emulations ---------------------------------------------------------
-
-CPU_EMULATIONS = ("swiftshader", "llvmpipe", "lavapipe")
-
-
-def adapter_name(info: dict) -> str:
-    """"google swiftshader", "nvidia ampere", ...: the adapter's vendor and architecture (else
-    its description or device)."""
-    words = [info.get("vendor", ""), info.get("architecture", "")]
-    name = " ".join(w for w in words if w) or info.get("description", "") or info.get("device", "")
-    return name or "an unnamed adapter"
-
-
-def cpu_emulation(info: dict) -> str | None:
-    """The CPU emulation an adapter is (SwiftShader, llvmpipe, lavapipe), else None."""
-    text = " ".join(str(v) for v in info.values()).lower()
-    return next((name for name in CPU_EMULATIONS if name in text), None)
-
-
-__all__ = ["WebGpu", "GpuRefused", "self_test", "cpu_digest", "encoder_digest", "SHADER_MUTATIONS",
-           "adapter_name", "cpu_emulation"]

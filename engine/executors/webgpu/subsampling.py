@@ -1,6 +1,6 @@
 """The subsampling's convolutions on a WebGPU device, the C scalar tier's float32 bits:
 kernels/webgpu/subsampling_head.wgsl, dwconv2d.wgsl and flatten_relu.wgsl through
-engine/webgpu_tier.py's GpuKernels (docs/webgpu.md: every float step in integer soft-float).
+engine/executors/webgpu/device.py's GpuKernels (docs/webgpu.md: every float step in integer soft-float).
 
 What engine/parakeet_tdt/encoder.py Subsampling._frames computes on one slice of time, stage by
 stage (channel-last maps; the pointwise convs and the output linear are GpuLinear's):
@@ -22,7 +22,7 @@ The transpose of the front end's features ([n_mels][frames] -> [frames][n_mels],
 input through strides, so with `frames_total` it takes the features as they are, frames
 t0..t0+T-1 of them (pure data movement: the same bits).
 
-Standard library only (no wgpu, no numpy): it runs in Pyodide as webgpu_tier.py does.
+Standard library only (no wgpu, no numpy): it runs in Pyodide as device.py does.
 
     convs = GpuSubsamplingConvs(gpu, C, n_mels, w0, b0, w2, b2, w5, b5)   # weights uploaded once
     gpu.run(convs.head_passes(x_buf, head_buf, T) + convs.dw_passes(a_buf, b_buf, H2, W2) + ...)
@@ -34,7 +34,7 @@ from __future__ import annotations
 from array import array
 
 from engine.kernels import KernelError
-from engine.webgpu_tier import MAX_DIM, GpuKernels, element_groups, float32_view
+from engine.executors.webgpu.device import MAX_DIM, GpuKernels, element_groups, float32_view
 
 
 
@@ -163,7 +163,7 @@ class GpuSubsamplingConvs:
     def frames(self, x, T: int, pw3, pw6, linear, frames_total: int | None = None, t0: int = 0) -> tuple:
         """Subsampling._frames on the device: x [T][n_mels] (or, with frames_total, frames
         t0..t0+T-1 of the features [n_mels][frames_total]) -> (y [T'][d_model] array('f'), T').
-        pw3, pw6, linear: the engine.webgpu_tier.GpuLinear of layers.3, layers.6 and linear.
+        pw3, pw6, linear: the engine.executors.webgpu.device.GpuLinear of layers.3, layers.6 and linear.
         Each stage is a round trip (GpuLinear quantises host activations): six submissions."""
         C = self.C
         H2, W2 = self.head_shape(T)

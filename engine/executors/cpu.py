@@ -1,49 +1,15 @@
-"""How the network's work runs, apart from what the network is.
-
-A family's network (engine/parakeet_tdt/encoder.py) asks for a handful of operations, each with
-one signature, and never learns how they are carried out:
-
-    ex = executor(k, threads=4)          # or executor(k, workers=pool) in the browser
-    ex.k                                 # the calling thread's Kernels (transposes, tables, ...)
-    ex.whole_layers                      # True: nothing to split, run a layer as one C call
-    run = ex.linear(weights, "silu")     # once per linear at load; run(x, N) -> y [N][O]
-    mid = ex.conv_middle(pw1, dw, dwb, ksize)   # mid(x, T) -> silu(dwconv(glu(pw1 x))) [T][D]
-    att = ex.attention(D, H, u, v, sqrt_dk)     # att(Q, K, V, P, T) -> every head [T][H][dk]
-    norm = ex.layer_norm(g, b, eps)      # norm(x, N) -> [N][D]
-    ex.add_scaled(x, s, d, n)            # x + s * d, the residuals
-    ex.channel_ranges(C, run)            # run(k, c0, c1) over ranges covering C channels
-    ex.unsplit                           # the same kernels, never split (one-token work)
-    ex.encode(fn)                        # fn() computes one encode; ex.host(y) -> array('f')
-
-The values the operations return are host arrays here; the GPU executor returns its own device
-tensors, which the network only passes on to other operations, and reads back with ex.host
-at the end of an encode (ex.arrays_on_host says which).
-
-Four executors, chosen by `executor()`:
-- Alone: one worker computes everything (the unsplit kernels).
-- Threads (native): Python threads around GIL-free ctypes calls; ctypes drops the GIL for the
-  length of every foreign call and the calls that matter run for milliseconds, so N threads keep
-  N cores busy. A C thread pool would need pthreads, which the wasm side modules cannot have.
-- KernelWorkers (browser): Pyodide has no threads; web/kernel-pool.mjs's kernel workers (plain
-  WebAssembly) hold their row slices of every split linear and compute them, or a range of
-  attention heads, while this worker computes the first part. If they are lost, everything runs
-  here from then on (`lost` says why), with the same bits.
-- WebGpu (engine/gpu_executor.py, `executor(k, gpu=device)`): the encoder on a WebGPU device,
-  its activations kept there (device tensors) and read back once per encode.
-
-Bit-identity for every count: a split never changes how an output element is computed. A linear
-is cut into whole 8-row blocks (each block is computed on its own in every tier), attention by
-heads, the conv module's middle by channel blocks; parts write disjoint parts of one output.
+"""The CPU executors: Alone (one worker computes everything) and Threads (native: Python
+threads around GIL-free ctypes calls), and the helpers the other executors share with them
+(even splits, the conv module's channel parts). What an executor is: engine/executors/__init__.py.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from array import array
 from concurrent.futures import ThreadPoolExecutor
 
-from .kernels import IN_PYODIDE, KernelError, Kernels, Pinned, zeros_f32
+from ..kernels import IN_PYODIDE, KernelError, Kernels, Pinned, zeros_f32
 from .linear import LinearWeights, RowSlice, check_activation, whole_gemm
 
 MAX_THREADS = 64
@@ -299,126 +265,3 @@ def run_conv_part(k: Kernels, part: tuple, dw, dwb, ksize: int, xq, xs, T: int, 
     d = k.dwconv1d(g, T, w, dw[c0 * ksize:c1 * ksize], dwb[c0:c1], ksize, out=b)
     k.silu(d, T * w, out=d)
     k.copy_cols(d, T, w, h, D, c0)
-
-
-class KernelWorkers(Alone):
-    """The browser's split: this engine worker and the kernel workers of `pool`, a
-    web/kernel-pool.mjs KernelPool (a JavaScript object). Each kernel worker keeps its slice of
-    every split linear (registered once, at load) and computes it when asked; this worker
-    computes the first slice meanwhile. Python closures (channel_ranges) run here in one piece.
-    Once the workers are lost (size 1), layers run as one C call here."""
-
-    def __init__(self, k: Kernels, pool):
-        super().__init__(k)
-        self.pool = pool
-        self.size = int(pool.size) + 1
-        self._next_id = 0
-        self.lost: str | None = None          # why the kernel workers are gone, once they are
-
-    def settle(self, call) -> bool:
-        """Run call() (a pool *Begin / *End). If the pool failed - a kernel worker died or was
-        terminated - remember why and return False: from then on everything runs here (the same
-        bits), so the transcription in progress goes on with one worker and loses nothing."""
-        if self.lost is not None:
-            return False
-        try:
-            call()
-            return True
-        except Exception as e:                # pyodide.ffi.JsException: the pool's KernelPoolError
-            self.lost = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-            self.size = 1
-            return False
-
-    def _new_id(self) -> int:
-        self._next_id += 1
-        return self._next_id - 1
-
-    def _register_linear(self, slices: list) -> int:
-        """slices: worker_buffers() dicts, one per kernel worker. Returns the id the pool knows."""
-        linear_id = self._new_id()
-        for worker, s in enumerate(slices):
-            names = ("packed", "lut", "ws") if s["fmt"] == "fv5" else ("q", "scale", None)
-            args = []
-            for pin in (Pinned(s[n]) if n else None for n in names):
-                args += [pin.address, pin.nbytes] if pin else [0, 0]
-            bias = Pinned(s["bias"]) if s["bias"] is not None else None
-            self.pool.addLinear(linear_id, worker, s["fmt"], s["r0"], s["rows"], s["K"], s["act"], *args,
-                                bias.address if bias else 0)
-        return linear_id
-
-    def linear(self, w: LinearWeights, activation=None):
-        check_activation(activation)
-        if w.blocks < 2 or self.size < 2:
-            return super().linear(w, activation)
-        ranges = even_ranges(w.blocks, self.size)
-        first = w.rows(self.k, *ranges[0])
-        linear_id = self._register_linear([w.worker_buffers(self.k, b0, b1, activation) for b0, b1 in ranges[1:]])
-
-        def run(x, N: int) -> array:
-            xq, xs = self.k.quantize(x, N, w.K)
-            if self.lost is None:
-                y = zeros_f32(N * w.O)
-                started = self.settle(lambda: self.pool.linearBegin(linear_id, N, w.K, Pinned(xq).address,
-                                                                    Pinned(xs).address))
-                ys = self.k.staging(N * first.rows)
-                first.gemm(self.k, xq, xs, N, activation, ys)
-                self.k.copy_cols(ys, N, first.rows, y, w.O, 0)
-                if started and self.settle(lambda: self.pool.linearEnd(Pinned(y).address, w.O)):
-                    return y
-            return whole_gemm(self.k, w, xq, xs, N, activation)
-        return run
-
-    def conv_middle(self, pw1: LinearWeights, dw, dwb, ksize: int):
-        nb, D = conv_blocks(pw1), pw1.O // 2
-        if nb < 2 or self.size < 2:
-            return super().conv_middle(pw1, dw, dwb, ksize)
-        first, *ranges = even_ranges(nb, self.size)
-        mine = conv_part(self.k, pw1, *first)
-        value_id = self._register_linear([pw1.worker_buffers(self.k, b0, b1, None) for b0, b1 in ranges])
-        gate_id = self._register_linear([pw1.worker_buffers(self.k, nb + b0, nb + b1, None) for b0, b1 in ranges])
-        conv_id = self._new_id()
-        for worker, (b0, b1) in enumerate(ranges):
-            c0, c1 = 8 * b0, 8 * b1
-            kernel, kernel_bias = Pinned(dw[c0 * ksize:c1 * ksize]), Pinned(dwb[c0:c1])
-            self.pool.addConv(conv_id, worker, value_id, gate_id, c0, c1 - c0, ksize,
-                              kernel.address, kernel.nbytes, kernel_bias.address, kernel_bias.nbytes)
-
-        def run(x, T: int) -> array:
-            if self.lost is None:
-                xq, xs = self.k.quantize(x, T, pw1.K)
-                h = zeros_f32(T * D)
-                started = self.settle(lambda: self.pool.convBegin(conv_id, T, D, Pinned(xq).address,
-                                                                  Pinned(xs).address))
-                run_conv_part(self.k, mine, dw, dwb, ksize, xq, xs, T, h)
-                if started and self.settle(lambda: self.pool.convEnd(Pinned(h).address, D)):
-                    return h
-            return conv_middle_alone(self.k, pw1, dw, dwb, ksize, x, T)
-        return run
-
-    def attention_heads(self, T, D, dk, H, Q, K, V, P, u, v, sqrt_dk, out) -> array:
-        ranges = even_ranges(H, self.size)
-        if self.lost is not None or len(ranges) < 2:
-            return super().attention_heads(T, D, dk, H, Q, K, V, P, u, v, sqrt_dk, out)
-        pins = [Pinned(m) for m in (Q, K, V, P, u, v)]
-        started = self.settle(lambda: self.pool.attentionBegin(T, D, dk, json.dumps(ranges[1:]),
-                                                               *(p.address for p in pins), sqrt_dk))
-        self.k.attention_heads(T, D, dk, *ranges[0], Q, K, V, P, u, v, sqrt_dk, out)
-        if not (started and self.settle(lambda: self.pool.attentionEnd(Pinned(out).address))):
-            self.k.attention_heads(T, D, dk, ranges[1][0], H, Q, K, V, P, u, v, sqrt_dk, out)   # theirs, here
-        return out
-
-
-def executor(k: Kernels, threads: int | None = None, workers=None, gpu=None):
-    """The executor for a thread count (natively; default all cores), a kernel pool (browser)
-    or a WebGPU device (engine/gpu_executor.py: the encoder there, the decoder on `k`)."""
-    if gpu is not None:
-        if threads not in (None, 1) or workers is not None:
-            raise ValueError("a GPU executor runs the CPU part on one thread: give no threads or workers")
-        from .gpu_executor import WebGpu
-        return WebGpu(k, gpu)
-    if workers is not None:
-        if threads not in (None, 1):
-            raise ValueError("threads and kernel workers do not mix: give one or the other")
-        return KernelWorkers(k, workers)
-    threads = check_threads(default_threads() if threads is None else threads)
-    return Threads(k, threads) if threads > 1 else Alone(k)

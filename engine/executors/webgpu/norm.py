@@ -16,7 +16,7 @@ from __future__ import annotations
 from array import array
 
 from engine.kernels import KernelError
-from engine.webgpu_tier import MAX_GROUPS, check_gpu_dims, element_groups, float32_view
+from engine.executors.webgpu.device import MAX_GROUPS, check_gpu_dims, element_groups, float32_view
 
 # softdouble_check.wgsl's op ids: (id, input words per element, output words per element)
 DOUBLE_OPS = {"add": (0, 2, 2), "sub": (1, 2, 2), "mul": (2, 2, 2), "div": (3, 2, 2),

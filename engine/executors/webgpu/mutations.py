@@ -1,0 +1,24 @@
+"""Shader mutations: wrong devices on purpose, for the tests and the page's debug hook
+(Recognizer.load({debug: true, gpuTestPatch: name})). Each is a GpuKernels `patch`: WGSL
+source in, WGSL source out, applied to every module.
+"""
+
+GEMM_STORE = "y[n * O + o] = select(v, sf_silu(v), silu);"
+
+
+def flip_one_bit(source: str) -> str:
+    """The GEMM stores output 0 of every call with its lowest bit flipped (a wrong device)."""
+    return source.replace(GEMM_STORE, GEMM_STORE[:-1] + " ^ select(0u, 1u, n + o == 0u);")
+
+
+def no_entry_point(source: str) -> str:
+    """No `main`: the pipelines cannot be made (a device that cannot run the shaders)."""
+    return source.replace("fn main", "fn not_main")
+
+
+def not_wgsl(source: str) -> str:
+    """A module the WGSL compiler refuses."""
+    return source + "\nthis is not WGSL;\n"
+
+
+SHADER_MUTATIONS = {f.__name__: f for f in (flip_one_bit, no_entry_point, not_wgsl)}

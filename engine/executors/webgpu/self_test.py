@@ -1,0 +1,88 @@
+"""The known-answer check of a WebGPU device: fixed features encoded there and compared, bit
+for bit, with the CPU's encode (a digest the native scalar tier computed, or the CPU kernels
+at hand). A device that differs, or cannot run the encode, is refused with the reason.
+
+    self_test(device, model, expected=cpu_digest(model))     # {"digest", ...} or GpuRefused
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+
+from ...family import network
+from ...kernels import Kernels
+from ..cpu import Alone
+from .device import error_text
+from .executor import WebGpu
+
+
+class GpuRefused(RuntimeError):
+    """The device failed the known-answer check (or could not run it): do not use it. The
+    message says why."""
+
+
+SELF_TEST_FRAMES = 64              # 10 ms feature frames: 8 encoder frames
+
+
+def self_test_features(n_mels: int, T: int = SELF_TEST_FRAMES) -> array:
+    """Fixed log-mel-like features [n_mels][T] in [-4, 4), from a 32-bit LCG (the same on
+    every platform; no audio, no frontend)."""
+    out, state = array("f", bytes(4 * n_mels * T)), 12345
+    for i in range(n_mels * T):
+        state = (1103515245 * state + 12345) & 0xFFFFFFFF
+        out[i] = (state >> 8) / float(1 << 21) - 4.0
+    return out
+
+
+def encoder_digest(enc) -> str:
+    """sha256 of the encoder output's float32 bytes."""
+    return hashlib.sha256(memoryview(enc).cast("B")).hexdigest()
+
+
+def cpu_digest(model, k: Kernels | None = None, frames: int = SELF_TEST_FRAMES) -> str:
+    """The digest self_test expects: the CPU kernels' (default scalar: the one a page would
+    carry, computed natively) encoder output of the fixed features."""
+    enc, _ = network(model, Alone(k or Kernels("scalar"))).encode(self_test_features(model.dims.n_mels, frames),
+                                                                   frames)
+    return encoder_digest(enc)
+
+
+def self_test(gpu, model, k: Kernels | None = None, expected: str | None = None,
+              frames: int = SELF_TEST_FRAMES) -> dict:
+    """Encode fixed features with `model` (a loaded model: engine.family.load) on the device and
+    compare with the CPU: `expected`, a digest the native scalar tier computed (encoder_digest),
+    or else the CPU kernels `k` (default scalar) here, which also names the first differing
+    value. Returns {"digest", "values", "counters"}; raises GpuRefused with the reason when the
+    bits differ or the device fails."""
+    k = k or Kernels("scalar")
+    features = self_test_features(model.dims.n_mels, frames)
+    try:
+        ex = WebGpu(k, gpu, fallback=False)
+        got, _ = network(model, ex).encode(features, frames)
+    except Exception as e:          # noqa: BLE001 - a shader refused, a lost device, ...
+        raise GpuRefused(f"the GPU could not run the known-answer encode: {error_text(e)}") from e
+    digest = encoder_digest(got)
+    if expected is not None:
+        if digest != expected:
+            raise GpuRefused(f"the GPU's encoder output differs from the CPU's: digest {digest[:16]}, "
+                             f"expected {expected[:16]} ({len(got)} values of fixed features)")
+    else:
+        want, _ = network(model, Alone(k)).encode(features, frames)
+        first = first_difference(got, want)
+        if first is not None:
+            i, n, a, b = first
+            D = model.dims.d_model
+            raise GpuRefused(f"the GPU's encoder output differs from the CPU's in {n} of {len(want)} values; "
+                             f"first at frame {i // D}, channel {i % D}: {a:#010x}, expected {b:#010x}")
+    return {"digest": digest, "values": len(got), "counters": ex.counters()}
+
+
+def first_difference(got, want):
+    """(index, count, got bits, want bits) of the first of equally long float32 buffers' values
+    that differ in bits, or None."""
+    g, w = array("I"), array("I")
+    g.frombytes(memoryview(got).cast("B"))
+    w.frombytes(memoryview(want).cast("B"))
+    bad = [i for i in range(len(w)) if g[i] != w[i]]
+    return (bad[0], len(bad), g[bad[0]], w[bad[0]]) if bad else None
