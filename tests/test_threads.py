@@ -16,7 +16,7 @@ import pytest
 from conftest import NATIVE_TIERS
 from engine.audio import load_audio
 from engine.kernels import KernelError
-from engine.executors import Threads, check_threads, even_ranges
+from engine.executors.cpu import Threads, check_threads, even_ranges
 from engine.transcribe import Engine
 
 ROOT = Path(__file__).resolve().parent.parent
