@@ -9,6 +9,8 @@ import ast
 import re
 from pathlib import Path
 
+from import_graph import assert_no_cycle
+
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "engine"
 MAX_ROOT_FILES = 12
@@ -54,20 +56,7 @@ def test_no_import_cycle_in_engine():
     modules = engine_modules()
     graph = {m: imports_of(p, modules) for m, p in modules.items()}
     assert graph["engine.executors.webgpu.executor"] >= {"engine.executors.cpu", "engine.executors.webgpu.device"}
-    done, path = set(), []
-
-    def visit(m):
-        assert m not in path, f"import cycle: {' -> '.join(path[path.index(m):] + [m])}"
-        if m in done:
-            return
-        path.append(m)
-        for d in sorted(graph[m]):
-            visit(d)
-        path.pop()
-        done.add(m)
-
-    for m in sorted(graph):
-        visit(m)
+    assert_no_cycle(graph)
 
 
 HISTORY = re.compile(r"\b(issues? #?\d+|seed 00\d)", re.IGNORECASE)

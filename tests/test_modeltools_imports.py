@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from import_graph import assert_no_cycle
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "modeltools"
 MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
@@ -28,20 +30,7 @@ def imports_of(module: str) -> set:
 
 def test_no_import_cycle_in_modeltools():
     graph = {m: imports_of(m) for m in MODULES}
-    done, path = set(), []
-
-    def visit(m):
-        assert m not in path, f"import cycle: {' -> '.join(path[path.index(m):] + [m])}"
-        if m in done:
-            return
-        path.append(m)
-        for d in sorted(graph[m]):
-            visit(d)
-        path.pop()
-        done.add(m)
-
-    for m in MODULES:
-        visit(m)
+    assert_no_cycle(graph)
 
 
 def test_every_modeltools_module_imports_alone():
