@@ -85,7 +85,7 @@ def test_threads_and_workers_do_not_mix(tiny_model):
 
 
 def test_a_lost_kernel_worker_leaves_the_engine_alone_and_exact(isolated_browser, tiny_model):
-    """A kernel worker that stops answering (pool.kill, as a crash): after the 10 s
+    """A kernel worker that stops answering (pool.kill, as a crash): after the 20 s
     acknowledgement limit (web/kernel-pool.mjs ACK_MS) the pool gives up, the engine finishes
     that encode itself, and the output is still native scalar's; later encodes run with one
     worker."""
@@ -94,6 +94,6 @@ def test_a_lost_kernel_worker_leaves_the_engine_alone_and_exact(isolated_browser
     from harness.runtimes import inline
     out = isolated_browser.run_job("worker_lost", model=inline(tiny_model.read_bytes()), audio=inline(audio.tobytes()))
     assert "kernel worker 1 stopped answering" in out["lost"], out["lost"]
-    assert out["threads"] == 1 and 9.9 < out["seconds"] < 60
+    assert out["threads"] == 1 and 19.9 < out["seconds"] < 60
     assert out["digests"] == [native["encoder_sha256"]] * 2
     assert out["tokens"] == native["tokens"]

@@ -17,7 +17,7 @@ import { CONTROL, OP, activationLayout, align16 } from "./kernel-protocol.mjs";
 
 const MAX_DATA_BYTES = 1 << 30;
 const WAIT_MS = 120000;                         // a command this long has failed
-const ACK_MS = 10000;                           // a worker that has not woken up by then has died (3 s
+const ACK_MS = 20000;                           // a worker that has not woken up by then has died (3 s and 10 s
                                                 // lost live workers on this 2-core VM under load)
 
 export class KernelPoolError extends Error {}
