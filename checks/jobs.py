@@ -19,7 +19,7 @@ from array import array
 from engine.kernels import Kernels, KernelError, available_tiers, wasm_module_path
 from engine.family import fingerprint, load
 # the shader mutations (a wrong device, one that cannot run the shaders): gpu_self_test, tests
-from engine.executors.webgpu.mutations import GEMM_STORE, flip_one_bit, no_entry_point, not_wgsl  # noqa: F401
+from engine.executors.webgpu.mutations import flip_one_bit, no_entry_point, not_wgsl
 from engine.stream.session import stream_samples
 from engine.timing import Timer
 from engine.transcribe import Engine

@@ -4,7 +4,7 @@ A family is a package under engine/ (engine/parakeet_tdt/ is the only one so far
 
     ARCHITECTURE = "parakeet-tdt"            # the general.architecture it reads
     validate(f: GGUFFile) -> model           # checks metadata and every tensor; GGUFError if not
-    Network(executor, model)                 # the network, run by an engine/executors/ executor:
+    Network(executor, model)                 # the network, run by an executor (engine/executors/):
         .encode(features, T, float_acts, on_layer, cancelled) -> (encoder output, frames)
         .decode(encoder output, frames, float_acts, cancelled) -> [engine.text.Token]
 

@@ -3,6 +3,7 @@ sets PHONON_PYODIDE_DIR, PHONON_ORT_DIR and PHONON_WHEEL)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -123,8 +124,7 @@ class lazy_module:
         self._name = name
 
     def __getattr__(self, attr):
-        import importlib
-        return getattr(importlib.import_module(self._name), attr)
+        return getattr(importlib.import_module(self._name), attr)     # sys.modules after the first
 
 
 def build_artifact(env_name: str) -> Path:

@@ -1,5 +1,5 @@
 """Kernel workers in Chromium (issue 23, browser workers; web/kernel-pool.mjs,
-web/kernel-worker.mjs, engine/executors/ KernelWorkers): with 0-3 kernel workers beside the
+web/kernel-worker.mjs, engine/executors/workers.py KernelWorkers): with 0-3 kernel workers beside the
 engine worker, on every wasm tier, the tiny and the default model give an encoder output whose
 float32 bytes hash the same as the native scalar tier's, and the same tokens; the kernel workers
 really ran commands; a page that is not cross-origin isolated gets a clear error instead."""

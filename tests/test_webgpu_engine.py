@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from checks.jobs import GEMM_STORE, flip_one_bit, no_entry_point
 from engine.audio import load_audio
 from engine.executors import Alone
-from engine.family import load
+from engine.executors.webgpu.device import MODULES, GpuKernels, shader_source
 from engine.executors.webgpu.executor import WebGpu
+from engine.executors.webgpu.mutations import GEMM_STORE, flip_one_bit, no_entry_point
 from engine.executors.webgpu.self_test import GpuRefused, cpu_digest, encoder_digest, first_difference, self_test
+from engine.family import load
 from engine.kernels import KernelError, Kernels
 from engine.stream.session import stream_samples
 from engine.transcribe import Engine
-from engine.executors.webgpu.device import MODULES, GpuKernels, shader_source
 
 wgpu = pytest.importorskip("wgpu", reason="PyPI wgpu is not installed (build.py setup installs wgpu==0.32.0)")
 from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a device, or a skip saying why

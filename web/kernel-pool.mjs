@@ -1,5 +1,5 @@
 // Kernel workers beside the engine worker. The engine (Python in
-// Pyodide, engine/executors/ KernelWorkers) keeps slice 0 of every split linear and the first
+// Pyodide, engine/executors/workers.py KernelWorkers) keeps slice 0 of every split linear and the first
 // range of attention heads; each kernel worker (web/kernel-worker.mjs) keeps one other slice and
 // computes it when asked. Activations go out and results come back through a SharedArrayBuffer,
 // synchronised with Atomics: the engine worker posts a command to every kernel worker, computes
@@ -160,7 +160,7 @@ export class KernelPool {
   }
 
   // A lost kernel worker ends the pool: the others are stopped, and every later command is
-  // refused, so the engine (engine/executors/ KernelWorkers) goes on alone.
+  // refused, so the engine (engine/executors/workers.py KernelWorkers) goes on alone.
   _lose(message) {
     if (!this.lost) {
       this.lost = message;

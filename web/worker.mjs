@@ -277,7 +277,7 @@ async function openCachedLocalModel({ sha256, name }, tier) {
 }
 
 // A kernel worker that died mid-decode: the engine finished that decode alone and goes on
-// with one worker (engine/executors/ KernelWorkers.settle); the page is told once.
+// with one worker (engine/executors/workers.py KernelWorkers.settle); the page is told once.
 let lostReported = false;
 function checkWorkers() {
   if (!pool || lostReported) return;

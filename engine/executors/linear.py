@@ -4,7 +4,7 @@
     y = whole_gemm(k, w, xq, xs, N, "silu")     # int8 activations (Kernels.quantize) -> y [N][O]
     y = dense_forward(k, w, x, N, None)         # float activations on the exact weights (debug)
 
-How a linear is run - alone, split across threads or kernel workers - is engine/executors/'s.
+How a linear is run - alone, split across threads or kernel workers - is the executors' (engine/executors/).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The conv module's middle on the device: silu(dwconv1d(glu(h))) for pw1's output
 h [T][2D], in two WGSL passes (kernels/webgpu/glu.wgsl, dwconv_silu.wgsl) that give the C scalar
-tier's float32 bits (engine/executors/ conv_middle_alone's k.glu, k.dwconv1d, k.silu).
+tier's float32 bits (engine/executors/cpu.py conv_middle_alone's k.glu, k.dwconv1d, k.silu).
 
 Standard library only (it runs in Pyodide too); the device work goes through
 engine/executors/webgpu/device.py GpuKernels.

@@ -141,15 +141,6 @@ def check_gpu_dims(**dims):
 DEVICE_PIPELINES = weakref.WeakKeyDictionary()
 
 
-def pipeline_cache(device) -> dict:
-    """The pipelines compiled on `device` so far (a dict of its own for a device that cannot be
-    weakly referenced)."""
-    try:
-        return DEVICE_PIPELINES.setdefault(device, {})
-    except TypeError:
-        return {}
-
-
 class GpuKernels:
     """The compiled compute pipelines of one device (shared with every GpuKernels on it).
 
@@ -169,8 +160,8 @@ class GpuKernels:
             packed_dot = PACKED_DOT in features or self._compiles(
                 shader_source("int8_gemm", True))
         self.packed_dot = bool(packed_dot)
-        self._pipelines = {}                               # module -> pipeline
-        self._device_pipelines = pipeline_cache(device)
+        self._pipelines = {}            # module -> pipeline: pipeline() runs per pass, its source is not rebuilt
+        self._device_pipelines = DEVICE_PIPELINES.setdefault(device, {})
         self._scratch = {}
         self._uniforms, self._uniforms_used = [], 0      # uniform(): a pool, reset per submission
         # what crossed to and from the device, how often it was asked to work (all calls), and

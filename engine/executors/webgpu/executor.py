@@ -345,7 +345,7 @@ def copy_pass(gpu: GpuKernels, src, first: int, count: int, dst, at: int) -> tup
 
 
 class GpuSubsamplingStages:
-    """engine/executors/ SubsamplingConvs' three calls on the device: the input slice goes up,
+    """engine/executors/cpu.py SubsamplingConvs' three calls on the device: the input slice goes up,
     every map stays there (`cpu`: the CPU's, for a redo)."""
 
     def __init__(self, ex: WebGpu, cpu, convs: GpuSubsamplingConvs):
