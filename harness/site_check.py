@@ -36,21 +36,22 @@ IDLE = ("ready", "done")
 FED_SLACK = 0.3             # listen(seconds) stops once this close to `seconds` of audio was fed
 
 
-def speech_wav(path: Path, rate: int = 48000, float32: bool = False) -> float:
+def speech_wav(path: Path, rate: int = 48000, float32: bool = False, sentences=SENTENCES) -> float:
     """espeak-ng speech as a microphone would hear it: a sentence, 1 s pause, another sentence,
-    2 s of silence; mono at `rate` (16-bit PCM, or 32-bit float). Returns its duration."""
+    2 s of silence (each sentence of `sentences` followed by 1 s, the last by 2 s); mono at
+    `rate` (16-bit PCM, or 32-bit float). Returns its duration."""
     from engine.audio import resample
     from engine.kernels import Kernels
     pieces, espeak_rate = array("f"), None
     with tempfile.TemporaryDirectory() as tmp:
-        for i, sentence in enumerate(SENTENCES):
+        for i, sentence in enumerate(sentences):
             out = Path(tmp) / f"{i}.wav"
             subprocess.run(["espeak-ng", "-w", str(out), sentence], check=True)
             with wave.open(str(out)) as w:
                 espeak_rate = w.getframerate()
                 pcm = array("h", w.readframes(w.getnframes()))
             pieces.extend(v / 32768 for v in pcm)
-            pieces.extend([0.0] * (espeak_rate if i == 0 else 2 * espeak_rate))
+            pieces.extend([0.0] * (2 * espeak_rate if i == len(sentences) - 1 else espeak_rate))
     x = resample(Kernels("scalar"), pieces, espeak_rate, rate)
     with open(path, "wb") as f:
         write_wav(f, x, rate, float32)

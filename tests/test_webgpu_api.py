@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_artifact
-from test_site import check_stream, speech  # noqa: F401 - speech: the fixture (the fake microphone's WAV)
+from test_site import check_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 WAV = ROOT / "samples" / "two-commands.wav"
@@ -84,6 +84,17 @@ def new_page(browser, server):
     page.on("pageerror", lambda e: page.problems.append(str(e)))
     page.goto(server.url + "/test/index.html")
     return page
+
+
+@pytest.fixture(scope="module")
+def speech(tmp_path_factory) -> tuple:
+    """(wav path, seconds): the fake microphone's speech, its first sentence only (then 2 s of
+    silence: the pause commits it before the end). Each decode of a stream runs the whole
+    encoder in SwiftShader's emulation, seconds a decode under the suite's load: one sentence
+    proves the same property as test_site's two at half the decodes."""
+    from harness.site_check import SENTENCES, speech_wav
+    path = tmp_path_factory.mktemp("speech") / "one-sentence.wav"
+    return path, speech_wav(path, sentences=SENTENCES[:1])
 
 
 @pytest.fixture(scope="module")

@@ -121,8 +121,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var j = 0u; j < 4u; j = j + 1u) {
             let n = n0 + tg + GEMM_SUB_TOKENS * j;
             if (n < N) {
-                let v = sf_dequant(acc[i][j], xs[n], ws[o], has_bias, b);
-                y[n * O + o] = select(v, sf_silu(v), silu);
+                var v = sf_dequant(acc[i][j], xs[n], ws[o], has_bias, b);
+                if (silu) {
+                    v = sf_silu(v);
+                }
+                y[n * O + o] = v;
             }
         }
     }

@@ -10,6 +10,9 @@ const EXP_LOG2E: u32 = 0x3fb8aa3bu;         // 1.44269502162933349609375f
 const EXP_LN2_HI: u32 = 0x3f317200u;        // 0.693145751953125f
 const EXP_LN2_LO: u32 = 0x35bfbe8eu;        // 1.428606765330187045e-06f
 const F32_ONE: u32 = 0x3f800000u;
+// pk_expf's polynomial, highest power first: 1/7!, 1/6!, ..., 1/2, 1, 1 (binary32 patterns)
+const EXP_POLY = array<u32, 8>(0x39500d01u, 0x3ab60b61u, 0x3c088889u, 0x3d2aaaabu, 0x3e2aaaabu,
+                               0x3f000000u, F32_ONE, F32_ONE);
 
 // a - b, as C's float subtraction: a + (-b) is the same IEEE operation.
 fn sf_sub(a: u32, b: u32) -> u32 {
@@ -55,21 +58,28 @@ fn sf_expf(x: u32) -> u32 {
     let ki = sf_rint_small(kp);
     let k = select(sf_from_i32(ki), kp & F32_SIGN, ki == 0);    // nearbyintf keeps a zero's sign
     let r = sf_sub(sf_sub(x, sf_mul(k, EXP_LN2_HI)), sf_mul(k, EXP_LN2_LO));
-    var p = 0x39500d01u;                                        // 1.98412698e-4f (1/7!)
-    p = sf_add(sf_mul(p, r), 0x3ab60b61u);                      // 1.38888889e-3f
-    p = sf_add(sf_mul(p, r), 0x3c088889u);                      // 8.33333377e-3f
-    p = sf_add(sf_mul(p, r), 0x3d2aaaabu);                      // 4.16666679e-2f
-    p = sf_add(sf_mul(p, r), 0x3e2aaaabu);                      // 1.66666672e-1f
-    p = sf_add(sf_mul(p, r), 0x3f000000u);                      // 0.5f
-    p = sf_add(sf_mul(p, r), F32_ONE);
-    p = sf_add(sf_mul(p, r), F32_ONE);
+    // Horner's rule from 1/7! down, one multiply-add a step. Loops, not unrolled steps: shader
+    // compilers inline every call, so each written sf_mul or sf_add is a whole soft-float
+    // operation in the binary (unrolled, SwiftShader took about twice as long to compile every
+    // module that uses SiLU or exp; docs/webgpu.md)
+    var p = EXP_POLY[0];
+    for (var i = 1u; i < 8u; i = i + 1u) {
+        p = sf_add(sf_mul(p, r), EXP_POLY[i]);
+    }
+    // p * 2^ki, in two steps where 2^ki is not a normal float (pk_math.h's order)
+    var scale = array<i32, 2>(ki, 0);
+    var steps = 1u;
     if (ki > 127) {
-        return sf_mul(sf_mul(p, sf_pow2i(127)), sf_pow2i(ki - 127));
+        scale = array<i32, 2>(127, ki - 127);
+        steps = 2u;
+    } else if (ki < -126) {
+        scale = array<i32, 2>(-126, ki + 126);
+        steps = 2u;
     }
-    if (ki < -126) {
-        return sf_mul(sf_mul(p, sf_pow2i(-126)), sf_pow2i(ki + 126));
+    for (var i = 0u; i < steps; i = i + 1u) {
+        p = sf_mul(p, sf_pow2i(scale[i]));
     }
-    return sf_mul(p, sf_pow2i(ki));
+    return p;
 }
 
 // pk_sigmoidf(x) = 1 / (1 + pk_expf(-x)).
