@@ -151,12 +151,14 @@ def transcribe_command(args) -> int:
     from .kernels import KernelError
     from .transcribe import Engine
     try:
-        engine = Engine.open(args.model, args.tier, args.threads)
-        if args.raw_rate is None and not args.float_acts:
+        # --float-acts: the graph check's executor (float32 linears, one thread)
+        engine = Engine.open(args.model, args.tier, None if args.float_acts else args.threads,
+                             float_activations=args.float_acts)
+        if args.raw_rate is None:
             result = transcribe_wav_file(engine, Path(args.file))
         else:
             samples = load_audio(engine.k, Path(args.file).read_bytes(), args.raw_rate)
-            result = engine.transcribe(samples, float_acts=args.float_acts)
+            result = engine.transcribe(samples)
     except (OSError, AudioError, GGUFError, KernelError) as e:
         print(f"transcribe: error: {e}", file=sys.stderr)
         return 1

@@ -5,8 +5,8 @@ A family is a package under engine/ (engine/parakeet_tdt/ is the only one so far
     ARCHITECTURE = "parakeet-tdt"            # the general.architecture it reads
     validate(f: GGUFFile) -> model           # checks metadata and every tensor; GGUFError if not
     Network(executor, model)                 # the network, run by an executor (engine/executors/):
-        .encode(features, T, float_acts, on_layer, cancelled) -> (encoder output, frames)
-        .decode(encoder output, frames, float_acts, cancelled) -> [engine.text.Token]
+        .encode(features, T, on_layer, cancelled) -> (encoder output, frames)
+        .decode(encoder output, frames, cancelled) -> [engine.text.Token]
 
 and whose `model` carries .file (the GGUFFile), .name, .notice, .vocabulary and .frontend()
 (the log-mel settings and tables; engine/audio.py's time grid is shared by all families).

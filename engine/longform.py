@@ -90,8 +90,8 @@ class WindowedTranscription:
     """Feed 16 kHz pieces with add(); each full window is transcribed as soon as the audio
     after it is known; finish() transcribes the rest and returns the Engine.transcribe dict."""
 
-    def __init__(self, engine, policy: WindowPolicy | None = None, on_window=None, float_acts: bool = False):
-        self.engine, self.policy, self.float_acts = engine, policy or WindowPolicy(), float_acts
+    def __init__(self, engine, policy: WindowPolicy | None = None, on_window=None):
+        self.engine, self.policy = engine, policy or WindowPolicy()
         self.policy.check()
         self.on_window = on_window                 # (window index, start s, end s, text)
         self.buffer = array("f")                   # audio from `start` on, at most one window + a piece
@@ -122,7 +122,7 @@ class WindowedTranscription:
         started = time.perf_counter()
         offset = self.start // FRAME_SAMPLES
         tokens = [Token(t.id, t.frame + offset, t.duration)
-                  for t in self.engine.tokens(memoryview(self.buffer)[:length], self.float_acts)]
+                  for t in self.engine.tokens(memoryview(self.buffer)[:length])]
         self.compute += time.perf_counter() - started
         self.windows.append((self.start, self.start + length, tokens))
         if self.on_window is not None:
@@ -176,11 +176,10 @@ class SteppedTranscription:
         return True
 
 
-def transcribe_pieces(engine, pieces, policy: WindowPolicy | None = None, on_window=None,
-                      float_acts: bool = False) -> dict:
+def transcribe_pieces(engine, pieces, policy: WindowPolicy | None = None, on_window=None) -> dict:
     """Transcribe 16 kHz float32 pieces (any iterable of buffers) window by window."""
     engine.begin_job()
-    job = WindowedTranscription(engine, policy, on_window, float_acts)
+    job = WindowedTranscription(engine, policy, on_window)
     for piece in pieces:
         job.add(piece)
     return job.finish()

@@ -14,7 +14,7 @@ from array import array
 
 from .audio import MODEL_RATE
 from .family import Cancelled, load, network
-from .kernels import KernelError, Kernels
+from .kernels import Kernels
 from .longform import WindowPolicy, transcribe_pieces
 from .executors import executor
 from .stream.session import StreamConfig, StreamSession
@@ -23,22 +23,26 @@ from .timing import section
 
 
 class Engine:
-    def __init__(self, model, tier: str = "auto", threads: int | None = None, workers=None, gpu=None):
+    def __init__(self, model, tier: str = "auto", threads: int | None = None, workers=None, gpu=None,
+                 float_activations: bool = False):
         """threads: encoder threads (default: all cores natively, 1 in Pyodide); workers: in the
         browser, a web/kernel-pool.mjs KernelPool whose kernel workers share the encoder's work
         instead; gpu: a WebGPU device for the encoder (engine/executors/webgpu/executor.py).
-        Results are bit-identical for every count and device (engine/executors/)."""
+        Results are bit-identical for every count and device (engine/executors/).
+        float_activations: the graph check's executor instead (float32 linears; a debug path
+        whose results differ slightly from the shipped int8 path)."""
         self.model = model
         self.k = Kernels(tier)
-        self.executor = executor(self.k, threads, workers, gpu)
+        self.executor = executor(self.k, threads, workers, gpu, float_activations)
         self.network = network(model, self.executor)      # the model family's (engine/family.py)
         self.marks = punctuation_marks(model.vocabulary)
         self._cancel = threading.Event()
         self.frontend_settings = model.frontend()
 
     @classmethod
-    def open(cls, path, tier: str = "auto", threads: int | None = None, gpu=None) -> "Engine":
-        return cls(load(str(path)), tier, threads, gpu=gpu)
+    def open(cls, path, tier: str = "auto", threads: int | None = None, gpu=None,
+             float_activations: bool = False) -> "Engine":
+        return cls(load(str(path)), tier, threads, gpu=gpu, float_activations=float_activations)
 
     @classmethod
     def from_buffer(cls, buffer, tier: str = "auto", threads: int | None = None, workers=None,
@@ -70,26 +74,23 @@ class Engine:
         with section("frontend"):
             return self.k.frontend(samples, n, **self.frontend_settings)
 
-    def encode(self, samples, float_acts: bool = False, on_layer=None, cancelled=None) -> tuple:
-        if float_acts and not self.executor.arrays_on_host:
-            raise KernelError("float_acts (the float-activation debug path) runs on the CPU kernels: "
-                              "open the engine without a GPU")
+    def encode(self, samples, on_layer=None, cancelled=None) -> tuple:
         feats, T = self.features(samples)
         if T == 0:
             return array("f"), 0
-        return self.network.encode(feats, T, float_acts, on_layer, cancelled=cancelled or self._cancel.is_set)
+        return self.network.encode(feats, T, on_layer, cancelled=cancelled or self._cancel.is_set)
 
-    def tokens(self, samples, float_acts: bool = False, cancelled=None) -> list:
+    def tokens(self, samples, cancelled=None) -> list:
         """TDT tokens (id, frame, duration) of 16 kHz samples; `cancelled` (a callable, default
         this engine's cancel()) is polled between encoder layers and decode steps."""
         cancelled = cancelled or self._cancel.is_set
-        enc, T = self.encode(samples, float_acts, cancelled=cancelled)
+        enc, T = self.encode(samples, cancelled=cancelled)
         if not T:
             return []
         with section("decode"):
-            return self.network.decode(enc, T, float_acts, cancelled=cancelled)
+            return self.network.decode(enc, T, cancelled=cancelled)
 
-    def transcribe(self, samples, float_acts: bool = False, on_window=None,
+    def transcribe(self, samples, on_window=None,
                    policy: WindowPolicy | None = None) -> dict:
         """samples: float32 mono at 16 kHz (any buffer). Empty or shorter than one hop: empty text.
         The one way a recording is transcribed (the CLI reads a WAV file in pieces, the page
@@ -101,7 +102,7 @@ class Engine:
         pieces = (view[i:i + step] for i in range(0, len(view), step))
         gpu = getattr(self.executor, "counters", None)
         before = gpu() if gpu else None
-        result = transcribe_pieces(self, pieces, policy, on_window, float_acts)
+        result = transcribe_pieces(self, pieces, policy, on_window)
         if gpu:                       # the device's work for this transcription (all windows)
             result["timing"]["gpu"] = {name: n - before[name] for name, n in gpu().items()}
         return result

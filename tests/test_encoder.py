@@ -11,7 +11,7 @@ import pytest
 from conftest import NATIVE_TIERS
 from modeltools import reference
 from modeltools.convert import convert, read_config
-from engine.executors import Alone
+from engine.executors import Alone, FloatActivations
 from engine.parakeet_tdt.encoder import Encoder
 from engine.kernels import Kernels
 from engine.family import load
@@ -38,7 +38,7 @@ def rel_l2(a, b):
 @pytest.mark.parametrize("seconds", [0.09, 1.0, 3.3])
 def test_float_activations_match_the_reference(scalar, tiny_model, seconds):
     feats, T = features(scalar, tiny_model, seconds)
-    y, Tp = Encoder(Alone(scalar), tiny_model)(feats, T, float_acts=True)
+    y, Tp = Encoder(FloatActivations(scalar), tiny_model)(feats, T)
     assert Tp == -(-T // 8)
     ref = reference.encoder(reference.DenseWeights(tiny_model), tiny_model.dims,
                             np.frombuffer(feats, np.float32).reshape(-1, T).astype(np.float64))
@@ -89,16 +89,16 @@ def test_generated_speech_float_path_matches_reference_tokens(tiny_model, text):
     is compared too, except where the reference's top-2 joint logits are near-ties."""
     from engine.audio import load_audio
     from engine.transcribe import Engine
-    engine = Engine(tiny_model, "scalar")
+    engine, graph = Engine(tiny_model, "scalar"), Engine(tiny_model, "scalar", float_activations=True)
     audio = load_audio(engine.k, espeak_wav(text))
-    enc, T = engine.encode(audio, float_acts=True)
+    enc, T = graph.encode(audio)
     feats, Tf = engine.features(audio)
     w = reference.DenseWeights(tiny_model)
     ref_enc = reference.encoder(w, tiny_model.dims, np.frombuffer(feats, np.float32).reshape(-1, Tf).astype(np.float64))
     assert rel_l2(np.frombuffer(enc, np.float32).reshape(T, -1), ref_enc) <= 1e-4
     margins = []
     ref_tokens = reference.decode(w, tiny_model.dims, ref_enc, tiny_model.durations, top2_margins=margins)
-    got = engine.transcribe(audio, float_acts=True)["tokens"]
+    got = graph.transcribe(audio)["tokens"]
     assert [(t["id"], t["frame"], t["duration"]) for t in got] == ref_tokens
     int8 = [(t["id"], t["frame"], t["duration"]) for t in engine.transcribe(audio)["tokens"]]
     relative = min(gap / spread for gap, spread in margins)
@@ -108,17 +108,20 @@ def test_generated_speech_float_path_matches_reference_tokens(tiny_model, text):
         assert int8 == ref_tokens
 
 
-@pytest.mark.parametrize("float_acts", [False, True])
+EXECUTORS = {"one call": Alone, "block by block": lambda k: Alone(k, one_call=False), "float": FloatActivations}
+
+
+@pytest.mark.parametrize("how", sorted(EXECUTORS))
 @pytest.mark.parametrize("seconds", [0.33, 1.07, 1.6])
-def test_chunked_subsampling_is_bit_identical(scalar, tiny_model, seconds, float_acts):
+def test_chunked_subsampling_is_bit_identical(scalar, tiny_model, seconds, how):
     """Subsampling in chunks of 3 frames (every chunk boundary, short last chunks) gives the
-    same bytes as one pass over the whole input."""
+    same bytes as one pass over the whole input, however the executor runs the stack."""
     from engine.parakeet_tdt.encoder import Subsampling
     feats, T = features(scalar, tiny_model, seconds)
-    whole, chunked = Subsampling(Alone(scalar), tiny_model), Subsampling(Alone(scalar), tiny_model)
+    whole, chunked = Subsampling(EXECUTORS[how](scalar), tiny_model), Subsampling(EXECUTORS[how](scalar), tiny_model)
     whole.CHUNK, chunked.CHUNK = 1 << 30, 3
-    a, Ta = whole(feats, tiny_model.dims.n_mels, T, float_acts)
-    b, Tb = chunked(feats, tiny_model.dims.n_mels, T, float_acts)
+    a, Ta = whole(feats, tiny_model.dims.n_mels, T)
+    b, Tb = chunked(feats, tiny_model.dims.n_mels, T)
     assert Ta == Tb == -(-T // 8) and Ta > 3
     assert bytes(a) == bytes(b)
 
@@ -136,7 +139,7 @@ def test_five_value_width_comes_from_the_layout(scalar, tmp_path):
     model = load(tmp_path / "m.gguf")
     assert model.fv5_cols("encoder.layers.0.feed_forward1.linear1.weight") == 48
     feats, T = features(scalar, model, 1.0)
-    y, Tp = Encoder(Alone(scalar), model)(feats, T, float_acts=True)
+    y, Tp = Encoder(FloatActivations(scalar), model)(feats, T)
     ref = reference.encoder(reference.DenseWeights(model), model.dims,
                             np.frombuffer(feats, np.float32).reshape(-1, T).astype(np.float64))
     assert rel_l2(np.frombuffer(y, np.float32).reshape(Tp, -1), ref) <= 1e-4

@@ -447,12 +447,12 @@ def test_general_architecture_chooses_the_family(tiny_gguf, monkeypatch):
         def __init__(self, executor, model):
             self.n_mels = model.dims.n_mels
 
-        def encode(self, features, T, float_acts=False, on_layer=None, cancelled=None):
+        def encode(self, features, T, on_layer=None, cancelled=None):
             frames = [sum(features[m * T + t] for m in range(self.n_mels) for t in range(t0, min(T, t0 + 8)))
                       for t0 in range(0, T, 8)]
             return frames, len(frames)
 
-        def decode(self, enc, T, float_acts=False, cancelled=None):
+        def decode(self, enc, T, cancelled=None):
             mean = sum(enc) / T
             return [Token(5, t, 1) for t in range(T) if enc[t] > mean]
 

@@ -146,10 +146,11 @@ def test_log_mel_matches_the_feature_extractor(converted):
     assert rel <= 1e-3, rel
 
 
-def engine_and_reference(folder: Path, out: Path) -> tuple:
-    """The converted model in the engine and in transformers (with the GGUF's weights), and one
-    input: (engine, reference, samples, features, frames, the features as transformers takes them)."""
-    engine = Engine.open(out, "scalar", 1)
+def engine_and_reference(folder: Path, out: Path, float_activations: bool = False) -> tuple:
+    """The converted model in the engine (with float_activations: the graph check's float32
+    linears) and in transformers (with the GGUF's weights), and one input: (engine, reference,
+    samples, features, frames, the features as transformers takes them)."""
+    engine = Engine.open(out, "scalar", 1, float_activations=float_activations)
     reference = as_quantized(transformers.ParakeetForTDT.from_pretrained(folder).eval(), out)
     x = speechlike(4.0, seed=32)
     feats, T = engine.features(x)
@@ -157,9 +158,9 @@ def engine_and_reference(folder: Path, out: Path) -> tuple:
     return engine, reference, x, feats, T, inputs
 
 
-def encoder_distance(engine, reference, feats, T: int, inputs, float_acts: bool) -> float:
+def encoder_distance(engine, reference, feats, T: int, inputs) -> float:
     """rel-L2 of the engine's encoder output from transformers'."""
-    enc, frames = engine.network.encoder(feats, T, float_acts)
+    enc, frames = engine.network.encoder(feats, T)
     with torch.no_grad():
         theirs = reference.encoder(input_features=inputs).last_hidden_state[0].numpy()
     ours = np.frombuffer(enc, np.float32).reshape(frames, -1)
@@ -168,10 +169,10 @@ def encoder_distance(engine, reference, feats, T: int, inputs, float_acts: bool)
 
 def test_encoder_and_tokens_match_transformers(converted):
     folder, out, _ = converted
-    engine, reference, x, feats, T, inputs = engine_and_reference(folder, out)
-    rel = encoder_distance(engine, reference, feats, T, inputs, True)
+    engine, reference, x, feats, T, inputs = engine_and_reference(folder, out, float_activations=True)
+    rel = encoder_distance(engine, reference, feats, T, inputs)
     assert rel <= 1e-3, rel
-    tokens = engine.tokens(x, float_acts=True)
+    tokens = engine.tokens(x)
     assert len(tokens) >= 5, "the random model must emit tokens for the comparison to mean anything"
     assert [(t.id, t.frame, t.duration) for t in tokens] == generated_tokens(reference, inputs)
 
@@ -245,11 +246,11 @@ def test_duration_zero_and_many_symbols_on_a_frame_match_transformers(staying):
     transformers' steps are the engine's first tokens, duration-0 tokens and one frame holding
     hundreds included; with the cap, the engine stops that frame at 10 and moves on by one."""
     folder, out = staying
-    engine, reference, x, feats, T, inputs = engine_and_reference(folder, out)
+    engine, reference, x, feats, T, inputs = engine_and_reference(folder, out, float_activations=True)
     theirs = generated_tokens(reference, inputs)
-    capped = [(t.id, t.frame, t.duration) for t in engine.tokens(x, float_acts=True)]
-    engine.network.max_symbols = 10_000
-    ours = [(t.id, t.frame, t.duration) for t in engine.tokens(x, float_acts=True)]
+    capped = [(t.id, t.frame, t.duration) for t in engine.tokens(x)]
+    engine.network.decoding.max_symbols = 10_000
+    ours = [(t.id, t.frame, t.duration) for t in engine.tokens(x)]
     assert len(theirs) > 400
     frames = [f for _, f, _ in theirs]
     assert sum(d == 0 for _, _, d in theirs) > 400 and max(frames.count(f) for f in set(frames)) > 100
@@ -267,5 +268,5 @@ def test_int8_activations_stay_close_to_transformers(converted):
     this random model (float activations: 7e-7). Bound: 6%."""
     folder, out, _ = converted
     engine, reference, x, feats, T, inputs = engine_and_reference(folder, out)
-    rel = encoder_distance(engine, reference, feats, T, inputs, False)
+    rel = encoder_distance(engine, reference, feats, T, inputs)
     assert 1e-4 < rel <= 0.06, rel

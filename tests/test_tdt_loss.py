@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from engine.parakeet_tdt.decoder import tdt_greedy as engine_tdt_greedy
+from engine.parakeet_tdt.decoder import composed_steps, greedy_rules
 from training.tdt import Emission, path_occupancy, tdt_greedy, tdt_greedy_batch, tdt_loss
 
 torch.set_num_threads(1)
@@ -298,8 +298,8 @@ def test_greedy_first_index_ties():
 
 
 class EngineFakes:
-    """Duck-typed PredictionNetwork and Joint for engine.decoder.tdt_greedy over the same
-    script (only the methods tdt_greedy calls)."""
+    """Duck-typed PredictionNetwork and Joint for engine/parakeet_tdt/decoder.py's
+    composed_steps over the same script (only the methods they call)."""
 
     def __init__(self, script):
         self.script, self.V = script, V
@@ -307,17 +307,14 @@ class EngineFakes:
     def initial_state(self):
         return ()
 
-    def step(self, token, state, float_acts=False):
+    def step(self, token, state):
         seen = state + (token,)
         return seen, seen
 
-    def project_encoder(self, enc, T, float_acts=False):
-        return None
-
-    def project_prediction(self, g, float_acts=False):
+    def project_prediction(self, g):
         return g
 
-    def logits(self, f, t, g, float_acts=False):
+    def logits(self, f, t, g):
         return self.script(t, len(g)).tolist()
 
     def best(self, z):
@@ -334,8 +331,8 @@ def _lookup(table):
 
 def test_greedy_agrees_with_engine_decoder():
     """Random scripts with many ties, blanks and zero durations: same tokens, frames, durations
-    as engine/parakeet_tdt/decoder.py's tdt_greedy (its composed steps, which the fakes stand in
-    for; the one-call steps give the composed steps' bits: tests/test_fused.py)."""
+    as engine/parakeet_tdt/decoder.py's greedy_rules over its composed steps (which the fakes
+    stand in for; the one-call loop and steps give the composed steps' tokens: tests/test_one_call.py)."""
     for seed in range(300):
         gen = torch.Generator().manual_seed(seed)
         T = int(torch.randint(1, 9, (1,), generator=gen))
@@ -346,8 +343,8 @@ def test_greedy_agrees_with_engine_decoder():
         script = _lookup(table)
         ours = FakeModel(script).decode(T, max_symbols)
         fakes = EngineFakes(script)
-        theirs = engine_tdt_greedy(None, fakes, fakes, None, T, list(DURS), max_symbols, fused=False)
-        assert ours == [(x.id, x.frame, x.duration) for x in theirs], seed
+        best, emit = composed_steps(fakes, fakes, None, list(DURS))
+        assert ours == greedy_rules(T, best, emit, V, max_symbols), seed
 
 
 def test_greedy_batch_cuts_each_utterance():

@@ -23,10 +23,11 @@ import numpy as np
 import pytest
 
 from engine.kernels import Kernels
-from engine.parakeet_tdt.decoder import DecoderState, greedy_rules
+from engine.executors.one_call import DecoderState
+from engine.parakeet_tdt.decoder import greedy_rules
 from modeltools.reference import tdt_greedy_reference as paper_greedy    # the float64 reference's loop
 
-from test_fused import NATIVE_TIERS, RandomDecoder, f32, python_greedy
+from test_one_call import NATIVE_TIERS, RandomDecoder, f32, python_greedy
 
 
 class ScriptedJoint:

@@ -56,7 +56,7 @@ def test_linears_are_really_split(tiny_model):
     assert engine.threads == 3 and engine.transcribe(array("f", bytes(4 * 8000)))["timing"]["threads"] == 3
     single = Engine.open(tiny_model, "scalar", 1)
     assert not hasattr(single.network.encoder.layers[0].feed_forward1.linear1._run, "parts")   # one GEMM
-    assert single.executor.whole_layers and not engine.executor.whole_layers
+    assert single.executor.one_call_now() and not engine.executor.one_call_now()
 
 
 def test_even_ranges():

@@ -214,7 +214,7 @@ def exported(tmp_path_factory):
     for name, m in model.five_value_modules().items():     # export = the quantised forward
         assert torch.equal(m.quantized_weight().detach(), before[name]), name
     gguf = load(out / "model.gguf")
-    engine = Engine(gguf, "scalar")
+    engine = Engine(gguf, "scalar", float_activations=True)     # the graph, checked tightly
     samples = speechlike(1.9, seed=11)
     feats, T = engine.features(samples)
     feats = np.frombuffer(feats, np.float32).reshape(TINY.n_mels, T)
@@ -227,7 +227,7 @@ def exported(tmp_path_factory):
 
 def test_exported_encoder_matches_reference_and_engine(exported):
     ours = encode_one(exported["model"], exported["feats"])
-    engine_enc, Tp = exported["engine"].encode(exported["samples"], float_acts=True)
+    engine_enc, Tp = exported["engine"].encode(exported["samples"])
     engine_enc = np.frombuffer(engine_enc, np.float32).reshape(Tp, -1)
     to_reference, to_engine = rel_l2(ours, exported["ref"]), rel_l2(ours, engine_enc)
     print(f"encoder rel L2: torch vs reference {to_reference:.2e}, torch vs engine float path {to_engine:.2e}")
@@ -276,7 +276,7 @@ def test_exported_joint_and_greedy_tokens_match(exported):
     ours_enc = torch.from_numpy(encode_one(model, exported["feats"]))
     ours = model.greedy_decode(ours_enc)
     engine = [(t["id"], t["frame"], t["duration"])
-              for t in exported["engine"].transcribe(exported["samples"], float_acts=True)["tokens"]]
+              for t in exported["engine"].transcribe(exported["samples"])["tokens"]]
     print(f"{len(ref_tokens)} tokens: {ref_tokens[:8]} ...")
     assert len(ref_tokens) >= 3 and ours == ref_tokens == engine
 
@@ -296,13 +296,11 @@ def test_greedy_rules_match_on_varied_frames(exported, scale):
     """Random encoder frames make the joint pick varied tokens, blanks and durations (0 too,
     up to the max-symbols rule): torch, the reference and the engine decode the same."""
     from array import array
-    from engine.parakeet_tdt.decoder import tdt_greedy
     model, w, dims, engine = exported["model"], exported["weights"], exported["gguf"].dims, exported["engine"]
     enc = (np.random.default_rng(0).standard_normal((40, dims.d_model)) * scale).astype(np.float32).astype(np.float64)
     ref_tokens = reference.decode(w, dims, enc, exported["gguf"].durations)
     ours = model.greedy_decode(torch.from_numpy(enc))
-    theirs = tdt_greedy(engine.k, engine.network.prediction, engine.network.joint, array("f", enc.astype(np.float32).tobytes()),
-                        enc.shape[0], exported["gguf"].durations, engine.network.max_symbols, float_acts=True)
+    theirs = engine.network.decode(array("f", enc.astype(np.float32).tobytes()), enc.shape[0])   # float32 linears
     durations = {d for _, _, d in ref_tokens}
     print(f"scale {scale}: {len(ref_tokens)} tokens, {len({k for k, _, _ in ref_tokens})} distinct, "
           f"durations {sorted(durations)}")

@@ -72,9 +72,13 @@ def test_same_result_in_every_native_tier(model_path):
     assert len(set(results)) == 1
 
 
-def test_float_activation_path_runs(engine):
-    r = engine.transcribe(speechlike(1.0), float_acts=True)
+def test_float_activation_path_runs(model_path):
+    """The graph check's executor through the whole engine (its results are held to the
+    reference in tests/test_encoder.py); it runs on one CPU thread and says so otherwise."""
+    r = Engine.open(model_path, "scalar", float_activations=True).transcribe(speechlike(1.0))
     assert r["tokens"] and all(t["duration"] >= 0 for t in r["tokens"])
+    with pytest.raises(ValueError, match="one CPU thread"):
+        Engine.open(model_path, "scalar", 2, float_activations=True)
 
 
 def test_cli_json_and_errors(model_path, tmp_path, capsys):

@@ -90,7 +90,7 @@ def engines(model_path, gpu):
 def test_the_executor_sends_every_encoder_linear_to_the_device(tiny_gguf_path, gpu):
     engine = Engine.open(tiny_gguf_path, "scalar", gpu=gpu)
     ex = engine.executor
-    assert isinstance(ex, WebGpu) and not ex.whole_layers and engine.threads == 1
+    assert isinstance(ex, WebGpu) and not ex.one_call_now() and engine.threads == 1
     assert type(ex.unsplit) is Alone                      # the decoder: one token at a time, on the CPU
     enc = engine.network.encoder
     linears = [enc.subsampling.pw3, enc.subsampling.pw6, enc.subsampling.linear]
@@ -116,10 +116,11 @@ def test_batch_matches_native_scalar(engines, samples):
     assert counters["submissions"] > 0 and counters["uploaded_bytes"] > 0 and counters["read_bytes"] > 0
 
 
-def test_the_float_debug_path_is_refused_on_the_gpu(engines, samples):
+def test_the_float_debug_path_is_refused_on_the_gpu(engines, gpu):
+    """The graph check's float32 executor is a CPU executor: asked for with a device, refused."""
     _, on_gpu = engines
-    with pytest.raises(KernelError, match=r"float-activation debug path\) runs on the CPU kernels"):
-        on_gpu.transcribe(samples[:16000], float_acts=True)
+    with pytest.raises(ValueError, match=r"float activations \(the graph check\) run on one CPU thread"):
+        Engine(on_gpu.model, "scalar", gpu=gpu, float_activations=True)
 
 
 def test_an_encode_keeps_its_activations_on_the_device(engines, samples):

@@ -120,17 +120,11 @@ def test_flatten_relu(gpu, scalar, H, W, C):
 
 
 # ---------------------------------------------------------------------------------------------
-# the whole stack on the tiny model against Subsampling._frames' composed path
-
-class Composed(Alone):
-    """Alone, but Subsampling._frames composes the stack from the kernels (not the one C call)."""
-
-    whole_layers = False
-
+# the whole stack on the tiny model against Subsampling.forward (block by block on the CPU)
 
 @pytest.fixture(scope="module")
 def tiny(tiny_gguf_path, scalar, gpu):
-    sub = Subsampling(Composed(scalar), load(tiny_gguf_path))
+    sub = Subsampling(Alone(scalar, one_call=False), load(tiny_gguf_path))
     convs = GpuSubsamplingConvs(gpu, sub.C, sub.n_mels, *sub.conv0, *sub.conv2, *sub.conv5)
     linears = [GpuLinear.from_weights(gpu, lin.weights, scalar) for lin in (sub.pw3, sub.pw6, sub.linear)]
     return sub, convs, linears
@@ -143,7 +137,7 @@ def test_frames_equal_the_composed_subsampling(tiny, T):
     rng = np.random.default_rng(T)
     features = awkward(rng, F * (T + 2), special=False)                 # [F][frames], as the front end's
     x = sub.k.transpose3(features, F, T + 2, 1)[F:(T + 1) * F]          # frames 1..T, [T][F]
-    want, frames = sub._frames(x, T, F, False)
+    want, frames = sub.forward(x, T)
     got, got_frames = convs.frames(x, T, *linears)
     assert got_frames == frames and len(got) == len(want)
     assert differing(got, want) == 0 and (bits(got) & 0x7FFFFFFF != 0).all()

@@ -3,7 +3,7 @@
 Loss: Xu et al. 2023, "Efficient Sequence Transduction by Jointly Predicting Tokens and
 Durations" (arXiv 2304.06795), with NeMo's TDT loss (TDTLossNumba / TDTLossPytorch) as the
 reference semantics. Greedy decoding: the engine's rules (docs/parakeet-tdt.md
-section 7, engine/parakeet_tdt/decoder.py `tdt_greedy`).
+section 7, engine/parakeet_tdt/decoder.py `greedy_rules`).
 
 The lattice, for one utterance with T frames and targets y_1..y_U:
 

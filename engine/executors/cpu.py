@@ -1,6 +1,7 @@
-"""The CPU executors: Alone (one worker computes everything) and Threads (native: Python
-threads around GIL-free ctypes calls), and the helpers the other executors share with them
-(even splits, the conv module's channel parts). What an executor is: engine/executors/__init__.py.
+"""The CPU executors: Alone (one worker computes everything), Threads (native: Python
+threads around GIL-free ctypes calls) and FloatActivations (the graph check's float32
+linears), and the helpers the other executors share with them (even splits, the conv module's
+channel parts, kept positional keys). What an executor is: engine/executors/__init__.py.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from array import array
 from concurrent.futures import ThreadPoolExecutor
 
 from ..kernels import IN_PYODIDE, KernelError, Kernels, Pinned, zeros_f32
-from .linear import LinearWeights, RowSlice, check_activation, whole_gemm
+from ..timing import section
+from .linear import LinearWeights, RowSlice, check_activation, dense_forward, whole_gemm
+from .one_call import OneCallDecoding, OneCallLayer, OneCallSubsampling
 
 MAX_THREADS = 64
 
@@ -81,18 +84,50 @@ class SubsamplingConvs:
 # -- the executors ---------------------------------------------------------------------------
 
 class Alone:
-    """One worker computes everything with the unsplit kernels; layers run as one C call."""
+    """One worker computes everything with the unsplit kernels; a layer, the subsampling and
+    the decoding run as one C call each (engine/executors/one_call.py). one_call=False: block
+    by block instead (the same bits; the tests compare the two)."""
 
     lost = None                      # nothing to lose (see KernelWorkers.lost)
-    arrays_on_host = True            # the operations return array('f') (see WebGpu)
 
-    def __init__(self, k: Kernels):
-        self.k, self.size = k, 1
+    def __init__(self, k: Kernels, one_call: bool = True):
+        self.k, self.size, self._one_call = k, 1, one_call
 
-    @property
-    def whole_layers(self) -> bool:
-        """Nothing is split: each layer (and the subsampling) runs as one C call."""
-        return self.size == 1
+    def one_call_now(self) -> bool:
+        """Whether blocks run as one C call now: nothing is split (KernelWorkers: once its
+        workers are lost; WebGpu: off the device)."""
+        return self._one_call and self.size == 1
+
+    # -- blocks: run(...) as one C call, or the block's own forward (block by block) ---------
+
+    def layer(self, block):
+        """run(x, T, pe) -> y [T][D] for a conformer layer (block.forward: block by block)."""
+        one_call = OneCallLayer(self.k, block)
+
+        def run(x, T: int, pe):
+            if self.one_call_now():
+                with section("conformer layer (one call)"):
+                    return one_call(x, T, pe)
+            return block.forward(x, T, pe)
+        return run
+
+    def subsampling(self, block):
+        """run(x, T) -> (y [T'][D], T') for the subsampling stack on one slice of time."""
+        one_call = OneCallSubsampling(self.k, block)
+        return lambda x, T: one_call(x, T) if self.one_call_now() else block.forward(x, T)
+
+    def decoding(self, block):
+        """run(f, T, cancelled) -> [(token, frame, duration)]: greedy decoding of the projected
+        frames f [T][J] (block.greedy: greedy_rules step by step)."""
+        one_call = OneCallDecoding(self.k, block)
+        return lambda f, T, cancelled=None: (one_call(f, T, cancelled) if self.one_call_now()
+                                             else block.greedy(f, T, cancelled))
+
+    def position_keys(self, project, D: int, max_T: int):
+        """keys(pe, T) -> a layer's positional keys [2T-1][D] (project(pe, 2T-1): its
+        relative_k_proj) kept across window lengths up to max_T frames (PositionKeys), or None
+        where they are not kept (the caller projects the table then)."""
+        return PositionKeys(project, D, max_T)
 
     def linear(self, w: LinearWeights, activation=None):
         check_activation(activation)
@@ -154,14 +189,38 @@ class Alone:
     @property
     def unsplit(self) -> "Alone":
         """An executor on the same kernels that never splits (for one-token work: the decoder)."""
-        if type(self) is Alone:
+        if type(self) in (Alone, FloatActivations):
             return self
         if getattr(self, "_unsplit", None) is None:
-            self._unsplit = Alone(self.k)
+            self._unsplit = Alone(self.k, self._one_call)
         return self._unsplit
 
     def close(self):
         pass
+
+
+class FloatActivations(Alone):
+    """The graph check's executor: every linear in float32 on the dequantised weights (the
+    native C++ runtime's PK_DEBUG_F32_ACTS), so the graph itself can be held tightly to the
+    float64 reference (tests/test_encoder.py); one thread, block by block, no keys kept."""
+
+    def __init__(self, k: Kernels):
+        super().__init__(k, one_call=False)
+
+    def linear(self, w: LinearWeights, activation=None):
+        check_activation(activation)
+        return lambda x, N: dense_forward(self.k, w, x, N, activation)
+
+    def conv_middle(self, pw1: LinearWeights, dw, dwb, ksize: int):
+        k, D = self.k, pw1.O // 2
+
+        def run(x, T: int) -> array:
+            g = k.glu(dense_forward(k, pw1, x, T, None), T, D)
+            return k.silu(k.dwconv1d(g, T, D, dw, dwb, ksize), T * D)
+        return run
+
+    def position_keys(self, project, D: int, max_T: int):
+        return lambda pe, T: None
 
 
 class Threads(Alone):
@@ -265,3 +324,39 @@ def run_conv_part(k: Kernels, part: tuple, dw, dwb, ksize: int, xq, xs, T: int, 
     d = k.dwconv1d(g, T, w, dw[c0 * ksize:c1 * ksize], dwb[c0:c1], ksize, out=b)
     k.silu(d, T * w, out=d)
     k.copy_cols(d, T, w, h, D, c0)
+
+
+class PositionKeys:
+    """A layer's relative_k_proj of the positional table, kept across window lengths.
+
+    Row r of the table for T frames holds position T-1-r, and its projection depends on that
+    position alone (the linear quantises each row by itself; no bias), so the keys of any
+    T <= the longest T kept are one contiguous slice of the kept ones, the same bits as
+    projecting that T's table. A longer T projects only its new outermost rows: positions
+    T-1..T0 above the kept ones and -T0..-(T-1) below. Streams re-decode windows of every
+    length up to 12 s, so this saves the projection on almost every decode."""
+
+    def __init__(self, project, D: int, max_T: int):
+        self.project, self.D, self.max_T = project, D, max_T
+        self.T, self.keys = 0, array("f")          # keys [2T-1][D] for positions T-1 .. -(T-1)
+
+    def __call__(self, pe, T: int):
+        """The keys [2T-1][D] (a view) for the table pe of T frames; None past max_T."""
+        if T > self.max_T:
+            return None
+        if T > self.T:
+            self._grow(memoryview(pe), T)
+        first = (self.T - T) * self.D
+        return memoryview(self.keys)[first:first + (2 * T - 1) * self.D]
+
+    def _grow(self, pe: memoryview, T: int):
+        D, T0 = self.D, self.T
+        if T0 == 0:
+            self.keys = self.project(pe[:(2 * T - 1) * D], 2 * T - 1)
+        else:
+            n = T - T0                                  # new positions at each end
+            keys = self.project(pe[:n * D], n)                                  # T-1 .. T0
+            keys.extend(self.keys)
+            keys.extend(self.project(pe[(T + T0 - 1) * D:(2 * T - 1) * D], n))  # -T0 .. -(T-1)
+            self.keys = keys
+        self.T = T

@@ -4,14 +4,15 @@ checkpoints converted with int8 rows (modeltools/parakeet_hf.py) store it.
 
     layout.py      tensor names, kinds and shapes from the dimensions
     model_file.py  metadata keys and validate(): a GGUF -> ModelFile
-    encoder.py     subsampling + conformer layers, through the engine's executor
+    encoder.py     subsampling + conformer layers, as blocks asking the engine's executor
     decoder.py     prediction network, joint, TDT greedy decoding
-    one_call.py    the one-call entry points (a whole layer, the subsampling, decoder steps)
+
+The blocks declare the computation; the executor (engine/executors/) decides how it runs.
 """
 
 from __future__ import annotations
 
-from .decoder import Joint, PredictionNetwork, tdt_greedy
+from .decoder import TdtDecoding
 from .encoder import Encoder
 from .model_file import ARCHITECTURE, ModelFile, validate
 
@@ -23,18 +24,16 @@ class Network:
         """ex: the engine's executor (engine/executors/): how the work runs, not what it is."""
         self.k, self.model = ex.k, model
         self.encoder = Encoder(ex, model)
-        self.prediction = PredictionNetwork(ex.unsplit, model)
-        self.joint = Joint(ex.unsplit, model)
-        self.max_symbols = model.file.get("parakeet.tdt.max_symbols_per_step", "uint32")
+        self.decoding = TdtDecoding(ex.unsplit, model)
+        self.prediction, self.joint = self.decoding.prediction, self.decoding.joint
 
-    def encode(self, features, T: int, float_acts: bool = False, on_layer=None, cancelled=None) -> tuple:
+    def encode(self, features, T: int, on_layer=None, cancelled=None) -> tuple:
         """log-mel [n_mels][T] -> (encoder output [T'][d_model] floats, T' = ceil(T / 8))."""
-        return self.encoder(features, T, float_acts, on_layer, cancelled=cancelled)
+        return self.encoder(features, T, on_layer, cancelled=cancelled)
 
-    def decode(self, enc, T: int, float_acts: bool = False, cancelled=None) -> list:
+    def decode(self, enc, T: int, cancelled=None) -> list:
         """Encoder output [T][d_model] -> TDT greedy tokens (engine.text.Token)."""
-        return tdt_greedy(self.k, self.prediction, self.joint, enc, T, self.model.durations,
-                          self.max_symbols, float_acts, cancelled=cancelled)
+        return self.decoding(enc, T, cancelled=cancelled)
 
 
 __all__ = ["ARCHITECTURE", "ModelFile", "Network", "validate"]

@@ -7,12 +7,10 @@ from __future__ import annotations
 from array import array
 
 from ..family import Cancelled
-from ..kernels import Kernels, zeros_f32
+from ..kernels import zeros_f32
 from ..text import Token
-from . import one_call
 from .encoder import Linear
 from .model_file import ModelFile
-from .one_call import DecoderState
 
 
 class PredictionNetwork:
@@ -29,7 +27,6 @@ class PredictionNetwork:
         self.w_hh = [Linear(ex, model, f"decoder.lstm.weight_hh_l{i}", f"decoder.lstm.bias_hh_l{i}") for i in range(self.layers)]
         self.blank = d.vocab_size
         self._rows = {}
-        self._fused = None
 
     def initial_state(self):
         return [(zeros_f32(self.P), zeros_f32(self.P)) for _ in range(self.layers)]
@@ -42,34 +39,18 @@ class PredictionNetwork:
             self._rows[token] = array("f", [array("f", [v * s])[0] for v in row])   # float32 products
         return self._rows[token]
 
-    def step(self, token: int, state, float_acts: bool = False):
+    def step(self, token: int, state):
         """-> (output h of the top layer, new state). The input state is not modified."""
         x = self.embed(token)
         new_state = []
         for layer, (h, c) in enumerate(state):
-            gates = self.k.add_scaled(self.w_ih[layer](x, 1, float_acts), 1.0,
-                                      self.w_hh[layer](h, 1, float_acts), 4 * self.P)
+            gates = self.k.add_scaled(self.w_ih[layer](x, 1), 1.0, self.w_hh[layer](h, 1), 4 * self.P)
             h2, c2 = array("f", h), array("f", c)
             self.k.lstm_cell(gates, self.P, c2, h2)
             new_state.append((h2, c2))
             x = h2
         return x, new_state
 
-
-    def fused_weights(self, joint: "Joint", durations: list):
-        """This network's and `joint`'s weights, the embedding table and the durations for the
-        one-call decoder steps and greedy decoding (DecoderState)."""
-        if self._fused is None or self._fused[0] != durations:
-            k = self.k
-
-            def parts(lin: Linear) -> tuple:
-                return one_call.linear_parts(k, lin.weights)
-            weights = one_call.decoder_weights(
-                k, self.P, joint.J, joint.V, joint.n_dur, [parts(lin) for lin in self.w_ih],
-                [parts(lin) for lin in self.w_hh], parts(joint.pred), parts(joint.head),
-                embedding=(self.emb_q, self.emb_scale), durations=durations)
-            self._fused = (list(durations), weights)
-        return self._fused[1]
 
 
 class Joint:
@@ -82,16 +63,16 @@ class Joint:
         self.pred = Linear(ex, model, "decoder.decoder_projector.weight", "decoder.decoder_projector.bias")
         self.head = Linear(ex, model, "joint.head.weight", "joint.head.bias")
 
-    def project_encoder(self, enc, T: int, float_acts: bool = False) -> array:
-        return self.enc(enc, T, float_acts)
+    def project_encoder(self, enc, T: int) -> array:
+        return self.enc(enc, T)
 
-    def project_prediction(self, g, float_acts: bool = False) -> array:
-        return self.pred(g, 1, float_acts)
+    def project_prediction(self, g) -> array:
+        return self.pred(g, 1)
 
-    def logits(self, f, t: int, g_proj, float_acts: bool = False) -> array:
+    def logits(self, f, t: int, g_proj) -> array:
         J = self.J
         h = self.k.add_scaled(f[t * J:(t + 1) * J], 1.0, g_proj, J)
-        return self.head(self.k.relu(h, J), 1, float_acts)
+        return self.head(self.k.relu(h, J), 1)
 
     def best(self, z) -> tuple:
         """(token or blank id, duration index) by first-index argmax."""
@@ -131,62 +112,41 @@ def greedy_rules(T: int, best, emit, blank: int, max_symbols: int = 10, cancelle
     return hyp
 
 
-def tdt_greedy(k: Kernels, pred: PredictionNetwork, joint: Joint, enc, T: int, durations: list,
-               max_symbols: int = 10, float_acts: bool = False, cancelled=None, fused: str | bool = "loop") -> list:
-    """TDT greedy decoding of one utterance with the engine's joint and prediction network.
-    fused: "loop" (the default) runs greedy_rules' loop itself in C, a stretch of frames a call
-    (kernels/decoder_step.h tdt_greedy); True runs greedy_rules here with each step one C call;
-    False composes the steps call by call (also the float-activation debug path). All three
-    give the same tokens with int8 activations (tests/test_fused.py)."""
-    blank = joint.V
-    f = joint.project_encoder(enc, T, float_acts)
-    if fused == "loop" and not float_acts:
-        return c_greedy(pred, joint, f, T, durations, max_symbols, cancelled)
-    if fused and not float_acts:
-        best, emit = fused_steps(pred, joint, f, T, durations)
-    else:
-        best, emit = composed_steps(pred, joint, f, durations, float_acts)
-    return [Token(*x) for x in greedy_rules(T, best, emit, blank, max_symbols, cancelled)]
+class TdtDecoding:
+    """TDT greedy decoding of one utterance: the encoder output projected by the joint, then
+    greedy_rules over it with the prediction network. greedy() runs the rules block by block;
+    how they run is the executor's choice (ex.decoding: as greedy(), or the whole loop in C,
+    kernels/decoder_step.h, with the same tokens)."""
+
+    def __init__(self, ex, model: ModelFile):
+        """ex: an executor that never splits (one token at a time: nothing to share out)."""
+        self.prediction, self.joint = PredictionNetwork(ex, model), Joint(ex, model)
+        self.durations = model.durations
+        self.max_symbols = model.file.get("parakeet.tdt.max_symbols_per_step", "uint32")
+        self._greedy = ex.decoding(self)
+
+    def __call__(self, enc, T: int, cancelled=None) -> list:
+        """Encoder output [T][d_model] -> [Token]."""
+        f = self.joint.project_encoder(enc, T)
+        return [Token(*x) for x in self._greedy(f, T, cancelled)]
+
+    def greedy(self, f, T: int, cancelled=None) -> list:
+        """greedy_rules over the projected frames f [T][J], step by step: [(token, frame, duration)]."""
+        best, emit = composed_steps(self.prediction, self.joint, f, self.durations)
+        return greedy_rules(T, best, emit, self.joint.V, self.max_symbols, cancelled)
 
 
-def c_greedy(pred: PredictionNetwork, joint: Joint, f, T: int, durations: list, max_symbols: int,
-             cancelled=None) -> list:
-    """greedy_rules in C on one DecoderState; cancelled() is checked every 64 frames."""
-    decoder = DecoderState(pred.fused_weights(joint, durations))
-    decoder.frames(f, T)
-    decoder.step(joint.V, pred.embed(joint.V))                             # SOS = blank (id V)
-
-    def between():
-        if cancelled is not None and cancelled():
-            raise Cancelled()
-    return [Token(*x) for x in decoder.greedy(max_symbols, between=between)]
-
-
-def fused_steps(pred: PredictionNetwork, joint: Joint, f, T: int, durations: list) -> tuple:
-    """greedy_rules' best(t) and emit(token), one C call each on one DecoderState."""
-    decoder = DecoderState(pred.fused_weights(joint, durations))
-    decoder.frames(f, T)
-    decoder.step(joint.V, pred.embed(joint.V))                             # SOS = blank (id V)
+def composed_steps(pred: PredictionNetwork, joint: Joint, f, durations: list) -> tuple:
+    """greedy_rules' best(t) and emit(token), from the prediction network's and the joint's
+    blocks (SOS = blank, id V)."""
+    g, state = pred.step(joint.V, pred.initial_state())
+    current = {"g": joint.project_prediction(g), "state": state}
 
     def best(t):
-        label, di = decoder.best(t)
+        label, di = joint.best(joint.logits(f, t, current["g"]))
         return label, durations[di]
 
     def emit(label):
-        decoder.step(label, pred.embed(label))
-    return best, emit
-
-
-def composed_steps(pred: PredictionNetwork, joint: Joint, f, durations: list, float_acts: bool) -> tuple:
-    """greedy_rules' best(t) and emit(token) composed from single kernel calls."""
-    g, state = pred.step(joint.V, pred.initial_state(), float_acts)        # SOS = blank (id V)
-    current = {"g": joint.project_prediction(g, float_acts), "state": state}
-
-    def best(t):
-        label, di = joint.best(joint.logits(f, t, current["g"], float_acts))
-        return label, durations[di]
-
-    def emit(label):
-        g, current["state"] = pred.step(label, current["state"], float_acts)
-        current["g"] = joint.project_prediction(g, float_acts)
+        g, current["state"] = pred.step(label, current["state"])
+        current["g"] = joint.project_prediction(g)
     return best, emit

@@ -1,10 +1,9 @@
-"""The FastConformer encoder (docs/parakeet-tdt.md sections 3-5), orchestrated in
-Python over the C kernels: one small class per block, named after the checkpoint keys.
-Standard library only; activations are array('f') buffers laid out row-major [tokens][dim].
-
-Linears run on int8 per-token activations (the shipped path, as the native C++ runtime does); with
-`float_acts=True` they run in float32 on the dequantised weights instead (that runtime's
-PK_DEBUG_F32_ACTS), so the graph itself can be checked tightly against the reference.
+"""The FastConformer encoder (docs/parakeet-tdt.md sections 3-5): one small class per block,
+named after the checkpoint keys, each asking the engine's executor (engine/executors/) for the
+operations it needs and never learning how they run - on which thread, worker or device, in one
+C call or block by block, with int8 or (the graph check's) float32 activations. Standard library
+only; activations are laid out row-major [tokens][dim], as array('f') or an executor's own
+tensors, which the blocks only pass on.
 """
 
 from __future__ import annotations
@@ -13,9 +12,8 @@ from array import array
 
 from ..family import Cancelled
 from ..kernels import MAX_DIM, Kernels
-from ..executors.linear import LinearWeights, dense_forward
+from ..executors.linear import LinearWeights
 from ..timing import section
-from . import one_call
 from .model_file import ModelFile
 
 
@@ -42,20 +40,16 @@ def linear_weights(k: Kernels, model: ModelFile, weight: str, bias: str | None =
 
 
 class Linear:
-    """y[N][O] = x[N][K] W^T (+ b), then the activation (None or "silu", element by element).
-    The executor runs it (whole, or split by 8-row blocks: the same bits); with float_acts, the
-    float-activation debug path on the exact weights."""
+    """y[N][O] = x[N][K] W^T (+ b), then the activation (None or "silu", element by element)."""
 
     def __init__(self, ex, model: ModelFile, weight: str, bias: str | None = None, activation: str | None = None):
-        self.k, self.activation = ex.k, activation
+        self.activation = activation
         self.weights = linear_weights(ex.k, model, weight, bias)
         self.O, self.K = self.weights.O, self.weights.K
         self._run = ex.linear(self.weights, activation)
 
-    def __call__(self, x, N: int, float_acts: bool = False) -> array:
+    def __call__(self, x, N: int) -> array:
         with section("linears"):
-            if float_acts:
-                return dense_forward(self.k, self.weights, x, N, self.activation)
             return self._run(x, N)
 
 
@@ -92,13 +86,13 @@ class Subsampling:
         self.pw6 = Linear(ex, model, f"{p}layers.6.weight", f"{p}layers.6.bias")
         self.linear = Linear(ex, model, f"{p}linear.weight", f"{p}linear.bias")
         self.n_mels, self.d_model = d.n_mels, d.d_model
-        self._weights = None
+        self._frames = ex.subsampling(self)
 
-    def __call__(self, features, n_mels: int, T: int, float_acts: bool = False) -> tuple:
+    def __call__(self, features, n_mels: int, T: int) -> tuple:
         with section("subsampling"):
-            return self._forward(features, n_mels, T, float_acts)
+            return self._chunks(features, n_mels, T)
 
-    def _forward(self, features, n_mels: int, T: int, float_acts: bool) -> tuple:
+    def _chunks(self, features, n_mels: int, T: int) -> tuple:
         """Runs in chunks of CHUNK output frames so its buffers stay bounded (the first conv's
         map alone is C x T/2 x n_mels/2 floats: 98 MB for 30 s at Phonon-2's size). Each stage
         is a 3x3/2 conv with padding 1, so output frame j reads input rows 8j-7..8j+7: a chunk
@@ -111,36 +105,25 @@ class Subsampling:
         for j0 in range(0, Tp, self.CHUNK):
             j1 = min(j0 + self.CHUNK, Tp)
             start, end = (8 * (j0 - 1) if j0 else 0), min(8 * j1, T)
-            y, frames = self._frames(x[start * n_mels:end * n_mels], end - start, n_mels, float_acts)
+            y, frames = self._frames(x[start * n_mels:end * n_mels], end - start)
             drop = 1 if j0 else 0
             assert frames == j1 - j0 + drop, (frames, j0, j1)
             chunks.append((y, drop * self.d_model, (j1 - j0) * self.d_model))
         return (chunks[0][0] if len(chunks) == 1 else self.ex.join(chunks)), Tp
 
-    def fused_weights(self):
-        """The stack's weights described once for the one-call subsampling."""
-        if self._weights is None:
-            k = self.k
-            self._weights = one_call.subsampling_weights(
-                k, self.C, self.n_mels, self.d_model, [self.conv0, self.conv2, self.conv5],
-                *(one_call.linear_parts(k, lin.weights) for lin in (self.pw3, self.pw6, self.linear)))
-        return self._weights
-
-    def _frames(self, x, T: int, n_mels: int, float_acts: bool) -> tuple:
-        """x [T][mels] -> ([T'][d_model], T'), the whole stack on one slice of time: one C call
-        (kernels/subsampling.h) when nothing is split, else composed here. The maps
-        are channel-last ([H][W][C]: one row per position, what the pointwise convs take as
+    def forward(self, x, T: int) -> tuple:
+        """x [T][mels] -> ([T'][d_model], T'), the whole stack on one slice of time, block by
+        block (what the executor runs, or runs as one C call: ex.subsampling). The maps are
+        channel-last ([H][W][C]: one row per position, what the pointwise convs take as
         tokens), so only the flatten moves data."""
-        if self.ex.whole_layers and not float_acts:
-            return one_call.subsampling_frames(self.k, self.fused_weights(), T, x)
         convs = self.convs
         head = convs.head(x, T)                                         # [H][W][C]
-        H, W = (((T + 1) // 2) + 1) // 2, (((n_mels + 1) // 2) + 1) // 2
-        x = self.pw3(head, H * W, float_acts)                           # relu: as the conv reads it
+        H, W = (((T + 1) // 2) + 1) // 2, (((self.n_mels + 1) // 2) + 1) // 2
+        x = self.pw3(head, H * W)                                       # relu: as the conv reads it
         y = convs.dw(x, H, W)
         H, W = (H + 1) // 2, (W + 1) // 2
-        x = self.pw6(y, H * W, float_acts)
-        return self.linear(convs.flatten(x, H, W), H, float_acts), H
+        x = self.pw6(y, H * W)
+        return self.linear(convs.flatten(x, H, W), H), H
 
 
 def subsampled_length(T: int) -> int:
@@ -156,46 +139,11 @@ def positional_table(k: Kernels, T: int, D: int) -> array:
     return k.rel_positions(T, D)
 
 
-# Memory the projected positional keys may keep, all layers together: up to here each layer
-# keeps its keys for the longest window seen (the full-size model: 13.6 s windows, the stream's
-# 12 s cap included); longer windows project the table afresh, as before.
+# Memory the projected positional keys may keep, all layers together, where the executor keeps
+# them (engine/executors/cpu.py PositionKeys): each layer keeps its keys for the longest window
+# seen up to this (the full-size model: 13.6 s windows, the stream's 12 s cap included); longer
+# windows project the table afresh.
 POSITION_KEYS_BYTES = 32 << 20
-
-
-class PositionKeys:
-    """A layer's relative_k_proj of the positional table, kept across window lengths.
-
-    Row r of the table for T frames holds position T-1-r, and its projection depends on that
-    position alone (the linear quantises each row by itself; no bias), so the keys of any
-    T <= the longest T kept are one contiguous slice of the kept ones, the same bits as
-    projecting that T's table. A longer T projects only its new outermost rows: positions
-    T-1..T0 above the kept ones and -T0..-(T-1) below. Streams re-decode windows of every
-    length up to 12 s, so this saves the projection on almost every decode."""
-
-    def __init__(self, linear: "Linear", D: int, max_T: int):
-        self.linear, self.D, self.max_T = linear, D, max_T
-        self.T, self.keys = 0, array("f")          # keys [2T-1][D] for positions T-1 .. -(T-1)
-
-    def __call__(self, pe, T: int):
-        """The keys [2T-1][D] (a view) for the table pe of T frames; None past max_T."""
-        if T > self.max_T:
-            return None
-        if T > self.T:
-            self._grow(memoryview(pe), T)
-        first = (self.T - T) * self.D
-        return memoryview(self.keys)[first:first + (2 * T - 1) * self.D]
-
-    def _grow(self, pe: memoryview, T: int):
-        D, T0 = self.D, self.T
-        if T0 == 0:
-            self.keys = self.linear(pe[:(2 * T - 1) * D], 2 * T - 1)
-        else:
-            n = T - T0                                  # new positions at each end
-            keys = self.linear(pe[:n * D], n)                                   # T-1 .. T0
-            keys.extend(self.keys)
-            keys.extend(self.linear(pe[(T + T0 - 1) * D:(2 * T - 1) * D], n))   # -T0 .. -(T-1)
-            self.keys = keys
-        self.T = T
 
 
 class SelfAttention:
@@ -213,23 +161,21 @@ class SelfAttention:
         self.u, self.v_bias = k.f16_to_f32(u.data, u.count), k.f16_to_f32(v.data, v.count)
         self.sqrt_dk = array("f", [self.dk ** 0.5])[0]
         rows = POSITION_KEYS_BYTES // (4 * self.D * model.dims.n_layers)
-        self.position_keys = PositionKeys(self.pos, self.D, min((rows + 1) // 2, (MAX_DIM + 1) // 2))
+        self.position_keys = ex.position_keys(self.pos, self.D, min((rows + 1) // 2, (MAX_DIM + 1) // 2))
         self._heads = ex.attention(self.D, self.H, self.u, self.v_bias, self.sqrt_dk)
 
-    def __call__(self, x, T: int, pe, float_acts: bool) -> array:
+    def __call__(self, x, T: int, pe) -> array:
         with section("attention"):
-            return self._forward(x, T, pe, float_acts)
+            return self._forward(x, T, pe)
 
-    def _forward(self, x, T: int, pe, float_acts: bool) -> array:
-        Q, K, V = self.q(x, T, float_acts), self.k_(x, T, float_acts), self.v(x, T, float_acts)   # [T][D]
-        # kept keys are host arrays; on a GPU the projection stays there and is done afresh
-        keep = self.ex.arrays_on_host and not float_acts
-        P = self.position_keys(pe, T) if keep else None                                          # [2T-1][D]
+    def _forward(self, x, T: int, pe) -> array:
+        Q, K, V = self.q(x, T), self.k_(x, T), self.v(x, T)                  # [T][D]
+        P = self.position_keys(pe, T)               # [2T-1][D], where the executor keeps them
         if P is None:
-            P = self.pos(pe, 2 * T - 1, float_acts)
+            P = self.pos(pe, 2 * T - 1)
         # softmax((qu.k + qv.p) / sqrt(dk)) v, each head on its own columns of Q, K, V, P
         heads = self._heads(Q, K, V, P, T)                                # [T][H][dk]: heads side by side
-        return self.o(heads, T, float_acts)
+        return self.o(heads, T)
 
 
 class ConvModule:
@@ -247,15 +193,9 @@ class ConvModule:
         self.dw_b = f32(model.tensor(prefix + "conv.depthwise_conv.bias"))
         self._middle = ex.conv_middle(self.pw1, self.dw_w, self.dw_b, self.K)
 
-    def __call__(self, x, T: int, float_acts: bool) -> array:
+    def __call__(self, x, T: int) -> array:
         with section("conv module"):
-            if float_acts:
-                k = self.k
-                g = k.glu(dense_forward(k, self.pw1, x, T, None), T, self.D)
-                h = k.silu(k.dwconv1d(g, T, self.D, self.dw_w, self.dw_b, self.K), T * self.D)
-            else:
-                h = self._middle(x, T)
-            return self.pw2(h, T, float_acts)
+            return self.pw2(self._middle(x, T), T)
 
 
 class FeedForward:
@@ -264,58 +204,36 @@ class FeedForward:
         self.linear1 = Linear(ex, model, prefix + "linear1.weight", activation="silu")
         self.linear2 = Linear(ex, model, prefix + "linear2.weight")
 
-    def __call__(self, x, T: int, float_acts: bool) -> array:
+    def __call__(self, x, T: int) -> array:
         with section("feed-forward"):
-            return self.linear2(self.linear1(x, T, float_acts), T, float_acts)
+            return self.linear2(self.linear1(x, T), T)
 
 
 class ConformerLayer:
-    """One layer. With nothing to split it is one C call (kernels/layer.h: the same calls as the
-    composed blocks below, made from C); split, and for the float-activation debug path, it is
-    composed here block by block."""
+    """One layer: forward() composes it block by block; how it runs is the executor's choice
+    (ex.layer: as forward(), or one C call, kernels/layer.h, with the same bits)."""
 
     def __init__(self, ex, model: ModelFile, layer: int):
         p = f"encoder.layers.{layer}."
-        self.k, self.ex, self.D = ex.k, ex, model.dims.d_model
+        self.ex, self.D = ex, model.dims.d_model
         self.norm_feed_forward1, self.feed_forward1 = LayerNorm(ex, model, p + "norm_feed_forward1"), FeedForward(ex, model, p + "feed_forward1.")
         self.norm_self_att, self.self_attn = LayerNorm(ex, model, p + "norm_self_att"), SelfAttention(ex, model, p)
         self.norm_conv, self.conv = LayerNorm(ex, model, p + "norm_conv"), ConvModule(ex, model, p)
         self.norm_feed_forward2, self.feed_forward2 = LayerNorm(ex, model, p + "norm_feed_forward2"), FeedForward(ex, model, p + "feed_forward2.")
         self.norm_out = LayerNorm(ex, model, p + "norm_out")
-        self._weights = None
+        self._run = ex.layer(self)
 
-    def __call__(self, x, T: int, pe, float_acts: bool) -> array:
-        if self.ex.whole_layers and not float_acts:
-            with section("conformer layer (one call)"):
-                keys = self.self_attn.position_keys(pe, T)
-                return one_call.conformer_layer(self.k, self.fused_weights(), T, x, pe, pos_keys=keys)
+    def __call__(self, x, T: int, pe) -> array:
+        return self._run(x, T, pe)
+
+    def forward(self, x, T: int, pe) -> array:
         with section("norms and residuals"):
-            return self._forward(x, T, pe, float_acts)
-
-    def fused_weights(self):
-        """The layer's weights described once for the one-call layer."""
-        if self._weights is None:
-            att, conv, d, k = self.self_attn, self.conv, self.D, self.k
-            ff = self.feed_forward1.linear1.O
-            norms = [(n.g, n.b) for n in (self.norm_feed_forward1, self.norm_self_att, self.norm_conv,
-                                          self.norm_feed_forward2, self.norm_out)]
-            linears = {"ff1_in": self.feed_forward1.linear1.weights, "ff1_out": self.feed_forward1.linear2.weights,
-                       "q": att.q.weights, "k": att.k_.weights, "v": att.v.weights, "o": att.o.weights,
-                       "pos": att.pos.weights, "pw1": conv.pw1, "pw2": conv.pw2.weights,
-                       "ff2_in": self.feed_forward2.linear1.weights, "ff2_out": self.feed_forward2.linear2.weights}
-            self._weights = one_call.conformer_layer_weights(
-                k, d, att.H, ff, conv.K, self.norm_out.eps, att.sqrt_dk, norms,
-                {name: one_call.linear_parts(k, w) for name, w in linears.items()}, att.u, att.v_bias,
-                conv.dw_w, conv.dw_b)
-        return self._weights
-
-    def _forward(self, x, T: int, pe, float_acts: bool) -> array:
-        add, n = self.ex.add_scaled, T * self.D
-        r = add(x, 0.5, self.feed_forward1(self.norm_feed_forward1(x, T), T, float_acts), n)
-        r = add(r, 1.0, self.self_attn(self.norm_self_att(r, T), T, pe, float_acts), n)
-        r = add(r, 1.0, self.conv(self.norm_conv(r, T), T, float_acts), n)
-        r = add(r, 0.5, self.feed_forward2(self.norm_feed_forward2(r, T), T, float_acts), n)
-        return self.norm_out(r, T)
+            add, n = self.ex.add_scaled, T * self.D
+            r = add(x, 0.5, self.feed_forward1(self.norm_feed_forward1(x, T), T), n)
+            r = add(r, 1.0, self.self_attn(self.norm_self_att(r, T), T, pe), n)
+            r = add(r, 1.0, self.conv(self.norm_conv(r, T), T), n)
+            r = add(r, 0.5, self.feed_forward2(self.norm_feed_forward2(r, T), T), n)
+            return self.norm_out(r, T)
 
 
 class Encoder:
@@ -332,17 +250,17 @@ class Encoder:
             self._pe = {T: positional_table(self.k, T, self.dims.d_model)}
         return self._pe[T]
 
-    def __call__(self, features, T: int, float_acts: bool = False, on_layer=None, cancelled=None) -> tuple:
-        return self.ex.encode(lambda: self._forward(features, T, float_acts, on_layer, cancelled))
+    def __call__(self, features, T: int, on_layer=None, cancelled=None) -> tuple:
+        return self.ex.encode(lambda: self._forward(features, T, on_layer, cancelled))
 
-    def _forward(self, features, T: int, float_acts: bool, on_layer, cancelled) -> tuple:
+    def _forward(self, features, T: int, on_layer, cancelled) -> tuple:
         host = self.ex.host
-        x, Tp = self.subsampling(features, self.dims.n_mels, T, float_acts)
+        x, Tp = self.subsampling(features, self.dims.n_mels, T)
         pe = self.positional(Tp)
         for i, layer in enumerate(self.layers):
             if cancelled is not None and cancelled():
                 raise Cancelled()
-            x = layer(x, Tp, pe, float_acts)
+            x = layer(x, Tp, pe)
             if on_layer is not None:
                 on_layer(i, host(x))
         return host(x), Tp

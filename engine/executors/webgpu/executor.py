@@ -114,16 +114,15 @@ class WebGpu(Alone):
     def on_device(self) -> bool:
         return self.lost is None and not self._cpu
 
-    @property
-    def arrays_on_host(self) -> bool:
-        """Off the device (a redo, after a loss) the operations are Alone's and return arrays."""
+    def one_call_now(self) -> bool:
+        """On the device a layer is composed from the device operations; off it (a redo, after
+        a loss) it is the one-call C layer, as Alone runs it (the same bits)."""
         return not self.on_device
 
-    @property
-    def whole_layers(self) -> bool:
-        """On the device a layer is composed from the device operations; off it, the one-call
-        C layer as Alone runs it (the same bits)."""
-        return not self.on_device
+    def position_keys(self, project, D: int, max_T: int):
+        """Kept keys are host arrays: on the device the projection stays there, done afresh."""
+        kept = super().position_keys(project, D, max_T)
+        return lambda pe, T: None if self.on_device else kept(pe, T)
 
     def device_failed(self, error: Exception) -> None:
         """From now on everything runs on the CPU; `lost` says why."""

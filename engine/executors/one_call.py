@@ -1,6 +1,8 @@
-"""The family's one-call entry points (kernels/layer.h, subsampling.h, decoder_step.h): a whole
+"""The one-call entry points (kernels/layer.h, subsampling.h, decoder_step.h): a whole
 encoder layer, the whole subsampling stack, a prediction step, a joint evaluation and the TDT
-greedy loop, each one C call. Their weights are checked once and described in the C structs
+greedy loop of the parakeet-tdt family, each one C call; and the family's blocks run through
+them (OneCallLayer, OneCallSubsampling, OneCallDecoding: how the CPU executors run a block when
+nothing is split). Their weights are checked once and described in the C structs
 here (the linears as kernels/fused.h pk_linear: engine/kernels.py LinearDesc), kept alive with
 their buffers; a call then crosses once with nothing to convert.
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import ctypes
 from array import array
 
+from ..family import Cancelled
 from ..kernels import (MAX_DIM, Arg, KernelError, Kernels, LinearDesc, WeightsDescription,
                        address_of, check_dims, raise_status, zeros_f32)
 
@@ -317,3 +320,102 @@ def linear_parts(k: Kernels, w) -> tuple:
     """(kind, O, K, weights, bias) of an engine.executors.linear.LinearWeights, as the *_weights functions
     take a linear: fv5 with its Fv5Weights, int8 with (q, scale)."""
     return w.kind, w.O, w.K, w.prepared(k), w.bias
+
+
+# -- a family's blocks, one C call each ---------------------------------------------------------
+# The CPU executors answer ex.layer(block), ex.subsampling(block) and ex.decoding(block) with
+# these while nothing is split (engine/executors/cpu.py Alone). Each reads the block's weights
+# once, at its first call, into the descriptions above; the block itself builds nothing for C.
+
+class OneCallLayer:
+    """run(x, T, pe) -> y [T][D]: a parakeet-tdt ConformerLayer (engine/parakeet_tdt/encoder.py)
+    in one call, with the positional keys its attention keeps (projected in C past them)."""
+
+    def __init__(self, k: Kernels, block):
+        self.k, self.block, self._weights = k, block, None
+
+    def __call__(self, x, T: int, pe) -> array:
+        keys = self.block.self_attn.position_keys(pe, T)
+        return conformer_layer(self.k, self.weights(), T, x, pe, pos_keys=keys)
+
+    def weights(self) -> "ConformerLayerWeights":
+        if self._weights is None:
+            b, k = self.block, self.k
+            att, conv = b.self_attn, b.conv
+            norms = [(n.g, n.b) for n in (b.norm_feed_forward1, b.norm_self_att, b.norm_conv,
+                                          b.norm_feed_forward2, b.norm_out)]
+            linears = {"ff1_in": b.feed_forward1.linear1.weights, "ff1_out": b.feed_forward1.linear2.weights,
+                       "q": att.q.weights, "k": att.k_.weights, "v": att.v.weights, "o": att.o.weights,
+                       "pos": att.pos.weights, "pw1": conv.pw1, "pw2": conv.pw2.weights,
+                       "ff2_in": b.feed_forward2.linear1.weights, "ff2_out": b.feed_forward2.linear2.weights}
+            self._weights = conformer_layer_weights(
+                k, b.D, att.H, b.feed_forward1.linear1.O, conv.K, b.norm_out.eps, att.sqrt_dk, norms,
+                {name: linear_parts(k, w) for name, w in linears.items()}, att.u, att.v_bias, conv.dw_w, conv.dw_b)
+        return self._weights
+
+
+class OneCallSubsampling:
+    """run(x, T) -> (y [T'][D], T'): a parakeet-tdt Subsampling's whole stack on one slice of
+    time x [T][mels] in one call."""
+
+    def __init__(self, k: Kernels, block):
+        self.k, self.block, self._weights = k, block, None
+
+    def __call__(self, x, T: int) -> tuple:
+        return subsampling_frames(self.k, self.weights(), T, x)
+
+    def weights(self) -> "SubsamplingWeights":
+        if self._weights is None:
+            b, k = self.block, self.k
+            self._weights = subsampling_weights(
+                k, b.C, b.n_mels, b.d_model, [b.conv0, b.conv2, b.conv5],
+                *(linear_parts(k, lin.weights) for lin in (b.pw3, b.pw6, b.linear)))
+        return self._weights
+
+
+class OneCallDecoding:
+    """run(f, T, cancelled) -> [(token, frame, duration)]: a parakeet-tdt TdtDecoding's greedy
+    rules (engine/parakeet_tdt/decoder.py greedy_rules) over the projected frames f [T][J],
+    run in C a stretch of frames a call; cancelled() is asked between stretches."""
+
+    def __init__(self, k: Kernels, block):
+        self.k, self.block, self._weights = k, block, None
+
+    def __call__(self, f, T: int, cancelled=None) -> list:
+        decoder = self.start(f, T)
+
+        def between():
+            if cancelled is not None and cancelled():
+                raise Cancelled()
+        return decoder.greedy(self.block.max_symbols, between=between)
+
+    def start(self, f, T: int) -> "DecoderState":
+        """A DecoderState on frames f, its prediction network stepped on the start symbol."""
+        blank = self.block.joint.V
+        decoder = DecoderState(self.weights())
+        decoder.frames(f, T)
+        decoder.step(blank, self.block.prediction.embed(blank))              # SOS = blank (id V)
+        return decoder
+
+    def steps(self, f, T: int) -> tuple:
+        """greedy_rules' best(t) and emit(token), one C call each (tests hold the three ways of
+        running the rules to the same tokens: this, the loop in C, block by block)."""
+        decoder, durations, embed = self.start(f, T), self.block.durations, self.block.prediction.embed
+
+        def best(t):
+            label, di = decoder.best(t)
+            return label, durations[di]
+        return best, lambda label: decoder.step(label, embed(label))
+
+    def weights(self) -> "DecoderWeights":
+        if self._weights is None:
+            b, k = self.block, self.k
+            pred, joint = b.prediction, b.joint
+
+            def parts(lin) -> tuple:
+                return linear_parts(k, lin.weights)
+            self._weights = decoder_weights(
+                k, pred.P, joint.J, joint.V, joint.n_dur, [parts(lin) for lin in pred.w_ih],
+                [parts(lin) for lin in pred.w_hh], parts(joint.pred), parts(joint.head),
+                embedding=(pred.emb_q, pred.emb_scale), durations=b.durations)
+        return self._weights

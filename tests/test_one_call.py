@@ -1,4 +1,4 @@
-"""The one-call entry points (issue 23, step 3: fewer crossings): a whole encoder layer
+"""The one-call entry points (engine/executors/one_call.py): a whole encoder layer
 (kernels/layer.h), the subsampling stack on a slice of time (kernels/subsampling.h) and the TDT
 decoder's prediction step and joint (kernels/decoder_step.h) give
 the bits of the same computation composed from single kernel calls - in every native tier, on
@@ -19,9 +19,8 @@ import pytest
 from conftest import NATIVE_TIERS
 from engine.audio import load_audio
 from engine.kernels import KernelError, Kernels, zeros_f32
-from engine.parakeet_tdt import one_call
-from engine.parakeet_tdt.one_call import LAYER_LINEARS, DecoderState
-from engine.parakeet_tdt.decoder import tdt_greedy
+from engine.executors import one_call
+from engine.executors.one_call import LAYER_LINEARS, DecoderState
 from engine.transcribe import Engine
 from modeltools.fv5 import pack_b5x3t7
 
@@ -316,24 +315,37 @@ def clips(k: Kernels) -> list:
 
 @pytest.mark.parametrize("tier", NATIVE_TIERS)
 @pytest.mark.parametrize("which", ["tiny", "default"])
-def test_engine_fused_equals_composed(tier, which, tiny_gguf_path):
+def test_engine_one_call_equals_block_by_block(tier, which, tiny_gguf_path):
+    """The engine's network run by Alone (a layer and the subsampling one C call each) and by
+    Alone(one_call=False) (block by block): every layer's output bit for bit; and greedy_rules
+    run three ways on the same frames (the loop in C, each step one C call, block by block):
+    the same tokens."""
+    from engine.executors import Alone
+    from engine.executors.one_call import OneCallDecoding
+    from engine.family import network
+    from engine.parakeet_tdt.decoder import greedy_rules
     engine = Engine.open(tiny_gguf_path if which == "tiny" else DEFAULT_MODEL, tier, threads=1)
-    network = engine.network
+    by_blocks = Alone(engine.k, one_call=False)
+    assert engine.executor.one_call_now() and not by_blocks.one_call_now()
+    networks = {"one call": engine.network, "block by block": network(engine.model, by_blocks)}
+    decoding = engine.network.decoding
+    one_call_decoding = OneCallDecoding(engine.k, decoding)
     for samples in clips(engine.k):
+        feats, T = engine.features(samples)
         per_layer = {}
-        for fused in (True, False):
-            network.encoder.subsampling.fused = fused
-            for layer in network.encoder.layers:
-                layer.fused = fused
-            digests = per_layer[fused] = []
-            enc, T = engine.encode(samples, on_layer=lambda i, x: digests.append(
+        for name, net in networks.items():
+            digests = per_layer[name] = []
+            enc, frames = net.encode(feats, T, on_layer=lambda i, x: digests.append(
                 hashlib.sha256(memoryview(x).cast("B")).hexdigest()))
-        assert per_layer[True] == per_layer[False], (tier, which, len(samples))
-        decode = [tdt_greedy(engine.k, network.prediction, network.joint, enc, T, network.model.durations,
-                             network.max_symbols, fused=fused) for fused in ("loop", True, False)]
-        assert decode[0] == decode[1] == decode[2], (tier, which, len(samples))
+        assert len(per_layer["one call"]) == len(engine.network.encoder.layers)
+        assert per_layer["one call"] == per_layer["block by block"], (tier, which, len(samples))
+        f = decoding.joint.project_encoder(enc, frames)
+        ways = [one_call_decoding(f, frames),
+                greedy_rules(frames, *one_call_decoding.steps(f, frames), decoding.joint.V, decoding.max_symbols),
+                decoding.greedy(f, frames)]
+        assert ways[0] == ways[1] == ways[2], (tier, which, len(samples))
     if which == "default":
-        assert decode[0] or per_layer                  # the short cuts may decode to nothing
+        assert ways[0]                                  # the whole clip (last) has words
         assert engine.transcribe(clips(engine.k)[0])["text"].startswith("turn on the kitchen lights")
 
 
@@ -341,7 +353,7 @@ def test_subsampling_refuses_bad_input_before_c(tiny_gguf_path):
     engine = Engine.open(tiny_gguf_path, "scalar", threads=1)
     sub, k = engine.network.encoder.subsampling, engine.k
     F = sub.n_mels
-    weights = sub.fused_weights()
+    weights = one_call.OneCallSubsampling(k, sub).weights()
     x = f32(np.random.default_rng(2).standard_normal(40 * F))
     y, frames = one_call.subsampling_frames(k, weights, 40, x)
     assert frames == 5 and len(y) == 5 * sub.d_model
