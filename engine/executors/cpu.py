@@ -189,7 +189,7 @@ class Alone:
     @property
     def unsplit(self) -> "Alone":
         """An executor on the same kernels that never splits (for one-token work: the decoder)."""
-        if type(self) in (Alone, FloatActivations):
+        if type(self) is Alone:
             return self
         if getattr(self, "_unsplit", None) is None:
             self._unsplit = Alone(self.k, self._one_call)
@@ -221,6 +221,10 @@ class FloatActivations(Alone):
 
     def position_keys(self, project, D: int, max_T: int):
         return lambda pe, T: None
+
+    @property
+    def unsplit(self) -> "FloatActivations":
+        return self                          # never splits; the decoder's linears in float32 too
 
 
 class Threads(Alone):

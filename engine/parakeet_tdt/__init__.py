@@ -25,7 +25,6 @@ class Network:
         self.k, self.model = ex.k, model
         self.encoder = Encoder(ex, model)
         self.decoding = TdtDecoding(ex.unsplit, model)
-        self.prediction, self.joint = self.decoding.prediction, self.decoding.joint
 
     def encode(self, features, T: int, on_layer=None, cancelled=None) -> tuple:
         """log-mel [n_mels][T] -> (encoder output [T'][d_model] floats, T' = ceil(T / 8))."""

@@ -25,7 +25,6 @@ class PredictionNetwork:
         self.emb_scale = model.tensor("decoder.embedding.weight.scale").data.cast("f")
         self.w_ih = [Linear(ex, model, f"decoder.lstm.weight_ih_l{i}", f"decoder.lstm.bias_ih_l{i}") for i in range(self.layers)]
         self.w_hh = [Linear(ex, model, f"decoder.lstm.weight_hh_l{i}", f"decoder.lstm.bias_hh_l{i}") for i in range(self.layers)]
-        self.blank = d.vocab_size
         self._rows = {}
 
     def initial_state(self):

@@ -43,7 +43,6 @@ class Linear:
     """y[N][O] = x[N][K] W^T (+ b), then the activation (None or "silu", element by element)."""
 
     def __init__(self, ex, model: ModelFile, weight: str, bias: str | None = None, activation: str | None = None):
-        self.activation = activation
         self.weights = linear_weights(ex.k, model, weight, bias)
         self.O, self.K = self.weights.O, self.weights.K
         self._run = ex.linear(self.weights, activation)
@@ -150,8 +149,7 @@ class SelfAttention:
     """Multi-head self-attention with the relative positional term (Transformer-XL's u, v)."""
 
     def __init__(self, ex, model: ModelFile, prefix: str):
-        k = self.k = ex.k
-        d, self.ex = model.dims, ex
+        k, d = ex.k, model.dims
         self.D, self.H = d.d_model, d.n_heads
         self.dk = self.D // self.H
         self.q, self.k_, self.v, self.o, self.pos = (
@@ -184,8 +182,7 @@ class ConvModule:
     pw1 value and gate rows, GLU, depthwise conv and SiLU touch only its own channels."""
 
     def __init__(self, ex, model: ModelFile, prefix: str):
-        k = self.k = ex.k
-        d = model.dims
+        k, d = ex.k, model.dims
         self.D, self.K = d.d_model, d.conv_kernel
         self.pw1 = linear_weights(k, model, prefix + "conv.pointwise_conv1.weight")        # [2D][D]
         self.pw2 = Linear(ex, model, prefix + "conv.pointwise_conv2.weight")
