@@ -55,7 +55,7 @@ VENV = ROOT / ".venv"
 VENV_PY = VENV / "bin" / "python"
 NATIVE_LIB = LIB_DIR / f"phonon_kernels.{platform.machine()}-linux.so"
 WASM_MODULES = {t.name: LIB_DIR / t.module for t in tiers_of("wasm")}      # engine/tiers.py
-COMMON_SOURCES = ["fv5_grid.c", "fused.c", "layer.c", "decoder_step.c"]
+COMMON_SOURCES = ["fv5_grid.c", "one_call.c", "layer.c", "subsampling.c", "decoder_step.c"]
 # -fno-math-errno: sqrtf need not set errno, so compilers vectorise it (the frontend's
 # magnitudes); it is correctly rounded either way, so no bit changes (IEEE 754 sqrt).
 CFLAGS = ["-O3", "-fPIC", "-std=c11", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno",
@@ -497,7 +497,7 @@ def tiny_model() -> Path:
     if newer(TINY_MODEL, sources):
         setup_venv()
         BUILD.mkdir(parents=True, exist_ok=True)
-        run([VENV_PY, "-m", "engine", "convert", "phonon2", "--container", sources[0],
+        run([VENV_PY, "-m", "modeltools", "convert", "phonon2", "--container", sources[0],
              "--config", sources[1], "--out", TINY_MODEL], cwd=ROOT)
     return TINY_MODEL
 
@@ -916,7 +916,7 @@ def fetch_phonon2(mirror: str | None) -> tuple:
     import tempfile
     with tempfile.TemporaryDirectory(prefix="phonon-fetch-") as tmp:
         status = Path(tmp) / "status.json"
-        cmd = [VENV_PY, "-m", "engine", "fetch", "phonon-2", "--status-json", status]
+        cmd = [VENV_PY, "-m", "modeltools", "fetch", "phonon-2", "--status-json", status]
         if mirror:
             cmd += ["--from", mirror]
         print("+ " + " ".join(str(c) for c in cmd), flush=True)
@@ -932,7 +932,7 @@ def cmd_fetch(args):
     """python3 build.py fetch phonon-2: the engine's fetch (download, pins, convert --verify into
     the cache), run in the .venv."""
     setup_venv()
-    cmd = [VENV_PY, "-m", "engine", "fetch", args.name]
+    cmd = [VENV_PY, "-m", "modeltools", "fetch", args.name]
     for flag in ("mirror", "cache", "timeout", "retries", "sha256", "bytes"):
         value = getattr(args, flag)
         if value is not None:

@@ -154,15 +154,11 @@ async def engine_summary(model, audio, kind):
 @job
 async def profile_crossings(model, audio, tier, repeats=3, composed=False):
     """Where a transcription's time goes, by C entry point: every ctypes call of one engine
-    (one worker) counted and timed from Python, i.e. with its crossing. {"calls": {name:
-    [count, seconds]}, "total_seconds", "audio_seconds"} for the last of `repeats` runs."""
+    (one worker) counted and timed from Python, i.e. with its crossing; `composed`: block by
+    block, without the one-call C forms. {"calls": {name: [count, seconds]}, "total_seconds",
+    "audio_seconds"} for the last of `repeats` runs."""
+    from engine import kernels
     model, audio = await read_bytes(model), await read_floats(audio)
-    engine = Engine.from_buffer(model, tier, threads=1)
-    if composed:
-        enc = engine.network.encoder
-        enc.subsampling.fused = False
-        for layer in enc.layers:
-            layer.fused = False
     table = {}
 
     def counted(name, fn):
@@ -175,7 +171,22 @@ async def profile_crossings(model, audio, tier, repeats=3, composed=False):
                 entry[0] += 1
                 entry[1] += time.perf_counter() - started
         return call
-    engine.k._fn = {name: counted(name, fn) for name, fn in engine.k._fn.items()}
+
+    # Every entry point is counted as it is declared: the engine's own table, and the ones the
+    # executors bind while the network is built or later (Kernels.entry).
+    declare = kernels._declare
+    kernels._declare = lambda lib, name, restype, argtypes: counted(
+        name.split("__")[0], declare(lib, name, restype, argtypes))          # fv5_gemm__avx2: fv5_gemm
+    try:
+        return _profile(model, audio, tier, repeats, composed, table)
+    finally:
+        kernels._declare = declare
+
+
+def _profile(model, audio, tier, repeats, composed, table) -> dict:
+    engine = Engine.from_buffer(model, tier, threads=1)
+    if composed:                        # block by block: the one-call C forms off
+        engine.executor.one_call = False
     for _ in range(repeats):
         table.clear()
         started = time.perf_counter()

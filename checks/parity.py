@@ -6,7 +6,7 @@ Standard library only (Pyodide has no numpy): inputs come from ``random.Random``
 Mersenne Twister gives the same stream everywhere) and integer arithmetic; floats are built
 from integers and powers of two, so no libm function touches the data.
 
-    python3 -m engine parity [--tier T] [--json]
+    python3 -m checks.parity [--tier T] [--only SUBSTR] [--json]
 """
 
 from __future__ import annotations
@@ -307,3 +307,26 @@ def combined_digest(table: dict) -> str:
     """One sha256 over a digests() table's cases (sorted): equal tables, equal digests."""
     text = "\n".join(f"{k} {v}" for k, v in sorted(table["cases"].items()))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def main(argv=None) -> int:
+    import argparse
+    import json
+    import sys
+    parser = argparse.ArgumentParser(prog="python3 -m checks.parity",
+                                     description="run the deterministic kernel sweep and print digests")
+    parser.add_argument("--tier", default="auto")
+    parser.add_argument("--only", help="run only cases whose name contains this")
+    parser.add_argument("--json", action="store_true", help="print the digest table as JSON")
+    args = parser.parse_args(argv)
+    table = digests(args.tier, args.only)
+    if args.json:
+        json.dump(table, sys.stdout, indent=1)
+        print()
+    else:
+        print(f"tier {table['tier']}: {len(table['cases'])} cases, combined sha256 {combined_digest(table)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,20 +1,9 @@
 """Command line: python3 -m engine <command>.
 
-The runtime's commands (transcribe, stream, tiers) use engine/ alone; convert, fetch and synth
-are host tools (modeltools/, numpy), parity a check (checks/): a source checkout has them all.
+The runtime's commands; they use engine/ alone. The host tools (convert, fetch, synth) are
+python3 -m modeltools, the kernel sweep python3 -m checks.parity: they sit above the runtime.
 
-    parity [--tier T] [--only SUBSTR] [--json]   kernel sweep digests (compare runtimes)
     tiers                                         kernel tiers this machine can run
-    convert phonon2 (--archive F | --container F --config F) --out F [--verify] [--notice F]
-                                                  Phonon-2 release -> GGUF (host: numpy, gguf)
-    convert parakeet (--hf DIR | --nemo FILE.nemo) [--weights int8|fv5] --out F [--verify]
-                                                  a transformers ParakeetForTDT folder (NVIDIA's
-                                                  Parakeet-TDT checkpoints) -> GGUF
-    fetch phonon-2 [--from URL] [--cache DIR] [--timeout S] [--retries N] [--force]
-                                                  download the pinned release (resumable), check
-                                                  it, convert with --verify into the cache
-    synth --size tiny|full [--seed N] [--archive] --out DIR
-                                                  a synthetic model.fermion + config.json
     transcribe FILE [--model M.gguf] [--json] [--tier T] [--threads N] [--raw-rate HZ] [--float-acts]
                                                   WAV (any rate/channels) or raw float32 -> text
     stream FILE [--model M.gguf] [--json] [--chunk-ms 20] [--realtime] [--tier T] [--threads N] [--raw-rate HZ]
@@ -34,36 +23,10 @@ import sys
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m engine")
     sub = parser.add_subparsers(dest="command", required=True)
-    parity = sub.add_parser("parity", help="run the deterministic kernel sweep and print digests")
-    parity.add_argument("--tier", default="auto")
-    parity.add_argument("--only", help="run only cases whose name contains this")
-    parity.add_argument("--json", action="store_true", help="print the digest table as JSON")
     sub.add_parser("tiers", help="list the kernel tiers this machine can run")
-    convert = sub.add_parser("convert", help="convert a model release to the project's GGUF")
-    convert.add_argument("source", choices=["phonon2", "parakeet"],
-                         help="phonon2: the Phonon-2 release; parakeet: a transformers ParakeetForTDT folder")
-    src = convert.add_mutually_exclusive_group()
-    src.add_argument("--archive", help="the release archive phonon-2.bps.tar.zst")
-    src.add_argument("--container", help="an extracted model.fermion (with --config)")
-    src.add_argument("--hf", help="(parakeet) a save_pretrained folder: config.json, model.safetensors, tokenizer.json")
-    src.add_argument("--nemo", help="(parakeet) NVIDIA's own .nemo checkpoint (read without NeMo)")
-    convert.add_argument("--weights", choices=["int8", "fv5"], default="int8",
-                         help="(parakeet) the encoder's linears: int8 rows with a float scale (default), or a "
-                              "post-training five-value projection (fv5, for comparison)")
-    convert.add_argument("--config", help="the release's config.json (with --container)")
-    convert.add_argument("--out", required=True, help="the GGUF to write")
-    convert.add_argument("--verify", action="store_true", help="re-read and compare bit for bit")
-    convert.add_argument("--notice", help="a NOTICE file to embed instead of the built-in attribution")
-    synth = sub.add_parser("synth", help="write a synthetic Phonon-2-family model.fermion + config.json")
-    synth.add_argument("--size", choices=["tiny", "full"], required=True)
-    synth.add_argument("--seed", type=int, default=0)
-    synth.add_argument("--archive", action="store_true", help="also write the .bps.tar.zst archive")
-    synth.add_argument("--out", required=True)
-    from modeltools import fetch      # host tools: a source checkout's command line reaches them too
-    fetch.add_arguments(sub.add_parser("fetch", help="download a model release into the cache and convert it"))
     tr = sub.add_parser("transcribe", help="transcribe a WAV file (or raw float32 samples)")
     tr.add_argument("file")
-    tr.add_argument("--model", default=None, help="a model GGUF or phonon-2 (fetched) (default: the bundled models/phonon-small.gguf)")
+    tr.add_argument("--model", default=None, help="a model GGUF or phonon-2 (fetched: python3 -m modeltools fetch) (default: the bundled models/phonon-small.gguf)")
     tr.add_argument("--json", action="store_true", help="print text, words, tokens and timing as JSON")
     tr.add_argument("--tier", default="auto")
     tr.add_argument("--threads", type=int, default=None, help="encoder threads (default: all cores; any count gives the same bits)")
@@ -71,7 +34,7 @@ def main(argv=None) -> int:
     tr.add_argument("--float-acts", action="store_true", help="float32 activations in the linears (debug)")
     st = sub.add_parser("stream", help="stream a WAV file through a live session")
     st.add_argument("file")
-    st.add_argument("--model", default=None, help="a model GGUF or phonon-2 (fetched) (default: the bundled models/phonon-small.gguf)")
+    st.add_argument("--model", default=None, help="a model GGUF or phonon-2 (fetched: python3 -m modeltools fetch) (default: the bundled models/phonon-small.gguf)")
     st.add_argument("--json", action="store_true", help="print events, final transcript and metrics as JSON")
     st.add_argument("--chunk-ms", type=float, default=20.0, help="feed size (default 20 ms)")
     st.add_argument("--realtime", action="store_true", help="feed no faster than the audio plays")
@@ -79,58 +42,26 @@ def main(argv=None) -> int:
     st.add_argument("--threads", type=int, default=None, help="encoder threads (default: all cores; any count gives the same bits)")
     st.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
     from .stream.session import StreamConfig
+    from .transcribe import FETCHED_MODELS, cache_dir, cached_model
     for name in ("right_context_ms", "agree_context_ms", "hop_ms", "max_interval_ms", "max_window_ms", "min_pause_ms"):
         default = getattr(StreamConfig, name)
         st.add_argument("--" + name.replace("_", "-"), type=int, default=default, help=f"default {default}")
     args = parser.parse_args(argv)
     if args.command in ("transcribe", "stream") and args.model is None:
         args.model = str(default_model())
-    if args.command in ("transcribe", "stream") and args.model in fetch.RELEASE_KEYS:
-        cached = fetch.cached_model(args.model)
+    if args.command in ("transcribe", "stream") and args.model in FETCHED_MODELS:
+        cached = cached_model(args.model)
         if cached is None:
-            print(f"error: {args.model} is not in the cache ({fetch.cache_dir()}): "
-                  f"run `python3 -m engine fetch {args.model}`", file=sys.stderr)
+            print(f"error: {args.model} is not in the cache ({cache_dir()}): "
+                  f"run `python3 -m modeltools fetch {args.model}`", file=sys.stderr)
             return 2
         args.model = str(cached)
-    if args.command == "fetch":
-        return fetch.main(args)
     if args.command == "transcribe":
         return transcribe_command(args)
     if args.command == "stream":
         return stream_command(args)
-    if args.command == "convert":
-        if args.source == "phonon2" and not (args.archive or args.container):
-            parser.error("convert phonon2 needs --archive or --container")
-        if args.source == "parakeet" and not (args.hf or args.nemo):
-            parser.error("convert parakeet needs --hf DIR or --nemo FILE.nemo")
-        if args.container and not args.config:
-            parser.error("--container needs --config")
-        from modeltools.convert_cli import ConversionError, main as convert_main
-        from modeltools.fermion import ContainerError
-        try:
-            return convert_main(args)
-        except (ConversionError, ContainerError, OSError) as e:
-            print(f"convert: error: {e}", file=sys.stderr)
-            return 1
-    if args.command == "synth":
-        from pathlib import Path
-        from modeltools.synth import make
-        container = make(args.size, args.seed, Path(args.out), archive=args.archive)
-        print(f"wrote {container} ({container.stat().st_size:,} bytes) and {Path(args.out) / 'config.json'}")
-        return 0
-
     from . import kernels
-    if args.command == "tiers":
-        print(" ".join(kernels.available_tiers()))
-        return 0
-    from checks import parity as sweep
-    table = sweep.digests(args.tier, args.only)
-    if args.json:
-        json.dump(table, sys.stdout, indent=1)
-        print()
-    else:
-        combined = sweep.combined_digest(table)
-        print(f"tier {table['tier']}: {len(table['cases'])} cases, combined sha256 {combined}")
+    print(" ".join(kernels.available_tiers()))
     return 0
 
 

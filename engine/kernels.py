@@ -899,7 +899,7 @@ class Fv5Weights:
         return self._K
 
 
-# A linear described for C (kernels/fused.h pk_linear), for families' one-call entry points.
+# A linear described for C (kernels/one_call.h pk_linear), for families' one-call entry points.
 
 class LinearDesc(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_int32), ("O", ctypes.c_int32), ("K", ctypes.c_int32),

@@ -9,8 +9,11 @@ Runs unchanged natively and in Pyodide (pass the model bytes to Engine.from_buff
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from array import array
+from pathlib import Path
 
 from .audio import MODEL_RATE
 from .family import Cancelled, load, network
@@ -108,4 +111,30 @@ class Engine:
         return result
 
 
-__all__ = ["Engine", "Cancelled"]
+# The models `python3 -m modeltools fetch NAME` downloads and converts; it leaves
+# CACHE/models/NAME.gguf beside NAME.json, its record (the GGUF's size, the archive's sha256).
+FETCHED_MODELS = ("phonon-2",)
+
+
+def cache_dir() -> Path:
+    """$PHONON_WEB_CACHE, or ~/.cache/phonon-web."""
+    return Path(os.environ.get("PHONON_WEB_CACHE") or Path.home() / ".cache" / "phonon-web")
+
+
+def cached_model(name: str, cache: Path | None = None, archive_sha256: str | None = None) -> Path | None:
+    """models/<name>.gguf if a finished fetch left it (its record names its size; with
+    `archive_sha256`, converted from that archive), else None."""
+    cache = cache or cache_dir()
+    gguf, record = cache / "models" / f"{name}.gguf", cache / "models" / f"{name}.json"
+    try:
+        info = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return None
+    if archive_sha256 is not None and info.get("archive_sha256") != archive_sha256:
+        return None
+    if gguf.is_file() and gguf.stat().st_size == info.get("gguf_bytes"):
+        return gguf
+    return None
+
+
+__all__ = ["Engine", "Cancelled", "FETCHED_MODELS", "cache_dir", "cached_model"]

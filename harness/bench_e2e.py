@@ -5,7 +5,7 @@ section (engine/timing.py), native peak RSS and the browser's wasm heap.
     python3 -m harness.bench_e2e [--json FILE] [--seconds 10,30] [--runtimes native,chromium]
                                  [--size full|tiny]
 
-The model is generated (python3 -m engine synth --size full --seed 1) and converted on first
+The model is generated (python3 -m modeltools synth --size full --seed 1) and converted on first
 use into build/bench-models/ (again when its generator's sources change; a copy is kept in
 .cache/synthetic-models/); the audio is a deterministic speech-like signal. `--size tiny`
 (a smoke run: tests/test_bench_smoke.py) takes the committed tiny synthetic model instead.
@@ -151,7 +151,7 @@ def chromium(gguf: Path, seconds_list, tiers) -> list:
                    wasm_heap_bytes=r["wasm_heap_bytes"], model_bytes=gguf.stat().st_size) for r in rows]
 
 
-# engine/timing.py's sections in pipeline order. The fused path runs a whole encoder layer as one
+# engine/timing.py's sections in pipeline order. The one-call path runs a whole encoder layer as one
 # C call ("conformer layer (one call)"), so the composed path's parts (linears, attention, ...)
 # appear only when a split encoder or the float-activation path runs them: the table shows the
 # sections that were timed and no column of zeros for those that never ran.

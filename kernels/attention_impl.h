@@ -1,6 +1,6 @@
 /* Relative-position self-attention (contracts in ops.h: pk_rel_scores, pk_softmax_rows,
  * pk_matmul_nn, pk_attention_heads), written once and compiled twice: in ops__scalar.c as the
- * exported pk_ functions every module has, and per tier in fused_impl.h for the one-call layer,
+ * exported pk_ functions every module has, and per tier in one_call_impl.h for the one-call layer,
  * with that tier's compiler flags (the loops over j and n have independent outputs, so
  * compilers vectorise them at the tier's width without touching any sum's order) and the
  * tier's exp for the softmax (pk_expf's steps lane-wise: activation.h softmax_exp_row__<tier>).

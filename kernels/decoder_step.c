@@ -1,5 +1,5 @@
 /* The tier-independent part of the decoder's one-call steps (contract in decoder_step.h): where
- * their buffers sit in the scratch. The steps themselves: fused_impl.h. */
+ * their buffers sit in the scratch. The steps themselves: one_call_impl.h. */
 #include "decoder_step.h"
 
 /* Scratch: two [4P] gate buffers, h [J], z [O], xs, then xq and the GEMM's scratch. */

@@ -17,7 +17,7 @@
 #ifndef PK_DECODER_STEP_H
 #define PK_DECODER_STEP_H
 
-#include "fused.h"
+#include "one_call.h"
 
 typedef struct {
     int32_t layers, P, J;

@@ -1,6 +1,6 @@
 /* The subsampling head on channel-last maps (contract in ops.h: pk_subsampling_head_cl), written
  * once and compiled twice, as attention_impl.h: in ops__scalar.c as the exported
- * pk_subsampling_head_cl, and per tier in fused_impl.h as subsampling_head_cl__<tier>, with the
+ * pk_subsampling_head_cl, and per tier in one_call_impl.h as subsampling_head_cl__<tier>, with the
  * tier's compiler flags.
  *
  * Lanes = channels. Interior pixels (all nine taps inside the map) are computed a vector of

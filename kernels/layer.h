@@ -26,7 +26,7 @@
 #ifndef PK_LAYER_H
 #define PK_LAYER_H
 
-#include "fused.h"
+#include "one_call.h"
 
 /* The weights of one layer (norms in the order of the formula above). */
 typedef struct {

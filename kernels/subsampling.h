@@ -21,6 +21,7 @@
 #define PK_SUBSAMPLING_H
 
 #include "common.h"
+#include "one_call.h"          /* pk_linear, for the one-call stack below */
 
 #define PK_SUBSAMPLING_HEAD_ARGS                                                            \
     int T, int F, int C, const float *x, const float *w0, const float *b0, const float *w2, \
@@ -100,7 +101,7 @@ static inline int pk_subsampling_head_with(pk_conv1_s2_fn conv, PK_SUBSAMPLING_H
 }
 
 /* The head channel-last, channels c0..c1-1 (ops.h pk_subsampling_head_cl; head_impl.h compiled
- * with each tier's flags in fused__<tier>.c): lanes over channels, the same bits. */
+ * with each tier's flags in one_call__<tier>.c): lanes over channels, the same bits. */
 #define PK_SUBSAMPLING_HEAD_CL_ARGS                                                         \
     int T, int F, int C, int c0, int c1, const float *x, const float *w0, const float *b0,  \
         const float *w2, const float *b2, float *scratch, float *y
@@ -124,8 +125,7 @@ PK_API int subsampling_head__wasm_relaxed_simd(PK_SUBSAMPLING_HEAD_ARGS);
  *   c = pw6(b); flat = pk_transpose_last2(relu(c))          [H3][C W3]
  *   y = linear(flat)                                        [H3][D]
  * x [T][F] (time, mel bins); the linears quantise per token, as every linear. The tiers build it
- * from fused_impl.h. Returns 0, 1 + row for a non-finite linear input, or PK_E_*. */
-#include "fused.h"
+ * from one_call_impl.h. Returns 0, 1 + row for a non-finite linear input, or PK_E_*. */
 
 typedef struct {
     int32_t C, F, D;                                   /* channels, mel bins in, d_model out */

@@ -1,6 +1,6 @@
 """Phonon-2 release -> the project's GGUF (docs/gguf-layout.md). Host-side (numpy, gguf).
 
-    python3 -m engine convert phonon2 (--archive FILE | --container FILE --config FILE)
+    python3 -m modeltools convert phonon2 (--archive FILE | --container FILE --config FILE)
                                       --out FILE [--verify] [--notice FILE]
 
 Exact: fv5 (five-value) records become fv5-b5x3t7 level codes (no requantisation), int6/int8

@@ -1,4 +1,4 @@
-"""`python3 -m engine convert phonon2|parakeet ...`: the converters' command line. It sits apart
+"""`python3 -m modeltools convert phonon2|parakeet ...`: the converters' command line. It sits apart
 from modeltools/convert.py so that the Parakeet readers (parakeet_hf.py, parakeet_nemo.py),
 which build on convert.py's helpers, and convert.py never import each other."""
 

@@ -1,7 +1,7 @@
 """Fetch a model release into the user's cache: download (resumable), check against the pins,
 convert with --verify. Host-side (the conversion needs numpy, gguf and zstandard).
 
-    python3 -m engine fetch phonon-2 [--from URL] [--cache DIR] [--timeout S] [--retries N]
+    python3 -m modeltools fetch phonon-2 [--from URL] [--cache DIR] [--timeout S] [--retries N]
 
 The release (repository, revision, file, size, sha256) comes from pins.json's
 `phonon2_release`. `--from URL` replaces the Hugging Face location with a folder URL that holds
@@ -31,6 +31,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from engine.transcribe import cache_dir, cached_model   # where the runtime finds what a fetch left
 
 from .digest import sha256_file
 
@@ -74,26 +76,6 @@ def release(name: str, pins_path: Path = PINS) -> Release:
                    file=pins["archive_name"], size=pins.get("archive_bytes") or None,
                    sha256=pins.get("archive_sha256") or None,
                    base_url=pins.get("base_url", "https://huggingface.co"), licence=pins.get("licence", ""))
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("PHONON_WEB_CACHE") or Path.home() / ".cache" / "phonon-web")
-
-
-def cached_model(name: str, cache: Path | None = None, archive_sha256: str | None = None) -> Path | None:
-    """models/<name>.gguf if a finished fetch left it (its record names its size; with
-    `archive_sha256`, converted from that archive), else None."""
-    cache = cache or cache_dir()
-    gguf, record = cache / "models" / f"{name}.gguf", cache / "models" / f"{name}.json"
-    try:
-        info = json.loads(record.read_text())
-    except (OSError, ValueError):
-        return None
-    if archive_sha256 is not None and info.get("archive_sha256") != archive_sha256:
-        return None
-    if gguf.is_file() and gguf.stat().st_size == info.get("gguf_bytes"):
-        return gguf
-    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,7 +315,7 @@ def _write_json_atomically(path: Path, data: dict):
 
 
 # --------------------------------------------------------------------------------------------
-# Command line (python3 -m engine fetch)
+# Command line (python3 -m modeltools fetch)
 
 def add_arguments(parser):
     parser.add_argument("name", choices=sorted(RELEASE_KEYS), help="the model to fetch")

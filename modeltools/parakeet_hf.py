@@ -1,6 +1,6 @@
 """NVIDIA Parakeet-TDT checkpoints as transformers saves them -> the engine's GGUF (issue 26).
 
-    python3 -m engine convert parakeet --hf DIR --weights int8 --out X.gguf [--verify]
+    python3 -m modeltools convert parakeet --hf DIR --weights int8 --out X.gguf [--verify]
 
 DIR is a `save_pretrained` folder of transformers' `ParakeetForTDT`: config.json,
 model.safetensors, tokenizer.json. The state-dict names are the engine's own (they are

@@ -1,6 +1,6 @@
 """NVIDIA's own `.nemo` checkpoints of Parakeet-TDT -> the engine's GGUF, without NeMo (issue 26).
 
-    python3 -m engine convert parakeet --nemo FILE.nemo [--weights int8|fv5] --out X.gguf [--verify]
+    python3 -m modeltools convert parakeet --nemo FILE.nemo [--weights int8|fv5] --out X.gguf [--verify]
 
 A .nemo file is a tar archive holding `model_config.yaml` (the model's Hydra config),
 `model_weights.ckpt` (a torch state dict, read with `torch.load(weights_only=True)`, so no code

@@ -2,7 +2,7 @@
 `config.json` (and optionally the `.bps.tar.zst` archive), so tests and benchmarks run the
 real conversion path. Random weights, deterministic from a seed: they recognise nothing.
 
-    python3 -m engine synth --size tiny|full [--seed N] [--archive] --out DIR
+    python3 -m modeltools synth --size tiny|full [--seed N] [--archive] --out DIR
 
 tiny: 2 layers, d_model 32 (a few tens of KB; committed under tests/data/ for fast tests).
 full: Phonon-2's shapes (24 layers, d_model 1024, 604M five-value weights) with levels drawn

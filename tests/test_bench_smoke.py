@@ -332,9 +332,9 @@ def test_real_speech(tmp_path, tiny_gguf_path):
 def test_synth_and_convert(tmp_path):
     """BENCHMARKS.md's model conversion commands at the tiny size: synthesise with the release
     archive, convert the archive with --verify."""
-    run("engine", "synth", "--size", "tiny", "--seed", "1", "--archive", "--out", tmp_path)
+    run("modeltools", "synth", "--size", "tiny", "--seed", "1", "--archive", "--out", tmp_path)
     (archive,) = tmp_path.glob("*.bps.tar.zst")
-    run("engine", "convert", "phonon2", "--archive", archive, "--out", tmp_path / "tiny.gguf", "--verify")
+    run("modeltools", "convert", "phonon2", "--archive", archive, "--out", tmp_path / "tiny.gguf", "--verify")
     assert (tmp_path / "tiny.gguf").stat().st_size > 10_000
 
 

@@ -27,9 +27,9 @@ def engine_modules() -> dict:
     return {module_name(p): p for p in sorted(ENGINE.rglob("*.py")) if "_lib" not in p.parts}
 
 
-def imports_of(path: Path, modules: dict) -> set:
-    """The engine modules `path` imports anywhere in its source (`from .x import y` counts x.y
-    when that is a module, else x)."""
+def imported_names(path: Path, modules: dict) -> set:
+    """Every name `path` imports anywhere in its source, made absolute (`from .x import y` in
+    engine/a.py gives engine.x.y when that is an engine module, else engine.x)."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found = set()
@@ -44,7 +44,12 @@ def imports_of(path: Path, modules: dict) -> set:
                 found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target)
         elif isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
-    return {m for m in found if m in modules} - {name}
+    return found
+
+
+def imports_of(path: Path, modules: dict) -> set:
+    """The engine modules `path` imports anywhere in its source."""
+    return {m for m in imported_names(path, modules) if m in modules} - {module_name(path)}
 
 
 def test_engine_has_at_most_twelve_files_at_its_top():
@@ -57,6 +62,19 @@ def test_no_import_cycle_in_engine():
     graph = {m: imports_of(p, modules) for m, p in modules.items()}
     assert graph["engine.executors.webgpu.executor"] >= {"engine.executors.cpu", "engine.executors.webgpu.device"}
     assert_no_cycle(graph)
+
+
+# The project's folders above the runtime: the wheel that ships engine/ has none of them.
+ABOVE_THE_RUNTIME = ("modeltools", "checks", "harness", "tools", "training", "tests", "build")
+
+
+def test_the_runtime_imports_nothing_above_it():
+    """engine/ (its command line included) never imports the host tools, the checks, the
+    benchmarks, the training or the tests: they sit above it and import it."""
+    modules = engine_modules()
+    found = sorted(f"{m} imports {name}" for m, path in modules.items() for name in imported_names(path, modules)
+                   if name.split(".")[0] in ABOVE_THE_RUNTIME)
+    assert not found, found
 
 
 HISTORY = re.compile(r"\b(issues? #?\d+|seed 00\d)", re.IGNORECASE)

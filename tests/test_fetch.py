@@ -1,4 +1,4 @@
-"""`python3 -m engine fetch phonon-2` (issue 25 item 1) against a loopback server standing in
+"""`python3 -m modeltools fetch phonon-2` (issue 25 item 1) against a loopback server standing in
 for Hugging Face: download, Range resume, pins, conversion into the cache, idempotence, and
 the failures (wrong digest or size, 404, a stalled or dropped connection) leaving nothing
 half-written behind. The archive is the tiny synthetic model packed the way the release is."""
@@ -175,30 +175,30 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     assert cache_dir() == Path.home() / ".cache" / "phonon-web"
 
 
-def run_engine(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "engine", *args], cwd=ROOT, capture_output=True, text=True,
+def run_module(module, *args, env=None):
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
                           env=dict(os.environ, **(env or {})), timeout=300)
 
 
 def test_cli_fetch_then_transcribe_with_the_fetched_model(host, rel, tmp_path):
     env = {"PHONON_WEB_CACHE": str(tmp_path)}
-    missing = run_engine("transcribe", "samples/kitchen-lights.wav", "--model", "phonon-2", env=env)
-    assert missing.returncode == 2 and "run `python3 -m engine fetch phonon-2`" in missing.stderr
+    missing = run_module("engine", "transcribe", "samples/kitchen-lights.wav", "--model", "phonon-2", env=env)
+    assert missing.returncode == 2 and "run `python3 -m modeltools fetch phonon-2`" in missing.stderr
     status = tmp_path / "status.json"
-    done = run_engine("fetch", "phonon-2", "--from", host.url, "--sha256", rel.sha256, "--bytes", str(rel.size),
+    done = run_module("modeltools", "fetch", "phonon-2", "--from", host.url, "--sha256", rel.sha256, "--bytes", str(rel.size),
                       "--status-json", str(status), env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("models/phonon-2.gguf")
     assert "not by pins.json" in done.stderr
     assert json.loads(status.read_text())["ok"]
-    text = run_engine("transcribe", "samples/kitchen-lights.wav", "--model", "phonon-2", "--json", env=env)
+    text = run_module("engine", "transcribe", "samples/kitchen-lights.wav", "--model", "phonon-2", "--json", env=env)
     assert text.returncode == 0, text.stderr
     assert "tokens" in json.loads(text.stdout)
 
 
 def test_cli_refuses_the_real_pins_for_a_different_archive_and_says_why(host, tmp_path):
     status = tmp_path / "status.json"
-    done = run_engine("fetch", "phonon-2", "--from", host.url, "--cache", str(tmp_path / "c"),
+    done = run_module("modeltools", "fetch", "phonon-2", "--from", host.url, "--cache", str(tmp_path / "c"),
                       "--status-json", str(status))
     assert done.returncode == 1
     error = json.loads(status.read_text())["error"]
@@ -207,7 +207,15 @@ def test_cli_refuses_the_real_pins_for_a_different_archive_and_says_why(host, tm
 
 
 def test_cli_argument_misuse(host, tmp_path):
-    done = run_engine("fetch", "phonon-2", "--sha256", "ab" * 32, "--bytes", "5", "--cache", str(tmp_path))
+    done = run_module("modeltools", "fetch", "phonon-2", "--sha256", "ab" * 32, "--bytes", "5", "--cache", str(tmp_path))
     assert done.returncode == 1 and "need --from URL" in done.stderr
-    done = run_engine("fetch", "phonon-2", "--from", host.url, "--sha256", "XY", "--bytes", "5", "--cache", str(tmp_path))
+    done = run_module("modeltools", "fetch", "phonon-2", "--from", host.url, "--sha256", "XY", "--bytes", "5", "--cache", str(tmp_path))
     assert done.returncode == 1 and "64 lowercase hex" in done.stderr
+
+
+def test_the_runtime_knows_every_model_a_fetch_can_leave():
+    """`--model NAME` on the engine's command line finds what `modeltools fetch NAME` leaves:
+    the runtime's list of fetched names is the fetcher's."""
+    from engine.transcribe import FETCHED_MODELS
+    from modeltools.fetch import RELEASE_KEYS
+    assert set(FETCHED_MODELS) == set(RELEASE_KEYS)

@@ -4,7 +4,7 @@ decoder's prediction step and joint (kernels/decoder_step.h) give
 the bits of the same computation composed from single kernel calls - in every native tier, on
 awkward shapes with five-value and int8 linears mixed, and through the engine on the tiny and
 the default model. (The browser runs the same C: tests/test_parity_runtimes.py and
-test_kernel_workers.py compare one wasm worker, which takes the fused path, against native
+test_kernel_workers.py compare one wasm worker, which takes the one-call path, against native
 scalar and against split encoders.)"""
 
 from __future__ import annotations
@@ -407,3 +407,19 @@ def test_position_keys_kept_across_lengths_are_each_tables_projection(tier, tiny
     small = attn.position_keys
     small.max_T = 4
     assert small(positional_table(kept.k, 50, D), 50) is None      # past the memory bound: projected afresh
+
+
+def test_a_profile_of_the_composed_path_crosses_no_one_call_entry_point():
+    """harness.profile_crossings --composed (checks/jobs.py profile_crossings): the same engine
+    with the one-call C forms off makes no conformer_layer/subsampling_stack call and many more
+    calls; with them on, one conformer_layer call per layer and window."""
+    import asyncio
+    from checks.jobs import profile_crossings
+    from harness.runtimes import inline
+    speech = load_audio(Kernels("scalar"), (ROOT / "samples" / "two-commands.wav").read_bytes())
+    model, clip = inline(DEFAULT_MODEL.read_bytes()), inline(speech.tobytes())
+    calls = {composed: asyncio.run(profile_crossings(model, clip, "auto", repeats=1, composed=composed))["calls"]
+             for composed in (False, True)}
+    one_call_names = {n for n in calls[False] if n.startswith(("conformer_layer", "subsampling_stack"))}
+    assert one_call_names and not one_call_names & set(calls[True]), (sorted(calls[False]), sorted(calls[True]))
+    assert sum(c for c, _ in calls[True].values()) > 5 * sum(c for c, _ in calls[False].values())

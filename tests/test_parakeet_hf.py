@@ -192,11 +192,11 @@ def test_the_command_line_converts_verifies_and_transcribes(converted, tmp_path)
     folder, _, _ = converted
     out = tmp_path / "cli.gguf"
     root = Path(__file__).resolve().parent.parent
-    proc = subprocess.run([sys.executable, "-m", "engine", "convert", "parakeet", "--hf", str(folder), "--out", str(out),
+    proc = subprocess.run([sys.executable, "-m", "modeltools", "convert", "parakeet", "--hf", str(folder), "--out", str(out),
                            "--verify"], cwd=root, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "verified" in proc.stdout and out.stat().st_size > 0
-    bad = subprocess.run([sys.executable, "-m", "engine", "convert", "parakeet", "--out", str(tmp_path / "y.gguf")],
+    bad = subprocess.run([sys.executable, "-m", "modeltools", "convert", "parakeet", "--out", str(tmp_path / "y.gguf")],
                          cwd=root, capture_output=True, text=True)
     assert bad.returncode == 2 and "needs --hf" in bad.stderr
 

@@ -186,11 +186,11 @@ def test_a_hybrid_tdt_ctc_checkpoint_converts_its_tdt_head(checkpoints, tmp_path
 def test_the_command_line_converts_and_verifies_a_nemo_file(checkpoints, tmp_path):
     nemo = checkpoints[0]
     out = tmp_path / "cli.gguf"
-    proc = subprocess.run([sys.executable, "-m", "engine", "convert", "parakeet", "--nemo", str(nemo),
+    proc = subprocess.run([sys.executable, "-m", "modeltools", "convert", "parakeet", "--nemo", str(nemo),
                            "--out", str(out), "--verify"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "verified" in proc.stdout
-    both = subprocess.run([sys.executable, "-m", "engine", "convert", "parakeet", "--nemo", str(nemo), "--hf", "x",
+    both = subprocess.run([sys.executable, "-m", "modeltools", "convert", "parakeet", "--nemo", str(nemo), "--hf", "x",
                            "--out", str(tmp_path / "y.gguf")], cwd=ROOT, capture_output=True, text=True)
     assert both.returncode == 2 and "not allowed with" in both.stderr
 

@@ -5,6 +5,11 @@ scalar tier."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from conftest import CHROMIUM_TIERS, build_artifact
@@ -25,6 +30,16 @@ def test_sweep_is_substantial(native_scalar_digests):
     assert len(native_scalar_digests) >= 200
     # distinct outputs: a sweep of identical (e.g. all-zero) results would prove nothing
     assert len(set(native_scalar_digests.values())) == len(native_scalar_digests)
+
+
+def test_the_sweeps_command_line_prints_the_native_digests(native_scalar_digests):
+    """`python3 -m checks.parity --tier scalar --only ... --json`: the digests the browsers are
+    compared with, from the command line (here the five-value GEMM cases)."""
+    done = subprocess.run([sys.executable, "-m", "checks.parity", "--tier", "scalar", "--only", "fv5_gemm", "--json"],
+                          cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    cases = json.loads(done.stdout)["cases"]
+    assert cases and cases == {n: d for n, d in native_scalar_digests.items() if "fv5_gemm" in n}
 
 
 @pytest.mark.node

@@ -2,7 +2,7 @@
 modeltools/synth.py writes them), then the engine's GGUF through the project's converter.
 
     export(model, vocabulary, out_dir, model_id)            # out_dir/model.fermion, config.json
-    to_gguf(out_dir, gguf_path)                              # python3 -m engine convert phonon2 --verify
+    to_gguf(out_dir, gguf_path)                              # python3 -m modeltools convert phonon2 --verify
     load_container(model, out_dir / "model.fermion")        # the exported (rounded) weights back
 
 Record kinds (engine/parakeet_tdt/layout.py records()): the encoder linears fv5 (the
@@ -107,7 +107,7 @@ def export(model: ParakeetTDT, vocabulary: list, out_dir, model_id: str) -> Path
 def to_gguf(out_dir, gguf_path, verify: bool = True, notice: str | None = None) -> str:
     """Convert out_dir's container + config with the project's CLI; returns its output."""
     out = Path(out_dir)
-    cmd = [sys.executable, "-m", "engine", "convert", "phonon2", "--container", str(out / "model.fermion"),
+    cmd = [sys.executable, "-m", "modeltools", "convert", "phonon2", "--container", str(out / "model.fermion"),
            "--config", str(out / "config.json"), "--out", str(gguf_path)]
     cmd += ["--verify"] if verify else []
     cmd += ["--notice", notice] if notice else []

@@ -1,5 +1,5 @@
 """Ship a trained run: export -> model.fermion + config.json (the release's format) -> the
-project's GGUF (`python3 -m engine convert phonon2 --verify`) -> measured WER -> model card.
+project's GGUF (`python3 -m modeltools convert phonon2 --verify`) -> measured WER -> model card.
 
     python3 -m training.release --run RUN --data DATA --out models [--utterances 600]
 

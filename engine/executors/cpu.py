@@ -86,41 +86,42 @@ class SubsamplingConvs:
 class Alone:
     """One worker computes everything with the unsplit kernels; a layer, the subsampling and
     the decoding run as one C call each (engine/executors/one_call.py). one_call=False: block
-    by block instead (the same bits; the tests compare the two)."""
+    by block instead (the same bits; the tests compare the two). `one_call` may be turned off
+    later (harness.profile_crossings --composed): blocks ask at each call."""
 
     lost = None                      # nothing to lose (see KernelWorkers.lost)
 
     def __init__(self, k: Kernels, one_call: bool = True):
-        self.k, self.size, self._one_call = k, 1, one_call
+        self.k, self.size, self.one_call = k, 1, one_call
 
     def one_call_now(self) -> bool:
         """Whether blocks run as one C call now: nothing is split (KernelWorkers: once its
         workers are lost; WebGpu: off the device)."""
-        return self._one_call and self.size == 1
+        return self.one_call and self.size == 1
 
     # -- blocks: run(...) as one C call, or the block's own forward (block by block) ---------
 
     def layer(self, block):
         """run(x, T, pe) -> y [T][D] for a conformer layer (block.forward: block by block)."""
-        one_call = OneCallLayer(self.k, block)
+        c_call = OneCallLayer(self.k, block)
 
         def run(x, T: int, pe):
             if self.one_call_now():
                 with section("conformer layer (one call)"):
-                    return one_call(x, T, pe)
+                    return c_call(x, T, pe)
             return block.forward(x, T, pe)
         return run
 
     def subsampling(self, block):
         """run(x, T) -> (y [T'][D], T') for the subsampling stack on one slice of time."""
-        one_call = OneCallSubsampling(self.k, block)
-        return lambda x, T: one_call(x, T) if self.one_call_now() else block.forward(x, T)
+        c_call = OneCallSubsampling(self.k, block)
+        return lambda x, T: c_call(x, T) if self.one_call_now() else block.forward(x, T)
 
     def decoding(self, block):
         """run(f, T, cancelled) -> [(token, frame, duration)]: greedy decoding of the projected
         frames f [T][J] (block.greedy: greedy_rules step by step)."""
-        one_call = OneCallDecoding(self.k, block)
-        return lambda f, T, cancelled=None: (one_call(f, T, cancelled) if self.one_call_now()
+        c_call = OneCallDecoding(self.k, block)
+        return lambda f, T, cancelled=None: (c_call(f, T, cancelled) if self.one_call_now()
                                              else block.greedy(f, T, cancelled))
 
     def position_keys(self, project, D: int, max_T: int):
@@ -192,7 +193,7 @@ class Alone:
         if type(self) is Alone:
             return self
         if getattr(self, "_unsplit", None) is None:
-            self._unsplit = Alone(self.k, self._one_call)
+            self._unsplit = Alone(self.k, self.one_call)
         return self._unsplit
 
     def close(self):

@@ -1,10 +1,10 @@
 /* What the one-call entry points share (kernels/layer.h: one encoder layer; decoder_step.h: one
  * joint evaluation, one prediction-network step): a linear's weights as C sees them and the
- * buffers its call needs. Their flow is compiled per tier from fused_impl.h (fused__<tier>.c),
+ * buffers its call needs. Their flow is compiled per tier from one_call_impl.h (one_call__<tier>.c),
  * so a one-call entry point computes with the kernels a composed call of that tier would use:
  * the same bits. */
-#ifndef PK_FUSED_H
-#define PK_FUSED_H
+#ifndef PK_ONE_CALL_H
+#define PK_ONE_CALL_H
 
 #include "activation.h"
 #include "fv5_gemm.h"
