@@ -20,7 +20,17 @@ import os
 import sys
 
 
+# Commands of the tools above the runtime: named, so that asking the engine for one says where it is.
+ELSEWHERE = {"convert": "python3 -m modeltools convert", "fetch": "python3 -m modeltools fetch",
+             "synth": "python3 -m modeltools synth", "parity": "python3 -m checks.parity"}
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in ELSEWHERE:
+        print(f"error: {argv[0]} is a host tool, not the runtime's: run `{ELSEWHERE[argv[0]]} ...` "
+              f"(with the same arguments)", file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(prog="python3 -m engine")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("tiers", help="list the kernel tiers this machine can run")

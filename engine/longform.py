@@ -9,7 +9,7 @@ is transcribed on its own (the batch engine); the results are joined with the wi
 Audio arrives in pieces (engine/audio.py wav_pieces reads a WAV file a few seconds at a time),
 and only the current window is held: memory is flat in the file's length.
 
-A clip no longer than `max_window` is one window: exactly what Engine.transcribe gave before.
+A clip no longer than `max_window` is one window, encoded whole.
 
     result = transcribe_pieces(engine, pieces, on_window=print)   # the Engine.transcribe dict
 """

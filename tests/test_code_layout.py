@@ -1,55 +1,21 @@
 """The engine's rooms (ARCHITECTURE.md): engine/ holds a few modules and the folders that group
 the rest (executors/, stream/, the family packages); its modules import each other without a
-cycle, at the top and inside functions alike; and the code says what is, not how it came to be:
-no issue or seed numbers in the runtime's comments (docs/history.md and git keep the story)."""
+cycle, at the top and inside functions alike, and nothing above the runtime; ARCHITECTURE.md's
+picture is what tools/architecture.py draws from those imports; and the code says what is, not
+how it came to be: no issue or seed numbers in the runtime's comments (docs/history.md and git
+keep the story)."""
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
 from import_graph import assert_no_cycle
+from tools.architecture import DOC, engine_modules, floors, imported_names, imports_of, rooms, with_picture
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "engine"
 MAX_ROOT_FILES = 12
-
-
-def module_name(path: Path) -> str:
-    """engine/executors/webgpu/device.py -> engine.executors.webgpu.device (a package: its
-    __init__'s name)."""
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def engine_modules() -> dict:
-    return {module_name(p): p for p in sorted(ENGINE.rglob("*.py")) if "_lib" not in p.parts}
-
-
-def imported_names(path: Path, modules: dict) -> set:
-    """Every name `path` imports anywhere in its source, made absolute (`from .x import y` in
-    engine/a.py gives engine.x.y when that is an engine module, else engine.x)."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            for alias in node.names:
-                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target)
-        elif isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-    return found
-
-
-def imports_of(path: Path, modules: dict) -> set:
-    """The engine modules `path` imports anywhere in its source."""
-    return {m for m in imported_names(path, modules) if m in modules} - {module_name(path)}
 
 
 def test_engine_has_at_most_twelve_files_at_its_top():
@@ -92,3 +58,18 @@ def test_the_runtime_says_what_is_not_how_it_came_to_be():
                     if HISTORY.search(line):
                         found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not found, "history in the code (say what is; docs/history.md keeps the story):\n" + "\n".join(found)
+
+
+def test_the_architecture_picture_is_drawn_from_the_imports():
+    """ARCHITECTURE.md's picture is exactly what `python3 -m tools.architecture --write` draws
+    now (a changed import that moves a room fails here until the picture is redrawn)."""
+    text = DOC.read_text(encoding="utf-8")
+    assert with_picture(text) == text, "ARCHITECTURE.md's picture is stale: run python3 -m tools.architecture --write"
+
+
+def test_the_floors_say_the_architecture():
+    """The bindings at the bottom, the executors above them, the family above the executors
+    (it asks them for operations), the engine that ties them above all three."""
+    floor = floors(rooms())
+    assert floor["tiers"] < floor["kernels"] < floor["executors"] < floor["parakeet_tdt"] < floor["transcribe"]
+    assert floor["transcribe"] < floor["webapp"] and floor["transcribe"] < floor["__main__"]

@@ -219,3 +219,9 @@ def test_the_runtime_knows_every_model_a_fetch_can_leave():
     from engine.transcribe import FETCHED_MODELS
     from modeltools.fetch import RELEASE_KEYS
     assert set(FETCHED_MODELS) == set(RELEASE_KEYS)
+
+
+def test_the_engine_points_to_the_host_tools_it_does_not_run():
+    """`python3 -m engine fetch ...` (the runtime has no fetch): exit 2 with the command to run."""
+    done = run_module("engine", "fetch", "phonon-2")
+    assert done.returncode == 2 and "python3 -m modeltools fetch" in done.stderr, done.stderr

@@ -21,6 +21,12 @@
 // worker -> page   stage, progress, ready, model-switched, started, partial, final, file-busy,
 //                  file-progress, file-result, file-cancelled, stream-cancelled, workers-lost,
 //                  gpu-lost, pong, error (recoverable), fatal (the worker cannot go on)
+//
+// The worker is six objects, each with one job and its own state: Runtime (Pyodide and the
+// engine's Python side), ModelCache (the site's model and opened files: download, check,
+// Cache Storage), KernelWorkers (the pool that shares the encoder's work), Gpu (the WebGPU
+// device and the calls that may await it), LiveStream (one open stream) and FileJob (one file
+// being transcribed); Host ties them together and answers the page's messages.
 import { BootError, bootPyodide } from "./pyodide-boot.mjs";
 import { KernelPool } from "./kernel-pool.mjs";
 
@@ -29,166 +35,189 @@ const TICK_MS = 150;                        // partial() cadence while listening
 const STEP_BUDGET_MS = 250;                 // while behind: decodes per step until this much wall time,
                                             // then messages (audio, pings, cancel) are read
 
-let pyodide, app, webapp, debug = false, currentTier = null;
-let pool = null;                            // the engine's kernel workers (web/kernel-pool.mjs), if any
-let threadsWanted = 1, threadsForced = false;  // workers asked for (?threads=N forces them)
-let threadsNote = null, threadsNoteFromPage = null;  // why fewer run, if they do
-let stream = null;                          // the open live stream
-let fileJob = null;                         // {name, cancelled} while a file is being transcribed
-let captured = [];                          // (debug) every block fed, in order
-let gpu = null;                             // {mode, patch, hardware} asked for (init), or null: the CPU only
-let gpuActive = false;                      // the engine's linears run on WebGPU (engine/webapp.py load_gpu)
-let tierNote = null, adapter = null;        // why this tier runs; the WebGPU adapter's name
-
-// A call into Python that may encode: with the GPU, entered with stack switching (callPromising),
-// so the engine's pyodide.ffi.run_sync can await the device's promises (JSPI); a promise then,
-// and one at a time (a stream step and a file step never share the device's buffers).
-let gpuCalls = Promise.resolve();
-function py(fn, ...args) {
-  if (!gpuActive) return fn(...args);
-  const call = gpuCalls.then(() => fn.callPromising(...args));
-  gpuCalls = call.catch(() => {});
-  return call;
-}
-
 const post = (message, transfer = []) => self.postMessage(message, transfer);
 
 class Fatal extends Error {
   constructor(code, message) { super(message); this.code = code; }
 }
 
-// ------------------------------------------------------------------------------------------
-// boot: runtime, engine wheel, model
-
-async function init({ manifest, tier, debug: debugMode, localModel, modelBytes, threads = 1, threadsForced: forced = false,
-                      threadsNote: note = null, gpu: gpuWanted = null }) {
-  debug = !!debugMode;
-  gpu = gpuWanted;
-  threadsWanted = threads;
-  threadsForced = forced;
-  threadsNote = threadsNoteFromPage = note;
-  const base = new URL("./", self.location.href);
-  const t = { start: performance.now() };
-  try {
-    pyodide = await bootPyodide({
-      indexURL: new URL(manifest.pyodide.path, base).href,
-      wheelURL: new URL(manifest.wheel, base).href,
-      onStage: (stage) => { t[stage] = performance.now(); post({ kind: "stage", stage }); },
-    });
-  } catch (e) {
-    if (e instanceof BootError) throw new Fatal(e.code, `The speech engine could not start: ${e.message}`);
-    throw new Fatal("boot", `The speech engine could not start: ${lastLine(e)}`);
-  }
-  webapp = pyodide.pyimport("engine.webapp");      // the Python side: engine/webapp.py
-  app = webapp.WebApp();
-  t.model = performance.now();
-  post({ kind: "stage", stage: "model" });
-  currentTier = tier;
-  const local = localModel ? await openCachedLocalModel(localModel, tier) : null;
-  let model = null, usedTier = local && local.tier, localNote = local && local.note;
-  if (modelBytes) {                           // the API's Recognizer.load({model: bytes})
-    const buffer = pyBytes(new Uint8Array(modelBytes.bytes));
-    t.compile = performance.now();
-    post({ kind: "stage", stage: "compile" });
-    try {
-      usedTier = await loadEngine(buffer, tier, "load", modelBytes.bytes.byteLength);
-    } catch (e) {
-      if (e instanceof Fatal) throw e;
-      throw new Fatal("model-file", `${modelBytes.name} is not a model this engine can use: ${lastLine(e)}`);
-    } finally {
-      buffer.destroy();
-    }
-  }
-  if (!usedTier) {
-    model = await loadModel(manifest.model, base);
-    t.compile = performance.now();
-    post({ kind: "stage", stage: "compile" });
-    try {
-      usedTier = await loadEngine(model.buffer, tier, "load", manifest.model.size,
-                                  (manifest.model.gpu_self_test || {}).digest);
-    } catch (e) {
-      if (e instanceof Fatal) throw e;
-      throw new Fatal("engine", `The engine could not open the model with the ${tier} kernels: ${lastLine(e)}`);
-    } finally {
-      model.buffer.destroy();                 // the Python object lives on in app.model
-    }
-  }
-  t.compile = t.compile || performance.now();
-  t.ready = performance.now();
-  post({
-    kind: "ready", tier: usedTier, tierNote, adapter, threads: app.threads(), threadsNote, model: JSON.parse(app.model_info()),
-    modelSource: modelBytes ? "bytes" : model ? model.source : "local-cache",
-    cacheNote: model ? model.cacheNote : null, localModel: local && local.info, localNote,
-    ...memory(),
-    timings: { runtime: t.engine - t.start, engine: t.model - t.engine, model: t.compile - t.model,
-               compile: t.ready - t.compile, total: t.ready - t.start },
-  });
+function lastLine(e) {
+  const text = String(e && e.message || e).trim().split("\n");
+  return text[text.length - 1];
 }
 
-// The model: from Cache Storage, else downloaded once (XMLHttpRequest with a Blob response:
-// byte progress, and the bytes stay in the browser's blob store, which pages large blobs to
-// disk, instead of a second full copy in this worker's heap), checked against the manifest's
-// size and sha256 in the Pyodide heap, and only then cached for the next visit. Into the
-// heap it goes in 8 MiB slices, into a bytearray allocated once at the manifest's size: the
-// one full copy the engine reads its tensors from.
+const hex = (digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+
+// ------------------------------------------------------------------------------------------
+// Runtime: Pyodide, the engine wheel, and the Python side of this worker (engine/webapp.py)
+
+class Runtime {
+  constructor() {
+    this.pyodide = null;
+    this.webapp = null;                       // the module engine.webapp
+    this.app = null;                          // its WebApp: the engine, its streams and files
+  }
+
+  async boot(manifest, base, onStage) {
+    try {
+      this.pyodide = await bootPyodide({
+        indexURL: new URL(manifest.pyodide.path, base).href,
+        wheelURL: new URL(manifest.wheel, base).href,
+        onStage,
+      });
+    } catch (e) {
+      if (e instanceof BootError) throw new Fatal(e.code, `The speech engine could not start: ${e.message}`);
+      throw new Fatal("boot", `The speech engine could not start: ${lastLine(e)}`);
+    }
+    this.webapp = this.pyodide.pyimport("engine.webapp");
+    this.app = this.webapp.WebApp();
+  }
+
+  get started() { return this.pyodide !== null; }
+
+  // A Python bytearray of n bytes (the engine reads its tensors from it in place).
+  buffer(n) { return this.webapp.new_buffer(n); }
+
+  // `data` copied into a new Python bytearray.
+  bytes(data) {
+    const buffer = this.buffer(data.length);
+    const view = buffer.getBuffer("u8");
+    view.data.set(data);
+    view.release();
+    return buffer;
+  }
+
+  // The sha256 of `data` (hex). No SubtleCrypto outside a secure context: hashlib then, on
+  // `pyBuffer` in place when the bytes are already in the Python heap.
+  async sha256(data, pyBuffer = null) {
+    if (self.crypto && crypto.subtle) return hex(await crypto.subtle.digest("SHA-256", data));
+    const hashlib = this.pyodide.pyimport("hashlib");
+    return hashlib.sha256(pyBuffer || this.pyodide.toPy(data)).hexdigest();
+  }
+
+  heapBytes() {
+    try { return this.pyodide._module.HEAPU8.length; } catch { return null; }
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// ModelCache: the site's model from Cache Storage, else downloaded once (XMLHttpRequest with a
+// Blob response: byte progress, and the bytes stay in the browser's blob store, which pages
+// large blobs to disk, instead of a second full copy in this worker's heap), checked against
+// the manifest's size and sha256 in the Pyodide heap, and only then cached for the next visit.
+// Into the heap it goes in 8 MiB slices, into a bytearray allocated once at the manifest's
+// size: the one full copy the engine reads its tensors from. Files the user opened are kept too
+// (one at a time).
 //
 // (A streamed fetch() body would do the same, but Chromium then intermittently reports the
 // finished request as cancelled, net::ERR_ABORTED, in about 1 load of 7 here.)
-const SLICE = 8 << 20;
-
+//
 // Cache Storage keys name the digest, not the URL: the same model from any address is found
 // again, and another digest never reuses an entry. The site's model and files the user opened
 // live under two prefixes, so replacing one never drops the other.
-const SITE_KEY = "phonon-model/site/", LOCAL_KEY = "phonon-model/local/";
-const cacheKey = (prefix, sha256) => new URL(`${prefix}${sha256}`, self.location.href).href;
 
-async function loadModel(entry, base) {
-  const url = entry.url || new URL(entry.path, base).href;
-  const key = cacheKey(SITE_KEY, entry.sha256);
-  let cache = null;
-  try {
-    cache = await caches.open(MODEL_CACHE);
-  } catch { /* no Cache Storage (insecure context, some private modes): download every time */ }
-  const cached = cache ? await cache.match(key) : undefined;
-  const source = cached ? "cache" : "network";
-  const progress = (loaded) => post({ kind: "progress", loaded, total: entry.size, source });
-  const blob = cached ? await cached.blob() : await download(url, entry, progress);
-  if (blob.size !== entry.size) {
-    if (cached) await cache.delete(key);
-    throw integrity(`it has ${blob.size.toLocaleString("en")} bytes, the manifest lists ${entry.size.toLocaleString("en")}`);
-  }
-  const buffer = webapp.new_buffer(entry.size);
-  let view = buffer.getBuffer("u8");
-  try {
-    for (let at = 0; at < entry.size; at += SLICE) {
-      const part = new Uint8Array(await blob.slice(at, at + SLICE).arrayBuffer());
-      if (view.data.byteLength === 0) { view.release(); view = buffer.getBuffer("u8"); }   // heap grew
-      view.data.set(part, at);
-      if (cached) progress(at + part.length);
+class ModelCache {
+  static SLICE = 8 << 20;
+  static SITE = "phonon-model/site/";
+  static LOCAL = "phonon-model/local/";
+
+  constructor(runtime) { this.runtime = runtime; }
+
+  static key(prefix, sha256) { return new URL(`${prefix}${sha256}`, self.location.href).href; }
+
+  // The manifest's model in a Python buffer: {buffer, source: "cache" | "network", cacheNote}.
+  async site(entry, base) {
+    const url = entry.url || new URL(entry.path, base).href;
+    const key = ModelCache.key(ModelCache.SITE, entry.sha256);
+    let cache = null;
+    try {
+      cache = await caches.open(MODEL_CACHE);
+    } catch { /* no Cache Storage (insecure context, some private modes): download every time */ }
+    const cached = cache ? await cache.match(key) : undefined;
+    const source = cached ? "cache" : "network";
+    const progress = (loaded) => post({ kind: "progress", loaded, total: entry.size, source });
+    const blob = cached ? await cached.blob() : await download(url, entry, progress);
+    if (blob.size !== entry.size) {
+      if (cached) await cache.delete(key);
+      throw integrity(`it has ${blob.size.toLocaleString("en")} bytes, the manifest lists ${entry.size.toLocaleString("en")}`);
     }
-    if (view.data.byteLength === 0) { view.release(); view = buffer.getBuffer("u8"); }
-    const digest = await sha256(view.data, buffer);
-    if (digest !== entry.sha256) throw integrity(`its sha256 is ${digest}, the manifest lists ${entry.sha256}`);
-  } catch (e) {
-    view.release();
-    buffer.destroy();
-    if (cached) await cache.delete(key);
-    throw e;
+    const buffer = this.runtime.buffer(entry.size);
+    try {
+      await this.fill(buffer, blob, cached ? progress : null);
+      const view = buffer.getBuffer("u8");
+      let digest;
+      try {
+        digest = await this.runtime.sha256(view.data, buffer);
+      } finally {
+        view.release();
+      }
+      if (digest !== entry.sha256) throw integrity(`its sha256 is ${digest}, the manifest lists ${entry.sha256}`);
+    } catch (e) {
+      buffer.destroy();
+      if (cached) await cache.delete(key);
+      throw e;
+    }
+    const cacheNote = cache && !cached ? await this.keepSite(cache, key, blob) : null;
+    return { buffer, source, cacheNote };
   }
-  view.release();
-  let cacheNote = null;
-  if (cache && !cached) {
+
+  // The blob into the buffer, a slice at a time (the heap may grow between slices).
+  async fill(buffer, blob, progress) {
+    let view = buffer.getBuffer("u8");
+    try {
+      for (let at = 0; at < blob.size; at += ModelCache.SLICE) {
+        const part = new Uint8Array(await blob.slice(at, at + ModelCache.SLICE).arrayBuffer());
+        if (view.data.byteLength === 0) { view.release(); view = buffer.getBuffer("u8"); }   // heap grew
+        view.data.set(part, at);
+        if (progress) progress(at + part.length);
+      }
+    } finally {
+      view.release();
+    }
+  }
+
+  // The checked site model kept for the next visit; older site models (other digests) dropped.
+  // null, or why it could not be kept.
+  async keepSite(cache, key, blob) {
     try {
       await cache.put(key, new Response(blob, { headers: { "content-type": "application/octet-stream" } }));
-      // older site models (other digests, or keys from before) are not needed any more
       for (const request of await cache.keys()) {
-        if (request.url !== key && !request.url.startsWith(cacheKey(LOCAL_KEY, ""))) await cache.delete(request);
+        if (request.url !== key && !request.url.startsWith(ModelCache.key(ModelCache.LOCAL, ""))) await cache.delete(request);
       }
+      return null;
     } catch (e) {
-      cacheNote = `the model could not be saved for the next visit (${e.name}: ${e.message})`;
+      return `the model could not be saved for the next visit (${e.name}: ${e.message})`;
     }
   }
-  return { buffer, source, cacheNote };
+
+  // A file the user opened (and the engine loaded) kept for the next visit, replacing the one
+  // kept before. null, or why it could not be kept.
+  async keepLocal(name, data, sha256) {
+    try {
+      const cache = await caches.open(MODEL_CACHE);
+      for (const request of await cache.keys()) {
+        if (request.url.startsWith(ModelCache.key(ModelCache.LOCAL, ""))) await cache.delete(request);
+      }
+      await cache.put(ModelCache.key(ModelCache.LOCAL, sha256), new Response(data, { headers: {
+        "content-type": "application/octet-stream", "x-model-name": encodeURIComponent(name) } }));
+      return null;
+    } catch (e) {
+      return `it could not be saved for the next visit (${e.name}: ${e.message})`;
+    }
+  }
+
+  // The file opened before, as kept: {data}, or {note} saying why it is not there any more.
+  async local({ sha256, name }) {
+    const cache = await caches.open(MODEL_CACHE);
+    const cached = await cache.match(ModelCache.key(ModelCache.LOCAL, sha256));
+    if (!cached) return { note: `the model file ${name} you opened before is no longer stored on this device` };
+    const data = new Uint8Array(await cached.arrayBuffer());
+    if (await this.runtime.sha256(data) !== sha256) {
+      await cache.delete(ModelCache.key(ModelCache.LOCAL, sha256));
+      return { note: `the stored copy of ${name} was damaged and has been removed` };
+    }
+    return { data };
+  }
 }
 
 function download(url, entry, progress) {
@@ -224,408 +253,536 @@ function download(url, entry, progress) {
   });
 }
 
-// A .gguf the user opened: the engine's own loader validates it; only if it loads does the
-// app switch to it (the engine in use stays until then), and only then is it cached.
-async function openModelFile({ name, bytes }) {
-  const data = new Uint8Array(bytes);
-  const buffer = pyBytes(data);
-  let info;
-  try {
-    info = JSON.parse(await loadEngine(buffer, currentTier, "switch", data.length));
-  } catch (e) {
-    buffer.destroy();
-    post({ kind: "error", code: "model-file",
-           message: `${name} is not a model this engine can use: ${lastLine(e)}. The previous model is still in use.` });
-    return;
-  }
-  buffer.destroy();                          // app.model keeps the Python object
-  const sha256 = await digestOf(data);
-  let cacheNote = null;
-  try {
-    const cache = await caches.open(MODEL_CACHE);
-    for (const request of await cache.keys()) {   // one opened file is kept at a time
-      if (request.url.startsWith(cacheKey(LOCAL_KEY, ""))) await cache.delete(request);
-    }
-    await cache.put(cacheKey(LOCAL_KEY, sha256), new Response(data, { headers: {
-      "content-type": "application/octet-stream", "x-model-name": encodeURIComponent(name) } }));
-  } catch (e) {
-    cacheNote = `it could not be saved for the next visit (${e.name}: ${e.message})`;
-  }
-  post({ kind: "model-switched", file: name, size: data.length, sha256, cacheNote, threadsNote, ...info });
-}
-
-async function openCachedLocalModel({ sha256, name }, tier) {
-  try {
-    const cache = await caches.open(MODEL_CACHE);
-    const cached = await cache.match(cacheKey(LOCAL_KEY, sha256));
-    if (!cached) return { note: `the model file ${name} you opened before is no longer stored on this device` };
-    const data = new Uint8Array(await cached.arrayBuffer());
-    if (await digestOf(data) !== sha256) {
-      await cache.delete(cacheKey(LOCAL_KEY, sha256));
-      return { note: `the stored copy of ${name} was damaged and has been removed` };
-    }
-    const buffer = pyBytes(data);
-    try {
-      const usedTier = await loadEngine(buffer, tier, "load", data.length);
-      return { tier: usedTier, info: { file: name, size: data.length, sha256, ...JSON.parse(app.model_info()) } };
-    } finally {
-      buffer.destroy();
-    }
-  } catch (e) {
-    return { note: `the model file ${name} you opened before could not be used (${lastLine(e)})` };
-  }
-}
-
-// A kernel worker that died mid-decode: the engine finished that decode alone and goes on
-// with one worker (engine/executors/workers.py KernelWorkers.settle); the page is told once.
-let lostReported = false;
-function checkWorkers() {
-  if (!pool || lostReported) return;
-  const lost = app.workers_lost();
-  if (lost) {
-    lostReported = true;
-    post({ kind: "workers-lost", message: lost, threads: app.threads() });
-  }
+function integrity(detail) {
+  return new Fatal("model-digest", `The model file failed its integrity check (sha256): ${detail}. It was not used. Reload to download it again; if this persists, the site's files are damaged or were changed.`);
 }
 
 // ------------------------------------------------------------------------------------------
-// kernel workers: the encoder's linears and attention heads split across this worker
-// and threads - 1 kernel workers, bit for bit what one worker computes
-
-// An engine on `buffer` ("load", or "switch": the engine in use stays if this one fails), with
-// kernel workers when asked for and possible; returns what app.load / app.switch return.
-async function loadEngine(buffer, tier, how, modelBytes, gpuDigest = null) {
-  if (gpu && how === "load") {
-    const onGpu = await loadOnGpu(buffer, tier, gpuDigest);
-    if (onGpu) return onGpu;                  // else preferred but refused: the wasm engine below
-  }
-  if (gpuActive) return py(app[how], buffer, tier);       // a switch: the new model on the device too
-  const next = await startPool(tier, modelBytes);
-  // (a JS null would reach Python as JsNull, not None: no pool, no argument)
-  const open = (workers) => (workers ? app[how](buffer, tier, workers) : app[how](buffer, tier));
-  let out;
-  try {
-    out = open(next);
-  } catch (e) {
-    if (next) next.close();
-    throw e;
-  }
-  if (next) {
-    try {
-      await next.serve();
-    } catch (e) {                              // a kernel worker could not take its weights: one worker
-      next.close();
-      threadsNote = `one worker: the kernel workers did not start (${lastLine(e)})`;
-      out = open(null);
-      if (pool) pool.close();
-      pool = null;
-      return out;
-    }
-  }
-  if (pool) pool.close();
-  pool = next;
-  lostReported = false;
-  return out;
-}
-
-// The GPU: engine/webapp.py load_gpu requests the device, runs the known-answer check
-// against the digest build.py computed natively (`digest`; without one, against the CPU kernels
-// here) and only then puts the encoder's linears there; its tier. Forced (tier "webgpu"), a
-// refusal is fatal with code "webgpu"; preferred, null (the CPU engine is loaded as without the
-// GPU, kernel workers included) and tierNote says why. On the GPU, one worker: the CPU part runs
-// beside the device, not split. (undefined reaches Python as None; null would be JsNull.)
-async function loadOnGpu(buffer, tier, digest) {
-  let out;
-  try {
-    out = JSON.parse(await app.load_gpu(buffer, tier, gpu.mode, digest || undefined, gpu.patch || undefined,
-                                        Boolean(gpu.hardware)));
-  } catch (e) {
-    // "engine.executors.webgpu.browser.GpuUnavailable: why" -> "GpuUnavailable: why"
-    const why = lastLine(e).replace(/^engine\.[\w.]+\.(Gpu(Unavailable|Refused): )/, "$1");
-    if (/^Gpu(Unavailable|Refused): /.test(why)) {
-      throw new Fatal("webgpu", `WebGPU was asked for (tier "webgpu") but cannot be used: ${why}`);
-    }
-    throw e;                                  // not the GPU's fault (a model the loader refuses, ...)
-  }
-  tierNote = out.note;
-  adapter = out.adapter;
-  if (out.tier !== "webgpu") return null;
-  if (pool) pool.close();
-  pool = null;
-  gpuActive = true;
-  return out.tier;
-}
-
-// The device failed mid-decode: that decode finished on the CPU (engine/executors/webgpu/executor.py); the
-// page is told once, and the CPU runs from then on.
-function checkGpu() {
-  if (!gpuActive) return;
-  const note = app.gpu_lost();
-  if (note) {
-    gpuActive = false;
-    tierNote = note;
-    post({ kind: "gpu-lost", message: note, tier: app.tier, tierNote: note });
-  }
-}
+// KernelWorkers: the encoder's linears and attention heads split across this worker and
+// threads - 1 kernel workers (web/kernel-pool.mjs), bit for bit what one worker computes
 
 // Below this size a model's layers are too small to split: the crossings cost more than the
 // second core gives (the default model, 2.7 MB, is 0.82x with two workers on 10 s in Chromium,
 // BENCHMARKS.md). ?threads=N still forces a count.
 const SPLIT_MIN_BYTES = 32 << 20;
 
-async function startPool(tier, modelBytes) {
-  threadsNote = threadsNoteFromPage;
-  if (threadsWanted <= 1) return null;
-  if (!threadsForced && modelBytes < SPLIT_MIN_BYTES) {
-    threadsNote = "one worker: this model is small enough that splitting it across workers would cost more than it saves";
-    return null;
+class KernelWorkers {
+  constructor(runtime) {
+    this.runtime = runtime;
+    this.pool = null;                         // the engine's kernel workers, if any
+    this.wanted = 1;                          // workers asked for (?threads=N forces them)
+    this.forced = false;
+    this.note = null;                         // why fewer run, if they do
+    this.noteFromPage = null;
+    this.lostReported = false;
   }
-  if (!self.crossOriginIsolated || typeof SharedArrayBuffer === "undefined") {
-    threadsNote = threadsNote || (self.crossOriginIsolated
-      ? "one worker: this browser offers no SharedArrayBuffer, even to this cross-origin-isolated page, so workers cannot share memory"
-      : "one worker: this page is not cross-origin isolated, so it cannot share memory between workers");
-    return null;
+
+  configure({ threads, forced, note }) {
+    this.wanted = threads;
+    this.forced = forced;
+    this.note = this.noteFromPage = note;
   }
-  try {
-    return await KernelPool.forPyodide({ pyodide, tier, workers: threadsWanted - 1,
-                                         modulePath: pyodide.pyimport("engine.kernels").wasm_module_path(tier),
-                                         workerURL: new URL("kernel-worker.mjs", self.location.href) });
-  } catch (e) {
-    threadsNote = `one worker: the kernel workers did not start (${lastLine(e)})`;
-    return null;
+
+  // A new pool for an engine about to load, or null (one worker; this.note says why).
+  async start(tier, modelBytes) {
+    this.note = this.noteFromPage;
+    if (this.wanted <= 1) return null;
+    if (!this.forced && modelBytes < SPLIT_MIN_BYTES) {
+      this.note = "one worker: this model is small enough that splitting it across workers would cost more than it saves";
+      return null;
+    }
+    if (!self.crossOriginIsolated || typeof SharedArrayBuffer === "undefined") {
+      this.note = this.note || (self.crossOriginIsolated
+        ? "one worker: this browser offers no SharedArrayBuffer, even to this cross-origin-isolated page, so workers cannot share memory"
+        : "one worker: this page is not cross-origin isolated, so it cannot share memory between workers");
+      return null;
+    }
+    const pyodide = this.runtime.pyodide;
+    try {
+      return await KernelPool.forPyodide({ pyodide, tier, workers: this.wanted - 1,
+                                           modulePath: pyodide.pyimport("engine.kernels").wasm_module_path(tier),
+                                           workerURL: new URL("kernel-worker.mjs", self.location.href) });
+    } catch (e) {
+      this.note = `one worker: the kernel workers did not start (${lastLine(e)})`;
+      return null;
+    }
   }
-}
 
-function pyBytes(data) {
-  const buffer = webapp.new_buffer(data.length);
-  const view = buffer.getBuffer("u8");
-  view.data.set(data);
-  view.release();
-  return buffer;
-}
-
-async function digestOf(data) {
-  if (self.crypto && crypto.subtle) return hex(await crypto.subtle.digest("SHA-256", data));
-  return pyodide.pyimport("hashlib").sha256(pyodide.toPy(data)).hexdigest();
-}
-
-function integrity(detail) {
-  return new Fatal("model-digest", `The model file failed its integrity check (sha256): ${detail}. It was not used. Reload to download it again; if this persists, the site's files are damaged or were changed.`);
-}
-
-async function sha256(bytes, pyBuffer) {
-  if (self.crypto && crypto.subtle) {
-    return hex(await crypto.subtle.digest("SHA-256", bytes));
+  // The pool the engine now runs with (null: none); the one before is closed.
+  adopt(next) {
+    if (this.pool && this.pool !== next) this.pool.close();
+    this.pool = next;
+    this.lostReported = false;
   }
-  // No SubtleCrypto outside a secure context: hashlib, on the bytes in place.
-  const hashlib = pyodide.pyimport("hashlib");
-  return hashlib.sha256(pyBuffer).hexdigest();
-}
 
-const hex = (digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+  close() { this.adopt(null); }
 
-function heapBytes() {
-  try { return pyodide._module.HEAPU8.length; } catch { return null; }
-}
+  // A kernel worker that died mid-decode: the engine finished that decode alone and goes on
+  // with one worker (engine/executors/workers.py KernelWorkers.settle); the page is told once.
+  checkLost() {
+    if (!this.pool || this.lostReported) return;
+    const lost = this.runtime.app.workers_lost();
+    if (lost) {
+      this.lostReported = true;
+      post({ kind: "workers-lost", message: lost, threads: this.runtime.app.threads() });
+    }
+  }
 
-// This worker's wasm heap and the kernel workers' wasm memory together (0 without kernel
-// workers), as the API reports them (r.heapBytes, r.kernelHeapBytes)
-const memory = () => ({ heapBytes: heapBytes(), kernelHeapBytes: pool ? pool.heapBytes : 0 });
-
-function lastLine(e) {
-  const text = String(e && e.message || e).trim().split("\n");
-  return text[text.length - 1];
+  get heapBytes() { return this.pool ? this.pool.heapBytes : 0; }
 }
 
 // ------------------------------------------------------------------------------------------
-// live stream
+// Gpu: engine/webapp.py load_gpu requests the device, runs the known-answer check against the
+// digest build.py computed natively (without one, against the CPU kernels here) and only then
+// puts the encoder there. Forced (tier "webgpu"), a refusal is fatal with code "webgpu";
+// preferred, the CPU engine is loaded as without the GPU (kernel workers included) and
+// `note` says why. On the GPU, one worker: the CPU part runs beside the device, not split.
 
-// A stream never skips audio: when decoding falls behind (a slow machine, audio fed faster than
-// real time) the due decodes run in order, a step of STEP_BUDGET_MS at a time with this worker's
-// messages read between steps, and "end" finishes only once every due decode has run.
-function startStream({ rate, port, ring, id = null, maxPending = null }) {
-  if (stream) throw new Fatal("state", "a stream is already open");
-  if (maxPending === null) app.start(rate);
-  else app.start(rate, maxPending);
-  captured = [];
-  stream = { id, rate, port, ring: ring ? openRing(ring) : null, timer: null, ending: false, overrun: false,
-             started: performance.now(), busy: false, held: [], cancelled: false };
-  port.onmessage = ({ data }) => guard(() => {
-    if (!stream) return;
-    if (data.kind === "audio") {
-      if (stream.busy) stream.held.push(data.samples);   // a GPU step is suspended in Python: after it
-      else feed(data.samples);
-    } else if (data.kind === "end") {
-      stream.ending = true;                    // finish after the due decodes, a step at a time
-      clearTimeout(stream.timer);
-      if (!stream.busy) stream.timer = setTimeout(tick, 0);   // else the step in flight goes on
+class Gpu {
+  constructor(runtime) {
+    this.runtime = runtime;
+    this.wanted = null;                       // {mode, patch, hardware} asked for (init), or null: the CPU only
+    this.active = false;                      // the engine's encoder runs on WebGPU
+    this.note = null;                         // why this tier runs
+    this.adapter = null;                      // the WebGPU adapter's name
+    this.calls = Promise.resolve();
+  }
+
+  // A call into Python that may encode: with the GPU, entered with stack switching
+  // (callPromising), so the engine's pyodide.ffi.run_sync can await the device's promises
+  // (JSPI); a promise then, and one at a time (a stream step and a file step never share the
+  // device's buffers).
+  call(fn, ...args) {
+    if (!this.active) return fn(...args);
+    const call = this.calls.then(() => fn.callPromising(...args));
+    this.calls = call.catch(() => {});
+    return call;
+  }
+
+  // The engine on the device: its tier, or null when preferred and refused. (undefined reaches
+  // Python as None; null would be JsNull.)
+  async load(buffer, tier, digest) {
+    const wanted = this.wanted;
+    let out;
+    try {
+      out = JSON.parse(await this.runtime.app.load_gpu(buffer, tier, wanted.mode, digest || undefined,
+                                                       wanted.patch || undefined, Boolean(wanted.hardware)));
+    } catch (e) {
+      // "engine.executors.webgpu.browser.GpuUnavailable: why" -> "GpuUnavailable: why"
+      const why = lastLine(e).replace(/^engine\.[\w.]+\.(Gpu(Unavailable|Refused): )/, "$1");
+      if (/^Gpu(Unavailable|Refused): /.test(why)) {
+        throw new Fatal("webgpu", `WebGPU was asked for (tier "webgpu") but cannot be used: ${why}`);
+      }
+      throw e;                                // not the GPU's fault (a model the loader refuses, ...)
     }
-  });
-  stream.timer = setTimeout(tick, TICK_MS);
-  post({ kind: "started", rate });
-}
-
-function feed(samples) {
-  const refused = app.feed(samples);
-  if (refused) {                               // too far behind: said once, counted in the metrics
-    if (!stream.overrun) post({ kind: "error", code: "overrun", id: stream.id, message: refused });
-    stream.overrun = true;
-    return;
+    this.note = out.note;
+    this.adapter = out.adapter;
+    if (out.tier !== "webgpu") return null;
+    this.active = true;
+    return out.tier;
   }
-  stream.overrun = false;
-  if (debug) captured.push(samples);
-}
 
-function openRing(sab) {
-  return { header: new Int32Array(sab, 0, 4), data: new Float32Array(sab, 16) };
-}
-
-// Single producer (the worklet) and single consumer (here); positions are sample counts
-// modulo 2^32 in header[0] (written) and header[1] (read); header[2] counts dropped samples.
-function drainRing() {
-  const { header, data } = stream.ring;
-  const cap = data.length;
-  const w = Atomics.load(header, 0) >>> 0;
-  let r = Atomics.load(header, 1) >>> 0;
-  let n = (w - r) >>> 0;
-  while (n > 0) {
-    const at = r % cap;
-    const len = Math.min(n, cap - at);
-    feed(data.slice(at, at + len));         // a copy: the worklet reuses the ring
-    r = (r + len) >>> 0;
-    n -= len;
-  }
-  Atomics.store(header, 1, r | 0);
-}
-
-// One step: the due decodes for up to STEP_BUDGET_MS, then the text. With more due, the next step
-// comes as soon as the messages waiting meanwhile were read; the page learns the next decode's
-// window (nextWindowSeconds) so its heartbeat can tell a long decode from a dead worker.
-// With the GPU a step is a promise (py): meanwhile audio is held and a cancel waits for it.
-async function tick() {
-  if (!stream || stream.busy) return;
-  const current = stream;
-  let due = false;
-  current.busy = true;
-  try {
-    if (current.ring) drainRing();
-    for (const samples of current.held.splice(0)) feed(samples);
-    announceDecode(current);
-    const out = JSON.parse(await py(app.partial, STEP_BUDGET_MS));
-    if (current.cancelled) {
-      current.busy = false;
-      return cancelStream();
+  // The device failed mid-decode: that decode finished on the CPU
+  // (engine/executors/webgpu/executor.py); the page is told once, and the CPU runs from then on.
+  checkLost() {
+    if (!this.active) return;
+    const note = this.runtime.app.gpu_lost();
+    if (note) {
+      this.active = false;
+      this.note = note;
+      post({ kind: "gpu-lost", message: note, tier: this.runtime.app.tier, tierNote: note });
     }
-    due = out.due;
-    if (current.ring) out.metrics.dropped_samples = Atomics.load(current.ring.header, 2);
-    checkWorkers();
-    checkGpu();
-    // ending with nothing due, finish() comes next: it decodes the window's tail
-    const next = due ? out.next_window_seconds : current.ending ? out.tail_window_seconds : 0;
-    current.announced = next > 0;
-    post({ kind: "partial", id: current.id, view: out.view, metrics: out.metrics, due,
-           nextWindowSeconds: next, ending: current.ending });
-    if (current.ending && !due) await endStream();
-  } catch (e) {
-    fail(e);
-  } finally {
-    current.busy = false;
   }
-  if (stream === current) {
-    if (current.held.length) due = true;
-    stream.timer = setTimeout(tick, due || stream.ending ? 0 : TICK_MS);   // never overlapping
-  }
-}
-
-// A stream that keeps up has nothing due after a step (its partial announced no window), so the
-// decode that audio arriving since makes due would start unannounced: the page's heartbeat,
-// hearing nothing for the length of that decode, could take a slow machine's busy worker for a
-// dead one. Announce it first.
-function announceDecode(current) {
-  if (current.announced || current.ending) return;
-  const seconds = app.next_window_seconds();
-  if (seconds > 0) post({ kind: "decoding", id: current.id, nextWindowSeconds: seconds });
-  current.announced = seconds > 0;
-}
-
-// The API's stream.cancel(): the session is dropped, nothing more is decoded or posted.
-function cancelStream() {
-  if (!stream) return;
-  if (stream.busy) {                          // a GPU step is in flight: cancelled when it returns
-    stream.cancelled = true;
-    return;
-  }
-  clearTimeout(stream.timer);
-  stream.port.close();
-  const id = stream.id;
-  stream = null;
-  app.cancel_stream();
-  post({ kind: "stream-cancelled", id });
-}
-
-async function endStream() {
-  clearTimeout(stream.timer);
-  if (stream.ring) drainRing();
-  for (const samples of stream.held.splice(0)) feed(samples);
-  const dropped = stream.ring ? Atomics.load(stream.ring.header, 2) : 0;
-  const id = stream.id;
-  stream.port.close();
-  stream = null;
-  const { result, metrics } = JSON.parse(await py(app.finish));
-  metrics.dropped_samples = dropped;
-  checkWorkers();
-  checkGpu();
-  post({ kind: "final", id, result, metrics, ...memory() });
 }
 
 // ------------------------------------------------------------------------------------------
-// files
+// Host: boot, the engine on a model (with kernel workers or the GPU), and who uses it now
 
-async function transcribeFile(data) {
-  let seconds;
-  try {
-    seconds = data.wav ? app.prepare_wav(new Uint8Array(data.wav))
-                       : app.prepare_pcm(data.pcm, data.rate, data.channels);
-  } catch (e) {
-    post({ kind: "error", code: "file", message: `${data.name} could not be read: ${lastLine(e)}` });
-    return;
+class Host {
+  constructor() {
+    this.runtime = new Runtime();
+    this.models = new ModelCache(this.runtime);
+    this.kernels = new KernelWorkers(this.runtime);
+    this.gpu = new Gpu(this.runtime);
+    this.debug = false;
+    this.tier = null;                         // the tier asked for
+    this.stream = null;                       // the open LiveStream
+    this.file = null;                         // the FileJob running
+    this.captured = [];                       // (debug) every block the last stream fed, in order
   }
-  post({ kind: "file-busy", name: data.name, seconds });
-  // a step at a time (at most one 30 s window each): between steps this worker reads its
-  // messages, so progress goes out and a cancel gets in
-  const total = app.begin_file();
-  fileJob = { name: data.name, cancelled: false };
-  try {
+
+  get app() { return this.runtime.app; }
+
+  async init({ manifest, tier, debug, localModel, modelBytes, threads = 1, threadsForced = false,
+               threadsNote = null, gpu = null }) {
+    this.debug = !!debug;
+    this.gpu.wanted = gpu;
+    this.kernels.configure({ threads, forced: threadsForced, note: threadsNote });
+    const base = new URL("./", self.location.href);
+    const t = { start: performance.now() };
+    await this.runtime.boot(manifest, base, (stage) => { t[stage] = performance.now(); post({ kind: "stage", stage }); });
+    t.model = performance.now();
+    post({ kind: "stage", stage: "model" });
+    this.tier = tier;
+    const local = localModel ? await this.openKeptLocalModel(localModel, tier) : null;
+    let model = null, usedTier = local && local.tier, localNote = local && local.note;
+    if (modelBytes) {                           // the API's Recognizer.load({model: bytes})
+      t.compile = performance.now();
+      post({ kind: "stage", stage: "compile" });
+      usedTier = await this.loadOrSay(this.runtime.bytes(new Uint8Array(modelBytes.bytes)), tier,
+                                      modelBytes.bytes.byteLength, null, "model-file",
+                                      (e) => `${modelBytes.name} is not a model this engine can use: ${lastLine(e)}`);
+    }
+    if (!usedTier) {
+      model = await this.models.site(manifest.model, base);
+      t.compile = performance.now();
+      post({ kind: "stage", stage: "compile" });
+      usedTier = await this.loadOrSay(model.buffer, tier, manifest.model.size,
+                                      (manifest.model.gpu_self_test || {}).digest, "engine",
+                                      (e) => `The engine could not open the model with the ${tier} kernels: ${lastLine(e)}`);
+    }
+    t.compile = t.compile || performance.now();
+    t.ready = performance.now();
+    post({
+      kind: "ready", tier: usedTier, tierNote: this.gpu.note, adapter: this.gpu.adapter, threads: this.app.threads(),
+      threadsNote: this.kernels.note, model: JSON.parse(this.app.model_info()),
+      modelSource: modelBytes ? "bytes" : model ? model.source : "local-cache",
+      cacheNote: model ? model.cacheNote : null, localModel: local && local.info, localNote,
+      ...this.memory(),
+      timings: { runtime: t.engine - t.start, engine: t.model - t.engine, model: t.compile - t.model,
+                 compile: t.ready - t.compile, total: t.ready - t.start },
+    });
+  }
+
+  // load() on a Python buffer, destroyed after (app.model keeps the Python object); a failure
+  // that is not already fatal becomes Fatal(code, message(e)).
+  async loadOrSay(buffer, tier, modelBytes, gpuDigest, code, message) {
+    try {
+      return await this.load(buffer, tier, "load", modelBytes, gpuDigest);
+    } catch (e) {
+      if (e instanceof Fatal) throw e;
+      throw new Fatal(code, message(e));
+    } finally {
+      buffer.destroy();
+    }
+  }
+
+  // An engine on `buffer` ("load", or "switch": the engine in use stays if this one fails), on
+  // the GPU or with kernel workers when asked for and possible; returns what app.load /
+  // app.switch return.
+  async load(buffer, tier, how, modelBytes, gpuDigest = null) {
+    if (this.gpu.wanted && how === "load") {
+      const onGpu = await this.gpu.load(buffer, tier, gpuDigest);
+      if (onGpu) {
+        this.kernels.close();
+        return onGpu;
+      }                                       // else preferred but refused: the wasm engine below
+    }
+    const app = this.app;
+    if (this.gpu.active) return this.gpu.call(app[how], buffer, tier);   // a switch: the new model on the device too
+    const next = await this.kernels.start(tier, modelBytes);
+    // (a JS null would reach Python as JsNull, not None: no pool, no argument)
+    const open = (workers) => (workers ? app[how](buffer, tier, workers) : app[how](buffer, tier));
+    let out;
+    try {
+      out = open(next);
+    } catch (e) {
+      if (next) next.close();
+      throw e;
+    }
+    if (next) {
+      try {
+        await next.serve();
+      } catch (e) {                            // a kernel worker could not take its weights: one worker
+        next.close();
+        this.kernels.note = `one worker: the kernel workers did not start (${lastLine(e)})`;
+        out = open(null);
+        this.kernels.close();
+        return out;
+      }
+    }
+    this.kernels.adopt(next);
+    return out;
+  }
+
+  // A .gguf the user opened: the engine's own loader validates it; only if it loads does the
+  // app switch to it (the engine in use stays until then), and only then is it kept.
+  async openModelFile({ name, bytes }) {
+    const data = new Uint8Array(bytes);
+    const buffer = this.runtime.bytes(data);
+    let info;
+    try {
+      info = JSON.parse(await this.load(buffer, this.tier, "switch", data.length));
+    } catch (e) {
+      post({ kind: "error", code: "model-file",
+             message: `${name} is not a model this engine can use: ${lastLine(e)}. The previous model is still in use.` });
+      return;
+    } finally {
+      buffer.destroy();                        // app.model keeps the Python object
+    }
+    const sha256 = await this.runtime.sha256(data);
+    const cacheNote = await this.models.keepLocal(name, data, sha256);
+    post({ kind: "model-switched", file: name, size: data.length, sha256, cacheNote, threadsNote: this.kernels.note, ...info });
+  }
+
+  // The file the user opened on an earlier visit: {tier, info}, or {note} saying why not.
+  async openKeptLocalModel({ sha256, name }, tier) {
+    try {
+      const kept = await this.models.local({ sha256, name });
+      if (!kept.data) return kept;
+      const data = kept.data, buffer = this.runtime.bytes(data);
+      try {
+        const usedTier = await this.load(buffer, tier, "load", data.length);
+        return { tier: usedTier, info: { file: name, size: data.length, sha256, ...JSON.parse(this.app.model_info()) } };
+      } finally {
+        buffer.destroy();
+      }
+    } catch (e) {
+      return { note: `the model file ${name} you opened before could not be used (${lastLine(e)})` };
+    }
+  }
+
+  // After each decode: a kernel worker or the GPU lost meanwhile is said once.
+  checkLost() {
+    this.kernels.checkLost();
+    this.gpu.checkLost();
+  }
+
+  // This worker's wasm heap and the kernel workers' wasm memory together (0 without kernel
+  // workers), as the API reports them (r.heapBytes, r.kernelHeapBytes)
+  memory() { return { heapBytes: this.runtime.heapBytes(), kernelHeapBytes: this.kernels.heapBytes }; }
+
+  startStream(data) {
+    if (this.stream) throw new Fatal("state", "a stream is already open");
+    this.captured = [];
+    this.stream = new LiveStream(this, data);
+  }
+
+  // While a file runs, this worker still reads messages (between steps): anything that would
+  // use the engine meanwhile is refused, not interleaved.
+  refuseWhileFileRuns(what) {
+    if (!this.file) return false;
+    post({ kind: "error", code: "busy", message: `Cannot ${what} while ${this.file.name} is being transcribed: cancel it first.` });
+    return true;
+  }
+
+  capturedSamples() {
+    const n = this.captured.reduce((s, c) => s + c.length, 0);
+    const all = new Float32Array(n);
+    let at = 0;
+    for (const c of this.captured) { all.set(c, at); at += c.length; }
+    return all;
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// LiveStream: one open stream. It never skips audio: when decoding falls behind (a slow
+// machine, audio fed faster than real time) the due decodes run in order, a step of
+// STEP_BUDGET_MS at a time with this worker's messages read between steps, and "end" finishes
+// only once every due decode has run.
+
+class LiveStream {
+  constructor(host, { rate, port, ring, id = null, maxPending = null }) {
+    this.host = host;
+    this.app = host.app;
+    if (maxPending === null) this.app.start(rate);
+    else this.app.start(rate, maxPending);
+    this.id = id;
+    this.rate = rate;
+    this.port = port;
+    this.ring = ring ? LiveStream.openRing(ring) : null;
+    this.timer = null;
+    this.ending = false;
+    this.overrun = false;
+    this.busy = false;                        // a step is running (with the GPU: suspended in Python)
+    this.held = [];                           // audio that arrived meanwhile
+    this.cancelled = false;
+    this.announced = false;
+    port.onmessage = ({ data }) => guard(() => {
+      if (host.stream !== this) return;
+      if (data.kind === "audio") {
+        if (this.busy) this.held.push(data.samples);   // a GPU step is suspended in Python: after it
+        else this.feed(data.samples);
+      } else if (data.kind === "end") {
+        this.ending = true;                    // finish after the due decodes, a step at a time
+        clearTimeout(this.timer);
+        if (!this.busy) this.timer = setTimeout(() => this.tick(), 0);   // else the step in flight goes on
+      }
+    });
+    this.timer = setTimeout(() => this.tick(), TICK_MS);
+    post({ kind: "started", rate });
+  }
+
+  get open() { return this.host.stream === this; }
+
+  feed(samples) {
+    const refused = this.app.feed(samples);
+    if (refused) {                               // too far behind: said once, counted in the metrics
+      if (!this.overrun) post({ kind: "error", code: "overrun", id: this.id, message: refused });
+      this.overrun = true;
+      return;
+    }
+    this.overrun = false;
+    if (this.host.debug) this.host.captured.push(samples);
+  }
+
+  static openRing(sab) {
+    return { header: new Int32Array(sab, 0, 4), data: new Float32Array(sab, 16) };
+  }
+
+  // Single producer (the worklet) and single consumer (here); positions are sample counts
+  // modulo 2^32 in header[0] (written) and header[1] (read); header[2] counts dropped samples.
+  drainRing() {
+    const { header, data } = this.ring;
+    const cap = data.length;
+    const w = Atomics.load(header, 0) >>> 0;
+    let r = Atomics.load(header, 1) >>> 0;
+    let n = (w - r) >>> 0;
+    while (n > 0) {
+      const at = r % cap;
+      const len = Math.min(n, cap - at);
+      this.feed(data.slice(at, at + len));   // a copy: the worklet reuses the ring
+      r = (r + len) >>> 0;
+      n -= len;
+    }
+    Atomics.store(header, 1, r | 0);
+  }
+
+  // The audio waiting: from the ring, and what arrived during a step.
+  takeWaiting() {
+    if (this.ring) this.drainRing();
+    for (const samples of this.held.splice(0)) this.feed(samples);
+  }
+
+  // One step: the due decodes for up to STEP_BUDGET_MS, then the text. With more due, the next
+  // step comes as soon as the messages waiting meanwhile were read; the page learns the next
+  // decode's window (nextWindowSeconds) so its heartbeat can tell a long decode from a dead
+  // worker. With the GPU a step is a promise: meanwhile audio is held and a cancel waits for it.
+  async tick() {
+    if (!this.open || this.busy) return;
+    let due = false;
+    this.busy = true;
+    try {
+      this.takeWaiting();
+      this.announceDecode();
+      const out = JSON.parse(await this.host.gpu.call(this.app.partial, STEP_BUDGET_MS));
+      if (this.cancelled) {
+        this.busy = false;
+        return this.cancel();
+      }
+      due = out.due;
+      if (this.ring) out.metrics.dropped_samples = Atomics.load(this.ring.header, 2);
+      this.host.checkLost();
+      // ending with nothing due, finish() comes next: it decodes the window's tail
+      const next = due ? out.next_window_seconds : this.ending ? out.tail_window_seconds : 0;
+      this.announced = next > 0;
+      post({ kind: "partial", id: this.id, view: out.view, metrics: out.metrics, due,
+             nextWindowSeconds: next, ending: this.ending });
+      if (this.ending && !due) await this.end();
+    } catch (e) {
+      fail(e);
+    } finally {
+      this.busy = false;
+    }
+    if (this.open) {
+      if (this.held.length) due = true;
+      this.timer = setTimeout(() => this.tick(), due || this.ending ? 0 : TICK_MS);   // never overlapping
+    }
+  }
+
+  // A stream that keeps up has nothing due after a step (its partial announced no window), so
+  // the decode that audio arriving since makes due would start unannounced: the page's
+  // heartbeat, hearing nothing for the length of that decode, could take a slow machine's busy
+  // worker for a dead one. Announce it first.
+  announceDecode() {
+    if (this.announced || this.ending) return;
+    const seconds = this.app.next_window_seconds();
+    if (seconds > 0) post({ kind: "decoding", id: this.id, nextWindowSeconds: seconds });
+    this.announced = seconds > 0;
+  }
+
+  // The API's stream.cancel(): the session is dropped, nothing more is decoded or posted.
+  cancel() {
+    if (!this.open) return;
+    if (this.busy) {                          // a GPU step is in flight: cancelled when it returns
+      this.cancelled = true;
+      return;
+    }
+    this.close();
+    this.app.cancel_stream();
+    post({ kind: "stream-cancelled", id: this.id });
+  }
+
+  close() {
+    clearTimeout(this.timer);
+    this.port.close();
+    this.host.stream = null;
+  }
+
+  async end() {
+    clearTimeout(this.timer);
+    this.takeWaiting();
+    const dropped = this.ring ? Atomics.load(this.ring.header, 2) : 0;
+    this.close();
+    const { result, metrics } = JSON.parse(await this.host.gpu.call(this.app.finish));
+    metrics.dropped_samples = dropped;
+    this.host.checkLost();
+    post({ kind: "final", id: this.id, result, metrics, ...this.host.memory() });
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// FileJob: one file, a step at a time (at most one 30 s window each): between steps this
+// worker reads its messages, so progress goes out and a cancel gets in
+
+class FileJob {
+  static async run(host, data) {
+    const app = host.app;
+    let seconds;
+    try {
+      seconds = data.wav ? app.prepare_wav(new Uint8Array(data.wav))
+                         : app.prepare_pcm(data.pcm, data.rate, data.channels);
+    } catch (e) {
+      post({ kind: "error", code: "file", message: `${data.name} could not be read: ${lastLine(e)}` });
+      return;
+    }
+    post({ kind: "file-busy", name: data.name, seconds });
+    const total = app.begin_file();
+    const job = host.file = new FileJob(data.name);
+    try {
+      await job.steps(host, total);
+    } finally {
+      host.file = null;
+    }
+  }
+
+  constructor(name) {
+    this.name = name;
+    this.cancelled = false;
+  }
+
+  async steps(host, total) {
+    const app = host.app;
     for (;;) {
       await new Promise((resolve) => setTimeout(resolve, 0));
-      if (fileJob.cancelled) {
+      if (this.cancelled) {
         app.cancel_file();
-        post({ kind: "file-cancelled", name: data.name });
+        post({ kind: "file-cancelled", name: this.name });
         return;
       }
-      const step = JSON.parse(await py(app.file_step));
-      checkWorkers();
-      checkGpu();
+      const step = JSON.parse(await host.gpu.call(app.file_step));
+      host.checkLost();
       if (step.result) {
-        post({ kind: "file-result", name: data.name, result: step.result, ...memory() });
+        post({ kind: "file-result", name: this.name, result: step.result, ...host.memory() });
         return;
       }
-      post({ kind: "file-progress", name: data.name, done: step.done, total });
+      post({ kind: "file-progress", name: this.name, done: step.done, total });
     }
-  } finally {
-    fileJob = null;
   }
 }
 
-// While a file runs, this worker still reads messages (between steps): anything that would use
-// the engine meanwhile is refused, not interleaved.
-function refuseWhileFileRuns(what) {
-  if (!fileJob) return false;
-  post({ kind: "error", code: "busy", message: `Cannot ${what} while ${fileJob.name} is being transcribed: cancel it first.` });
-  return true;
-}
-
 // ------------------------------------------------------------------------------------------
+// messages
 
 // (tests) whether this worker's Content-Security-Policy forbids eval, as the site's should
 function evalBlocked() {
@@ -651,23 +808,22 @@ function fail(e) {
   else post({ kind: "fatal", code: "engine", message: `The engine failed: ${lastLine(e)}`, detail: String(e && e.stack || e) });
 }
 
+const host = new Host();
+
 self.onmessage = ({ data }) => guard(async () => {
   switch (data.kind) {
-    case "init": return init(data);
-    case "ping": return post({ kind: "pong", ...(pyodide ? memory() : { heapBytes: null }) });
-    case "start": return refuseWhileFileRuns("start listening") || startStream(data);
-    case "file": return refuseWhileFileRuns(`transcribe ${data.name}`) || transcribeFile(data);
-    case "open-model": return refuseWhileFileRuns("switch models") || openModelFile(data);
-    case "cancel-file": if (fileJob) fileJob.cancelled = true; return;
-    case "cancel-stream": return cancelStream();
-    case "kill-kernel-worker": if (debug && pool) pool.kill(data.slot || 0); return;     // tests: a crash
-    case "lose-gpu": if (debug && gpuActive) return py(app.lose_gpu, data.afterReads || 0);  // tests: device loss
-    case "csp-probe": if (debug) post({ kind: "csp-probe", evalBlocked: evalBlocked() }); return;   // tests: the policy holds
+    case "init": return host.init(data);
+    case "ping": return post({ kind: "pong", ...(host.runtime.started ? host.memory() : { heapBytes: null }) });
+    case "start": return host.refuseWhileFileRuns("start listening") || host.startStream(data);
+    case "file": return host.refuseWhileFileRuns(`transcribe ${data.name}`) || FileJob.run(host, data);
+    case "open-model": return host.refuseWhileFileRuns("switch models") || host.openModelFile(data);
+    case "cancel-file": if (host.file) host.file.cancelled = true; return;
+    case "cancel-stream": if (host.stream) host.stream.cancel(); return;
+    case "kill-kernel-worker": if (host.debug && host.kernels.pool) host.kernels.pool.kill(data.slot || 0); return;   // tests: a crash
+    case "lose-gpu": if (host.debug && host.gpu.active) return host.gpu.call(host.app.lose_gpu, data.afterReads || 0);  // tests: device loss
+    case "csp-probe": if (host.debug) post({ kind: "csp-probe", evalBlocked: evalBlocked() }); return;   // tests: the policy holds
     case "captured": {
-      const n = captured.reduce((s, c) => s + c.length, 0);
-      const all = new Float32Array(n);
-      let at = 0;
-      for (const c of captured) { all.set(c, at); at += c.length; }
+      const all = host.capturedSamples();
       return post({ kind: "captured", samples: all }, [all.buffer]);
     }
     default: throw new Error(`unknown request ${data.kind}`);
