@@ -46,15 +46,13 @@ const LOCAL_MODEL = "phonon-web-local-model";     // localStorage: {sha256, name
 // What tests and the measuring script read: state, timings (ms since navigation), the last
 // result; with ?debug=1 also every engine worker message and the captured samples.
 const phonon = window.phonon = { state: "loading", timings: {}, log: [], result: null, metrics: null };
-if (DEBUG) phonon.toWorker = (message) => recognizer.debug.post(message);   // tests: e.g. kill-kernel-worker
+if (DEBUG) phonon.toWorker = (message) => engine.recognizer.debug.post(message);   // tests: e.g. kill-kernel-worker
 
-let recognizer = null, manifest = null, tier = null;
-let stream = null;                          // the open live Stream
-let fileAbort = null;                       // AbortController of the running file
-let mic = null;                             // {stream, context, node, source}
-let transcript = null;                      // {text, words, audio_seconds, source}
-let shownCommitted = 0;                     // committed words already in the DOM
-let fileRunning = null;                     // name of the file the worker is transcribing
+// The page's state, one object per job, each changed only by its section below:
+const engine = { recognizer: null, manifest: null, tier: null };   // the Recognizer; the site's manifest; the tier asked for
+const live = { stream: null, mic: null };   // the open live Stream; the microphone {media, context, node, source}
+const fileJob = { abort: null, running: null };   // AbortController of the file being sent; its name once the worker's steps start
+const shown = { transcript: null, committed: 0 };  // {text, words, audio_seconds, source} on screen; committed words in the DOM
 
 // ------------------------------------------------------------------------------------------
 // state and messages
@@ -71,11 +69,11 @@ function setState(state, text) {
   ui.mic.disabled = !(idle || state === "listening") || !captureSupport().ok;
   ui.open.disabled = !idle;
   ui.modelOpen.disabled = !idle;
-  const hasText = !!(transcript && transcript.words.length);
+  const hasText = !!(shown.transcript && shown.transcript.words.length);
   for (const b of [ui.copy, ...ui.downloads]) b.disabled = !hasText || state === "transcribing";
   ui.clear.disabled = !hasText || !idle;
-  if (state !== "transcribing") fileRunning = null;
-  ui.cancelFile.hidden = ui.fileProgress.hidden = !fileRunning;
+  if (state !== "transcribing") fileJob.running = null;
+  ui.cancelFile.hidden = ui.fileProgress.hidden = !fileJob.running;
 }
 
 function showAlert(text, { info = false, action = null } = {}) {
@@ -126,7 +124,7 @@ function captureSupport() {
 
 // The best tier this browser validates (engine/tiers.py via manifest.json), unless ?tier= forces one
 // ("webgpu": the API picks the CPU part's tier; ?gpu=prefer: "auto", the API may pick the GPU).
-const chooseTier = () => FORCED_TIER || (PREFER_GPU ? "auto" : bestTier(manifest.tiers));
+const chooseTier = () => FORCED_TIER || (PREFER_GPU ? "auto" : bestTier(engine.manifest.tiers));
 
 // ------------------------------------------------------------------------------------------
 // start-up: service worker (offline shell), then the engine worker
@@ -144,7 +142,7 @@ async function main() {
   try {
     const response = await fetch("manifest.json");
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    manifest = await response.json();
+    engine.manifest = await response.json();
   } catch (e) {
     fatal(`The app's manifest could not be loaded (${e.message}). Check the connection and reload.`);
     return;
@@ -152,11 +150,11 @@ async function main() {
   const threads = chooseThreads(sw);
   if (threads.reload) return location.reload();
   phonon.threadsWanted = threads.count;
-  tier = chooseTier();
-  ui.tier.textContent = tier;
+  engine.tier = chooseTier();
+  ui.tier.textContent = engine.tier;
   try {
-    recognizer = await Recognizer.load({
-      manifest, tier, debug: DEBUG, localModel: storedLocalModel(), silenceMs: SILENCE_MS,
+    engine.recognizer = await Recognizer.load({
+      manifest: engine.manifest, tier: engine.tier, debug: DEBUG, localModel: storedLocalModel(), silenceMs: SILENCE_MS,
       preferGpu: PREFER_GPU, gpuTestPatch: GPU_TEST_PATCH,
       threads: FORCED_THREADS ?? undefined, isolationNote: threads.note, onProgress: onLoadProgress,
       onWorkerMessage: DEBUG ? (data) => phonon.log.push({ t: performance.now(), ...data }) : null,
@@ -167,10 +165,10 @@ async function main() {
     }
     return onEngineError(e);
   }
-  recognizer.addEventListener("error", (e) => onEngineError(e.detail));
-  recognizer.addEventListener("workers-lost", (e) => onWorkersLost(e.detail));
-  recognizer.addEventListener("gpu-lost", (e) => onGpuLost(e.detail));
-  onReady(recognizer.details);
+  engine.recognizer.addEventListener("error", (e) => onEngineError(e.detail));
+  engine.recognizer.addEventListener("workers-lost", (e) => onWorkersLost(e.detail));
+  engine.recognizer.addEventListener("gpu-lost", (e) => onGpuLost(e.detail));
+  onReady(engine.recognizer.details);
 }
 
 // How many workers share the encoder: ?threads=N, else the cores up to MAX_DEFAULT_THREADS.
@@ -260,7 +258,7 @@ function onLoadProgress(p) {
 // worker died, a fatal error (the recogniser is closed), or something the page can go on from.
 function onEngineError(error) {
   if (error.code === "worker") return died(error.message);
-  if (recognizer && !recognizer.closed) {
+  if (engine.recognizer && !engine.recognizer.closed) {
     showAlert(error.message);
     if (error.code !== "busy") setState(idleState());     // refused while a file runs: that file goes on
     return;
@@ -271,17 +269,17 @@ function onEngineError(error) {
 }
 
 function onWorkersLost({ message, threads }) {
-  showTier({ tier: recognizer.tier, threads, threadsNote: `one worker: ${message}` });
+  showTier({ tier: engine.recognizer.tier, threads, threadsNote: `one worker: ${message}` });
   showAlert(`A kernel worker stopped (${message}). Transcription goes on with one worker; nothing is lost.`, { info: true });
 }
 
 function onGpuLost({ message }) {
-  showTier({ tier: recognizer.tier, threads: recognizer.threads, threadsNote: recognizer.threadsNote,
-             tierNote: recognizer.tierNote });
+  showTier({ tier: engine.recognizer.tier, threads: engine.recognizer.threads, threadsNote: engine.recognizer.threadsNote,
+             tierNote: engine.recognizer.tierNote });
   showAlert(`The GPU stopped working (${message}). Nothing is lost.`, { info: true });
 }
 
-const idleState = () => (transcript && transcript.words.length ? "done" : "ready");
+const idleState = () => (shown.transcript && shown.transcript.words.length ? "done" : "ready");
 
 // tierNote: why this tier runs ("webgpu: <adapter> (...)", "wasm_relaxed_simd: <why not the GPU>"),
 // shown when the GPU was asked for or lost; undefined keeps the one shown.
@@ -335,14 +333,14 @@ function showModel({ file, name, size, notice }) {
 }
 
 async function openModelFile(file) {
-  if (!recognizer || !(phonon.state === "ready" || phonon.state === "done")) return;
+  if (!engine.recognizer || !(phonon.state === "ready" || phonon.state === "done")) return;
   hideAlert();
   setState("transcribing", `Checking ${file.name}…`);
   let info;
   try {
-    info = await recognizer.switchModel(await file.arrayBuffer(), file.name);
+    info = await engine.recognizer.switchModel(await file.arrayBuffer(), file.name);
   } catch (e) {
-    if (recognizer.closed) return;              // the error event says why
+    if (engine.recognizer.closed) return;              // the error event says why
     setState(idleState());
     return showAlert(e.message);                // the model in use stays
   }
@@ -353,7 +351,7 @@ function onModelSwitched(data) {
   showModel(data);
   showTier({ tier: data.tier, threads: data.threads, threadsNote: data.threadsNote });
   try { localStorage.setItem(LOCAL_MODEL, JSON.stringify({ sha256: data.sha256, name: data.file })); } catch { /* none */ }
-  setState(transcript && transcript.words.length ? "done" : "ready");
+  setState(shown.transcript && shown.transcript.words.length ? "done" : "ready");
   showAlert(`Now using ${data.file}` + (data.cacheNote ? `, but ${data.cacheNote}.` : "; it is kept on this device for the next visit."),
             { info: true });
 }
@@ -361,7 +359,7 @@ function onModelSwitched(data) {
 function died(reason) {
   if (phonon.state === "error") return;
   phonon.died = reason;
-  if (recognizer) recognizer.close();
+  if (engine.recognizer) engine.recognizer.close();
   fatal(`The speech engine stopped (${reason}). Reload the page to start it again; a transcript on screen is kept until then.`);
 }
 
@@ -369,8 +367,8 @@ function died(reason) {
 // the transcript
 
 function clearTranscript() {
-  transcript = null;
-  shownCommitted = 0;
+  shown.transcript = null;
+  shown.committed = 0;
   ui.committed.replaceChildren();
   ui.tentative.replaceChildren();
   ui.live.textContent = "";
@@ -400,11 +398,11 @@ function appendWords(container, words, fresh) {
 function renderWords(words, { announce = true } = {}) {
   const committed = words.filter((w) => w.committed !== false);
   const tentative = words.filter((w) => w.committed === false);
-  if (committed.length < shownCommitted) { ui.committed.replaceChildren(); shownCommitted = 0; }
-  const fresh = committed.slice(shownCommitted);
+  if (committed.length < shown.committed) { ui.committed.replaceChildren(); shown.committed = 0; }
+  const fresh = committed.slice(shown.committed);
   if (fresh.length) {
     appendWords(ui.committed, fresh, announce);
-    shownCommitted = committed.length;
+    shown.committed = committed.length;
     if (announce) ui.live.textContent = fresh.map((w) => w.word).join(" ");
   }
   ui.tentative.replaceChildren();
@@ -422,7 +420,7 @@ const seconds = (s) => (s == null ? "–" : `${s.toFixed(1)} s`);
 function showPartial(view, metrics) {
   if (!phonon.timings.firstPartial && view.words.length) phonon.timings.firstPartial = performance.now();
   if (!phonon.timings.firstCommit && view.committed) phonon.timings.firstCommit = performance.now();
-  transcript = { text: [view.committed, view.tentative].filter(Boolean).join(" "), words: view.words,
+  shown.transcript = { text: [view.committed, view.tentative].filter(Boolean).join(" "), words: view.words,
                  audio_seconds: view.audio_seconds, source: "microphone" };
   renderWords(view.words);
   phonon.metrics = metrics;
@@ -449,7 +447,7 @@ function showBacklog(metrics) {
   else if (pending > BEHIND_S && !phonon.behindSince) phonon.behindSince = now;
   if (phonon.behindSince && now - phonon.behindSince > BEHIND_FOR_MS && !phonon.behindTold) {
     phonon.behindTold = true;
-    showAlert(`This device decodes ${recognizer && recognizer.model ? recognizer.model.name : "this model"} slower than real time ` +
+    showAlert(`This device decodes ${engine.recognizer && engine.recognizer.model ? engine.recognizer.model.name : "this model"} slower than real time ` +
               `(${(metrics.compute_seconds / Math.max(1, metrics.audio_seconds - pending)).toFixed(2)} s of compute per ` +
               "second of audio): the text is " +
               `${pending.toFixed(0)} s behind the audio. Nothing is lost; it catches up after you stop. ` +
@@ -459,10 +457,10 @@ function showBacklog(metrics) {
 
 function remedies() {
   const out = [];
-  if (recognizer && recognizer.threads < 2 && (navigator.hardwareConcurrency || 1) > 1) {
-    out.push(`more workers (this page runs one${recognizer.threadsNote ? `: ${recognizer.threadsNote.replace(/^one worker: /, "")}` : ""})`);
+  if (engine.recognizer && engine.recognizer.threads < 2 && (navigator.hardwareConcurrency || 1) > 1) {
+    out.push(`more workers (this page runs one${engine.recognizer.threadsNote ? `: ${engine.recognizer.threadsNote.replace(/^one worker: /, "")}` : ""})`);
   }
-  if (recognizer && !["wasm_relaxed_simd", "webgpu"].includes(recognizer.tier)) out.push("a browser with WebAssembly relaxed SIMD (Chrome, Edge, Firefox), which runs the fastest kernels");
+  if (engine.recognizer && !["wasm_relaxed_simd", "webgpu"].includes(engine.recognizer.tier)) out.push("a browser with WebAssembly relaxed SIMD (Chrome, Edge, Firefox), which runs the fastest kernels");
   out.push("a smaller model", "a faster device");
   return out;
 }
@@ -472,9 +470,9 @@ function showFinal({ result, metrics, heapBytes }) {
   phonon.metrics = metrics;
   phonon.heapBytes = heapBytes;
   phonon.timings.final = performance.now();
-  transcript = { text: result.text, words: result.words.map((w) => ({ ...w, committed: true })),
+  shown.transcript = { text: result.text, words: result.words.map((w) => ({ ...w, committed: true })),
                  audio_seconds: result.audio_seconds, source: "microphone" };
-  renderWords(transcript.words);
+  renderWords(shown.transcript.words);
   ui.audio.textContent = seconds(result.audio_seconds);
   ui.rtf.textContent = metrics.compute_per_audio == null ? "–" : metrics.compute_per_audio.toFixed(2);
   ui.lag.textContent = seconds(metrics.commit_lag_p50_seconds);
@@ -494,8 +492,8 @@ function showFinal({ result, metrics, heapBytes }) {
 // The worker transcribes a file a step at a time (at most one 30 s window per step) and says
 // how far it got after each: the watchdog allows one step's worst case between messages.
 function showFileProgress(name, done, total) {
-  if (!fileRunning) {                            // the first report: the file is read, steps start
-    fileRunning = name;
+  if (!fileJob.running) {                            // the first report: the file is read, steps start
+    fileJob.running = name;
     ui.cancelFile.disabled = false;
   }
   const share = total > 0 ? Math.min(1, done / total) : 0;
@@ -504,19 +502,19 @@ function showFileProgress(name, done, total) {
 }
 
 function cancelFile() {
-  if (!fileRunning || !fileAbort) return;
+  if (!fileJob.running || !fileJob.abort) return;
   ui.cancelFile.disabled = true;
-  ui.status.textContent = `Stopping ${fileRunning}…`;
-  fileAbort.abort();
+  ui.status.textContent = `Stopping ${fileJob.running}…`;
+  fileJob.abort.abort();
 }
 
 function showFileResult({ name, result, heapBytes }) {
   phonon.result = result;
   phonon.heapBytes = heapBytes;
-  transcript = { text: result.text, words: result.words.map((w) => ({ ...w, committed: true })),
+  shown.transcript = { text: result.text, words: result.words.map((w) => ({ ...w, committed: true })),
                  audio_seconds: result.timing.audio_seconds, source: name };
   clearDom();
-  renderWords(transcript.words, { announce: false });
+  renderWords(shown.transcript.words, { announce: false });
   ui.live.textContent = result.text ? `Transcript of ${name}: ${result.text}` : `${name}: no speech found.`;
   const t = result.timing;
   ui.audio.textContent = seconds(t.audio_seconds);
@@ -526,7 +524,7 @@ function showFileResult({ name, result, heapBytes }) {
 }
 
 function clearDom() {
-  shownCommitted = 0;
+  shown.committed = 0;
   ui.committed.replaceChildren();
   ui.tentative.replaceChildren();
 }
@@ -545,7 +543,7 @@ async function startListening() {
       audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false, autoGainControl: false },
     });
   } catch (e) {
-    setState(transcript && transcript.words.length ? "done" : "ready");
+    setState(shown.transcript && shown.transcript.words.length ? "done" : "ready");
     return showAlert(micError(e));
   }
   try {
@@ -559,7 +557,7 @@ async function startListening() {
       channelCount: 1, channelCountMode: "explicit", channelInterpretation: "speakers",
       processorOptions: { blockSize: BLOCK, ring },
     });
-    stream = recognizer.stream({ sampleRate: rate, ring });
+    const stream = live.stream = engine.recognizer.stream({ sampleRate: rate, ring });
     stream.addEventListener("partial", (e) => showPartial(e.detail, e.detail.metrics));
     stream.addEventListener("error", (e) => showAlert(`Audio is being refused: ${e.detail.message}`, { info: true }));
     phonon.behindSince = null;
@@ -569,7 +567,7 @@ async function startListening() {
     const source = context.createMediaStreamSource(media);
     source.connect(node).connect(context.destination);    // silent output: keeps the node pulled
     if (context.state !== "running") await context.resume();
-    mic = { media, context, node, source };
+    live.mic = { media, context, node, source };
     for (const track of media.getAudioTracks()) track.onended = () => stopListening();
     clearTranscript();
     phonon.transport = ring ? "shared-ring" : "transfer";
@@ -581,8 +579,8 @@ async function startListening() {
     setState("listening");
   } catch (e) {
     for (const track of media.getTracks()) track.stop();
-    if (stream) stream.cancel();
-    stream = null;
+    if (live.stream) live.stream.cancel();
+    live.stream = null;
     setState(idleState());
     showAlert(`Live transcription could not start: ${e.message}`);
   }
@@ -606,23 +604,23 @@ function micError(e) {
 }
 
 function stopListening() {
-  if (!mic || phonon.state !== "listening") return;
+  if (!live.mic || phonon.state !== "listening") return;
   setState("finishing");
   ui.mic.setAttribute("aria-pressed", "false");
   ui.micLabel.textContent = "Start listening";
-  const { node } = mic;
+  const { node } = live.mic;
   node.port.onmessage = ({ data }) => { if (data.kind === "stopped") teardownMic(); };
   node.port.postMessage({ kind: "stop" });      // the worklet sends its last block, then "end"
-  const live = stream;
-  stream = null;
-  live.finish().then((final) => showFinal({ result: final, metrics: final.metrics, heapBytes: recognizer.heapBytes }),
+  const closing = live.stream;
+  live.stream = null;
+  closing.finish().then((final) => showFinal({ result: final, metrics: final.metrics, heapBytes: engine.recognizer.heapBytes }),
                      () => {});                 // a failed stream: the recogniser's error event says why
 }
 
 function teardownMic() {
-  if (!mic) return;
-  const { media, context, node, source } = mic;
-  mic = null;
+  if (!live.mic) return;
+  const { media, context, node, source } = live.mic;
+  live.mic = null;
   source.disconnect();
   node.disconnect();
   for (const track of media.getTracks()) { track.onended = null; track.stop(); }
@@ -635,7 +633,7 @@ function teardownMic() {
 // files
 
 async function transcribeFile(file) {
-  if (!recognizer || !(phonon.state === "ready" || phonon.state === "done")) return;
+  if (!engine.recognizer || !(phonon.state === "ready" || phonon.state === "done")) return;
   hideAlert();
   clearTranscript();
   setState("transcribing", `Reading ${file.name}…`);
@@ -650,19 +648,19 @@ async function transcribeFile(file) {
       return showAlert(`${file.name} is not in an audio format this browser can decode.`);
     }
   }
-  fileAbort = new AbortController();
+  fileJob.abort = new AbortController();
   try {
-    const result = await recognizer.transcribe(audio, undefined, {
-      name: file.name, signal: fileAbort.signal,
+    const result = await engine.recognizer.transcribe(audio, undefined, {
+      name: file.name, signal: fileJob.abort.signal,
       onProgress: ({ done, total }) => showFileProgress(file.name, done, total),
     });
-    showFileResult({ name: file.name, result, heapBytes: recognizer.heapBytes });
+    showFileResult({ name: file.name, result, heapBytes: engine.recognizer.heapBytes });
   } catch (e) {
-    if (recognizer.closed) return;              // the error event says why
+    if (engine.recognizer.closed) return;              // the error event says why
     setState(idleState());
     showAlert(e.code === "cancelled" ? `Stopped transcribing ${file.name}.` : e.message, { info: e.code === "cancelled" });
   } finally {
-    fileAbort = null;
+    fileJob.abort = null;
   }
 }
 
@@ -671,22 +669,22 @@ async function transcribeFile(file) {
 
 const FORMATS = {
   txt: [toText, "text/plain"],
-  json: [(t) => toJSON(t, { model: manifest.model.name, model_sha256: manifest.model.sha256,
+  json: [(t) => toJSON(t, { model: engine.manifest.model.name, model_sha256: engine.manifest.model.sha256,
                             tier: phonon.ready && phonon.ready.tier, source: t.source }), "application/json"],
   srt: [toSRT, "application/x-subrip"],
   vtt: [toVTT, "text/vtt"],
 };
 
 function finalWords() {
-  return { ...transcript, words: transcript.words.map(({ word, start, end }) => ({ word, start, end })) };
+  return { ...shown.transcript, words: shown.transcript.words.map(({ word, start, end }) => ({ word, start, end })) };
 }
 
 function download(format) {
-  if (!transcript) return;
+  if (!shown.transcript) return;
   const [render, type] = FORMATS[format];
-  const base = transcript.source === "microphone"
+  const base = shown.transcript.source === "microphone"
     ? `transcript-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-")}`
-    : transcript.source.replace(/\.[^.]+$/, "");
+    : shown.transcript.source.replace(/\.[^.]+$/, "");
   const url = URL.createObjectURL(new Blob([render(finalWords())], { type: `${type};charset=utf-8` }));
   const a = Object.assign(document.createElement("a"), { href: url, download: `${base}.${format}` });
   document.body.append(a);
@@ -696,9 +694,9 @@ function download(format) {
 }
 
 async function copy() {
-  if (!transcript) return;
+  if (!shown.transcript) return;
   try {
-    await navigator.clipboard.writeText(transcript.text);
+    await navigator.clipboard.writeText(shown.transcript.text);
     flash(ui.copy, "Copied");
   } catch {
     showAlert("The browser did not allow copying: select the text and copy it instead.", { info: true });
@@ -755,13 +753,13 @@ if (DEBUG) {
   phonon.debug = {
     // the samples the worker fed to the stream, as base64 float32 at phonon.sampleRate
     captured: async () => {
-      const samples = await recognizer.debug.captured();
+      const samples = await engine.recognizer.debug.captured();
       const bytes = new Uint8Array(samples.buffer);
       let text = "";
       for (let i = 0; i < bytes.length; i += 32768) text += String.fromCharCode(...bytes.subarray(i, i + 32768));
       return { rate: phonon.sampleRate, base64: btoa(text) };
     },
-    killWorker: () => recognizer.debug.terminateWorker(),
+    killWorker: () => engine.recognizer.debug.terminateWorker(),
   };
 }
 
