@@ -126,7 +126,7 @@ def test_archive_path_gives_the_same_file(tiny_gguf, tmp_path):
 
 
 def test_cli_converts_and_verifies(tmp_path):
-    from engine.__main__ import main
+    from modeltools.__main__ import main
     out = tmp_path / "cli.gguf"
     assert main(["convert", "phonon2", "--container", str(DATA / "model.fermion"),
                  "--config", str(DATA / "config.json"), "--out", str(out), "--verify"]) == 0

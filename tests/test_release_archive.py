@@ -166,7 +166,7 @@ def test_a_manifest_that_is_not_json_is_named(tmp_path):
 
 
 def test_cli_converts_the_release_shaped_archive(tmp_path):
-    from engine.__main__ import main
+    from modeltools.__main__ import main
     archive = tmp_path / "phonon-2-tiny.bps.tar.zst"
     write_release_archive(archive, DATA / "config.json", DATA / "model.fermion")
     out = tmp_path / "cli.gguf"
@@ -248,7 +248,7 @@ def test_model_id_from_either_form():
 
 
 def test_cli_checks_the_extracted_form(tmp_path):
-    from engine.__main__ import main
+    from modeltools.__main__ import main
     config = json.loads((DATA / "config.json").read_text())
     config.pop("artifact")
     config["fermion"] = {"container_sha256": "1" * 64}
