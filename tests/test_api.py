@@ -246,10 +246,17 @@ def test_a_worker_that_dies_mid_stream_fails_it_with_the_real_reason(page, nativ
     """Issue 41: the heartbeat still notices a dead worker during a stream, and the stream's
     finish() and pendingBelow() reject with why (code "worker"), not with "closed"."""
     got = page.evaluate(with_code_of("""async ({ samples }) => {
-        const r2 = await window.api.Recognizer.load({ silenceMs: 1500, debug: true });
+        const r2 = await window.api.Recognizer.load({ silenceMs: 4000, debug: true });
         const s = r2.stream({ sampleRate: 16000 });
         s.feed(Float32Array.from(samples).subarray(0, 16000));
-        await new Promise((done) => s.addEventListener("partial", done, { once: true }));
+        // the stream is decoding before the worker dies (bounded: an early failure is reported,
+        // not waited on for the whole script timeout)
+        const first = await Promise.race([
+            new Promise((done) => s.addEventListener("partial", () => done("partial"), { once: true })),
+            new Promise((done) => r2.addEventListener("error", (e) => done(`error before any partial: ${e.detail.code}: ${e.detail.message}`), { once: true })),
+            new Promise((done) => setTimeout(() => done("no partial in 120 s"), 120000)),
+        ]);
+        if (first !== "partial") return { first };
         let event = null;
         r2.addEventListener("error", (e) => { event = e.detail; });
         r2.debug.terminateWorker();
