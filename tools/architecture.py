@@ -29,9 +29,13 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def package_modules(folder: Path) -> dict:
+    """{module name: path} of every Python module in a package folder (the built kernels aside)."""
+    return {module_name(p): p for p in sorted(folder.rglob("*.py")) if "_lib" not in p.parts}
+
+
 def engine_modules() -> dict:
-    """{module name: path} of every Python module in engine/ (the built kernels aside)."""
-    return {module_name(p): p for p in sorted(ENGINE.rglob("*.py")) if "_lib" not in p.parts}
+    return package_modules(ENGINE)
 
 
 def imported_names(path: Path, modules: dict) -> set:
@@ -55,7 +59,7 @@ def imported_names(path: Path, modules: dict) -> set:
 
 
 def imports_of(path: Path, modules: dict) -> set:
-    """The engine modules `path` imports."""
+    """The modules of `modules` (a package's) that `path` imports."""
     return {m for m in imported_names(path, modules) if m in modules} - {module_name(path)}
 
 

@@ -584,11 +584,9 @@ class Host {
 class LiveStream {
   constructor(host, { rate, port, ring, id = null, maxPending = null }) {
     this.host = host;
-    this.app = host.app;
     if (maxPending === null) this.app.start(rate);
     else this.app.start(rate, maxPending);
     this.id = id;
-    this.rate = rate;
     this.port = port;
     this.ring = ring ? LiveStream.openRing(ring) : null;
     this.timer = null;
@@ -612,6 +610,8 @@ class LiveStream {
     this.timer = setTimeout(() => this.tick(), TICK_MS);
     post({ kind: "started", rate });
   }
+
+  get app() { return this.host.app; }
 
   get open() { return this.host.stream === this; }
 
