@@ -138,8 +138,8 @@ def stream_command(args) -> int:
                                 max_window_ms=args.max_window_ms, min_pause_ms=args.min_pause_ms)
         chunk = max(1, round(args.chunk_ms * rate / 1000))
 
-        def show(event):
-            print(f"[{event['audio_seconds']:7.2f} s] {event['committed']} | {event['tentative']}", flush=True)
+        def show(event):                 # the text just committed | the tentative tail
+            print(f"[{event['audio_seconds']:7.2f} s] {event['added_text'].strip()} | {event['tentative']}", flush=True)
         out = stream_samples(session, samples, chunk, args.realtime, None if args.json else show)
     except (OSError, AudioError, GGUFError, KernelError, StreamError) as e:
         print(f"stream: error: {e}", file=sys.stderr)

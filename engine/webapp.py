@@ -40,7 +40,6 @@ class WebApp:
     def __init__(self):
         self.engine = self.model = self.session = None
         self.file = self.pending = None
-        self.events, self.last = [], ("", "")
         self.gpu = None                      # the GpuKernels of the device in use (load_gpu), or None
         self.tier_note = None                # why this tier runs (r.tierNote)
         self.gpu_lost_note = None            # set once when the device is lost mid-decode
@@ -171,7 +170,7 @@ class WebApp:
         before feed() refuses audio (StreamConfig.max_pending_ms if None)."""
         fields = {} if max_pending_seconds is None else {"max_pending_ms": int(float(max_pending_seconds) * 1000)}
         self.session = self.engine.stream(int(rate), **fields)
-        self.events, self.last = [], ("", "")
+        self.first_text_seconds = None       # the audio time of the first poll with text (metrics)
         self.received = 0                    # samples at the stream's rate that feed() was given
         self.refused = 0                     # ... and refused
 
@@ -195,8 +194,9 @@ class WebApp:
     def partial(self, budget_ms=None) -> str:
         """Run the due decodes in order - with `budget_ms`, one, then more only while that much
         wall time has not passed, so the worker reads its messages (audio, pings, cancel)
-        between steps however far behind it is - and return the text, the live metrics and
-        what is still due. Every change of text is kept as an event for the final metrics."""
+        between steps however far behind it is - and return what changed since the last poll
+        (StreamSession.partial: the committed words and text added, the tentative tail), the
+        live metrics and what is still due. Its size and cost do not grow with the session."""
         session = self.session
         if budget_ms is None:
             view = session.partial()
@@ -206,10 +206,8 @@ class WebApp:
             while session.due and (time.perf_counter() - started) * 1000 < float(budget_ms):
                 session.run_due(1)
             view = session.partial(0)                   # the text once, after the step
-        if (view["committed"], view["tentative"]) != self.last:
-            self.last = (view["committed"], view["tentative"])
-            self.events.append({"audio_seconds": view["audio_seconds"], "committed": self.last[0],
-                                "tentative": self.last[1]})
+        if self.first_text_seconds is None and (view["added_text"] or view["tentative"]):
+            self.first_text_seconds = view["audio_seconds"]
         metrics = live_metrics(session.stats, session.audio_seconds, session.pending_seconds)
         metrics["refused_seconds"] = round(self.refused / session.sample_rate, 2)
         metrics["fed_seconds"] = self.received / session.sample_rate     # what the page's stream.pending
@@ -219,7 +217,7 @@ class WebApp:
 
     def finish(self) -> str:
         final = self.session.finish()
-        metrics = stream_metrics(self.events, final, self.session.stats)
+        metrics = stream_metrics(self.first_text_seconds, final, self.session.stats)
         metrics["refused_seconds"] = round(self.refused / self.session.sample_rate, 2)
         self.session = None
         return json.dumps({"result": final, "metrics": metrics})

@@ -95,8 +95,9 @@ def assert_views_follow(views: list, events: list):
     """The views a page showed during a stream ((committed, tentative) text pairs, in order) are
     views the native stream showed (its "events"), in its order. Only fewer: a page that ran two
     due decodes in one step showed the view after both."""
+    from engine.stream.session import committed_views
     shown = [v for i, v in enumerate(views) if any(v) and (i == 0 or v != views[i - 1])]
-    native = [(e["committed"], e["tentative"]) for e in events]
+    native = committed_views(events)
     assert shown, "the page showed no text while streaming"
     at = 0
     for view in shown:
@@ -172,11 +173,16 @@ class App:
         if screenshot:
             page.wait_for_timeout(900)          # the newest words' settle animation
             screenshot("finished")
-        return self.phonon("({timings: phonon.timings, result: phonon.result, metrics: phonon.metrics, "
-                           "transport: phonon.transport, rate: phonon.sampleRate, heap: phonon.heapBytes, "
-                           "partials: phonon.log.filter(e => e.kind === 'partial')"
-                           ".map(e => ({t: e.t, audio: e.view.audio_seconds, committed: e.view.committed, "
-                           "tentative: e.view.tentative}))})")
+        run = self.phonon("({timings: phonon.timings, result: phonon.result, metrics: phonon.metrics, "
+                          "transport: phonon.transport, rate: phonon.sampleRate, heap: phonon.heapBytes, "
+                          "partials: phonon.log.filter(e => e.kind === 'partial')"
+                          ".map(e => ({t: e.t, audio: e.view.audio_seconds, added: e.view.added_text, "
+                          "tentative: e.view.tentative}))})")
+        committed = ""                          # a poll carries what was added: the page's text is the sum
+        for p in run["partials"]:
+            committed += p.pop("added")
+            p["committed"] = committed
+        return run
 
     def wait_for_audio(self, seconds: float, timeout_ms: int = 30_000):
         """Until the engine worker has been fed `seconds` of audio (its partials' fed_seconds).

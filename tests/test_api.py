@@ -112,7 +112,13 @@ def test_a_stream_gives_the_native_final_with_partial_and_commit_events(page, na
         const x = Float32Array.from(samples);
         const s = r.stream({ sampleRate: 16000 });
         const partials = [], commits = [];
-        s.addEventListener("partial", (e) => partials.push([e.detail.committed, e.detail.tentative]));
+        const soFar = [];                           // stream.transcript() beside the commits at each partial
+        s.addEventListener("partial", (e) => {
+            partials.push([e.detail.committed, e.detail.tentative]);
+            const t = s.transcript();
+            soFar.push(t.text === e.detail.committed && t.words.length === commits.length
+                       && t.words.length === e.detail.committedWords);
+        });
         s.addEventListener("commit", (e) => commits.push(...e.detail.words));
         let finalEvent = null;
         s.addEventListener("final", (e) => { finalEvent = e.detail; });
@@ -121,7 +127,7 @@ def test_a_stream_gives_the_native_final_with_partial_and_commit_events(page, na
             if (i % 16000 === 0) await new Promise((done) => setTimeout(done, 200));   // let partials run
         }
         const final = await s.finish();
-        return { final, partials, commits, sameEvent: finalEvent === final, state: s.state };
+        return { final, partials, commits, soFar, after: s.transcript(), sameEvent: finalEvent === final, state: s.state };
     }""", {"samples": native["samples"]})
     from harness.site_check import assert_views_follow
     want = native["stream"]
@@ -130,6 +136,7 @@ def test_a_stream_gives_the_native_final_with_partial_and_commit_events(page, na
     assert_views_follow([tuple(view) for view in got["partials"]], native["events"])
     assert got["sameEvent"] and got["state"] == "finished"
     assert got["commits"] == final["words"]          # every word committed once, in order
+    assert got["soFar"] and all(got["soFar"]) and got["after"] == {"text": final["text"], "words": final["words"]}
     assert final["metrics"]["decodes"] > 0
 
 

@@ -205,7 +205,7 @@ def test_rule1_a_word_commits_when_two_decodes_agree_and_right_context_passed():
     second = [word("turn", 0, 3), word("off", 4, 6)]
     assert policy.agreed(second, limit=15 * FRAME) == 1    # "on"/"off" differ: only "turn"
     policy.after_decode(second, 1, limit=12 * FRAME)
-    assert [w.text for w in policy.committed] == ["turn"] and [w.text for w in policy.tentative] == ["off"]
+    assert [w.text for w in policy.recent] == ["turn"] and [w.text for w in policy.tentative] == ["off"]
     # the same pieces but ending after the earlier decode's limit (its agree_context): not agreed yet
     policy = CommitPolicy()
     policy.after_decode([word("jazz", 0, 8)], 0, limit=5 * FRAME)
@@ -290,23 +290,71 @@ def test_view_renders_the_committed_text_once_per_commit():
     view = StreamView(VOCAB, set())
     committed = [Word("turn", 0, FRAME, ((1, 0, 1),))]
     view.committed(committed)
-    first = view.view(committed, [Word("on", FRAME, 2 * FRAME, ((2, 1, 1),))], 3 * FRAME)
-    assert first["committed"] == "turn" and first["tentative"] == "on"
-    assert [w["committed"] for w in first["words"]] == [True, False]
+    first = view.changes([Word("on", FRAME, 2 * FRAME, ((2, 1, 1),))], 3 * FRAME)
+    assert first["added_text"] == "turn" and first["tentative"] == "on" and first["committed_words"] == 1
+    assert [w["word"] for w in first["added_words"]] == ["turn"] and first["tentative_words"][0]["word"] == "on"
     rendered, text = [], view.text
     view.text = lambda words: rendered.append(len(words)) or text(words)
-    assert view.view(committed, [], 4 * FRAME)["committed"] == "turn"
+    again = view.changes([], 4 * FRAME)
+    assert again["added_text"] == "" and again["added_words"] == [] and again["committed_words"] == 1
     assert rendered == [0]                                 # the tentative part only: no new commit
+    assert view.committed_so_far() == {"text": "turn", "words": [{"word": "turn", "start": 0.0, "end": 0.08}]}
+
+
+def test_the_committed_text_grows_by_appending_what_each_commit_adds():
+    """Rendering each commit after the last committed word gives, appended, the text of all the
+    words rendered at once: spaces between words, none before a punctuation mark, a window's
+    first piece without a word marker still a word of its own."""
+    rng = random.Random(5)
+    pieces = [(1, "turn"), (3, "glasgow"), (5, "."), (2, "on"), (6, ","), (7, "to")]
+    words = [Word(t, i * FRAME, (i + 1) * FRAME, ((v, i, 1),) if t != "glasgow" else ((3, i, 1), (4, i, 0)))
+             for i, (v, t) in enumerate(rng.choice(pieces) for _ in range(200))]
+    view, i = StreamView(VOCAB + [",", "to"], {".", ","}), 0
+    while i < len(words):
+        n = rng.randint(1, 4)
+        view.committed(words[i:i + n])
+        i += n
+    assert view.transcript.text() == view.text(words) and len(view.transcript.text_pieces) < len(words)
+    assert view.result(len(words) * FRAME, StreamStats())["text"] == view.text(words)
 
 
 def test_metrics_quantiles_and_rates():
-    stats = StreamStats(decodes=4, compute_seconds=1.5, commit_lags=[16000, 8000, 24000, 32000])
+    stats = StreamStats(decodes=4, compute_seconds=1.5)
+    stats.note_commit_lags([16000, 8000, 24000, 32000])
     live = live_metrics(stats, 3.0)
     assert live["rtf"] == 0.5 and live["commit_lag_last"] == 2.0 and live["commit_lag_p50"] == 1.5
     final = {"words": [{"word": "a", "start": 0.0, "end": 0.6}], "audio_seconds": 3.0}
-    events = [{"audio_seconds": 0.4, "committed": "", "tentative": ""},
-              {"audio_seconds": 0.8, "committed": "", "tentative": "a"}]
     stats.speech_onset = 6400                              # 0.4 s; the word's own time (0.0) does not count
-    m = stream_metrics(events, final, stats)
+    m = stream_metrics(0.8, final, stats)
     assert m["first_partial_latency_seconds"] == 0.4 and m["commit_lag_p95_seconds"] == 2.0
     assert m["compute_per_audio"] == 0.5 and m["decodes"] == 4
+
+
+def test_the_running_median_is_lag_seconds_p50_at_every_step():
+    """The live p50 commit lag (every poll) comes from UpperMedian, not from sorting every lag:
+    after each value it is the value the final metrics' quantile picks."""
+    from engine.stream.view import UpperMedian, lag_seconds
+    rng, median, values = random.Random(7), UpperMedian(), []
+    assert median.value() is None
+    for _ in range(500):
+        v = rng.choice([rng.randint(0, 40000), 16000])      # ties too
+        median.add(v)
+        values.append(v)
+        assert median.value() == sorted(values)[len(values) // 2]
+        assert round(median.value() / 16000, 2) == lag_seconds(sorted(values), 0.5)
+
+
+def test_the_policy_keeps_only_the_committed_words_a_window_can_hold():
+    """A decode's work is bounded by its window, not by the session: the policy forgets the
+    committed words that end before the window's start (keeping the last), and the revision
+    check compares only what changed since the previous decode."""
+    policy = CommitPolicy()
+    for i in range(1000):                               # a word a second, each committed at once
+        w = word(f"w{i % 7}", 12 * i, 12 * i + 6)
+        assert policy.new_words([w], max(0, 12 * i - 60) * FRAME) == [w]
+        assert not policy.is_revision([])
+        policy.finish([w])
+        assert len(policy.recent) <= 6 and policy.last_word is w
+    policy.new_words([], 10 ** 6 * FRAME)               # a window long after every word
+    assert [w.text for w in policy.recent] == ["w5"]    # the last stays: where the text ends
+    assert policy.last_end == (12 * 999 + 6) * FRAME

@@ -113,10 +113,9 @@ def test_commits_wait_for_right_context_and_agreement(fake):
     _, views, final = run(fake, np.concatenate([x, np.zeros(SR * 3, np.float32)]), right_context_ms=rc)
     seen_committed = 0
     for view in views:
-        committed = [w for w in view["words"] if w["committed"]]
-        for w in committed:                              # rule 1: >= right_context behind
+        for w in view["added_words"]:                    # rule 1: >= right_context behind
             assert w["end"] <= view["audio_seconds"] - rc / 1000 + 1e-9
-        seen_committed = max(seen_committed, len(committed))
+        seen_committed = max(seen_committed, view["committed_words"])
     assert seen_committed == 3                           # rule 4: the last word commits before finish
 
 
@@ -154,11 +153,11 @@ def test_a_word_agreed_only_with_a_guess_does_not_commit(scalar, agree_context_m
                         np.zeros(2 * SR, np.float32)])
     session, views, final = run(EarlyGuessEngine(scalar), x, agree_context_ms=agree_context_ms,
                                 short_window_ms=short_window_ms, hop_ms=400)
-    committed = {w["word"] for v in views for w in v["words"] if w["committed"]}
+    committed = {w["word"] for v in views for w in v["added_words"]}
     if guessed:
         assert "w39" in committed and [w["word"] for w in final["words"]][0] == "w39"
     else:
-        assert committed == {"w7"}, [w for v in views for w in v["words"] if w["committed"]]
+        assert committed == {"w7"}, [w for v in views for w in v["added_words"]]
         assert [w["word"] for w in final["words"]] == ["w7", "w7"]
 
 
@@ -553,9 +552,8 @@ def test_generated_speech_with_pauses(tiny_engine, noise_db):
     cfg = dict(max_window_ms=4000)
     session, views, final = run(tiny_engine, x, chunk=128, **cfg)
     for view in views:
-        for w in view["words"]:
-            if w["committed"]:
-                assert w["end"] <= view["audio_seconds"] - 0.8 + 1e-9
+        for w in view["added_words"]:
+            assert w["end"] <= view["audio_seconds"] - 0.8 + 1e-9
     assert session.stats.longest_window <= 4 * SR
     assert all(lag >= 0.8 * SR for lag in session.stats.commit_lags)
     other = run(tiny_engine, x, chunk=SR, **cfg)
@@ -573,7 +571,7 @@ def test_first_partial_latency_counts_from_the_speech_onset(scalar, chunk):
     session = StreamSession(FirstFrameEngine(scalar), SR)
     out = stream_samples(session, x, chunk)
     assert session.stats.speech_onset == lead // 320 * 320      # the block the tone starts in (half of it loud)
-    first = next(e["audio_seconds"] for e in out["events"] if e["committed"] or e["tentative"])
+    first = next(e["audio_seconds"] for e in out["events"] if e["added_text"] or e["tentative"])
     assert out["final"]["words"][0]["start"] < 0.73                   # the word's time leads the sound
     assert out["metrics"]["first_partial_latency_seconds"] == round(first - session.stats.speech_onset / SR, 2)
 

@@ -67,17 +67,27 @@ def test_a_stream_matches_a_session_fed_the_same_way(app):
     audio = load_audio(engine.k, WAV.read_bytes())
     want = stream_samples(engine.stream(16000), audio, 1600)
     app.start(16000)
+    polled = []
     for i in range(0, len(audio), 1600):
         app.feed(memoryview(audio[i:i + 1600]))
         live = json.loads(app.partial())
+        polled.append(live["view"])
         assert set(live) == {"view", "metrics", "due", "next_window_seconds", "tail_window_seconds"} and not live["due"]
         assert live["metrics"]["pending_seconds"] < 0.9 and live["metrics"]["fed_seconds"] == (i + 1600) / 16000 \
             or i + 1600 > len(audio)
         assert live["metrics"]["audio_seconds"] == pytest.approx((i + len(audio[i:i + 1600])) / 16000, abs=1e-3)
     out = json.loads(app.finish())
     assert out["result"]["text"] == want["final"]["text"]
-    assert [e["committed"] for e in app.events] == [e["committed"] for e in want["events"]]
-    assert out["metrics"].keys() == stream_metrics([], want["final"], engine.stream(16000).stats).keys() \
+    # A poll carries what changed: the texts added, appended, are the native stream's committed
+    # texts event by event, and the words added are the final's words (those committed live)
+    added = [v["added_text"] for v in polled if v["added_text"]]
+    assert added == [e["added_text"] for e in want["events"] if e["added_text"]]
+    live_words = [w for v in polled for w in v["added_words"]]
+    assert live_words == out["result"]["words"][:len(live_words)] and len(live_words) > 5
+    assert [v["committed_words"] for v in polled] == sorted(v["committed_words"] for v in polled)
+    assert out["metrics"] == want["metrics"] | {"refused_seconds": 0.0, "compute_seconds": out["metrics"]["compute_seconds"],
+                                                "compute_per_audio": out["metrics"]["compute_per_audio"]}
+    assert out["metrics"].keys() == stream_metrics(None, want["final"], engine.stream(16000).stats).keys() \
         | {"refused_seconds"}
     assert app.session is None
 

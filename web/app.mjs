@@ -52,7 +52,10 @@ if (DEBUG) phonon.toWorker = (message) => engine.recognizer.debug.post(message);
 const engine = { recognizer: null, manifest: null, tier: null };   // the Recognizer; the site's manifest; the tier asked for
 const live = { stream: null, mic: null };   // the open live Stream; the microphone {media, context, node, source}
 const fileJob = { abort: null, running: null };   // AbortController of the file being sent; its name once the worker's steps start
-const shown = { transcript: null, committed: 0 };  // {text, words, audio_seconds, source} on screen; committed words in the DOM
+// On screen: a finished transcript {text, words, audio_seconds, source}, or a live stream's
+// {stream, tentative, tentativeWords, committedWords, audio_seconds, source} (its committed words
+// are the Stream's, stream.transcript(), read when exported: a poll brings only what changed).
+const shown = { transcript: null };
 
 // ------------------------------------------------------------------------------------------
 // state and messages
@@ -69,7 +72,7 @@ function setState(state, text) {
   ui.mic.disabled = !(idle || state === "listening") || !captureSupport().ok;
   ui.open.disabled = !idle;
   ui.modelOpen.disabled = !idle;
-  const hasText = !!(shown.transcript && shown.transcript.words.length);
+  const hasText = hasTranscript();
   for (const b of [ui.copy, ...ui.downloads]) b.disabled = !hasText || state === "transcribing";
   ui.clear.disabled = !hasText || !idle;
   if (state !== "transcribing") fileJob.running = null;
@@ -279,7 +282,7 @@ function onGpuLost({ message }) {
   showAlert(`The GPU stopped working (${message}). Nothing is lost.`, { info: true });
 }
 
-const idleState = () => (shown.transcript && shown.transcript.words.length ? "done" : "ready");
+const idleState = () => (hasTranscript() ? "done" : "ready");
 
 // tierNote: why this tier runs ("webgpu: <adapter> (...)", "wasm_relaxed_simd: <why not the GPU>"),
 // shown when the GPU was asked for or lost; undefined keeps the one shown.
@@ -351,7 +354,7 @@ function onModelSwitched(data) {
   showModel(data);
   showTier({ tier: data.tier, threads: data.threads, threadsNote: data.threadsNote });
   try { localStorage.setItem(LOCAL_MODEL, JSON.stringify({ sha256: data.sha256, name: data.file })); } catch { /* none */ }
-  setState(shown.transcript && shown.transcript.words.length ? "done" : "ready");
+  setState(hasTranscript() ? "done" : "ready");
   showAlert(`Now using ${data.file}` + (data.cacheNote ? `, but ${data.cacheNote}.` : "; it is kept on this device for the next visit."),
             { info: true });
 }
@@ -366,9 +369,23 @@ function died(reason) {
 // ------------------------------------------------------------------------------------------
 // the transcript
 
+function hasTranscript() {
+  const t = shown.transcript;
+  return !!t && (t.stream ? t.committedWords > 0 || t.tentativeWords.length > 0 : t.words.length > 0);
+}
+
+// The whole transcript on screen, {text, words, audio_seconds, source}; a live stream's with its
+// tentative tail (grows with the session: for exports, not for every poll).
+function transcriptShown() {
+  const t = shown.transcript;
+  if (!t || !t.stream) return t;
+  const { text, words } = t.stream.transcript();
+  return { text: [text, t.tentative].filter(Boolean).join(" "), words: [...words, ...t.tentativeWords],
+           audio_seconds: t.audio_seconds, source: t.source };
+}
+
 function clearTranscript() {
   shown.transcript = null;
-  shown.committed = 0;
   ui.committed.replaceChildren();
   ui.tentative.replaceChildren();
   ui.live.textContent = "";
@@ -393,24 +410,26 @@ function appendWords(container, words, fresh) {
   container.append(fragment);
 }
 
-// Committed words never change: only new ones are added (and announced); the tentative tail
-// is redrawn each time.
-function renderWords(words, { announce = true } = {}) {
-  const committed = words.filter((w) => w.committed !== false);
-  const tentative = words.filter((w) => w.committed === false);
-  if (committed.length < shown.committed) { ui.committed.replaceChildren(); shown.committed = 0; }
-  const fresh = committed.slice(shown.committed);
-  if (fresh.length) {
-    appendWords(ui.committed, fresh, announce);
-    shown.committed = committed.length;
-    if (announce) ui.live.textContent = fresh.map((w) => w.word).join(" ");
-  }
+// Committed words never change: each is added once, as it commits (and announced); the tentative
+// tail is redrawn each time. The DOM grows with the committed text only.
+function appendCommitted(words, { announce = true } = {}) {
+  if (!words.length) return;
+  appendWords(ui.committed, words, announce);
+  if (announce) ui.live.textContent = words.map((w) => w.word).join(" ");
+  scrollToNewest();
+}
+
+function showTentative(words) {
   ui.tentative.replaceChildren();
-  if (tentative.length) {
-    if (committed.length) ui.tentative.append(" ");
-    appendWords(ui.tentative, tentative, false);
+  if (words.length) {
+    if (ui.committed.childNodes.length) ui.tentative.append(" ");
+    appendWords(ui.tentative, words, false);
   }
-  ui.transcript.classList.toggle("has-text", words.length > 0);
+  ui.transcript.classList.toggle("has-text", ui.committed.childNodes.length > 0 || words.length > 0);
+  scrollToNewest();
+}
+
+function scrollToNewest() {
   const box = ui.transcript;
   if (box.scrollHeight - box.scrollTop - box.clientHeight < 80) box.scrollTop = box.scrollHeight;
 }
@@ -418,11 +437,11 @@ function renderWords(words, { announce = true } = {}) {
 const seconds = (s) => (s == null ? "–" : `${s.toFixed(1)} s`);
 
 function showPartial(view, metrics) {
-  if (!phonon.timings.firstPartial && view.words.length) phonon.timings.firstPartial = performance.now();
-  if (!phonon.timings.firstCommit && view.committed) phonon.timings.firstCommit = performance.now();
-  shown.transcript = { text: [view.committed, view.tentative].filter(Boolean).join(" "), words: view.words,
-                 audio_seconds: view.audio_seconds, source: "microphone" };
-  renderWords(view.words);
+  if (!phonon.timings.firstPartial && (view.committedWords || view.tentativeWords.length)) phonon.timings.firstPartial = performance.now();
+  if (!phonon.timings.firstCommit && view.committedWords) phonon.timings.firstCommit = performance.now();
+  shown.transcript = { stream: live.stream, tentative: view.tentative, tentativeWords: view.tentativeWords,
+                       committedWords: view.committedWords, audio_seconds: view.audio_seconds, source: "microphone" };
+  showTentative(view.tentativeWords);
   phonon.metrics = metrics;
   ui.audio.textContent = seconds(metrics.audio_seconds);
   ui.rtf.textContent = metrics.rtf == null ? "–" : metrics.rtf.toFixed(2);
@@ -470,9 +489,8 @@ function showFinal({ result, metrics, heapBytes }) {
   phonon.metrics = metrics;
   phonon.heapBytes = heapBytes;
   phonon.timings.final = performance.now();
-  shown.transcript = { text: result.text, words: result.words.map((w) => ({ ...w, committed: true })),
-                 audio_seconds: result.audio_seconds, source: "microphone" };
-  renderWords(shown.transcript.words);
+  shown.transcript = { text: result.text, words: result.words, audio_seconds: result.audio_seconds, source: "microphone" };
+  showTentative([]);                                 // the stream's "commit" event added the last words
   ui.audio.textContent = seconds(result.audio_seconds);
   ui.rtf.textContent = metrics.compute_per_audio == null ? "–" : metrics.compute_per_audio.toFixed(2);
   ui.lag.textContent = seconds(metrics.commit_lag_p50_seconds);
@@ -511,10 +529,10 @@ function cancelFile() {
 function showFileResult({ name, result, heapBytes }) {
   phonon.result = result;
   phonon.heapBytes = heapBytes;
-  shown.transcript = { text: result.text, words: result.words.map((w) => ({ ...w, committed: true })),
-                 audio_seconds: result.timing.audio_seconds, source: name };
+  shown.transcript = { text: result.text, words: result.words, audio_seconds: result.timing.audio_seconds, source: name };
   clearDom();
-  renderWords(shown.transcript.words, { announce: false });
+  appendCommitted(result.words, { announce: false });
+  showTentative([]);
   ui.live.textContent = result.text ? `Transcript of ${name}: ${result.text}` : `${name}: no speech found.`;
   const t = result.timing;
   ui.audio.textContent = seconds(t.audio_seconds);
@@ -524,7 +542,6 @@ function showFileResult({ name, result, heapBytes }) {
 }
 
 function clearDom() {
-  shown.committed = 0;
   ui.committed.replaceChildren();
   ui.tentative.replaceChildren();
 }
@@ -543,7 +560,7 @@ async function startListening() {
       audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false, autoGainControl: false },
     });
   } catch (e) {
-    setState(shown.transcript && shown.transcript.words.length ? "done" : "ready");
+    setState(hasTranscript() ? "done" : "ready");
     return showAlert(micError(e));
   }
   try {
@@ -559,6 +576,7 @@ async function startListening() {
     });
     const stream = live.stream = engine.recognizer.stream({ sampleRate: rate, ring });
     stream.addEventListener("partial", (e) => showPartial(e.detail, e.detail.metrics));
+    stream.addEventListener("commit", (e) => appendCommitted(e.detail.words));
     stream.addEventListener("error", (e) => showAlert(`Audio is being refused: ${e.detail.message}`, { info: true }));
     phonon.behindSince = null;
     phonon.behindTold = false;
@@ -676,7 +694,8 @@ const FORMATS = {
 };
 
 function finalWords() {
-  return { ...shown.transcript, words: shown.transcript.words.map(({ word, start, end }) => ({ word, start, end })) };
+  const t = transcriptShown();
+  return { ...t, words: t.words.map(({ word, start, end }) => ({ word, start, end })) };
 }
 
 function download(format) {
@@ -696,7 +715,7 @@ function download(format) {
 async function copy() {
   if (!shown.transcript) return;
   try {
-    await navigator.clipboard.writeText(shown.transcript.text);
+    await navigator.clipboard.writeText(transcriptShown().text);
     flash(ui.copy, "Copied");
   } catch {
     showAlert("The browser did not allow copying: select the text and copy it instead.", { info: true });

@@ -81,10 +81,16 @@ export interface TranscribeOptions {
   onProgress?: (progress: { done: number; total: number }) => void;
 }
 
+/** A "partial" event's detail. The worker sends only what changed since its last poll; the
+ *  Stream keeps the committed transcript (stream.transcript()) and gives its text here. */
 export interface StreamView {
+  /** all committed text so far */
   committed: string;
+  /** the uncommitted tail (may still change) */
   tentative: string;
-  words: (Word & { committed: boolean })[];
+  tentativeWords: Word[];
+  /** how many words are committed */
+  committedWords: number;
   audio_seconds: number;
   metrics: Record<string, number | null>;
 }
@@ -134,6 +140,8 @@ export class Stream extends EventTarget {
   takePort(): MessagePort;
   finish(): Promise<StreamFinal>;
   cancel(): void;
+  /** everything committed so far (a copy); after finish(), the final transcript's text and words */
+  transcript(): { text: string; words: Word[] };
   addEventListener<K extends keyof StreamEventMap>(type: K, listener: (event: StreamEventMap[K]) => void,
                                                    options?: boolean | AddEventListenerOptions): void;
   addEventListener(type: string, listener: EventListenerOrEventListenerObject | null,

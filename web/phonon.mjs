@@ -438,13 +438,16 @@ export class Recognizer extends EventTarget {
   }
 }
 
-/** A live stream (Recognizer.stream). Events: "partial" {committed, tentative, words, metrics},
- *  "commit" {words: the newly committed ones, committed: all committed text}, "final" (the
+/** A live stream (Recognizer.stream). Events: "partial" {committed: all committed text,
+ *  tentative, tentativeWords, committedWords: how many, audio_seconds, metrics}, "commit"
+ *  {words: the newly committed ones, committed: all committed text}, "final" (the
  *  result of finish()), "pending" {seconds, over} (stream.pending crossed pendingThreshold:
  *  over = true above it, false once back at half of it), "error" (a PhononError "overrun": the
  *  worker refused audio from an AudioWorklet because decoding was maxPending behind). */
 export class Stream extends EventTarget {
-  #port; #state = "open"; #cancel; #final = null; #committedWords = 0;
+  #port; #state = "open"; #cancel; #final = null;
+  #text = ""; #words = [];     // the committed transcript: the worker sends each word once (a poll
+                               // carries what changed), so this is its only whole copy
   #fed = 0;                    // samples given to feed() (at sampleRate)
   #report = { fedSeconds: 0, pending: 0 };   // the worker's last word: audio it has, audio undecoded
   #over = false;               // stream.pending is above pendingThreshold (the "pending" event)
@@ -549,6 +552,12 @@ export class Stream extends EventTarget {
 
   get state() { return this.#state; }
 
+  /** Everything committed so far: {text, words: [{word, start, end}]} (a copy; the words
+   *  committed later are not in it). After finish(): the final transcript's. */
+  transcript() {
+    return { text: this.#text, words: this.#words.slice() };
+  }
+
   #open(what) {
     if (this.#state !== "open") {
       const after = { finishing: "finish()", finished: "finish()", cancelled: "cancel()", failed: "an error" }[this.#state];
@@ -560,13 +569,14 @@ export class Stream extends EventTarget {
     if (this.#state === "cancelled") return;
     this.#report = { fedSeconds: metrics.fed_seconds || 0, pending: metrics.pending_seconds || 0 };
     this.#notePending();
-    const committed = view.words.filter((w) => w.committed);
-    if (committed.length > this.#committedWords) {
-      const words = committed.slice(this.#committedWords).map(({ word, start, end }) => ({ word, start, end }));
-      this.#committedWords = committed.length;
-      this.dispatchEvent(new CustomEvent("commit", { detail: { words, committed: view.committed } }));
+    if (view.added_words.length) {
+      for (const w of view.added_words) this.#words.push(w);
+      this.#text += view.added_text;
+      this.dispatchEvent(new CustomEvent("commit", { detail: { words: view.added_words, committed: this.#text } }));
     }
-    this.dispatchEvent(new CustomEvent("partial", { detail: { ...view, metrics } }));
+    this.dispatchEvent(new CustomEvent("partial", { detail: {
+      committed: this.#text, tentative: view.tentative, tentativeWords: view.tentative_words,
+      committedWords: this.#words.length, audio_seconds: view.audio_seconds, metrics } }));
   }
 
   _final(result, metrics) {
@@ -575,7 +585,9 @@ export class Stream extends EventTarget {
     this.#report = { fedSeconds: this.#fed / this.sampleRate, pending: 0 };
     this.#endWaiters(null);
     const final = { ...result, metrics };
-    const words = result.words.slice(this.#committedWords);
+    const words = result.words.slice(this.#words.length);
+    this.#text = result.text;
+    this.#words = result.words.slice();
     if (words.length) this.dispatchEvent(new CustomEvent("commit", { detail: { words, committed: result.text } }));
     this.dispatchEvent(new CustomEvent("final", { detail: final }));
     this.#final.resolve(final);

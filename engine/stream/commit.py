@@ -1,8 +1,10 @@
 """A stream's commit policy (engine/stream/session.py's third part): which decoded words are new,
 which are agreed and final, and which the window's move must commit by force.
 
-Words are `Word`s with absolute sample times at 16 kHz. The policy holds the committed words
-(never revised), the tentative tail of the last decode and that decode's limit for agreement.
+Words are `Word`s with absolute sample times at 16 kHz. The policy holds the newest committed
+words (those a window can still hold: the whole transcript is the view's), the tentative tail of
+the last decode and that decode's limit for agreement. Nothing here grows with the session: a
+decode's work is bounded by its window.
 """
 
 from __future__ import annotations
@@ -33,17 +35,30 @@ class CommitPolicy:
     def __init__(self, right_context: int = 0, agree_context: int = 0, short_window: int = 0):
         """Rule 1's contexts in samples (StreamConfig's right_context, agree_context, short_window)."""
         self.right_context, self.agree_context, self.short_window = right_context, agree_context, short_window
-        self.committed: list = []
+        self.recent: list = []              # the newest committed words: those after the window's
+                                            # start, and always the last one
         self.tentative: list = []
         self.previous: list | None = None   # the last decode's uncommitted words (rule 1)
         self.previous_limit = -1            # its position - agree_context: agreed words ending
                                             # by then had agree_context in the earlier decode
-        self._shown: list = []              # words shown after the last decode (revisions)
+        self._shown: list = []              # texts of the uncommitted words the last decode
+                                            # showed (revisions)
+        self._committed_since: list = []    # texts of the words committed since that decode
+
+    @property
+    def last_word(self):
+        """The last committed Word (None before any commit)."""
+        return self.recent[-1] if self.recent else None
 
     @property
     def last_end(self) -> int:
         """Where the committed text ends (0 before any commit)."""
-        return self.committed[-1].end if self.committed else 0
+        return self.recent[-1].end if self.recent else 0
+
+    def _commit(self, words: list) -> list:
+        self.recent.extend(words)
+        self._committed_since += [w.text for w in words]
+        return words
 
     def agreed(self, words: list, limit: int) -> int:
         """Rules 1 and 4: how many of a decode's leading words commit - the ones the previous
@@ -60,10 +75,9 @@ class CommitPolicy:
     def after_decode(self, words: list, n: int, limit: int) -> list:
         """The decode's first n words commit (returned), the rest stay tentative and are what
         the next decode must agree with, by `limit` (its position - agree_context)."""
-        self.committed.extend(words[:n])
         self.tentative, self.previous = words[n:], words[n:]
         self.previous_limit = limit
-        return words[:n]
+        return self._commit(words[:n])
 
     def decoded(self, words: list, p: int, window_start: int) -> list:
         """A decode at p of the window [window_start, p) gave these new words: rules 1 and 4
@@ -87,15 +101,13 @@ class CommitPolicy:
         forced = []
         while self.tentative and self.tentative[0].end <= cut:
             forced.append(self.tentative.pop(0))
-        self.committed.extend(forced)
         self.previous = list(self.tentative)
-        return forced
+        return self._commit(forced)
 
     def finish(self, words: list) -> list:
         """The stream closes: these words (the last decode's, or the tentative ones) commit."""
-        self.committed.extend(words)
         self.tentative = []
-        return words
+        return self._commit(words)
 
     def new_words(self, decoded: list, window_start: int) -> list:
         """The decoded words that are not committed yet. A word whose midpoint is inside the
@@ -111,13 +123,11 @@ class CommitPolicy:
         whatever the decode put before it (_same_word): a later decode inserted "are" before
         the committed "twenty" and stretched it past the committed end ("there twenty twenty
         one")."""
+        self._forget_before(window_start)
         floor = self.last_end
         before = [w for w in decoded if w.start + w.end < 2 * floor]
         after = [w for w in decoded if w.start + w.end >= 2 * floor]
-        first = len(self.committed)         # the committed words inside the window: the newest few
-        while first and self.committed[first - 1].end > window_start:
-            first -= 1
-        held = self.committed[first:]
+        held = [w for w in self.recent if w.end > window_start]    # the committed words inside the window
         if len(before) > len(held) and [w.text for w in before[:len(held)]] == [w.text for w in held]:
             after = before[len(held):] + after      # timing moved earlier: the surplus is new
             before = before[:len(held)]
@@ -129,11 +139,21 @@ class CommitPolicy:
             skip += 1
         return after[skip:]
 
+    def _forget_before(self, window_start: int) -> None:
+        """Drop the committed words that end before the window's start (it never moves back, so
+        no later window holds them), but the last one."""
+        n = 0
+        while n < len(self.recent) - 1 and self.recent[n].end <= window_start:
+            n += 1
+        del self.recent[:n]
+
     def is_revision(self, words: list) -> bool:
-        """Whether a decode's words change what was shown (neither extends the other)."""
-        shown = [w.text for w in self.committed] + [w.text for w in words]
+        """Whether a decode's words change what was shown (neither extends the other). What was
+        shown up to the committed words of the previous check is committed, never revised:
+        only the words since are compared (the cost is the window's, not the session's)."""
+        shown = self._committed_since + [w.text for w in words]   # after what was committed then
         revised = shown[:len(self._shown)] != self._shown and self._shown[:len(shown)] != shown
-        self._shown = shown
+        self._shown, self._committed_since = [w.text for w in words], []
         return revised
 
 

@@ -3,7 +3,9 @@ from audio that arrives in pieces, the same code natively and in Pyodide.
 
     stream = engine.stream(sample_rate=48000)    # or StreamSession(engine, 48000)
     stream.feed(chunk)            # any thread, any chunk size: only resamples into a buffer
-    view = stream.partial()       # drains the buffer, decodes when due -> committed/tentative
+    changed = stream.partial()    # drains the buffer, decodes when due -> what was committed
+                                  # since the last call, and the tentative tail
+    so_far = stream.transcript()  # everything committed (on request)
     result = stream.finish()      # the final transcript (text, words with absolute times)
 
 Each decode runs the batch engine over one window of audio that starts in a pause, because
@@ -206,9 +208,17 @@ class StreamSession:
 
     def partial(self, max_decodes: int | None = None) -> dict:
         """Drain fed audio, run the decodes that are due (at most `max_decodes`; the rest stay
-        due, in order, for the next call), and return the current text."""
+        due, in order, for the next call), and return what changed since the last partial():
+        {"added_text", "added_words": committed since (append them to what you have),
+        "tentative", "tentative_words": the uncommitted tail now (replace the last one),
+        "committed_words": how many are committed in all, "audio_seconds"}. transcript() gives
+        everything committed so far."""
         self.run_due(max_decodes)
-        return self._view()
+        return self.view.changes(self.policy.tentative, self.window.total)
+
+    def transcript(self) -> dict:
+        """Everything committed so far: {"text", "words"} (the whole of it: on request, not per poll)."""
+        return self.view.committed_so_far()
 
     def run_due(self, max_decodes: int | None = None) -> None:
         """partial() without building the view: for a caller that runs several steps and shows
@@ -240,7 +250,7 @@ class StreamSession:
                 self.view.committed(policy.finish(words))   # closing the stream, not a live commit
             self.schedule.close(self.window.total)
             self._state = "finished"
-            self._final = self.view.result(policy.committed, self.window.total, self.stats)
+            self._final = self.view.result(self.window.total, self.stats)
             return self._final
 
     def cancel(self) -> None:
@@ -319,7 +329,7 @@ class StreamSession:
         self.stats.note_backlog(p, window.total, self.schedule.last, c.samples("hop_ms"))
         self._fit_window(p)
         self._committed_live(policy.decoded(self._decode(p), p, window.start), p)     # rules 1, 4
-        last = policy.committed[-1] if policy.committed else None
+        last = policy.last_word
         window.into_pause(p, last and (last.start, last.end), policy.tentative[0].start if policy.tentative else None,
                           c.samples("min_pause_ms"), max(c.samples("idle_keep_ms"), c.samples("right_context_ms")))
         return 1
@@ -353,7 +363,7 @@ class StreamSession:
     def _committed_live(self, words: list, p: int):
         """Words committed while listening: shown, and their commit lag measured."""
         self.view.committed(words)
-        self.stats.commit_lags.extend(p - w.end for w in words)
+        self.stats.note_commit_lags(p - w.end for w in words)
 
     def _find_onset(self):
         """Until speech starts: the stats' speech_onset (what the first-partial latency counts
@@ -361,17 +371,14 @@ class StreamSession:
         if self.stats.speech_onset is None:
             self.stats.speech_onset = self.window.speech_onset()
 
-    # -- views ----------------------------------------------------------------------------------
-
-    def _view(self) -> dict:
-        return self.view.view(self.policy.committed, self.policy.tentative, self.window.total)
-
 
 def stream_samples(session: StreamSession, samples, chunk: int, realtime: bool = False, on_event=None) -> dict:
     """Feed `samples` (at the session's rate) in chunks as a microphone would, polling
     partial() after each; -> {"events", "final", "metrics"}. An event is recorded whenever the
-    committed or tentative text changes, stamped with the audio time it happened at."""
-    events, last = [], ("", "")
+    committed or tentative text changes, stamped with the audio time it happened at; it holds
+    the committed text added ("added_text") and the tentative text then (committed_views() gives
+    the whole committed text at each event back)."""
+    events, tentative = [], ""
     started = time.perf_counter()
     rate = session.sample_rate
     for i in range(0, len(samples), chunk):
@@ -381,15 +388,26 @@ def stream_samples(session: StreamSession, samples, chunk: int, realtime: bool =
             if ahead > 0:
                 time.sleep(ahead)
         view = session.partial()
-        if (view["committed"], view["tentative"]) != last:
-            last = (view["committed"], view["tentative"])
-            event = {"audio_seconds": view["audio_seconds"], "committed": last[0], "tentative": last[1]}
+        if view["added_text"] or view["tentative"] != tentative:
+            tentative = view["tentative"]
+            event = {"audio_seconds": view["audio_seconds"], "added_text": view["added_text"], "tentative": tentative}
             events.append(event)
             if on_event:
                 on_event(event)
     final = session.finish()
-    return {"events": events, "final": final, "metrics": stream_metrics(events, final, session.stats)}
+    first_text = next((e["audio_seconds"] for e in events if e["added_text"] or e["tentative"]), None)
+    return {"events": events, "final": final, "metrics": stream_metrics(first_text, final, session.stats)}
 
 
-__all__ = ["stream_samples", "stream_metrics", "live_metrics", "StreamSession", "StreamConfig", "StreamError",
+def committed_views(events: list) -> list:
+    """stream_samples' events as (committed text, tentative text) pairs: what a page that
+    appends each event's added text shows at each event (for tests comparing views)."""
+    committed, out = "", []
+    for e in events:
+        committed += e["added_text"]
+        out.append((committed, e["tentative"]))
+    return out
+
+
+__all__ = ["stream_samples", "committed_views", "stream_metrics", "live_metrics", "StreamSession", "StreamConfig", "StreamError",
            "StreamOverrun", "StreamResampler", "StreamStats", "Word", "Cancelled", "Recognizer", "FRAME"]

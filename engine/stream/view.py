@@ -1,16 +1,22 @@
 """A stream's view (engine/stream/session.py's last part): text, words and figures for the caller.
 
-The committed text is rendered once per commit, not once per partial(): partial() runs every
-chunk of an hour-long session, and rebuilding from every word made its cost grow with the
-session (the soak's wall time per 5 minutes went 92 -> 266 s in 20 minutes).
+A poll (partial()) returns what changed since the previous poll - the words and text committed
+since, and the tentative tail - never the whole transcript: a session runs for hours and is
+polled several times a second, so anything a poll did with the whole transcript made it cost
+more every minute (an hour's poll was 0.6 MB of JSON). The committed text is rendered once per
+commit, from the new words alone (appended_text); the whole of it is read only on request
+(transcript()) and at the end (result()).
 """
 
 from __future__ import annotations
 
+import heapq
+from array import array
 from dataclasses import dataclass, field
 
 from ..audio import MODEL_RATE
 from ..text import detokenize
+from .transcript import Transcript
 
 
 @dataclass
@@ -23,8 +29,14 @@ class StreamStats:
     revisions: int = 0              # decodes whose text did not extend the previous text
     longest_window: int = 0         # samples
     decoded_audio: int = 0          # samples: the windows' lengths summed (the encoder's work)
-    commit_lags: list = field(default_factory=list)   # samples from a word's end to its live commit
+    commit_lags: array = field(default_factory=lambda: array("q"))   # samples from a word's end to its live commit
+    lag_median: "UpperMedian" = field(default_factory=lambda: UpperMedian())   # of commit_lags, for every poll
     speech_onset: int | None = None  # the first 20 ms block louder than rule 5's quiet level (sample)
+
+    def note_commit_lags(self, lags) -> None:
+        for lag in lags:
+            self.commit_lags.append(lag)
+            self.lag_median.add(lag)
 
     def note_backlog(self, p: int, total: int, last: int, hop: int) -> None:
         """A decode at p begins with `total` samples in and `last` the previous position: the
@@ -46,12 +58,26 @@ class StreamStats:
 class StreamView:
     def __init__(self, vocabulary: list, marks: set):
         self.vocabulary, self.marks = vocabulary, marks
-        self._committed_view: list = []     # Word.as_dict() + committed=True, per committed word
-        self._committed_text = (0, "")      # (words rendered, their text)
+        self.transcript = Transcript()
+        self._last_word = None              # the last committed Word: what new text is joined to
+        self._polled = (0, 0)               # (words, text pieces) of the transcript the last poll had
 
     def committed(self, words: list) -> None:
         """Words that just committed (in order, once each)."""
-        self._committed_view.extend(dict(w.as_dict(), committed=True) for w in words)
+        if words:
+            self.transcript.add(words, self.appended_text(words))
+            self._last_word = words[-1]
+
+    def appended_text(self, words: list) -> str:
+        """What `words` add to the committed text, rendered after the last committed word so the
+        join (a space, or none before a punctuation mark) is what rendering the whole text
+        would give, at the cost of the new words alone."""
+        if self._last_word is None:
+            return self.text(words)
+        before = self.text([self._last_word])
+        joined = self.text([self._last_word, *words])
+        assert joined.startswith(before), (before, joined)
+        return joined[len(before):]
 
     def text(self, words: list) -> str:
         """Words -> text. Each Word is a whole word, so its first piece begins one even where
@@ -63,23 +89,45 @@ class StreamView:
             pieces += [first if first.startswith("\u2581") else "\u2581" + first, *rest]
         return detokenize(pieces, self.marks)
 
-    def view(self, committed: list, tentative: list, total: int) -> dict:
-        """committed/tentative text and words (the list shares the cached word dicts)."""
-        if self._committed_text[0] != len(committed):
-            self._committed_text = (len(committed), self.text(committed))
-        return {"committed": self._committed_text[1], "tentative": self.text(tentative),
-                "words": self._committed_view + [dict(w.as_dict(), committed=False) for w in tentative],
-                "audio_seconds": round(total / MODEL_RATE, 3)}
+    def changes(self, tentative: list, total: int) -> dict:
+        """What changed since the last call: the committed words and text added (appended to
+        what the caller has, they give the whole committed transcript), the tentative tail
+        (text and words, replacing the previous tail), the count of committed words and the
+        audio seen. Bounded by what changed, not by the session."""
+        t, (words, pieces) = self.transcript, self._polled
+        self._polled = (len(t), len(t.text_pieces))
+        return {"added_text": t.text(pieces), "added_words": t.words(words),
+                "tentative": self.text(tentative), "tentative_words": [w.as_dict() for w in tentative],
+                "committed_words": len(t), "audio_seconds": round(total / MODEL_RATE, 3)}
 
-    def result(self, committed: list, total: int, stats: StreamStats) -> dict:
-        return {"text": self.text(committed),
-                "words": [w.as_dict() for w in committed],
-                "tokens": [{"id": i, "frame": f, "duration": d} for w in committed for i, f, d in w.tokens],
-                "audio_seconds": round(total / MODEL_RATE, 3),
-                "stats": stats.as_dict()}
+    def committed_so_far(self) -> dict:
+        """The whole committed transcript now: {text, words} (on request; grows with the session)."""
+        return {"text": self.transcript.text(), "words": self.transcript.words()}
+
+    def result(self, total: int, stats: StreamStats) -> dict:
+        t = self.transcript
+        return {"text": t.text(), "words": t.words(), "tokens": t.tokens(),
+                "audio_seconds": round(total / MODEL_RATE, 3), "stats": stats.as_dict()}
 
 
-def lag_seconds(lags: list, q: float):
+class UpperMedian:
+    """The value at index n // 2 of the n values added so far, sorted (lag_seconds' p50): a poll
+    shows it several times a second for hours, so it costs O(log n) per value added and O(1) to
+    read, where sorting every lag on every poll cost more each minute."""
+    def __init__(self):
+        self.low: list = []             # the n // 2 smallest, negated (a max-heap)
+        self.high: list = []            # the rest (a min-heap): high[0] is the answer
+
+    def add(self, value) -> None:
+        heapq.heappush(self.high, -heapq.heappushpop(self.low, -value))
+        while len(self.low) < (len(self.low) + len(self.high)) // 2:
+            heapq.heappush(self.low, -heapq.heappop(self.high))
+
+    def value(self):
+        return self.high[0] if self.high else None
+
+
+def lag_seconds(lags, q: float):
     """The q-quantile of sorted commit lags (samples), in seconds; None before any commit."""
     return round(lags[min(len(lags) - 1, int(q * len(lags)))] / MODEL_RATE, 2) if lags else None
 
@@ -87,29 +135,29 @@ def lag_seconds(lags: list, q: float):
 def live_metrics(stats: StreamStats, audio_seconds: float, pending_seconds: float = 0.0) -> dict:
     """What a live view shows while the stream runs (the page's metrics panel); pending_seconds:
     the audio fed but not decoded yet (StreamSession.pending_seconds)."""
-    lags = sorted(stats.commit_lags)
+    median, lags = stats.lag_median.value(), stats.commit_lags
     return {"audio_seconds": round(audio_seconds, 3), "compute_seconds": round(stats.compute_seconds, 3),
             "rtf": round(stats.compute_seconds / audio_seconds, 3) if audio_seconds else None,
             "decodes": stats.decodes, "pending_seconds": round(pending_seconds, 2),
             "max_pending_seconds": round(stats.max_pending / MODEL_RATE, 2),
             "deferred_seconds": round(stats.deferred_audio / MODEL_RATE, 2),
-            "commit_lag_last": round(stats.commit_lags[-1] / MODEL_RATE, 2) if lags else None,
-            "commit_lag_p50": lag_seconds(lags, 0.5)}
+            "commit_lag_last": round(lags[-1] / MODEL_RATE, 2) if lags else None,
+            "commit_lag_p50": round(median / MODEL_RATE, 2) if median is not None else None}
 
 
-def stream_metrics(events: list, final: dict, stats: StreamStats) -> dict:
+def stream_metrics(first_text_seconds, final: dict, stats: StreamStats) -> dict:
     """A finished stream's figures: first-partial latency, commit lags, compute per audio.
+    first_text_seconds: the audio time of the first poll that showed any text (None if none).
 
     The first-partial latency is measured from the speech onset in the audio (the first 20 ms
     block above rule 5's quiet level), not from the first word's time: a small model puts a
     window's first word at its first frame, up to the whole lead-in silence before the sound
     (0.5 s earlier on the release's recordings), which counted that silence as latency."""
     lags = sorted(stats.commit_lags)
-    first_text = next((e["audio_seconds"] for e in events if e["committed"] or e["tentative"]), None)
     onset = stats.speech_onset / MODEL_RATE if stats.speech_onset is not None else None
     audio = final["audio_seconds"]
-    return {"first_partial_latency_seconds": round(first_text - onset, 2)
-            if first_text is not None and onset is not None else None,
+    return {"first_partial_latency_seconds": round(first_text_seconds - onset, 2)
+            if first_text_seconds is not None and onset is not None else None,
             "commit_lag_p50_seconds": lag_seconds(lags, 0.5), "commit_lag_p95_seconds": lag_seconds(lags, 0.95),
             **stats.as_dict(),
             "compute_per_audio": round(stats.compute_seconds / audio, 3) if audio else None}

@@ -8,9 +8,10 @@ async function main(samples: Float32Array, file: Blob): Promise<string> {
   const b: Transcript = await r.transcribe(file);
   const ids: number[] = a.tokens.map((t) => t.id);
   const s: Stream = r.stream({ sampleRate: 48000 });
-  s.addEventListener("partial", (e) => console.log(e.detail.committed, e.detail.tentative, e.detail.words[0]?.committed));
+  s.addEventListener("partial", (e) => console.log(e.detail.committed, e.detail.tentative, e.detail.tentativeWords[0]?.start, e.detail.committedWords));
   s.addEventListener("commit", (e) => console.log(e.detail.words.map((w) => w.word)));
   s.feed(samples);
+  const soFar: { text: string; words: { word: string }[] } = s.transcript();
   const final: StreamFinal = await s.finish();
   r.addEventListener("error", (e) => console.log(e.detail.code));
   try { s.feed(samples); } catch (e) { if (e instanceof PhononError) console.log(e.code); }
