@@ -436,10 +436,10 @@ function scrollToNewest() {
 
 const seconds = (s) => (s == null ? "–" : `${s.toFixed(1)} s`);
 
-function showPartial(view, metrics) {
+function showPartial(stream, view, metrics) {
   if (!phonon.timings.firstPartial && (view.committedWords || view.tentativeWords.length)) phonon.timings.firstPartial = performance.now();
   if (!phonon.timings.firstCommit && view.committedWords) phonon.timings.firstCommit = performance.now();
-  shown.transcript = { stream: live.stream, tentative: view.tentative, tentativeWords: view.tentativeWords,
+  shown.transcript = { stream, tentative: view.tentative, tentativeWords: view.tentativeWords,
                        committedWords: view.committedWords, audio_seconds: view.audio_seconds, source: "microphone" };
   showTentative(view.tentativeWords);
   phonon.metrics = metrics;
@@ -575,7 +575,7 @@ async function startListening() {
       processorOptions: { blockSize: BLOCK, ring },
     });
     const stream = live.stream = engine.recognizer.stream({ sampleRate: rate, ring });
-    stream.addEventListener("partial", (e) => showPartial(e.detail, e.detail.metrics));
+    stream.addEventListener("partial", (e) => showPartial(stream, e.detail, e.detail.metrics));   // also after stop, while finishing
     stream.addEventListener("commit", (e) => appendCommitted(e.detail.words));
     stream.addEventListener("error", (e) => showAlert(`Audio is being refused: ${e.detail.message}`, { info: true }));
     phonon.behindSince = null;
