@@ -835,6 +835,10 @@ def cmd_bench(args):
         build_test_sites()
         run([VENV_PY, "-m", "harness.bench_behind"], cwd=ROOT, env=test_env())
         return
+    if args.soak:                           # issue 49: a long session's poll cost, messages and memory
+        run([VENV_PY, "-m", "harness.bench_soak"] + (["--minutes", str(args.minutes)] if args.minutes else []),
+            cwd=ROOT, env=test_env())
+        return
     if args.engines:                        # issue 40 item 5: the browser engines side by side
         build_test_sites()
         run([VENV_PY, "-m", "harness.bench_engines"], cwd=ROOT, env=test_env())
@@ -1015,6 +1019,10 @@ def main(argv=None):
                        help="only the full-size model on the default model's streaming schedule, Chromium 1 vs 2 workers")
     bench.add_argument("--behind", action="store_true",
                        help="only streams that fall behind: lag reached and catch-up time in Chromium, API and page")
+    bench.add_argument("--soak", action="store_true",
+                       help="only a long live session (default 180 minutes of generated speech): poll cost, message "
+                            "size and memory over time, through the engine worker's WebApp (harness/bench_soak.py)")
+    bench.add_argument("--minutes", type=float, help="--soak's length in minutes of audio")
     bench.add_argument("--engines", action="store_true",
                        help="only the browser engines side by side: start-up, RTFx and memory in Chromium, "
                             "Firefox ESR and WebKitGTK (harness/bench_engines.py)")

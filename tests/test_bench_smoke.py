@@ -64,6 +64,7 @@ SMOKED = {
     "harness.bench_webgpu": "test_webgpu",
     "harness.profile_crossings": "test_profile_crossings",
     "harness.bench_stream": "test_stream, test_soak",
+    "harness.bench_soak": "test_soak_through_the_worker_s_webapp",
     "harness.measure_site": "test_measure_site",
     "tools.real_speech": "test_real_speech",
     "tools.continuous_speech": "test_continuous_speech",
@@ -129,6 +130,8 @@ BENCH_VARIANTS = {
     ("--ort",): [["harness.bench_ort_encoder"]],
     ("--schedule",): [["harness.bench_schedule"]],
     ("--behind",): [["harness.bench_behind"]],
+    ("--soak",): [["harness.bench_soak"]],
+    ("--soak", "--minutes", "30"): [["harness.bench_soak", "--minutes", "30.0"]],
     ("--engines",): [["harness.bench_engines"]],
     ("--webgpu",): [["harness.bench_webgpu"]],
     ("--overhead", "BASE"): [["harness.bench_overhead", "--base", "BASE"]],
@@ -190,6 +193,23 @@ def test_soak(tmp_path):
     assert soak["minutes"] >= 0.5 and len(soak["slices"]) >= 2 and soak["decodes"] > 0
     assert {"rss_mib", "decodes_per_minute", "compute_per_audio"} <= set(soak["slices"][0])
     assert soak["utterances_missing"] <= soak["utterances"]
+
+
+def test_soak_through_the_worker_s_webapp(tmp_path):
+    """`build.py bench --soak` (harness.bench_soak) short: three minutes of speech, a row a
+    minute. Even this short, what a poll sends and what the session keeps must not grow with it:
+    the message of the last minute within 1.5x of the first's (the tentative tail's length
+    varies), the heap less than 3 MB above the first row's, the tokens those of a second
+    stream fed in 20 ms chunks."""
+    out = tmp_path / "soak.json"
+    run("harness.bench_soak", "--minutes", "3", "--every", "1", "--json", out, timeout=600)
+    soak = json.loads(out.read_text())
+    rows = soak["rows"]
+    assert len(rows) == 3 and rows[-1]["committed_words"] > 200 and soak["same_tokens_as_engine_stream"]
+    assert all(r["polls_without_decode"] > 50 for r in rows)
+    assert rows[-1]["message_bytes_median"] < 1.5 * rows[0]["message_bytes_median"] < 3000
+    assert rows[-1]["heap_bytes"] - rows[0]["heap_bytes"] < 3e6
+    assert 0 < rows[-1]["transcript_store_bytes"] < 120 * rows[-1]["committed_words"]
 
 
 @pytest.mark.browser

@@ -12,7 +12,7 @@ from engine.audio import FRAME_SAMPLES as FRAME
 from engine.kernels import Kernels
 from engine.stream.commit import CommitPolicy, Word
 from engine.stream.schedule import Schedule
-from engine.stream.view import StreamStats, StreamView, live_metrics, stream_metrics
+from engine.stream.view import StreamStats, StreamView, lag_seconds, live_metrics, stream_metrics
 from engine.stream.window import PAUSE_LEVEL, QUIET_BLOCK, AudioWindow, align
 
 
@@ -314,7 +314,7 @@ def test_the_committed_text_grows_by_appending_what_each_commit_adds():
         n = rng.randint(1, 4)
         view.committed(words[i:i + n])
         i += n
-    assert view.transcript.text() == view.text(words) and len(view.transcript.text_pieces) < len(words)
+    assert view.transcript.text() == view.text(words) and view.transcript.pieces < len(words)
     assert view.result(len(words) * FRAME, StreamStats())["text"] == view.text(words)
 
 
@@ -330,18 +330,26 @@ def test_metrics_quantiles_and_rates():
     assert m["compute_per_audio"] == 0.5 and m["decodes"] == 4
 
 
-def test_the_running_median_is_lag_seconds_p50_at_every_step():
-    """The live p50 commit lag (every poll) comes from UpperMedian, not from sorting every lag:
-    after each value it is the value the final metrics' quantile picks."""
-    from engine.stream.view import UpperMedian, lag_seconds
-    rng, median, values = random.Random(7), UpperMedian(), []
-    assert median.value() is None
-    for _ in range(500):
-        v = rng.choice([rng.randint(0, 40000), 16000])      # ties too
-        median.add(v)
-        values.append(v)
-        assert median.value() == sorted(values)[len(values) // 2]
-        assert round(median.value() / 16000, 2) == lag_seconds(sorted(values), 0.5)
+def test_commit_lags_stay_sorted_as_they_come_and_the_newest_is_kept():
+    """A poll reads the p50 lag from lags kept sorted (no sort of every lag per poll)."""
+    rng, stats, values = random.Random(7), StreamStats(), []
+    for _ in range(50):
+        batch = [rng.choice([rng.randint(0, 40000), 16000]) for _ in range(rng.randint(0, 4))]   # ties too
+        stats.note_commit_lags(batch)
+        values += batch
+        assert list(stats.commit_lags) == sorted(values)
+        assert live_metrics(stats, 1.0)["commit_lag_last"] == (round(values[-1] / 16000, 2) if values else None)
+        assert live_metrics(stats, 1.0)["commit_lag_p50"] == lag_seconds(sorted(values), 0.5)
+
+
+def test_the_transcript_store_gives_back_what_was_committed():
+    from engine.stream.transcript import Transcript
+    t = Transcript()
+    t.add([Word("naïve", 0, FRAME, ((1, 0, 1),)), Word("café", FRAME, 3 * FRAME, ((3, 1, 1), (4, 2, 1)))], "naïve café")
+    t.add([Word(".", 3 * FRAME, 3 * FRAME, ((5, 3, 0),))], ".")
+    assert (len(t), t.pieces, t.text(), t.text(1)) == (3, 2, "naïve café.", ".")
+    assert t.words(1) == [{"word": "café", "start": 0.08, "end": 0.24}, {"word": ".", "start": 0.24, "end": 0.24}]
+    assert [d["frame"] for d in t.tokens()] == [0, 1, 2, 3] and t.nbytes() < 3 * 80   # bytes a word, not hundreds
 
 
 def test_the_policy_keeps_only_the_committed_words_a_window_can_hold():

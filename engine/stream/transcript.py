@@ -2,10 +2,11 @@
 times and tokens, and the committed text, stored compactly because a live session can run for
 hours.
 
-A Word object with its token tuples takes about 600 bytes; three hours of speech is about 27,000
-words, 16 MB. Here a word is its text (one str), two sample positions and its tokens in typed
-arrays: about 100 bytes. The text is kept as the pieces each commit added, so a poll can send
-what changed since the last one without rendering or copying the rest.
+A Word object with its token tuples takes about 600 bytes, and a Python str per word or per
+commit about 55; three hours of speech is about 27,000 words. Here everything is in typed
+arrays and UTF-8 byte arrays: about 70 bytes a word. The committed text is kept with the offset
+at which each commit's piece ends, so a poll can send what changed since the last one without
+rendering or copying the rest.
 """
 
 from __future__ import annotations
@@ -17,37 +18,50 @@ from ..audio import MODEL_RATE
 
 class Transcript:
     def __init__(self):
-        self.word_text: list = []           # str per word
+        self._word_chars = bytearray()      # every word's text, UTF-8, back to back
+        self._word_ends = array("q")        # where each word's text ends in _word_chars
         self.word_start = array("q")        # absolute sample positions at 16 kHz
         self.word_end = array("q")
         self.token_id = array("l")
         self.token_frame = array("q")       # absolute encoder frame
         self.token_duration = array("l")
-        self.text_pieces: list = []         # the committed text, as each commit added it
+        self._text = bytearray()            # the committed text, UTF-8
+        self._piece_ends = array("q")       # where each commit's piece of it ends
 
     def __len__(self) -> int:
-        return len(self.word_text)
+        return len(self._word_ends)
+
+    @property
+    def pieces(self) -> int:
+        """Commits so far (each added one piece of text)."""
+        return len(self._piece_ends)
 
     def add(self, words: list, text: str) -> None:
         """Committed Words (in order, once each) and the text they add to the committed text."""
         for w in words:
-            self.word_text.append(w.text)
+            self._word_chars += w.text.encode()
+            self._word_ends.append(len(self._word_chars))
             self.word_start.append(w.start)
             self.word_end.append(w.end)
             for token_id, frame, duration in w.tokens:
                 self.token_id.append(token_id)
                 self.token_frame.append(frame)
                 self.token_duration.append(duration)
-        self.text_pieces.append(text)
+        self._text += text.encode()
+        self._piece_ends.append(len(self._text))
 
     def text(self, first_piece: int = 0) -> str:
         """The committed text from the `first_piece`-th commit on (all of it by default)."""
-        return "".join(self.text_pieces[first_piece:])
+        start = self._piece_ends[first_piece - 1] if first_piece else 0
+        return self._text[start:].decode()
+
+    def word_text(self, i: int) -> str:
+        return self._word_chars[self._word_ends[i - 1] if i else 0:self._word_ends[i]].decode()
 
     def words(self, first: int = 0) -> list:
         """[{word, start, end}] (seconds) from the first-th committed word on."""
-        return [{"word": self.word_text[i], "start": round(self.word_start[i] / MODEL_RATE, 2),
-                 "end": round(self.word_end[i] / MODEL_RATE, 2)} for i in range(first, len(self.word_text))]
+        return [{"word": self.word_text(i), "start": round(self.word_start[i] / MODEL_RATE, 2),
+                 "end": round(self.word_end[i] / MODEL_RATE, 2)} for i in range(first, len(self))]
 
     def tokens(self) -> list:
         """[{id, frame, duration}] of every committed token, frames absolute."""
@@ -55,10 +69,7 @@ class Transcript:
                 for i, f, d in zip(self.token_id, self.token_frame, self.token_duration)]
 
     def nbytes(self) -> int:
-        """What the stored transcript takes, roughly (the soak's memory check)."""
-        import sys
-        arrays = (self.word_start, self.word_end, self.token_id, self.token_frame,
-                  self.token_duration)
-        return (sum(a.itemsize * len(a) for a in arrays) + sum(sys.getsizeof(s) for s in self.word_text)
-                + sum(sys.getsizeof(s) for s in self.text_pieces)
-                + sys.getsizeof(self.word_text) + sys.getsizeof(self.text_pieces))
+        """The bytes the stored transcript's contents take (the soak's memory figures)."""
+        parts = (self._word_chars, self._word_ends, self.word_start, self.word_end, self.token_id,
+                 self.token_frame, self.token_duration, self._text, self._piece_ends)
+        return sum(len(p) * (p.itemsize if isinstance(p, array) else 1) for p in parts)
