@@ -204,7 +204,33 @@ def suite_table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS = {"behind": behind_table, "engines": engines_table, "webgpu": webgpu_table, "suite": suite_table}
+def soak_table(result: dict) -> str:
+    """harness/bench_soak.py's rows (a long session through the engine worker's WebApp)."""
+    f = result["figures"]
+    s = f["slopes"]
+    r5 = s["last_over_minute5"]
+    lines = [f"{measured(result)}: `{result['command']}`. {f['model']}, {f['tier']}, {f['minutes']} minutes of audio "
+             f"in {f['chunk_seconds']} s chunks, a poll after each; {f['wall_seconds']} s wall time.", "",
+             "| audio min | polls without a decode | poll ms median / p90 | message bytes median / max | "
+             "heap MB | committed words | committed text KB | transcript store KB |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in f["rows"]:
+        lines.append(f"| {r['minute']} | {r['polls_without_decode']} | {r['poll_ms_median']:.3f} / {r['poll_ms_p90']:.3f} | "
+                     f"{r['message_bytes_median']} / {r['message_bytes_max']} | {r['heap_bytes'] / 1e6:.2f} | "
+                     f"{r['committed_words']:,} | {r['committed_text_bytes'] / 1e3:.1f} | "
+                     f"{r['transcript_store_bytes'] / 1e3:.1f} |")
+    same = f.get("same_tokens_as_engine_stream")
+    lines += ["", f"Last row against minute {r5['minute']}: poll median x{r5['poll_ms_median']}, message median "
+              f"x{r5['message_bytes_median']} (largest x{r5['message_bytes_max']}). Slopes per hour of audio (least "
+              f"squares, rows after the first): poll {s['poll_ms_median_per_hour']} ms, message "
+              f"{s['message_bytes_median_per_hour']} bytes, heap {s['heap_bytes_per_hour'] / 1e6:.3f} MB. Heap at "
+              f"the end minus the committed text: {s['heap_over_text_bytes'] / 1e6:.2f} MB. Final tokens equal a "
+              f"second stream fed in 20 ms chunks (`engine stream`'s way): "
+              f"{'yes' if same else 'NO' if same is not None else 'not compared'} ({f['words']:,} words)."]
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"soak-native": soak_table, "behind": behind_table, "engines": engines_table, "webgpu": webgpu_table, "suite": suite_table}
 
 
 def rendered(name: str, folder: Path = RESULTS) -> str:
