@@ -170,7 +170,6 @@ class WebApp:
         before feed() refuses audio (StreamConfig.max_pending_ms if None)."""
         fields = {} if max_pending_seconds is None else {"max_pending_ms": int(float(max_pending_seconds) * 1000)}
         self.session = self.engine.stream(int(rate), **fields)
-        self.first_text_seconds = None       # the audio time of the first poll with text (metrics)
         self.received = 0                    # samples at the stream's rate that feed() was given
         self.refused = 0                     # ... and refused
 
@@ -206,8 +205,6 @@ class WebApp:
             while session.due and (time.perf_counter() - started) * 1000 < float(budget_ms):
                 session.run_due(1)
             view = session.partial(0)                   # the text once, after the step
-        if self.first_text_seconds is None and (view["added_text"] or view["tentative"]):
-            self.first_text_seconds = view["audio_seconds"]
         metrics = live_metrics(session.stats, session.audio_seconds, session.pending_seconds)
         metrics["refused_seconds"] = round(self.refused / session.sample_rate, 2)
         metrics["fed_seconds"] = self.received / session.sample_rate     # what the page's stream.pending
@@ -217,7 +214,7 @@ class WebApp:
 
     def finish(self) -> str:
         final = self.session.finish()
-        metrics = stream_metrics(self.first_text_seconds, final, self.session.stats)
+        metrics = stream_metrics(final, self.session.stats)
         metrics["refused_seconds"] = round(self.refused / self.session.sample_rate, 2)
         self.session = None
         return json.dumps({"result": final, "metrics": metrics})

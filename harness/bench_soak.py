@@ -129,7 +129,8 @@ def main(argv=None) -> int:
     s = figures["slopes"]
     print(f"slopes per hour: poll {s['poll_ms_median_per_hour']} ms, message {s['message_bytes_median_per_hour']} B, "
           f"heap {s['heap_bytes_per_hour']} B; last / minute 5: {s['last_over_minute5']}; "
-          f"heap - text {s['heap_over_text_bytes'] / 1e6:.2f} MB; same tokens: {figures.get('same_tokens_as_engine_stream')}")
+          f"heap - text {s['heap_over_text_bytes'] / 1e6:.2f} MB, heap after finish {figures['heap_bytes_after_finish'] / 1e6:.2f} MB; "
+          f"{figures['words']} words; same tokens: {figures.get('same_tokens_as_engine_stream')}")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
     else:

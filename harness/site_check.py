@@ -176,12 +176,12 @@ class App:
         run = self.phonon("({timings: phonon.timings, result: phonon.result, metrics: phonon.metrics, "
                           "transport: phonon.transport, rate: phonon.sampleRate, heap: phonon.heapBytes, "
                           "partials: phonon.log.filter(e => e.kind === 'partial')"
-                          ".map(e => ({t: e.t, audio: e.view.audio_seconds, added: e.view.added_text, "
+                          ".map(e => ({t: e.t, audio: e.view.audio_seconds, added_text: e.view.added_text, "
                           "tentative: e.view.tentative}))})")
-        committed = ""                          # a poll carries what was added: the page's text is the sum
-        for p in run["partials"]:
-            committed += p.pop("added")
+        from engine.stream.session import committed_views    # a poll carries what was added
+        for p, (committed, _) in zip(run["partials"], committed_views(run["partials"])):
             p["committed"] = committed
+            del p["added_text"]
         return run
 
     def wait_for_audio(self, seconds: float, timeout_ms: int = 30_000):

@@ -325,7 +325,8 @@ def test_metrics_quantiles_and_rates():
     assert live["rtf"] == 0.5 and live["commit_lag_last"] == 2.0 and live["commit_lag_p50"] == 1.5
     final = {"words": [{"word": "a", "start": 0.0, "end": 0.6}], "audio_seconds": 3.0}
     stats.speech_onset = 6400                              # 0.4 s; the word's own time (0.0) does not count
-    m = stream_metrics(0.8, final, stats)
+    stats.first_text_seconds = 0.8
+    m = stream_metrics(final, stats)
     assert m["first_partial_latency_seconds"] == 0.4 and m["commit_lag_p95_seconds"] == 2.0
     assert m["compute_per_audio"] == 0.5 and m["decodes"] == 4
 

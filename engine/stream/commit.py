@@ -27,8 +27,12 @@ class Word:
         return tuple(t[0] for t in self.tokens)
 
     def as_dict(self) -> dict:
-        return {"word": self.text, "start": round(self.start / MODEL_RATE, 2),
-                "end": round(self.end / MODEL_RATE, 2)}
+        return word_dict(self.text, self.start, self.end)
+
+
+def word_dict(text: str, start: int, end: int) -> dict:
+    """A word as the caller sees it: {word, start, end}, times in seconds (from samples)."""
+    return {"word": text, "start": round(start / MODEL_RATE, 2), "end": round(end / MODEL_RATE, 2)}
 
 
 class CommitPolicy:

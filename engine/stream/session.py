@@ -214,7 +214,10 @@ class StreamSession:
         "committed_words": how many are committed in all, "audio_seconds"}. transcript() gives
         everything committed so far."""
         self.run_due(max_decodes)
-        return self.view.changes(self.policy.tentative, self.window.total)
+        changed = self.view.changes(self.policy.tentative, self.window.total)
+        if self.stats.first_text_seconds is None and (changed["added_text"] or changed["tentative"]):
+            self.stats.first_text_seconds = changed["audio_seconds"]     # the first-partial latency's end
+        return changed
 
     def transcript(self) -> dict:
         """Everything committed so far: {"text", "words"} (the whole of it: on request, not per poll)."""
@@ -395,8 +398,7 @@ def stream_samples(session: StreamSession, samples, chunk: int, realtime: bool =
             if on_event:
                 on_event(event)
     final = session.finish()
-    first_text = next((e["audio_seconds"] for e in events if e["added_text"] or e["tentative"]), None)
-    return {"events": events, "final": final, "metrics": stream_metrics(first_text, final, session.stats)}
+    return {"events": events, "final": final, "metrics": stream_metrics(final, session.stats)}
 
 
 def committed_views(events: list) -> list:

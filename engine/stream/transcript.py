@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from array import array
 
-from ..audio import MODEL_RATE
+from .commit import word_dict
 
 
 class Transcript:
@@ -60,8 +60,7 @@ class Transcript:
 
     def words(self, first: int = 0) -> list:
         """[{word, start, end}] (seconds) from the first-th committed word on."""
-        return [{"word": self.word_text(i), "start": round(self.word_start[i] / MODEL_RATE, 2),
-                 "end": round(self.word_end[i] / MODEL_RATE, 2)} for i in range(first, len(self))]
+        return [word_dict(self.word_text(i), self.word_start[i], self.word_end[i]) for i in range(first, len(self))]
 
     def tokens(self) -> list:
         """[{id, frame, duration}] of every committed token, frames absolute."""

@@ -33,6 +33,7 @@ class StreamStats:
                                     # live commit, sorted (a poll reads the median: no sort per poll)
     last_lag: int | None = None     # the newest word's
     speech_onset: int | None = None  # the first 20 ms block louder than rule 5's quiet level (sample)
+    first_text_seconds: float | None = None   # the audio time of the first partial() that showed text
 
     def note_commit_lags(self, lags) -> None:
         """Lags kept sorted as they come: 8 bytes a word, and an insert moves at most the
@@ -131,9 +132,8 @@ def live_metrics(stats: StreamStats, audio_seconds: float, pending_seconds: floa
             "commit_lag_p50": lag_seconds(lags, 0.5)}
 
 
-def stream_metrics(first_text_seconds, final: dict, stats: StreamStats) -> dict:
+def stream_metrics(final: dict, stats: StreamStats) -> dict:
     """A finished stream's figures: first-partial latency, commit lags, compute per audio.
-    first_text_seconds: the audio time of the first poll that showed any text (None if none).
 
     The first-partial latency is measured from the speech onset in the audio (the first 20 ms
     block above rule 5's quiet level), not from the first word's time: a small model puts a
@@ -141,9 +141,9 @@ def stream_metrics(first_text_seconds, final: dict, stats: StreamStats) -> dict:
     (0.5 s earlier on the release's recordings), which counted that silence as latency."""
     lags = stats.commit_lags
     onset = stats.speech_onset / MODEL_RATE if stats.speech_onset is not None else None
-    audio = final["audio_seconds"]
-    return {"first_partial_latency_seconds": round(first_text_seconds - onset, 2)
-            if first_text_seconds is not None and onset is not None else None,
+    first_text, audio = stats.first_text_seconds, final["audio_seconds"]
+    return {"first_partial_latency_seconds": round(first_text - onset, 2)
+            if first_text is not None and onset is not None else None,
             "commit_lag_p50_seconds": lag_seconds(lags, 0.5), "commit_lag_p95_seconds": lag_seconds(lags, 0.95),
             **stats.as_dict(),
             "compute_per_audio": round(stats.compute_seconds / audio, 3) if audio else None}
