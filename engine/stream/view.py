@@ -3,7 +3,7 @@
 A poll (partial()) returns what changed since the previous poll - the words and text committed
 since, and the tentative tail - never the whole transcript: a session runs for hours and is
 polled several times a second, so anything a poll did with the whole transcript made it cost
-more every minute (an hour's poll was 0.6 MB of JSON). The committed text is rendered once per
+more every minute (at 6464175 a poll's JSON was 22 KB at 2 minutes, 290 KB at 26). The committed text is rendered once per
 commit, from the new words alone (appended_text); the whole of it is read only on request
 (transcript()) and at the end (result()).
 """
@@ -37,7 +37,7 @@ class StreamStats:
 
     def note_commit_lags(self, lags) -> None:
         """Lags kept sorted as they come: 8 bytes a word, and an insert moves at most the
-        session's lags (216 KB after three hours, microseconds) once per commit, not per poll."""
+        session's lags (8 bytes each) once per commit, not per poll."""
         for lag in lags:
             bisect.insort(self.commit_lags, lag)
             self.last_lag = lag
