@@ -1,7 +1,7 @@
 """Drive the built web app (dist/site) in headless Chromium: shared by tests/test_site.py and
 harness/measure_site.py.
 
-    wav_seconds = speech_wav(path)                    # espeak-ng: sentence, 1 s, sentence, 2 s
+    wav_seconds = speech_wav(path)                    # espeak-ng: 1 s, sentence, 1 s, sentence, 2 s
     with SiteBrowser(fake_mic=path) as browser:       # Debian Chromium, fake microphone
         app = browser.open(url + "?debug=1")          # -> App (page + problems), state "ready"
         run = app.listen(wav_seconds + 1)             # start, wait, stop -> timeline + result
@@ -36,10 +36,14 @@ IDLE = ("ready", "done")
 FED_SLACK = 0.3             # listen(seconds) stops once this close to `seconds` of audio was fed
 
 
-def speech_wav(path: Path, rate: int = 48000, float32: bool = False, sentences=SENTENCES) -> float:
-    """espeak-ng speech as a microphone would hear it: a sentence, 1 s pause, another sentence,
-    2 s of silence (each sentence of `sentences` followed by 1 s, the last by 2 s); mono at
-    `rate` (16-bit PCM, or 32-bit float). Returns its duration."""
+def speech_wav(path: Path, rate: int = 48000, float32: bool = False, sentences=SENTENCES,
+               lead_seconds: float = 1.0) -> float:
+    """espeak-ng speech as a microphone would hear it: `lead_seconds` of silence, a sentence,
+    1 s pause, another sentence, 2 s of silence (each sentence of `sentences` followed by 1 s,
+    the last by 2 s); mono at `rate` (16-bit PCM, or 32-bit float). Returns its duration.
+    The lead matters for a fake microphone: it plays this file in a loop from when the device
+    opens, and on a loaded machine the page's capture starts later; without the lead it cut
+    the first word ("turn on the kitchen lights" heard as "open the kitchen lights")."""
     from engine.audio import resample
     from engine.kernels import Kernels
     pieces, espeak_rate = array("f"), None
@@ -50,6 +54,8 @@ def speech_wav(path: Path, rate: int = 48000, float32: bool = False, sentences=S
             with wave.open(str(out)) as w:
                 espeak_rate = w.getframerate()
                 pcm = array("h", w.readframes(w.getnframes()))
+            if i == 0:
+                pieces.extend([0.0] * round(lead_seconds * espeak_rate))
             pieces.extend(v / 32768 for v in pcm)
             pieces.extend([0.0] * (2 * espeak_rate if i == len(sentences) - 1 else espeak_rate))
     x = resample(Kernels("scalar"), pieces, espeak_rate, rate)
