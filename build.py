@@ -71,7 +71,7 @@ TINY_SOURCE = ROOT / "tests" / "data" / "tiny"
 RUNTIME_STATIC = ["phonon.mjs", "phonon.d.ts", "worker.mjs", "pyodide-boot.mjs",
                   "kernel-pool.mjs", "kernel-worker.mjs", "kernel-protocol.mjs"]
 # the demo app on top of it
-APP_STATIC = ["app.mjs", "capture-worklet.mjs", "formats.mjs", "style.css", "icon.svg"]
+APP_STATIC = ["app.mjs", "capture-worklet.mjs", "formats.mjs", "session-store.mjs", "style.css", "icon.svg"]
 SITE_STATIC = RUNTIME_STATIC + APP_STATIC
 # what loadPyodide() fetches from its indexURL (pyodide.mjs imports pyodide.asm.mjs)
 PYODIDE_RUNTIME = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",

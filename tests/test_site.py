@@ -216,6 +216,48 @@ def test_microphone_matches_native_stream(browser, server, site, manifest, speec
         assert word_errors(run["result"]["text"], SPOKEN) <= MAX_WORD_ERRORS, (run["result"]["text"], SPOKEN)
 
 
+def test_a_reload_mid_stream_offers_the_committed_words_back_and_clear_clears(browser, speech, tmp_path):
+    """The page keeps committed words on the device as they commit: reloaded after a few
+    committed words (saving stopped first, as a crash at that instant would), it offers exactly
+    those words back, with their times and text, and exports them; Clear deletes them."""
+    tiny_site = build_artifact("PHONON_SITE_TINY")
+    with serve(tiny_site) as plain:
+        app = browser.open(plain.url + SUB + "?threads=1&debug=1")
+        assert app.state == "ready", app.alert()
+        assert app.page.is_hidden("#restore")                       # a fresh profile keeps nothing
+        app.page.click("#mic")
+        app.wait(("listening",), 30_000)
+        app.page.wait_for_function("document.querySelectorAll('#committed .w').length >= 3", timeout=60_000)
+        # in one task: no commit can come between reading the committed words and the hold
+        committed = app.page.evaluate("(() => { phonon.kept.hold(); return phonon.kept.committed(); })()")
+        app.page.evaluate("phonon.kept.settled()")
+        assert len(committed["words"]) >= 3
+        rate = app.phonon("phonon.sampleRate")
+        app.page.reload()
+        app.wait(("ready", "done", "error"))
+        app.page.wait_for_selector("#restore", state="visible", timeout=10_000)
+        offer = app.page.text_content("#restore-text")
+        assert "An unfinished transcript" in offer and f"{len(committed['words'])} words" in offer, offer
+        kept = app.page.evaluate("phonon.kept.latest()")
+        assert kept["words"] == committed["words"] and kept["text"] == committed["text"]
+        assert kept["session"]["finished"] is False and kept["session"]["sampleRate"] == rate
+        app.page.click("#restore-show")
+        shown = app.page.evaluate("[...document.querySelectorAll('#committed .w')].map(w => w.textContent)")
+        assert shown == [w["word"] for w in committed["words"]]
+        assert app.page.is_hidden("#restore") and app.state == "done"
+        with app.page.expect_download() as info:
+            app.page.click("[data-format=json]")
+        exported = json.loads(Path(info.value.path()).read_text())
+        assert exported["words"] == committed["words"] and exported["text"] == committed["text"]
+        assert exported["model"] == kept["session"]["model"]["name"] and exported["started"] == kept["session"]["started"]
+        app.page.click("#clear")
+        app.page.wait_for_function("phonon.kept.latest().then(k => k === null)", timeout=10_000)
+        app.reload()
+        assert app.state == "ready" and app.page.is_hidden("#restore")
+        assert app.page.evaluate("phonon.kept.latest()") is None
+        assert not app.problems, app.problems
+
+
 def test_microphone_shared_ring_matches_native_stream(browser, speech):
     """Cross-origin isolated (COOP/COEP): the SharedArrayBuffer ring; the tiny test model."""
     tiny_site = build_artifact("PHONON_SITE_TINY")

@@ -10,6 +10,7 @@
 // alone; more need cross-origin isolation, which the service worker provides);
 // ?debug=1 keeps an event log and the captured samples for tests (window.phonon.debug).
 import { toJSON, toSRT, toText, toVTT } from "./formats.mjs";
+import { SessionStore } from "./session-store.mjs";
 import { Recognizer, bestTier } from "./phonon.mjs";
 
 const params = new URLSearchParams(location.search);
@@ -40,6 +41,7 @@ const ui = {
   modelName: $("model-name"), modelDescription: $("model-description"), modelOpen: $("model-open"),
   modelFile: $("model-file"), modelReset: $("model-reset"), threadsNote: $("threads-note"), tierNote: $("tier-note"),
   cancelFile: $("cancel-file"), fileProgress: $("file-progress"),
+  restore: $("restore"), restoreText: $("restore-text"), restoreShow: $("restore-show"), restoreDiscard: $("restore-discard"),
 };
 const LOCAL_MODEL = "phonon-web-local-model";     // localStorage: {sha256, name} of an opened .gguf
 
@@ -52,6 +54,8 @@ if (DEBUG) phonon.toWorker = (message) => engine.recognizer.debug.post(message);
 const engine = { recognizer: null, manifest: null, tier: null };   // the Recognizer; the site's manifest; the tier asked for
 const live = { stream: null, mic: null };   // the open live Stream; the microphone {media, context, node, source}
 const fileJob = { abort: null, running: null };   // AbortController of the file being sent; its name once the worker's steps start
+const kept = { store: null, id: null, told: false };   // this device's copy of the live session (SessionStore); the
+                                                       // promise of its id while one is written; whether a failed write was told
 // On screen: a finished transcript {text, words, audio_seconds, source}, or a live stream's
 // {stream, tentative, tentativeWords, committedWords, audio_seconds, source} (its committed words
 // are the Stream's, stream.transcript(), read when exported: a poll brings only what changed).
@@ -363,7 +367,9 @@ function died(reason) {
   if (phonon.state === "error") return;
   phonon.died = reason;
   if (engine.recognizer) engine.recognizer.close();
-  fatal(`The speech engine stopped (${reason}). Reload the page to start it again; a transcript on screen is kept until then.`);
+  fatal(`The speech engine stopped (${reason}). Reload the page to start it again; ` +
+        (kept.id ? "the words committed so far are kept on this device and offered back after the reload."
+                 : "a transcript on screen is kept until then."));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -386,6 +392,7 @@ function transcriptShown() {
 
 function clearTranscript() {
   shown.transcript = null;
+  ui.restore.hidden = true;
   ui.committed.replaceChildren();
   ui.tentative.replaceChildren();
   ui.live.textContent = "";
@@ -576,7 +583,7 @@ async function startListening() {
     });
     const stream = live.stream = engine.recognizer.stream({ sampleRate: rate, ring });
     stream.addEventListener("partial", (e) => showPartial(stream, e.detail, e.detail.metrics));   // also after stop, while finishing
-    stream.addEventListener("commit", (e) => appendCommitted(e.detail.words));
+    stream.addEventListener("commit", (e) => { appendCommitted(e.detail.words); keepCommitted(e.detail); });
     stream.addEventListener("error", (e) => showAlert(`Audio is being refused: ${e.detail.message}`, { info: true }));
     phonon.behindSince = null;
     phonon.behindTold = false;
@@ -588,6 +595,7 @@ async function startListening() {
     live.mic = { media, context, node, source };
     for (const track of media.getAudioTracks()) track.onended = () => stopListening();
     clearTranscript();
+    keepSession(rate);
     phonon.transport = ring ? "shared-ring" : "transfer";
     phonon.sampleRate = rate;
     phonon.timings.captureStart = performance.now();
@@ -631,8 +639,10 @@ function stopListening() {
   node.port.postMessage({ kind: "stop" });      // the worklet sends its last block, then "end"
   const closing = live.stream;
   live.stream = null;
-  closing.finish().then((final) => showFinal({ result: final, metrics: final.metrics, heapBytes: engine.recognizer.heapBytes }),
-                     () => {});                 // a failed stream: the recogniser's error event says why
+  closing.finish().then((final) => {
+    showFinal({ result: final, metrics: final.metrics, heapBytes: engine.recognizer.heapBytes });
+    keptFinished(final.audio_seconds);
+  }, () => {});                                 // a failed stream: the recogniser's error event says why
 }
 
 function teardownMic() {
@@ -683,12 +693,80 @@ async function transcribeFile(file) {
 }
 
 // ------------------------------------------------------------------------------------------
+// the kept session: a live session's committed words are written to this device as they commit
+// (web/session-store.mjs), so a reload, a crashed tab or a closed lid loses none of them; the
+// next visit offers them back. One session is kept: a new one replaces it, Clear deletes it.
+
+async function openKept() {
+  kept.store = await SessionStore.open();
+  if (!kept.store) return;
+  kept.store.onError = (e) => {
+    if (kept.told) return;
+    kept.told = true;
+    showAlert(`The transcript cannot be kept on this device (${e && e.message}): export it before closing the page.`, { info: true });
+  };
+  if (DEBUG) {                       // tests: what is on disk, and a crash at a chosen instant
+    phonon.kept = { latest: () => kept.store.latest(), hold: () => kept.store.hold(), settled: () => kept.store.settled(),
+                    committed: () => live.stream && live.stream.transcript() };
+  }
+  const last = await kept.store.latest().catch(() => null);
+  if (last && last.words.length && !live.stream) offerKept(last);
+}
+
+function offerKept({ session, text, words }) {
+  const when = new Date(session.started).toLocaleString();
+  ui.restoreText.textContent = `${session.finished ? "A transcript" : "An unfinished transcript"} from ${when} is kept on ` +
+    `this device: ${words.length} words, ${(session.audio_seconds / 60).toFixed(1)} min (${session.model.name}, ` +
+    `${session.tier}). Starting to listen replaces it.`;
+  ui.restore.hidden = false;
+  ui.restoreShow.onclick = () => showKept(session, text, words);
+  ui.restoreDiscard.onclick = () => { ui.restore.hidden = true; forgetKept(); };
+}
+
+function showKept(session, text, words) {
+  if (live.stream || phonon.state === "transcribing") return;
+  clearTranscript();
+  shown.transcript = { text, words, audio_seconds: session.audio_seconds, source: "microphone", kept: session };
+  appendCommitted(words, { announce: false });
+  showTentative([]);
+  ui.audio.textContent = seconds(session.audio_seconds);
+  if (phonon.state === "ready" || phonon.state === "done") setState("done", `Kept from ${new Date(session.started).toLocaleString()}`);
+  else setState(phonon.state, ui.status.textContent);     // still loading, or stopped: export works all the same
+}
+
+// A live stream starts: it replaces the kept session (kept.id: the promise of the new one's id).
+function keepSession(rate) {
+  ui.restore.hidden = true;
+  if (!kept.store) return;
+  const r = engine.recognizer, local = storedLocalModel();
+  const model = { name: r.model && r.model.name || engine.manifest.model.name, sha256: (local || engine.manifest.model).sha256 };
+  kept.id = kept.store.begin({ model, tier: r.tier, sampleRate: rate, threads: r.threads })
+    .catch((e) => { kept.store.onError(e); return null; });
+}
+
+function keepCommitted({ words, added }) {
+  const audio = (phonon.metrics && phonon.metrics.audio_seconds) || 0;
+  if (kept.id) kept.id.then((id) => id && kept.store.append(id, words, added, audio));
+}
+
+function keptFinished(audioSeconds) {
+  if (kept.id) kept.id.then((id) => id && kept.store.finish(id, audioSeconds));
+}
+
+function forgetKept() {
+  kept.id = null;
+  if (kept.store) kept.store.clear().catch((e) => kept.store.onError(e));
+}
+
+// ------------------------------------------------------------------------------------------
 // exports
 
 const FORMATS = {
   txt: [toText, "text/plain"],
-  json: [(t) => toJSON(t, { model: engine.manifest.model.name, model_sha256: engine.manifest.model.sha256,
-                            tier: phonon.ready && phonon.ready.tier, source: t.source }), "application/json"],
+  json: [(t) => toJSON(t, t.kept ? { model: t.kept.model.name, model_sha256: t.kept.model.sha256, tier: t.kept.tier,
+                                     source: t.source, started: t.kept.started }
+                                 : { model: engine.manifest.model.name, model_sha256: engine.manifest.model.sha256,
+                                     tier: phonon.ready && phonon.ready.tier, source: t.source }), "application/json"],
   srt: [toSRT, "application/x-subrip"],
   vtt: [toVTT, "text/vtt"],
 };
@@ -747,7 +825,7 @@ ui.modelFile.addEventListener("change", () => {
 ui.modelReset.addEventListener("click", () => { forgetLocalModel(); location.reload(); });
 ui.copy.addEventListener("click", copy);
 ui.cancelFile.addEventListener("click", cancelFile);
-ui.clear.addEventListener("click", () => { clearTranscript(); hideAlert(); setState("ready"); });
+ui.clear.addEventListener("click", () => { clearTranscript(); forgetKept(); hideAlert(); setState("ready"); });
 for (const b of ui.downloads) b.addEventListener("click", () => download(b.dataset.format));
 
 let dragDepth = 0;
@@ -784,4 +862,5 @@ if (DEBUG) {
 
 const unsupported = captureSupport();
 if (!unsupported.ok) ui.mic.title = unsupported.why;
+openKept();                // offers a kept transcript even if the engine then fails to load
 main();

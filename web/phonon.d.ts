@@ -105,7 +105,8 @@ export interface StreamFinal {
 
 export interface StreamEventMap {
   partial: CustomEvent<StreamView>;
-  commit: CustomEvent<{ words: Word[]; committed: string }>;
+  /** the newly committed words, their text (what the committed text grew by), all committed text */
+  commit: CustomEvent<{ words: Word[]; added: string; committed: string }>;
   final: CustomEvent<StreamFinal>;
   /** stream.pending rose above pendingThreshold (over: true) or fell back to half of it (over: false) */
   pending: CustomEvent<{ seconds: number; over: boolean }>;

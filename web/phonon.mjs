@@ -440,7 +440,8 @@ export class Recognizer extends EventTarget {
 
 /** A live stream (Recognizer.stream). Events: "partial" {committed: all committed text,
  *  tentative, tentativeWords, committedWords: how many, audio_seconds, metrics}, "commit"
- *  {words: the newly committed ones, committed: all committed text}, "final" (the
+ *  {words: the newly committed ones, added: their text (with its leading space), committed: all
+ *  committed text}, "final" (the
  *  result of finish()), "pending" {seconds, over} (stream.pending crossed pendingThreshold:
  *  over = true above it, false once back at half of it), "error" (a PhononError "overrun": the
  *  worker refused audio from an AudioWorklet because decoding was maxPending behind). */
@@ -572,7 +573,7 @@ export class Stream extends EventTarget {
     if (view.added_words.length) {
       for (const w of view.added_words) this.#words.push(w);
       this.#text += view.added_text;
-      this.dispatchEvent(new CustomEvent("commit", { detail: { words: view.added_words, committed: this.#text } }));
+      this.dispatchEvent(new CustomEvent("commit", { detail: { words: view.added_words, added: view.added_text, committed: this.#text } }));
     }
     this.dispatchEvent(new CustomEvent("partial", { detail: {
       committed: this.#text, tentative: view.tentative, tentativeWords: view.tentative_words,
@@ -586,9 +587,10 @@ export class Stream extends EventTarget {
     this.#endWaiters(null);
     const final = { ...result, metrics };
     const words = result.words.slice(this.#words.length);
+    const added = result.text.slice(this.#text.length);       // the final text extends the committed one
     this.#text = result.text;
     this.#words = result.words.slice();
-    if (words.length) this.dispatchEvent(new CustomEvent("commit", { detail: { words, committed: result.text } }));
+    if (words.length) this.dispatchEvent(new CustomEvent("commit", { detail: { words, added, committed: result.text } }));
     this.dispatchEvent(new CustomEvent("final", { detail: final }));
     this.#final.resolve(final);
   }
