@@ -258,6 +258,86 @@ def test_a_reload_mid_stream_offers_the_committed_words_back_and_clear_clears(br
         assert not app.problems, app.problems
 
 
+def listening_on_the_tiny_model(browser, server_url: str, query: str = ""):
+    app = browser.open(server_url + SUB + "?threads=1&debug=1" + query)
+    assert app.state == "ready", app.alert()
+    app.page.click("#mic")
+    app.wait(("listening",), 30_000)
+    return app
+
+
+def finish_and_compare(app, seconds: float) -> dict:
+    """Stop once `seconds` of audio reached the engine; the final transcript must equal native
+    `engine stream` over exactly the samples the page captured, with nothing dropped."""
+    app.wait_for_audio(seconds)
+    if app.state == "listening":
+        app.page.click("#mic")
+    assert app.wait(("done", "error"), 120_000) == "done", app.alert()
+    samples, rate = app.captured()
+    tiny_site = build_artifact("PHONON_SITE_TINY")
+    model = tiny_site / json.loads((tiny_site / "manifest.json").read_text())["model"]["path"]
+    native = native_stream_of(model, samples, rate)
+    result, metrics = app.phonon("phonon.result"), app.phonon("phonon.metrics")
+    assert result["tokens"] == native["final"]["tokens"] and result["words"] == native["final"]["words"]
+    assert metrics["dropped_samples"] == 0
+    return result
+
+
+STALL = "(() => { const t = performance.now(); while (performance.now() - t < 6000) {} })()"
+
+
+def test_a_stalled_page_keeps_its_worker_and_its_stream(browser, speech):
+    """The page's own thread stops for twice the heartbeat's silence limit (what a hidden tab's
+    throttled timers, one a minute, or a long pause of the page look like to it), idle and then
+    while listening: the engine worker, which went on meanwhile, is not declared dead, the
+    stream goes on, and nothing is lost."""
+    with serve(build_artifact("PHONON_SITE_TINY")) as plain:
+        app = browser.open(plain.url + SUB + "?threads=1&debug=1&silence_ms=3000")
+        assert app.state == "ready", app.alert()
+        app.page.evaluate(STALL)
+        app.page.wait_for_timeout(4000)                 # two heartbeats: a ping out and its answer back
+        assert app.state == "ready", app.alert()
+        app.page.click("#mic")
+        app.wait(("listening",), 30_000)
+        app.wait_for_audio(1.0)
+        app.page.evaluate(STALL)
+        finish_and_compare(app, speech[1] + 1.0)
+        assert not app.problems, app.problems
+
+
+def test_a_microphone_that_ends_stops_with_a_message_and_keeps_the_words(browser, speech):
+    """The track ends mid-stream (unplugged): listening stops with a message saying so, the
+    committed words stay on screen and on the device, the export has them."""
+    with serve(build_artifact("PHONON_SITE_TINY")) as plain:
+        app = listening_on_the_tiny_model(browser, plain.url)
+        app.page.wait_for_function("document.querySelectorAll('#committed .w').length >= 2", timeout=60_000)
+        app.page.evaluate("phonon.mic().media.getAudioTracks()[0].dispatchEvent(new Event('ended'))")
+        assert app.wait(("done", "error"), 60_000) == "done", app.alert()
+        assert "The microphone stopped" in app.alert() and "kept" in app.alert()
+        result = app.phonon("phonon.result")
+        shown = app.page.evaluate("[...document.querySelectorAll('#committed .w')].map(w => w.textContent)")
+        assert len(shown) >= 2 and shown == [w["word"] for w in result["words"]]
+        kept = app.page.evaluate("phonon.kept.latest()")
+        assert kept["session"]["finished"] and kept["words"] == result["words"] and kept["text"] == result["text"]
+        with app.page.expect_download() as info:
+            app.page.click("[data-format=txt]")
+        assert Path(info.value.path()).read_text().strip() == result["text"]
+        assert not app.problems, app.problems
+
+
+def test_a_suspended_audio_context_resumes_and_the_stream_goes_on(browser, speech):
+    """The browser suspends the AudioContext mid-stream: the page resumes it, says capture was
+    paused, and the stream goes on to native's transcript of what was captured."""
+    with serve(build_artifact("PHONON_SITE_TINY")) as plain:
+        app = listening_on_the_tiny_model(browser, plain.url)
+        app.wait_for_audio(1.0)
+        app.page.evaluate("phonon.mic().context.suspend()")
+        app.page.wait_for_function("phonon.captureGaps === 1", timeout=10_000)
+        assert "paused the microphone" in app.alert() and app.state == "listening"
+        finish_and_compare(app, speech[1] + 1.0)
+        assert not app.problems, app.problems
+
+
 def test_microphone_shared_ring_matches_native_stream(browser, speech):
     """Cross-origin isolated (COOP/COEP): the SharedArrayBuffer ring; the tiny test model."""
     tiny_site = build_artifact("PHONON_SITE_TINY")

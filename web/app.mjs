@@ -49,6 +49,7 @@ const LOCAL_MODEL = "phonon-web-local-model";     // localStorage: {sha256, name
 // result; with ?debug=1 also every engine worker message and the captured samples.
 const phonon = window.phonon = { state: "loading", timings: {}, log: [], result: null, metrics: null };
 if (DEBUG) phonon.toWorker = (message) => engine.recognizer.debug.post(message);   // tests: e.g. kill-kernel-worker
+if (DEBUG) phonon.mic = () => live.mic;     // tests: end its track, suspend its AudioContext
 
 // The page's state, one object per job, each changed only by its section below:
 const engine = { recognizer: null, manifest: null, tier: null };   // the Recognizer; the site's manifest; the tier asked for
@@ -592,8 +593,8 @@ async function startListening() {
     const source = context.createMediaStreamSource(media);
     source.connect(node).connect(context.destination);    // silent output: keeps the node pulled
     if (context.state !== "running") await context.resume();
-    live.mic = { media, context, node, source };
-    for (const track of media.getAudioTracks()) track.onended = () => stopListening();
+    live.mic = { media, context, node, source, pausedAt: null };
+    watchMic(live.mic);
     clearTranscript();
     keepSession(rate);
     phonon.transport = ring ? "shared-ring" : "transfer";
@@ -629,6 +630,49 @@ function micError(e) {
   }
 }
 
+// A long session meets all of these: the track ends (the microphone unplugged, switched off, or
+// taken by another app), the track goes mute (the system muted it), the browser suspends the
+// AudioContext (an interruption: a call, another tab taking audio, iOS). Each either keeps
+// transcribing or stops with a message saying so; the committed words stay (and stay kept).
+function watchMic(mic) {
+  for (const track of mic.media.getAudioTracks()) {
+    track.onended = () => micEnded(track);
+    track.onmute = () => showAlert("The microphone sends no sound (the system or the device muted it): " +
+                                   "listening goes on and picks up when the sound comes back.", { info: true });
+    track.onunmute = () => showAlert("The microphone sends sound again.", { info: true });
+  }
+  mic.context.onstatechange = () => contextChanged(mic);
+}
+
+function micEnded(track) {
+  if (!live.mic || phonon.state !== "listening") return;
+  phonon.micEnded = performance.now();
+  stopListening();
+  showAlert(`The microphone stopped (${track.label || "the input device"}: unplugged, switched off or taken by another ` +
+            "application). Listening stopped and the transcript up to here is kept; press Start listening to go on.",
+            { info: true });
+}
+
+// The browser suspended capture ("suspended", or Safari's "interrupted"): ask it to resume at
+// once; if it wants a gesture first, the alert's button is one. The audio in between is not heard.
+function contextChanged(mic) {
+  const { context } = mic;
+  if (live.mic !== mic || phonon.state !== "listening") return;
+  if (context.state === "running" && mic.pausedAt !== null) {
+    const gap = (performance.now() - mic.pausedAt) / 1000;
+    mic.pausedAt = null;
+    phonon.captureGaps = (phonon.captureGaps || 0) + 1;
+    return showAlert(`The browser paused the microphone for ${gap.toFixed(1)} s; listening goes on (speech in that ` +
+                     "time was not heard).", { info: true });
+  }
+  if (context.state === "closed") return micEnded({ label: "the audio system" });
+  if (context.state === "running" || mic.pausedAt !== null) return;
+  mic.pausedAt = performance.now();
+  showAlert("The browser paused the microphone. Press Resume to go on; the transcript so far is kept.",
+            { info: true, action: { label: "Resume", run: () => context.resume() } });
+  context.resume().catch(() => {});
+}
+
 function stopListening() {
   if (!live.mic || phonon.state !== "listening") return;
   setState("finishing");
@@ -651,7 +695,11 @@ function teardownMic() {
   live.mic = null;
   source.disconnect();
   node.disconnect();
-  for (const track of media.getTracks()) { track.onended = null; track.stop(); }
+  for (const track of media.getTracks()) {
+    track.onended = track.onmute = track.onunmute = null;
+    track.stop();
+  }
+  context.onstatechange = null;
   context.close();
   ui.mic.setAttribute("aria-pressed", "false");
   ui.micLabel.textContent = "Start listening";

@@ -112,6 +112,8 @@ export class Recognizer extends EventTarget {
   #quietUntil = 0;           // a long synchronous step runs until then: silence is expected
   #heartbeat = 0;
   #silenceMs = 15000;
+  #checkedAt = 0;            // the heartbeat's last round
+  #pingedAt = null;          // the oldest ping not answered (by any message) when last looked
 
   /** The kernel tier ("webgpu" or a wasm tier) and why it runs (r.tierNote), encoder workers,
    *  why fewer run (or null), the model's name and notice. A GPU lost mid-decode: that decode
@@ -176,6 +178,7 @@ export class Recognizer extends EventTarget {
     this.#lastHeard = performance.now();
     this.#quietUntil = this.#lastHeard + LONG_STEP_MS;      // start-up has long synchronous steps
     this.#silenceMs = silenceMs;
+    this.#checkedAt = this.#lastHeard;
     this.#heartbeat = setInterval(() => this.#checkHeartbeat(silenceMs), HEARTBEAT_MS);
     try {
       await ready;
@@ -297,9 +300,20 @@ export class Recognizer extends EventTarget {
     };
   }
 
+  // The worker is dead when a ping sent while this page was awake goes unanswered for
+  // silenceMs (outside known long steps). "Awake" matters: a hidden tab's timers run once a
+  // minute and a stalled page runs none, so the time since the worker was last heard says
+  // nothing about the worker then (an idle worker speaks only when pinged); such a late round
+  // judges nothing and pings afresh.
   #checkHeartbeat(silenceMs) {
     const now = performance.now();
-    if (now - this.#lastHeard > silenceMs && now > this.#quietUntil) return this.#died("it stopped responding");
+    const slept = now - this.#checkedAt > 3 * HEARTBEAT_MS;
+    this.#checkedAt = now;
+    const unanswered = this.#pingedAt !== null && this.#lastHeard < this.#pingedAt;
+    if (!slept && unanswered && now - this.#pingedAt > silenceMs && now > this.#quietUntil) {
+      return this.#died("it stopped responding");
+    }
+    if (slept || !unanswered) this.#pingedAt = now;      // the oldest ping still unanswered
     this.#worker.postMessage({ kind: "ping" });
   }
 
