@@ -186,6 +186,19 @@ class StreamResampler:
         ready = ((self.n_in - half) * b - 1) // a + 1 if self.n_in > half else 0
         return self._emit(ready)
 
+    def seek(self, output: int) -> int:
+        """Start over at output sample `output` (a resumed stream's window start): -> the input
+        sample to push from (the first tap that output needs); pushing the input from there
+        gives the outputs from `output` on, bit for bit what the uninterrupted resampler gave."""
+        if self.plan is None:
+            self.n_in = self.done = output
+            return output
+        a, b, half = self.plan[:3]
+        self.base = self.n_in = max(0, output * a // b - half + 1)
+        self.done = output
+        self.buf = array("f")
+        return self.base
+
     def flush(self) -> array:
         """The outputs that need input past the end (zeros), up to the whole-signal count."""
         if self.plan is None:

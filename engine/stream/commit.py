@@ -30,6 +30,16 @@ class Word:
         return word_dict(self.text, self.start, self.end)
 
 
+def word_state(w: Word) -> list:
+    """A Word as JSON values (a stream checkpoint's): [text, start, end, [[id, frame, duration], ...]]."""
+    return [w.text, w.start, w.end, [list(t) for t in w.tokens]]
+
+
+def word_from_state(state: list) -> Word:
+    text, start, end, tokens = state
+    return Word(text, start, end, tuple(tuple(t) for t in tokens))
+
+
 def word_dict(text: str, start: int, end: int) -> dict:
     """A word as the caller sees it: {word, start, end}, times in seconds (from samples)."""
     return {"word": text, "start": round(start / MODEL_RATE, 2), "end": round(end / MODEL_RATE, 2)}
@@ -48,6 +58,21 @@ class CommitPolicy:
         self._shown: list = []              # texts of the uncommitted words the last decode
                                             # showed (revisions)
         self._committed_since: list = []    # texts of the words committed since that decode
+
+    def state(self) -> dict:
+        """Everything the policy holds, as JSON values (bounded by the window, not the session)."""
+        words = lambda ws: [word_state(w) for w in ws]     # noqa: E731
+        return {"recent": words(self.recent), "tentative": words(self.tentative),
+                "previous": None if self.previous is None else words(self.previous),
+                "previous_limit": self.previous_limit, "shown": list(self._shown),
+                "committed_since": list(self._committed_since)}
+
+    def restore(self, state: dict) -> None:
+        words = lambda ws: [word_from_state(w) for w in ws]     # noqa: E731
+        self.recent, self.tentative = words(state["recent"]), words(state["tentative"])
+        self.previous = None if state["previous"] is None else words(state["previous"])
+        self.previous_limit = state["previous_limit"]
+        self._shown, self._committed_since = list(state["shown"]), list(state["committed_since"])
 
     @property
     def last_word(self):

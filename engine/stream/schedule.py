@@ -39,6 +39,12 @@ class Schedule:
         self.last = p
         self.next = p + self.interval(p, window_start)
 
+    def state(self) -> dict:
+        return {"next": self.next, "last": self.last}
+
+    def restore(self, state: dict) -> None:
+        self.next, self.last = state["next"], state["last"]
+
     def close(self, total: int) -> None:
         """The stream ended at `total` samples: everything is decoded, nothing is pending."""
         self.last = total

@@ -55,6 +55,7 @@ The engine is anything with the `Recognizer` shape below (engine/transcribe.py's
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
@@ -72,6 +73,7 @@ from .schedule import Schedule
 from .view import StreamStats, StreamView, live_metrics, stream_metrics
 from .window import FRAME, AudioWindow
 
+CHECKPOINT_FORMAT = "phonon-stream-checkpoint-1"
 COMMON_RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000)
 
 
@@ -290,6 +292,46 @@ class StreamSession:
         """The window finish() would decode now (at most max_window): its watchdog's measure."""
         fed = self.window.fed
         return min(fed - self.window.start, self.config.samples("max_window_ms")) / MODEL_RATE
+
+    # -- checkpoints: a stream that survives its process ----------------------------------------
+
+    def checkpoint(self) -> dict:
+        """The stream's state as JSON values (a few KB: bounded by the window, never the
+        session's length), for resume() in another process (a restarted browser worker). The
+        caller keeps, besides it, what was committed up to now (the polls' added_text,
+        added_words and added_tokens) and its input from checkpoint["input_from"] on (at the
+        stream's rate, counted from the stream's first sample): the window's audio is not in
+        the checkpoint, it is regenerated from that input."""
+        if self._state != "open":
+            raise StreamError(f"checkpoint() of a {self._state} stream: only an open stream can resume")
+        with self._decoding():
+            self.window.drain()
+            window = self.window.state()
+            return {"format": CHECKPOINT_FORMAT, "sample_rate": self.sample_rate,
+                    "config": dataclasses.asdict(self.config), "input_from": window.pop("input_from"),
+                    "input_fed": window.pop("input_fed"), "window": window, "schedule": self.schedule.state(),
+                    "policy": self.policy.state(), "view": self.view.state(), "stats": self.stats.state()}
+
+    @classmethod
+    def resume(cls, engine: Recognizer, checkpoint: dict, prefix: dict) -> "StreamSession":
+        """The stream as checkpoint() left it, on this engine (the same model), with `prefix`
+        {text, words, tokens}: what was committed up to the checkpoint. Feed it the input from
+        checkpoint["input_from"] on, then go on as before: the decodes, commits and final
+        transcript are the uninterrupted stream's, bit for bit."""
+        if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
+            raise StreamError(f"not a stream checkpoint of format {CHECKPOINT_FORMAT!r}")
+        if not isinstance(prefix, dict) or not {"text", "words", "tokens"} <= prefix.keys():
+            raise StreamError("resume(): prefix must be {text, words, tokens}: what was committed up to the checkpoint")
+        try:
+            session = cls(engine, checkpoint["sample_rate"], StreamConfig(**checkpoint["config"]))
+            session.window.restore(checkpoint["window"])
+            session.schedule.restore(checkpoint["schedule"])
+            session.policy.restore(checkpoint["policy"])
+            session.view.restore(checkpoint["view"], prefix)
+            session.stats.restore(checkpoint["stats"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise StreamError(f"resume(): the checkpoint does not fit ({type(e).__name__}: {e})") from None
+        return session
 
     # -- one decode step through the parts ------------------------------------------------------
 

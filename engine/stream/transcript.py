@@ -62,10 +62,14 @@ class Transcript:
         """[{word, start, end}] (seconds) from the first-th committed word on."""
         return [word_dict(self.word_text(i), self.word_start[i], self.word_end[i]) for i in range(first, len(self))]
 
-    def tokens(self) -> list:
-        """[{id, frame, duration}] of every committed token, frames absolute."""
-        return [{"id": i, "frame": f, "duration": d}
-                for i, f, d in zip(self.token_id, self.token_frame, self.token_duration)]
+    @property
+    def token_count(self) -> int:
+        return len(self.token_id)
+
+    def tokens(self, first: int = 0) -> list:
+        """[{id, frame, duration}] of the committed tokens from the first-th on, frames absolute."""
+        return [{"id": self.token_id[i], "frame": self.token_frame[i], "duration": self.token_duration[i]}
+                for i in range(first, len(self.token_id))]
 
     def nbytes(self) -> int:
         """The bytes the stored transcript's contents take (the soak's memory figures)."""

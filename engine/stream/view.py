@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ..audio import MODEL_RATE
 from ..text import detokenize
+from .commit import word_from_state, word_state
 from .transcript import Transcript
 
 
@@ -50,6 +51,16 @@ class StreamStats:
         if total - p >= hop:
             self.deferred_audio += p - last
 
+    def state(self) -> dict:
+        """The figures as JSON values for a checkpoint; the commit lags stay behind (they grow
+        with the session): a resumed stream's lag quantiles count the commits since."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "commit_lags"}
+
+    def restore(self, state: dict) -> None:
+        for name, value in state.items():
+            if name in self.__dataclass_fields__ and name != "commit_lags":
+                setattr(self, name, value)
+
     def as_dict(self) -> dict:
         return {"decodes": self.decodes, "skipped_quiet": self.skipped_quiet,
                 "max_pending_seconds": round(self.max_pending / MODEL_RATE, 2),
@@ -64,7 +75,27 @@ class StreamView:
         self.vocabulary, self.marks = vocabulary, marks
         self.transcript = Transcript()
         self._last_word = None              # the last committed Word: what new text is joined to
-        self._polled = (0, 0)               # (words, text pieces) of the transcript the last poll had
+        self._polled = (0, 0, 0)            # (words, text pieces, tokens) of the transcript the last poll had
+        self.prefix = {"text": "", "words": [], "tokens": []}   # a resumed stream's: what was committed
+                                            # before its checkpoint, as the caller had it
+
+    def state(self) -> dict:
+        """For a checkpoint: how many words are committed and the last one (the join)."""
+        return {"committed_words": self.committed_count, "last_word": self._last_word and word_state(self._last_word)}
+
+    def restore(self, state: dict, prefix: dict) -> None:
+        """A resumed stream's view: `prefix` {text, words, tokens} is everything committed
+        before the checkpoint (the caller kept it from the polls: their added_text,
+        added_words and added_tokens), the words that commit from now on join onto it."""
+        if len(prefix["words"]) != state["committed_words"]:
+            raise ValueError(f"the prefix has {len(prefix['words'])} committed words and the checkpoint "
+                             f"was taken after {state['committed_words']}: give the words committed up to it")
+        self.prefix = {"text": prefix["text"], "words": list(prefix["words"]), "tokens": list(prefix["tokens"])}
+        self._last_word = state["last_word"] and word_from_state(state["last_word"])
+
+    @property
+    def committed_count(self) -> int:
+        return len(self.prefix["words"]) + len(self.transcript)
 
     def committed(self, words: list) -> None:
         """Words that just committed (in order, once each)."""
@@ -98,20 +129,22 @@ class StreamView:
         what the caller has, they give the whole committed transcript), the tentative tail
         (text and words, replacing the previous tail), the count of committed words and the
         audio seen. Bounded by what changed, not by the session."""
-        t, (words, pieces) = self.transcript, self._polled
-        self._polled = (len(t), t.pieces)
-        return {"added_text": t.text(pieces), "added_words": t.words(words),
+        t, (words, pieces, tokens) = self.transcript, self._polled
+        self._polled = (len(t), t.pieces, t.token_count)
+        return {"added_text": t.text(pieces), "added_words": t.words(words), "added_tokens": t.tokens(tokens),
                 "tentative": self.text(tentative), "tentative_words": [w.as_dict() for w in tentative],
-                "committed_words": len(t), "audio_seconds": round(total / MODEL_RATE, 3)}
+                "committed_words": self.committed_count, "audio_seconds": round(total / MODEL_RATE, 3)}
 
     def committed_so_far(self) -> dict:
         """The whole committed transcript now: {text, words} (on request; grows with the session)."""
-        return {"text": self.transcript.text(), "words": self.transcript.words()}
+        t, prefix = self.transcript, self.prefix
+        return {"text": prefix["text"] + t.text(), "words": prefix["words"] + t.words()}
 
     def result(self, total: int, stats: StreamStats) -> dict:
-        t = self.transcript
-        return {"text": t.text(), "words": t.words(), "tokens": t.tokens(),
-                "audio_seconds": round(total / MODEL_RATE, 3), "stats": stats.as_dict()}
+        t, prefix = self.transcript, self.prefix
+        return {"text": prefix["text"] + t.text(), "words": prefix["words"] + t.words(),
+                "tokens": prefix["tokens"] + t.tokens(), "audio_seconds": round(total / MODEL_RATE, 3),
+                "stats": stats.as_dict()}
 
 
 def lag_seconds(lags, q: float):

@@ -81,6 +81,27 @@ class AudioWindow:
         with self._lock:
             return self.total + len(self._pending)
 
+    # -- a checkpoint ---------------------------------------------------------------------------
+
+    def state(self) -> dict:
+        """What a resumed window needs besides the audio (drained first: nothing pending), and
+        `input_from`, the input sample its audio is regenerated from (the caller pushes the
+        input from there again)."""
+        with self._lock:
+            assert not self._pending and not self.closed, "a checkpoint of a drained, open window"
+        resampler = StreamResampler(self.k, self.resampler.rate)
+        return {"start": self.start, "total": self.total, "onset_scanned": self._onset_scanned,
+                "input_from": resampler.seek(self.start),
+                "input_fed": self.resampler.n_in if self.resampler.plan else self.total}
+
+    def restore(self, state: dict) -> int:
+        """A new window as `state` left it, without its audio: -> the input sample to push from.
+        The pushed input gives the window's audio again from its start (and the frame energies:
+        each frame's is its own sum), then the audio that came after."""
+        self.start = self.total = state["start"]
+        self._onset_scanned = state["onset_scanned"]
+        return self.resampler.seek(self.start)
+
     # -- the window -----------------------------------------------------------------------------
 
     def samples(self, p: int) -> memoryview:
