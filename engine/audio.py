@@ -172,29 +172,32 @@ class StreamResampler:
     def __init__(self, kernels, rate: int):
         self.k, self.rate = kernels, rate
         self.plan = None if rate == MODEL_RATE else kernels.resampler_plan(rate, MODEL_RATE)
-        self.buf = array("f")            # input samples [base, n_in)
+        self.buf = array("f")            # input samples [base, n_in) (n_in: all pushed so far)
         self.base = self.n_in = self.done = 0
 
     def push(self, x):
         """16 kHz samples for these input samples (x itself at 16 kHz: the caller copies it)."""
+        self.n_in += len(x)
         if self.plan is None:
             return x
         self.buf.frombytes(memoryview(x).cast("B"))
-        self.n_in += len(x)
         a, b, half = self.plan[:3]
         # output j needs input up to q + half, q = floor(j a / b): ready while q <= n_in - 1 - half
         ready = ((self.n_in - half) * b - 1) // a + 1 if self.n_in > half else 0
         return self._emit(ready)
 
-    def seek(self, output: int) -> int:
-        """Start over at output sample `output` (a resumed stream's window start): -> the input
-        sample to push from (the first tap that output needs); pushing the input from there
-        gives the outputs from `output` on, bit for bit what the uninterrupted resampler gave."""
+    def first_input(self, output: int) -> int:
+        """The first input sample output sample `output` needs (its first tap)."""
         if self.plan is None:
-            self.n_in = self.done = output
             return output
         a, b, half = self.plan[:3]
-        self.base = self.n_in = max(0, output * a // b - half + 1)
+        return max(0, output * a // b - half + 1)
+
+    def seek(self, output: int) -> int:
+        """Start over at output sample `output` (a resumed stream's window start): -> the input
+        sample to push from (first_input(output)); pushing the input from there gives the
+        outputs from `output` on, bit for bit what the uninterrupted resampler gave."""
+        self.base = self.n_in = self.first_input(output)
         self.done = output
         self.buf = array("f")
         return self.base

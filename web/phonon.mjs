@@ -454,7 +454,7 @@ export class Recognizer extends EventTarget {
 
 /** A live stream (Recognizer.stream). Events: "partial" {committed: all committed text,
  *  tentative, tentativeWords, committedWords: how many, audio_seconds, metrics}, "commit"
- *  {words: the newly committed ones, added: their text (with its leading space), committed: all
+ *  {words: the newly committed ones, added: what the committed text grew by, committed: all
  *  committed text}, "final" (the
  *  result of finish()), "pending" {seconds, over} (stream.pending crossed pendingThreshold:
  *  over = true above it, false once back at half of it), "error" (a PhononError "overrun": the

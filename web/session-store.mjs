@@ -37,11 +37,10 @@ function done(tx) {
 
 export class SessionStore {
   #db;
-  #writes = Promise.resolve();     // the last write: errors surface once, through onError
-  #counts = new Map();             // session id -> words written or queued
+  #writes = Promise.resolve();     // the last write (never rejects: a failure goes to onError)
+  #count = 0;                      // words of the kept session written or queued (one session is kept)
   #held = false;                   // debug: nothing more is written, as if the tab had crashed
   onError = null;                  // (error) => void: a write failed (quota, a blocked database)
-  written = 0;                     // words of the current session known to be on disk
 
   constructor(db) { this.#db = db; }
 
@@ -69,8 +68,7 @@ export class SessionStore {
     const tx = this.#db.transaction(SESSIONS, "readwrite");
     const id = await request(tx.objectStore(SESSIONS).add({ id: now + "-" + Math.random().toString(36).slice(2, 8), ...session }));
     await done(tx);
-    this.#counts.set(id, 0);
-    this.written = 0;
+    this.#count = 0;
     return id;
   }
 
@@ -78,8 +76,8 @@ export class SessionStore {
    *  committed text, and the audio heard so far. */
   append(id, words, added, audioSeconds) {
     if (!words.length) return this.#writes;
-    const first = this.#counts.get(id) || 0;
-    this.#counts.set(id, first + words.length);
+    const first = this.#count;
+    this.#count += words.length;
     if (this.#held) return this.#writes;       // debug: as if the tab had crashed before this
     return this.#write(id, (tx) => {
       const store = tx.objectStore(WORDS);
@@ -87,7 +85,7 @@ export class SessionStore {
         store.put({ session: id, i: first + k, word, start, end, ...(k ? {} : { piece: added }) });
       });
       return { words: first + words.length, audio_seconds: audioSeconds };
-    }, first + words.length);
+    });
   }
 
   /** The session ended normally (it is still kept until cleared or replaced). */
@@ -97,7 +95,7 @@ export class SessionStore {
 
   /** The kept session, its text and words, or null. */
   async latest() {
-    await this.#writes.catch(() => {});
+    await this.#writes;
     const tx = this.#db.transaction([SESSIONS, WORDS], "readonly");
     const sessions = await request(tx.objectStore(SESSIONS).getAll());
     if (!sessions.length) return null;
@@ -111,23 +109,22 @@ export class SessionStore {
 
   /** Delete everything kept. */
   async clear() {
-    await this.#writes.catch(() => {});
+    await this.#writes;
     const tx = this.#db.transaction([SESSIONS, WORDS], "readwrite");
     tx.objectStore(SESSIONS).clear();
     tx.objectStore(WORDS).clear();
     await done(tx);
-    this.#counts.clear();
-    this.written = 0;
+    this.#count = 0;
   }
 
   /** Debug: write no more words - what is on disk stays as a crash at this instant leaves it. */
   hold() { this.#held = true; }
 
   /** Resolves once every write made so far is on disk. */
-  settled() { return this.#writes.catch(() => {}); }
+  settled() { return this.#writes; }
 
   // One readwrite transaction: fill(tx) writes its records and returns the session's changes.
-  #write(id, fill, written = null) {
+  #write(id, fill) {
     const tx = this.#db.transaction([SESSIONS, WORDS], "readwrite");
     const sessions = tx.objectStore(SESSIONS);
     const changes = fill(tx);
@@ -138,8 +135,8 @@ export class SessionStore {
       gone = true;                         // cleared or replaced meanwhile: write nothing
       tx.abort();
     };
-    const wrote = done(tx).then(() => { if (written !== null) this.written = written; });
-    this.#writes = this.#writes.catch(() => {}).then(() => wrote).catch((e) => {
+    const wrote = done(tx);
+    this.#writes = this.#writes.then(() => wrote).catch((e) => {
       if (!gone && this.onError) this.onError(e);
     });
     return this.#writes;

@@ -306,11 +306,11 @@ class StreamSession:
             raise StreamError(f"checkpoint() of a {self._state} stream: only an open stream can resume")
         with self._decoding():
             self.window.drain()
-            window = self.window.state()
             return {"format": CHECKPOINT_FORMAT, "sample_rate": self.sample_rate,
-                    "config": dataclasses.asdict(self.config), "input_from": window.pop("input_from"),
-                    "input_fed": window.pop("input_fed"), "window": window, "schedule": self.schedule.state(),
-                    "policy": self.policy.state(), "view": self.view.state(), "stats": self.stats.state()}
+                    "config": dataclasses.asdict(self.config), "input_from": self.window.input_from,
+                    "input_fed": self.window.input_fed, "window": self.window.state(),
+                    "schedule": self.schedule.state(), "policy": self.policy.state(), "view": self.view.state(),
+                    "stats": self.stats.state()}
 
     @classmethod
     def resume(cls, engine: Recognizer, checkpoint: dict, prefix: dict) -> "StreamSession":

@@ -84,23 +84,28 @@ class AudioWindow:
     # -- a checkpoint ---------------------------------------------------------------------------
 
     def state(self) -> dict:
-        """What a resumed window needs besides the audio (drained first: nothing pending), and
-        `input_from`, the input sample its audio is regenerated from (the caller pushes the
-        input from there again)."""
+        """What a resumed window needs besides its audio (drained first: nothing pending)."""
         with self._lock:
             assert not self._pending and not self.closed, "a checkpoint of a drained, open window"
-        resampler = StreamResampler(self.k, self.resampler.rate)
-        return {"start": self.start, "total": self.total, "onset_scanned": self._onset_scanned,
-                "input_from": resampler.seek(self.start),
-                "input_fed": self.resampler.n_in if self.resampler.plan else self.total}
+        return {"start": self.start, "onset_scanned": self._onset_scanned}
 
-    def restore(self, state: dict) -> int:
-        """A new window as `state` left it, without its audio: -> the input sample to push from.
-        The pushed input gives the window's audio again from its start (and the frame energies:
+    @property
+    def input_from(self) -> int:
+        """The input sample (at the stream's rate) the window's audio is regenerated from."""
+        return self.resampler.first_input(self.start)
+
+    @property
+    def input_fed(self) -> int:
+        """Input samples pushed so far (at the stream's rate)."""
+        return self.resampler.n_in
+
+    def restore(self, state: dict) -> None:
+        """A new window as `state` left it, without its audio: the caller pushes the input from
+        input_from again, which gives the window's audio from its start (and the frame energies:
         each frame's is its own sum), then the audio that came after."""
         self.start = self.total = state["start"]
         self._onset_scanned = state["onset_scanned"]
-        return self.resampler.seek(self.start)
+        self.resampler.seek(self.start)
 
     # -- the window -----------------------------------------------------------------------------
 
