@@ -14,7 +14,7 @@ import time
 from .audio import MODEL_RATE, load_audio, resample
 from .family import load as load_model
 from .longform import SteppedTranscription
-from .stream.session import StreamOverrun, live_metrics, stream_metrics
+from .stream.session import StreamOverrun, StreamSession, live_metrics, stream_metrics
 from .transcribe import Engine
 
 
@@ -24,11 +24,6 @@ def _memory(samples) -> memoryview:
 
 def _bytes(data) -> bytes:
     return data.to_bytes() if hasattr(data, "to_bytes") else bytes(data)
-
-
-def _count(samples: memoryview) -> int:
-    """float32 samples in a buffer (a typed array's view, or its bytes)."""
-    return len(samples) if samples.ndim == 1 and samples.itemsize == 4 else samples.nbytes // 4
 
 
 def new_buffer(size: int) -> bytearray:
@@ -165,25 +160,84 @@ class WebApp:
 
     # -- a live stream --------------------------------------------------------------------------
 
-    def start(self, rate, max_pending_seconds=None) -> None:
+    def start(self, rate, max_pending_seconds=None, resume=None) -> None:
         """Open a stream at `rate` Hz; max_pending_seconds: how far decoding may fall behind
-        before feed() refuses audio (StreamConfig.max_pending_ms if None)."""
+        before feed() refuses audio (StreamConfig.max_pending_ms if None). resume: the JSON of
+        a checkpoint() of a stream in a worker that died, with "prefix" {text, words, tokens}
+        added (what the page had committed): that stream goes on here once the page feeds its
+        input again from the checkpoint's "from"."""
         fields = {} if max_pending_seconds is None else {"max_pending_ms": int(float(max_pending_seconds) * 1000)}
-        self.session = self.engine.stream(int(rate), **fields)
-        self.received = 0                    # samples at the stream's rate that feed() was given
-        self.refused = 0                     # ... and refused
+        if resume is None:
+            self.session = self.engine.stream(int(rate), **fields)
+            self.received = 0                # samples at the stream's rate that feed() was given
+            self.refused = 0                 # ... and refused
+            self.refused_spans = []          # [[first, end)] of the refused ones (feed()'s count)
+        else:
+            state = json.loads(resume)
+            self.session = StreamSession.resume(self.engine, state["checkpoint"], state["prefix"])
+            self.received, self.refused = int(state["from"]), int(state["refused"])
+            self.refused_spans = [list(span) for span in state["refused_spans"]]
+        self.checkpointed_at = None          # the decode count of the last checkpoint
 
     def feed(self, samples):
         """Add samples; None, or why they were refused (the stream is too far behind: the
-        worker reports it, and the samples are counted in the metrics' refused_seconds)."""
+        worker reports it, and the samples are counted in the metrics' refused_seconds).
+        After a resume, the input the old worker refused is refused again as it is fed again,
+        so the stream sees what it saw before (refused_spans)."""
         memory = _memory(samples)
-        self.received += _count(memory)
-        try:
-            self.session.feed(memory)
-        except StreamOverrun as e:
-            self.refused += _count(memory)
-            return str(e)
-        return None
+        if memory.ndim != 1 or memory.itemsize != 4:
+            memory = memory.cast("B").cast("f")
+        first = self.received
+        self.received += len(memory)
+        refused = None
+        for at, part in self._unrefused(memory, first):
+            try:
+                self.session.feed(part)
+            except StreamOverrun as e:
+                self.refused += len(part)
+                self._note_refused(at, at + len(part))
+                refused = str(e)
+        return refused
+
+    def _unrefused(self, memory: memoryview, first: int) -> list:
+        """(index, samples) of the parts of samples [first, first + n) outside the spans refused
+        before a resume: the whole chunk but while one is fed again."""
+        end, parts, at = first + len(memory), [], first
+        for a, b in self.refused_spans:
+            if b <= at or a >= end:
+                continue
+            if a > at:
+                parts.append((at, memory[at - first:a - first]))
+            at = max(at, b)
+        if at < end:
+            parts.append((at, memory[at - first:]))
+        return parts
+
+    def _note_refused(self, first: int, end: int) -> None:
+        spans = self.refused_spans
+        if spans and spans[-1][1] == first:
+            spans[-1][1] = end
+        else:
+            spans.append([first, end])
+
+    def _feeder_index(self, accepted: int) -> int:
+        """feed()'s count of the `accepted`-th sample the stream took (they differ by the
+        refused samples before it)."""
+        at = accepted
+        for a, b in self.refused_spans:
+            if a > at:
+                break
+            at += b - a
+        return at
+
+    def checkpoint(self) -> dict:
+        """The stream's checkpoint (StreamSession.checkpoint) as the page keeps it: "from" is
+        the first sample, in feed()'s count, the page must keep and feed again to resume it."""
+        state = self.session.checkpoint()
+        first = self._feeder_index(state["input_from"])
+        self.refused_spans = [span for span in self.refused_spans if span[1] > first]
+        self.checkpointed_at = self.session.stats.decodes
+        return {"checkpoint": state, "from": first, "refused": self.refused, "refused_spans": self.refused_spans}
 
     def next_window_seconds(self) -> float:
         """The window the next partial() decodes first (at most max_window), 0 when none is due
@@ -208,7 +262,11 @@ class WebApp:
         metrics = live_metrics(session.stats, session.audio_seconds, session.pending_seconds)
         metrics["refused_seconds"] = round(self.refused / session.sample_rate, 2)
         metrics["fed_seconds"] = self.received / session.sample_rate     # what the page's stream.pending
+        # a new checkpoint whenever a decode ran: words commit only in decodes, so the page's
+        # committed words and this checkpoint always agree
+        fresh = self.checkpointed_at != session.stats.decodes
         return json.dumps({"view": view, "metrics": metrics, "due": session.due,
+                           "checkpoint": self.checkpoint() if fresh else None,
                            "next_window_seconds": round(session.next_window_seconds(), 2),
                            "tail_window_seconds": round(session.tail_window_seconds(), 2)})
 

@@ -8,6 +8,7 @@ import json
 from array import array
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engine.audio import load_audio
@@ -72,7 +73,8 @@ def test_a_stream_matches_a_session_fed_the_same_way(app):
         app.feed(memoryview(audio[i:i + 1600]))
         live = json.loads(app.partial())
         polled.append(live["view"])
-        assert set(live) == {"view", "metrics", "due", "next_window_seconds", "tail_window_seconds"} and not live["due"]
+        assert set(live) == {"view", "metrics", "due", "next_window_seconds", "tail_window_seconds", "checkpoint"}
+        assert not live["due"]
         assert live["metrics"]["pending_seconds"] < 0.9 and live["metrics"]["fed_seconds"] == (i + 1600) / 16000 \
             or i + 1600 > len(audio)
         assert live["metrics"]["audio_seconds"] == pytest.approx((i + len(audio[i:i + 1600])) / 16000, abs=1e-3)
@@ -128,6 +130,90 @@ def test_audio_past_max_pending_is_refused_said_and_counted(app):
     assert live["metrics"]["refused_seconds"] == 2.0 and live["metrics"]["fed_seconds"] == 3.0
     assert live["metrics"]["audio_seconds"] == pytest.approx(1.0, abs=0.01)
     app.cancel_stream()
+
+
+class Page:
+    """What web/phonon.mjs keeps of a stream so that a new worker can resume it: the committed
+    words, text and tokens from the polls, the newest checkpoint, and its input from that
+    checkpoint's "from" on (the feeder's part: a Stream's feed() or the capture worklet)."""
+
+    def __init__(self, app: WebApp, rate: int, max_pending=None):
+        self.app, self.rate, self.max_pending = app, rate, max_pending
+        self.text, self.words, self.tokens, self.input, self.checkpoint = "", [], [], [], None
+        app.start(rate, max_pending)
+
+    def feed(self, samples):
+        self.input.append(samples)
+        return self.app.feed(memoryview(samples))
+
+    def poll(self, budget_ms=None):
+        live = json.loads(self.app.partial(budget_ms))
+        self.text += live["view"]["added_text"]
+        self.words += live["view"]["added_words"]
+        self.tokens += live["view"]["added_tokens"]
+        if live["checkpoint"]:
+            self.checkpoint = live["checkpoint"]
+        return live
+
+    def restart(self, app: WebApp):
+        """The worker died: a new one resumes from the newest checkpoint and is fed again."""
+        state = dict(self.checkpoint, prefix={"text": self.text, "words": self.words, "tokens": self.tokens})
+        app.start(self.rate, self.max_pending, json.dumps(state))
+        self.app = app
+        kept = np.concatenate(self.input)[self.checkpoint["from"]:]
+        assert self.app.feed(memoryview(kept)) is None
+
+
+def resumed_app() -> WebApp:
+    app = WebApp()
+    buffer = new_buffer(MODEL.stat().st_size)
+    buffer[:] = MODEL.read_bytes()
+    app.load(buffer, "scalar")
+    return app
+
+
+@pytest.mark.parametrize("cut", [3, 11, 24])
+def test_a_stream_resumed_in_a_new_worker_is_the_uninterrupted_stream(app, cut):
+    """A worker dies after `cut` polls: the page's checkpoint, committed words and kept input
+    resume it in a new WebApp, and the committed words and the final are the uninterrupted
+    stream's, bit for bit."""
+    engine = Engine.open(MODEL, "scalar", 1)
+    audio = load_audio(engine.k, WAV.read_bytes())
+    want = stream_samples(engine.stream(16000), audio, 1600)["final"]
+    page = Page(app, 16000)
+    for n, i in enumerate(range(0, len(audio), 1600)):
+        if n == cut:
+            assert page.checkpoint["from"] <= i and len(json.dumps(page.checkpoint)) < 64_000
+            page.restart(resumed_app())
+        page.feed(audio[i:i + 1600])
+        page.poll()
+    out = json.loads(page.app.finish())["result"]
+    assert (out["text"], out["words"], out["tokens"]) == (want["text"], want["words"], want["tokens"])
+    assert page.words == out["words"][:len(page.words)] and page.text == out["text"][:len(page.text)]
+
+
+def test_a_resumed_stream_refuses_again_what_the_dead_worker_refused(app):
+    """Audio refused (decoding max_pending behind) lies inside the input fed again after a
+    restart: the new worker refuses it again, so the stream sees what it saw before."""
+    audio = load_audio(app.engine.k, WAV.read_bytes())
+
+    def run(page: Page, cut: bool) -> dict:
+        assert page.feed(audio[:16000]) is None
+        assert "not added" in page.feed(audio[16000:48000])
+        page.poll(0)                                     # one decode: the checkpoint is before the refused span
+        if cut:
+            assert page.checkpoint["from"] < 16000 and page.checkpoint["refused_spans"] == [[16000, 48000]]
+            page.restart(resumed_app())
+        while page.poll(0)["due"]:
+            pass
+        for i in range(48000, len(audio), 1600):
+            assert page.feed(audio[i:i + 1600]) is None
+            page.poll()
+        return json.loads(page.app.finish())
+
+    whole, resumed = run(Page(app, 16000, 2.0), False), run(Page(resumed_app(), 16000, 2.0), True)
+    assert resumed["result"]["tokens"] == whole["result"]["tokens"] and whole["result"]["text"]
+    assert resumed["metrics"]["refused_seconds"] == whole["metrics"]["refused_seconds"] == 2.0
 
 
 def test_switch_keeps_the_model_in_use_on_a_bad_file(app):
