@@ -239,6 +239,9 @@ class WebApp:
         self.checkpointed_at = self.session.stats.decodes
         return {"checkpoint": state, "from": first, "refused": self.refused, "refused_spans": self.refused_spans}
 
+    def checkpoint_json(self) -> str:
+        return json.dumps(self.checkpoint())
+
     def next_window_seconds(self) -> float:
         """The window the next partial() decodes first (at most max_window), 0 when none is due
         yet: before a step, what the page's heartbeat must wait for."""

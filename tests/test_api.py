@@ -249,15 +249,69 @@ def test_loading_options_and_close(page, server):
                    "closed": True}
 
 
-def test_a_worker_that_dies_mid_stream_fails_it_with_the_real_reason(page, native):
-    """Issue 41: the heartbeat still notices a dead worker during a stream, and the stream's
-    finish() and pendingBelow() reject with why (code "worker"), not with "closed"."""
-    got = page.evaluate(with_code_of("""async ({ samples }) => {
-        const r2 = await window.api.Recognizer.load({ silenceMs: 4000, debug: true });
+def test_a_worker_that_dies_mid_stream_is_restarted_and_the_stream_loses_nothing(page, native):
+    """Issue 49: the heartbeat notices a dead worker during a stream; a new worker loads the
+    model and resumes the stream from its newest checkpoint, the Stream feeds it its input from
+    there (the audio fed during the restart included), and the final transcript, tokens and
+    word times are the native stream's over the same samples; the committed words arrived once
+    each, in order. A second death while the stream runs restarts it again."""
+    got = page.evaluate("""async ({ samples }) => {
+        const x = Float32Array.from(samples);
+        const r2 = await window.api.Recognizer.load({ silenceMs: 3000, debug: true });
         const s = r2.stream({ sampleRate: 16000 });
-        s.feed(Float32Array.from(samples).subarray(0, 16000));
-        // the stream is decoding before the worker dies (bounded: an early failure is reported,
-        // not waited on for the whole script timeout)
+        const events = [], committed = [];
+        for (const name of ["restart", "restarted", "error"]) {
+            r2.addEventListener(name, (e) => events.push([name, e.detail.message, e.detail.attempt]));
+        }
+        s.addEventListener("commit", (e) => committed.push(...e.detail.words));
+        const partialAfter = (seconds) => Promise.race([
+            new Promise((done) => {
+                const on = (e) => { if (e.detail.audio_seconds >= seconds) { s.removeEventListener("partial", on); done("partial"); } };
+                s.addEventListener("partial", on);
+            }),
+            new Promise((done) => setTimeout(() => done(`no partial past ${seconds} s in 120 s`), 120000)),
+        ]);
+        const feed = async (from, to) => {
+            for (let i = from; i < to; i += 1600) {
+                try { s.feed(x.subarray(i, Math.min(i + 1600, to))); } catch (e) { events.push(["feed", e.message, s.state]); throw new Error(JSON.stringify(events)); }
+                await new Promise((done) => setTimeout(done, 20));
+            }
+        };
+        const third = Math.floor(x.length / 3);
+        await feed(0, third);
+        let waited = await partialAfter(third / 16000 - 0.2);
+        if (waited !== "partial") return { waited, events };
+        r2.debug.terminateWorker();
+        await feed(third, 2 * third);                   // while the heartbeat waits and the new worker loads
+        waited = await partialAfter(2 * third / 16000 - 0.2);
+        if (waited !== "partial") return { waited, events };
+        r2.debug.terminateWorker();
+        await feed(2 * third, x.length);
+        const final = await s.finish();
+        r2.close();
+        return { final: { text: final.text, words: final.words, tokens: final.tokens }, committed,
+                 restarts: s.restarts, events: events.map(([name, message, attempt]) => [name, attempt]),
+                 messages: events.map(([, message]) => message) };
+    }""", {"samples": native["samples"]})
+    assert "final" in got, got
+    want = native["stream"]
+    assert got["final"] == {"text": want["text"], "words": want["words"], "tokens": want["tokens"]}
+    assert got["committed"] == want["words"][:len(got["committed"])] and got["committed"], got["committed"]
+    assert got["restarts"] == 2
+    assert got["events"] == [["restart", 1], ["restarted", 1], ["restart", 2], ["restarted", 2]], got
+    assert "it stopped responding" in got["messages"][0] and "was restarted in" in got["messages"][1]
+
+
+def test_a_worker_that_dies_under_a_worklet_stream_without_reconnect_fails_it_with_the_reason(page, native):
+    """Issue 41/49: a stream whose port went to a worklet that cannot feed a new worker (no
+    onReconnect) cannot go on: finish() and pendingBelow() reject with why (code "worker"),
+    not with "closed", and the message says why no restart was possible."""
+    got = page.evaluate(with_code_of("""async ({ samples }) => {
+        const r2 = await window.api.Recognizer.load({ silenceMs: 3000, debug: true });
+        const s = r2.stream({ sampleRate: 16000 });
+        const port = s.takePort();
+        const block = Float32Array.from(samples).slice(0, 16000);
+        port.postMessage({ kind: "audio", samples: block }, [block.buffer]);
         const first = await Promise.race([
             new Promise((done) => s.addEventListener("partial", () => done("partial"), { once: true })),
             new Promise((done) => r2.addEventListener("error", (e) => done(`error before any partial: ${e.detail.code}: ${e.detail.message}`), { once: true })),
@@ -268,11 +322,14 @@ def test_a_worker_that_dies_mid_stream_fails_it_with_the_real_reason(page, nativ
         r2.addEventListener("error", (e) => { event = e.detail; });
         r2.debug.terminateWorker();
         const finish = s.finish();
+        port.postMessage({ kind: "end" });
         const out = { finish: await codeOf(() => finish), closed: r2.closed, event: event && event.code };
         try { await finish; } catch (e) { out.message = e.message; }
         return out;
     }"""), {"samples": native["samples"]})
-    assert got == {"finish": "worker", "closed": True, "event": "worker", "message": "it stopped responding"}
+    assert got == {"finish": "worker", "closed": True, "event": "worker",
+                   "message": "it stopped responding; the stream could not go on in a new worker: its audio comes "
+                              "from a worklet given no onReconnect (stream.takePort)"}
 
 
 def test_audio_a_worklet_sends_past_max_pending_is_refused_said_and_counted(page, native):

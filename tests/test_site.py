@@ -274,6 +274,9 @@ def finish_and_compare(app, seconds: float) -> dict:
         app.page.click("#mic")
     assert app.wait(("done", "error"), 120_000) == "done", app.alert()
     samples, rate = app.captured()
+    # every sample the worklet sent reached the stream once (across worker restarts too)
+    app.page.wait_for_function("phonon.captureSent !== undefined", timeout=10_000)
+    assert len(samples) // 4 == app.phonon("phonon.captureSent")    # float32 bytes
     tiny_site = build_artifact("PHONON_SITE_TINY")
     model = tiny_site / json.loads((tiny_site / "manifest.json").read_text())["model"]["path"]
     native = native_stream_of(model, samples, rate)
@@ -322,6 +325,33 @@ def test_a_microphone_that_ends_stops_with_a_message_and_keeps_the_words(browser
         with app.page.expect_download() as info:
             app.page.click("[data-format=txt]")
         assert Path(info.value.path()).read_text().strip() == result["text"]
+        assert not app.problems, app.problems
+
+
+@pytest.mark.parametrize("isolate", [False, True], ids=["transfer", "shared-ring"])
+def test_an_engine_worker_that_dies_mid_stream_is_restarted_and_nothing_is_lost(browser, speech, isolate):
+    """The engine worker dies while the microphone streams (it stops answering, as a crashed or
+    killed worker does): the heartbeat notices, a new worker loads the model and resumes the
+    stream from its newest checkpoint, the capture worklet feeds it the input it kept since
+    (what it captured during the restart included); the page says what happened, and the final
+    transcript is native `engine stream`'s over every sample captured, nothing dropped. With
+    either transport: transferred blocks, or the SharedArrayBuffer ring."""
+    with serve(build_artifact("PHONON_SITE_TINY"), isolate=isolate) as plain:
+        app = browser.open(plain.url + SUB + "?threads=1&debug=1&silence_ms=3000")
+        assert app.state == "ready", app.alert()
+        app.page.click("#mic")
+        app.wait(("listening",), 30_000)
+        assert app.phonon("phonon.transport") == ("shared-ring" if isolate else "transfer")
+        app.page.wait_for_function("document.querySelectorAll('#committed .w').length >= 2", timeout=60_000)
+        before = app.page.evaluate("[...document.querySelectorAll('#committed .w')].map(w => w.textContent)")
+        app.page.evaluate("phonon.debug.crashWorker()")
+        app.page.wait_for_function("phonon.restarts === 1", timeout=60_000)
+        assert "was restarted in" in app.alert() and "nothing committed was lost" in app.alert()
+        assert app.state == "listening"
+        result = finish_and_compare(app, speech[1] + 1.0)
+        assert [w["word"] for w in result["words"][:len(before)]] == before
+        shown = app.page.evaluate("[...document.querySelectorAll('#committed .w')].map(w => w.textContent)")
+        assert shown == [w["word"] for w in result["words"]]
         assert not app.problems, app.problems
 
 

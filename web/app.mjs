@@ -99,7 +99,7 @@ function showAlert(text, { info = false, action = null } = {}) {
 function hideAlert() { ui.alert.hidden = true; }
 
 function fatal(text) {
-  teardownMic();
+  if (live.mic) closeCapture(live.mic);
   ui.loader.hidden = true;
   setState("error");
   showAlert(text, { action: { label: "Reload", run: () => location.reload() } });
@@ -176,6 +176,8 @@ async function main() {
   engine.recognizer.addEventListener("error", (e) => onEngineError(e.detail));
   engine.recognizer.addEventListener("workers-lost", (e) => onWorkersLost(e.detail));
   engine.recognizer.addEventListener("gpu-lost", (e) => onGpuLost(e.detail));
+  engine.recognizer.addEventListener("restart", (e) => onRestart(e.detail, false));
+  engine.recognizer.addEventListener("restarted", (e) => onRestart(e.detail, true));
   onReady(engine.recognizer.details);
 }
 
@@ -285,6 +287,13 @@ function onGpuLost({ message }) {
   showTier({ tier: engine.recognizer.tier, threads: engine.recognizer.threads, threadsNote: engine.recognizer.threadsNote,
              tierNote: engine.recognizer.tierNote });
   showAlert(`The GPU stopped working (${message}). Nothing is lost.`, { info: true });
+}
+
+// The engine worker died mid-stream and a new one takes the stream over: the audio meanwhile is
+// kept (the worklet's input since the last checkpoint) and fed to it, so no word is lost.
+function onRestart({ message }, done) {
+  phonon.restarts = (phonon.restarts || 0) + (done ? 1 : 0);
+  showAlert(message, { info: true });
 }
 
 const idleState = () => (hasTranscript() ? "done" : "ready");
@@ -588,7 +597,9 @@ async function startListening() {
     stream.addEventListener("error", (e) => showAlert(`Audio is being refused: ${e.detail.message}`, { info: true }));
     phonon.behindSince = null;
     phonon.behindTold = false;
-    const port = stream.takePort();             // the worklet feeds the engine worker directly
+    // the worklet feeds the engine worker directly; after a worker restart, the new one (from
+    // the input it kept since the stream's newest checkpoint)
+    const port = stream.takePort((port, from) => node.port.postMessage({ kind: "connect", port, from }, [port]));
     node.port.postMessage({ kind: "connect", port }, [port]);
     const source = context.createMediaStreamSource(media);
     source.connect(node).connect(context.destination);    // silent output: keeps the node pulled
@@ -601,6 +612,7 @@ async function startListening() {
     phonon.sampleRate = rate;
     phonon.timings.captureStart = performance.now();
     phonon.timings.firstPartial = phonon.timings.firstCommit = undefined;
+    phonon.captureSent = undefined;
     ui.mic.setAttribute("aria-pressed", "true");
     ui.micLabel.textContent = "Stop";
     setState("listening");
@@ -678,31 +690,42 @@ function stopListening() {
   setState("finishing");
   ui.mic.setAttribute("aria-pressed", "false");
   ui.micLabel.textContent = "Start listening";
-  const { node } = live.mic;
-  node.port.onmessage = ({ data }) => { if (data.kind === "stopped") teardownMic(); };
-  node.port.postMessage({ kind: "stop" });      // the worklet sends its last block, then "end"
+  const mic = live.mic;
+  mic.node.port.onmessage = ({ data }) => {
+    if (data.kind !== "stopped") return;
+    phonon.captureSent = data.sent;             // samples the worklet sent the stream (tests: all reached it)
+    releaseMic(mic);
+  };
+  mic.node.port.postMessage({ kind: "stop" });      // the worklet sends its last block, then "end"
   const closing = live.stream;
   live.stream = null;
   closing.finish().then((final) => {
     showFinal({ result: final, metrics: final.metrics, heapBytes: engine.recognizer.heapBytes });
     keptFinished(final.audio_seconds);
-  }, () => {});                                 // a failed stream: the recogniser's error event says why
+  }, () => {})                                  // a failed stream: the recogniser's error event says why
+    .finally(() => closeCapture(mic));
 }
 
-function teardownMic() {
-  if (!live.mic) return;
-  const { media, context, node, source } = live.mic;
-  live.mic = null;
-  source.disconnect();
-  node.disconnect();
-  for (const track of media.getTracks()) {
+// The microphone goes off as soon as the worklet sent its last block; the worklet itself lives
+// until the stream's final (closeCapture): an engine worker restarted meanwhile is fed its input.
+function releaseMic(mic) {
+  if (live.mic === mic) live.mic = null;
+  mic.source.disconnect();
+  for (const track of mic.media.getTracks()) {
     track.onended = track.onmute = track.onunmute = null;
     track.stop();
   }
-  context.onstatechange = null;
-  context.close();
+  mic.context.onstatechange = null;
   ui.mic.setAttribute("aria-pressed", "false");
   ui.micLabel.textContent = "Start listening";
+}
+
+function closeCapture(mic) {
+  if (mic.closed) return;
+  mic.closed = true;
+  releaseMic(mic);
+  mic.node.disconnect();
+  mic.context.close();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -905,6 +928,7 @@ if (DEBUG) {
       return { rate: phonon.sampleRate, base64: btoa(text) };
     },
     killWorker: () => engine.recognizer.debug.terminateWorker(),
+    crashWorker: () => engine.recognizer.debug.crashWorker(),
   };
 }
 

@@ -112,6 +112,19 @@ export interface StreamEventMap {
   pending: CustomEvent<{ seconds: number; over: boolean }>;
   /** "overrun": the worker refused audio from an AudioWorklet (decoding was maxPending behind) */
   error: CustomEvent<PhononError>;
+  /** the engine worker died and a new one took the stream over from its newest checkpoint */
+  restarted: CustomEvent<RestartDetail>;
+}
+
+export interface RestartDetail {
+  /** what the page can show ("The engine stopped (...) and was restarted in 3.1 s; ...") */
+  message: string;
+  /** why the worker was taken for dead ("it stopped responding", its error) */
+  reason: string;
+  /** 1 for the stream's first restart */
+  attempt: number;
+  /** how long the restart took ("restarted" only) */
+  seconds?: number;
 }
 
 export interface StreamOptions {
@@ -137,8 +150,14 @@ export class Stream extends EventTarget {
    *  ("overrun", nothing added) past maxPending seconds of pending audio. */
   feed(samples: Float32Array): void;
   /** The MessagePort for an AudioWorklet that feeds the stream from the audio thread
-   *  ({kind: "audio", samples} blocks, then {kind: "end"}); feed() is refused afterwards. */
-  takePort(): MessagePort;
+   *  ({kind: "audio", samples} blocks, then {kind: "end"}); feed() is refused afterwards. The
+   *  worker posts {kind: "retain", from} on it: input before sample `from` is no longer needed.
+   *  onReconnect(port, from): a new engine worker took the stream over; the worklet sends it
+   *  its input from sample `from` on, then goes on there (web/capture-worklet.mjs does). Without
+   *  it, a worker that dies ends the stream with an error. */
+  takePort(onReconnect?: (port: MessagePort, from: number) => void): MessagePort;
+  /** How many engine workers died under this stream and were replaced (at most 3). */
+  readonly restarts: number;
   finish(): Promise<StreamFinal>;
   cancel(): void;
   /** everything committed so far (a copy); after finish(), the final transcript's text and words */
@@ -154,6 +173,10 @@ export interface RecognizerEventMap {
   "workers-lost": CustomEvent<{ message: string; threads: number }>;
   /** The GPU failed mid-decode: that decode finished on the CPU (same result); `tier` runs now. */
   "gpu-lost": CustomEvent<{ message: string; tier: string }>;
+  /** The engine worker died mid-stream; a new one is loading to take the stream over. */
+  restart: CustomEvent<RestartDetail>;
+  /** ... and has: the stream goes on, nothing committed lost (also fired on the stream). */
+  restarted: CustomEvent<RestartDetail>;
 }
 
 export class Recognizer extends EventTarget {

@@ -23,6 +23,7 @@ const FILE_STEP_MS = 30000 + 20000 * 40;     // a file step's worst case (one 30
 // heartbeat's silence, allow the worst case of a slow machine and a large model (10 s of
 // compute per second of window). The full-size model needs about 0.3 s per second here.
 const STREAM_STEP_MS_PER_SECOND = 10000;
+const MAX_RESTARTS = 3;                      // engine workers restarted under one stream before it fails
 const MAX_PENDING_S = 1200;                  // stream backlog that feed() refuses past (20 min of audio)
 
 /** An error from the engine or from misuse; `code` says which kind ("closed", "busy", "state",
@@ -114,6 +115,11 @@ export class Recognizer extends EventTarget {
   #silenceMs = 15000;
   #checkedAt = 0;            // the heartbeat's last round
   #pingedAt = null;          // the oldest ping not answered (by any message) when last looked
+  #init = null;              // what a new worker is started with if this one dies mid-stream
+  #restartNote = null;       // why it cannot be (the model was given as bytes), or null
+  #restarting = false;       // a new worker loads to resume the stream
+  #capturedSoFar = null;     // (debug) the samples fed to workers that died, and where the
+  #capturedFrom = 0;         // current worker's own begin (its resumed checkpoint's "from")
 
   /** The kernel tier ("webgpu" or a wasm tier) and why it runs (r.tierNote), encoder workers,
    *  why fewer run (or null), the model's name and notice. A GPU lost mid-decode: that decode
@@ -169,23 +175,34 @@ export class Recognizer extends EventTarget {
       }
       if (init.modelBytes) transfer.push(init.modelBytes.bytes);
     }
-    this.#worker = new Worker(new URL("worker.mjs", base), { type: "module" });
-    this.#worker.onmessage = ({ data }) => this.#onMessage(data);
-    this.#worker.onerror = (e) => { e.preventDefault(); this.#died(e.message || "it failed to load"); };
-    this.#worker.onmessageerror = () => this.#died("a message could not be read");
-    const ready = new Promise((resolve, reject) => { this.#ready = { resolve, reject }; });
-    this.#worker.postMessage(init, transfer);
-    this.#lastHeard = performance.now();
-    this.#quietUntil = this.#lastHeard + LONG_STEP_MS;      // start-up has long synchronous steps
     this.#silenceMs = silenceMs;
-    this.#checkedAt = this.#lastHeard;
-    this.#heartbeat = setInterval(() => this.#checkHeartbeat(silenceMs), HEARTBEAT_MS);
+    this.#init = { ...init, modelBytes: undefined, workerUrl: new URL("worker.mjs", base).href };
+    if (init.modelBytes) this.#restartNote = "the model was given as bytes, which went to the worker";
     try {
-      await ready;
+      await this.#spawn(init, transfer);
     } catch (e) {
       this.close();
       throw e;
     }
+  }
+
+  // A new engine worker with `init`; resolves when its model is loaded ("ready").
+  #spawn(init, transfer = []) {
+    this.#worker = new Worker(this.#init.workerUrl, { type: "module" });
+    const worker = this.#worker;
+    worker.onmessage = ({ data }) => { if (worker === this.#worker) this.#onMessage(data); };
+    worker.onerror = (e) => { e.preventDefault(); if (worker === this.#worker) this.#died(e.message || "it failed to load"); };
+    worker.onmessageerror = () => { if (worker === this.#worker) this.#died("a message could not be read"); };
+    const ready = new Promise((resolve, reject) => { this.#ready = { resolve, reject }; });
+    const { workerUrl, ...message } = init;
+    worker.postMessage(message, transfer);
+    this.#lastHeard = performance.now();
+    this.#quietUntil = this.#lastHeard + LONG_STEP_MS;      // start-up has long synchronous steps
+    this.#checkedAt = this.#lastHeard;
+    this.#pingedAt = null;
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = setInterval(() => this.#checkHeartbeat(this.#silenceMs), HEARTBEAT_MS);
+    return ready;
   }
 
   /**
@@ -256,8 +273,10 @@ export class Recognizer extends EventTarget {
     if (this.#stream) throw new PhononError("busy", "a stream is already open: finish() or cancel() it first");
     if (this.#pending) throw new PhononError("busy", "a transcription is running: await it or cancel it first");
     const channel = new MessageChannel(), id = ++this.#streams;
+    this.#capturedSoFar = null;
+    this.#capturedFrom = 0;
     const stream = new Stream(channel.port1, sampleRate, () => {
-      this.#worker.postMessage({ kind: "cancel-stream" });
+      if (!this.#restarting) this.#worker.postMessage({ kind: "cancel-stream" });
       if (this.#stream === stream) this.#stream = null;
     }, { pendingThreshold, maxPending });
     stream.id = id;
@@ -265,8 +284,8 @@ export class Recognizer extends EventTarget {
     // the worker's bound is the backstop for worklet audio; feed() holds the page to maxPending,
     // and the slack keeps a chunk feed() admitted (by the worker's last, rounded report) from
     // being refused there
-    this.#worker.postMessage({ kind: "start", rate: sampleRate, port: channel.port2, ring, id,
-                               maxPending: maxPending + 1 }, [channel.port2]);
+    stream.startMessage = { kind: "start", rate: sampleRate, ring, id, maxPending: maxPending + 1 };
+    this.#worker.postMessage({ ...stream.startMessage, port: channel.port2 }, [channel.port2]);
     return stream;
   }
 
@@ -297,6 +316,9 @@ export class Recognizer extends EventTarget {
       }),
       /** the engine worker dies (the heartbeat must notice) */
       terminateWorker: () => { this.#worker.terminate(); this.#worker.onmessage = null; },
+      /** the engine worker hands its captured samples over, then stops answering (it dies; a
+       *  stream then restarts, and captured() still gives every sample the stream was fed) */
+      crashWorker: () => this.#worker.postMessage({ kind: "crash" }),
     };
   }
 
@@ -343,11 +365,60 @@ export class Recognizer extends EventTarget {
 
   #died(why) {
     if (this.#closed) return;
+    const stream = this.#stream;
+    const cannot = this.#restarting ? "it died again while it restarted"
+      : this.#ready ? "it died while loading" : stream && (this.#restartNote || stream._unresumable());
+    if (stream && !cannot) return this.#restart(why, stream);
+    if (stream && cannot) why = `${why}; the stream could not go on in a new worker: ${cannot}`;
     const error = new PhononError("worker", why);
     if (this.#ready) this.#ready.reject(error);
     this.#ready = null;
     this.#shutdown(error);
     this.dispatchEvent(new CustomEvent("error", { detail: error }));
+  }
+
+  // The engine worker died mid-stream: a new one loads the same model (from the cache: seconds)
+  // and resumes the stream from its newest checkpoint; the feeder sends it the input it kept
+  // from there (the audio of the restart included). "restart" then "restarted" events say so.
+  async #restart(why, stream) {
+    this.#restarting = true;
+    const old = this.#worker;
+    old.onmessage = old.onerror = old.onmessageerror = null;
+    old.terminate();
+    const started = performance.now();
+    const detail = { message: `The engine stopped (${why}); restarting it, and the stream goes on from its committed text.`,
+                     reason: why, attempt: stream.restarts + 1 };
+    this.dispatchEvent(new CustomEvent("restart", { detail }));
+    const model = this.model;
+    try {
+      await this.#spawn(this.#init);
+      if (this.model && model && this.model.name !== model.name) {
+        throw new PhononError("worker", `the new worker loaded ${this.model.name}, not ${model.name}`);
+      }
+    } catch (e) {
+      this.#restarting = false;
+      return this.#died(`${why}; the new worker did not start (${e.message})`);
+    }
+    this.#restarting = false;
+    if (this.#closed || this.#stream !== stream) return;            // cancelled meanwhile
+    const channel = new MessageChannel();
+    this.#worker.postMessage({ ...stream.startMessage, port: channel.port2, resume: stream._resumeState() }, [channel.port2]);
+    this.#capturedFrom = stream._resumeFrom();
+    const done = { ...detail, message: `The engine stopped (${why}) and was restarted in ` +
+                   `${((performance.now() - started) / 1000).toFixed(1)} s; the stream goes on, nothing committed was lost.`,
+                   seconds: (performance.now() - started) / 1000 };
+    stream._reconnect(channel.port1, done);
+    this.dispatchEvent(new CustomEvent("restarted", { detail: done }));
+  }
+
+  // (debug) The samples a stream was fed across worker restarts: the dead workers' up to the
+  // current one's resumed checkpoint, then the current one's.
+  #withCapturedSoFar(samples) {
+    if (!this.#capturedSoFar) return samples;
+    const all = new Float32Array(this.#capturedFrom + samples.length);
+    all.set(this.#capturedSoFar.subarray(0, this.#capturedFrom));
+    all.set(samples, this.#capturedFrom);
+    return all;
   }
 
   #current(id) {
@@ -362,10 +433,10 @@ export class Recognizer extends EventTarget {
     switch (data.kind) {
       case "stage":
         if (data.stage === "compile") this.#quietUntil = this.#lastHeard + LONG_STEP_MS;
-        if (this.#onProgress) this.#onProgress({ stage: data.stage });
+        if (this.#onProgress && !this.#restarting) this.#onProgress({ stage: data.stage });
         return;
       case "progress":
-        if (this.#onProgress) this.#onProgress({ stage: "model", loaded: data.loaded, total: data.total, source: data.source });
+        if (this.#onProgress && !this.#restarting) this.#onProgress({ stage: "model", loaded: data.loaded, total: data.total, source: data.source });
         return;
       case "ready":
         this.#quietUntil = 0;
@@ -381,6 +452,9 @@ export class Recognizer extends EventTarget {
                               model: { name: data.name, notice: data.notice, tier: data.tier, threads: data.threads } });
         const switching = this.#switching;
         this.#switching = null;
+        // a restart loads this model (kept on the device), or cannot: nothing to load it from
+        this.#init.localModel = data.cacheNote ? null : { sha256: data.sha256, name: data.file };
+        this.#restartNote = data.cacheNote ? `the model ${data.file} could not be kept on this device` : null;
         return switching && switching.resolve(info);
       }
       case "file-busy":
@@ -400,10 +474,13 @@ export class Recognizer extends EventTarget {
       case "captured": {
         const resolve = this.#captured;
         this.#captured = null;
-        return resolve && resolve(data.samples);
+        return resolve && resolve(this.#withCapturedSoFar(data.samples));
       }
+      case "captured-before-crash":
+        this.#capturedSoFar = this.#withCapturedSoFar(data.samples);
+        return;
       case "pong": return;
-      case "started": return;
+      case "started": return this.#current(data.id) && this.#stream._started(data.checkpoint);
       case "decoding":                         // a decode starts that no partial announced
       case "partial":
         // the worker decodes a window of nextWindowSeconds next and answers pings only after it
@@ -411,7 +488,7 @@ export class Recognizer extends EventTarget {
         this.#quietUntil = data.nextWindowSeconds > 0
           ? this.#lastHeard + this.#silenceMs + STREAM_STEP_MS_PER_SECOND * data.nextWindowSeconds : 0;
         if (data.kind === "decoding") return;
-        return this.#current(data.id) && this.#stream._partial(data.view, data.metrics);
+        return this.#current(data.id) && this.#stream._partial(data.view, data.metrics, data.checkpoint);
       case "final": {
         if (!this.#current(data.id)) return;
         const stream = this.#stream;
@@ -463,6 +540,12 @@ export class Stream extends EventTarget {
   #port; #state = "open"; #cancel; #final = null;
   #text = ""; #words = [];     // the committed transcript: the worker sends each word once (a poll
                                // carries what changed), so this is its only whole copy
+  #tokens = new Int32Array(3 * 1024);   // ... and its tokens, [id, frame, duration] each
+  #tokenCount = 0;
+  #checkpoint = null;          // the worker's newest checkpoint: a new worker resumes from it
+  #kept = [];                  // feed()'s input from the checkpoint's "from" on: [{at, samples}]
+  #onReconnect = null;         // takePort(onReconnect): hands a new worker's port to the worklet
+  restarts = 0;                // the engine workers restarted under this stream
   #fed = 0;                    // samples given to feed() (at sampleRate)
   #report = { fedSeconds: 0, pending: 0 };   // the worker's last word: audio it has, audio undecoded
   #over = false;               // stream.pending is above pendingThreshold (the "pending" event)
@@ -477,16 +560,36 @@ export class Stream extends EventTarget {
     this.#final = {};
     this.#final.promise = new Promise((resolve, reject) => { this.#final.resolve = resolve; this.#final.reject = reject; });
     this.#final.promise.catch(() => {});
+    this.#listen(port);
   }
 
   /** The stream's MessagePort, to transfer to an AudioWorklet that feeds it from the audio
-   *  thread (feed() is then refused; the worklet ends the stream with {kind: "end"}). */
-  takePort() {
+   *  thread (feed() is then refused; the worklet ends the stream with {kind: "end"}).
+   *  onReconnect(port, from): if the engine worker dies, a new one resumes the stream and this
+   *  is called with its port; the worklet must feed it its input from sample `from` (counted
+   *  from the stream's first), then go on (capture-worklet.mjs keeps that input: the worker
+   *  posts {kind: "retain", from} on the port as it may drop older input). Without it, a dead
+   *  worker ends the stream with an error. */
+  takePort(onReconnect = null) {
     this.#open("takePort()");
     if (!this.#port) throw new PhononError("state", "takePort(): the port was taken already");
+    if (onReconnect !== null && typeof onReconnect !== "function") {
+      throw new PhononError("state", "takePort(onReconnect): expected a function(port, from)");
+    }
     const port = this.#port;
+    port.onmessage = null;
     this.#port = null;
+    this.#kept = [];
+    this.#onReconnect = onReconnect;
     return port;
+  }
+
+  // The worker's messages to the feeder: "retain" trims the input kept for a restart.
+  #listen(port) {
+    port.onmessage = ({ data }) => {
+      if (data.kind !== "retain") return;
+      while (this.#kept.length && this.#kept[0].at + this.#kept[0].samples.length <= data.from) this.#kept.shift();
+    };
   }
 
   /** Add samples (a Float32Array at the stream's rate). Never waits for a decode. Throws
@@ -503,6 +606,7 @@ export class Stream extends EventTarget {
         "stream.pendingBelow(seconds) and feed them again (decoding is slower than the audio arrives)");
     }
     const copy = samples.slice();
+    this.#kept.push({ at: this.#fed, samples: samples.slice() });   // until the worker no longer needs it
     this.#port.postMessage({ kind: "audio", samples: copy }, [copy.buffer]);
     this.#fed += samples.length;
     this.#notePending();
@@ -580,10 +684,12 @@ export class Stream extends EventTarget {
     }
   }
 
-  _partial(view, metrics) {
+  _partial(view, metrics, checkpoint) {
     if (this.#state === "cancelled") return;
     this.#report = { fedSeconds: metrics.fed_seconds || 0, pending: metrics.pending_seconds || 0 };
     this.#notePending();
+    for (const t of view.added_tokens) this.#addToken(t);
+    if (checkpoint) this.#checkpoint = checkpoint;
     if (view.added_words.length) {
       for (const w of view.added_words) this.#words.push(w);
       this.#text += view.added_text;
@@ -592,6 +698,60 @@ export class Stream extends EventTarget {
     this.dispatchEvent(new CustomEvent("partial", { detail: {
       committed: this.#text, tentative: view.tentative, tentativeWords: view.tentative_words,
       committedWords: this.#words.length, audio_seconds: view.audio_seconds, metrics } }));
+  }
+
+  #addToken({ id, frame, duration }) {
+    if (3 * this.#tokenCount === this.#tokens.length) {
+      const grown = new Int32Array(2 * this.#tokens.length);
+      grown.set(this.#tokens);
+      this.#tokens = grown;
+    }
+    this.#tokens.set([id, frame, duration], 3 * this.#tokenCount++);
+  }
+
+  _started(checkpoint) {
+    if (checkpoint) this.#checkpoint = checkpoint;
+  }
+
+  // Why a new worker could not resume this stream, or null.
+  _unresumable() {
+    if (this.#state !== "open" && this.#state !== "finishing") return `the stream ${this.#state === "failed" ? "failed" : "ended"}`;
+    if (!this.#checkpoint) return "the worker died before the stream started";
+    if (!this.#port && !this.#onReconnect) return "its audio comes from a worklet given no onReconnect (stream.takePort)";
+    if (this.restarts >= MAX_RESTARTS) return `the engine worker died ${this.restarts + 1} times in this stream`;
+    return null;
+  }
+
+  _resumeFrom() { return this.#checkpoint.from; }
+
+  // What the new worker's "start" carries: the newest checkpoint and the words committed up to it.
+  _resumeState() {
+    const tokens = [];
+    for (let i = 0; i < this.#tokenCount; i++) {
+      tokens.push({ id: this.#tokens[3 * i], frame: this.#tokens[3 * i + 1], duration: this.#tokens[3 * i + 2] });
+    }
+    return JSON.stringify({ ...this.#checkpoint, prefix: { text: this.#text, words: this.#words, tokens } });
+  }
+
+  // A new worker resumed the stream on `port`: the input from the checkpoint's "from" goes to
+  // it again (what the dead worker was sent after that was lost with it), then the audio goes on.
+  _reconnect(port, restart) {
+    const from = this.#checkpoint.from;
+    this.restarts += 1;
+    if (this.#onReconnect) {
+      this.#onReconnect(port, from);
+    } else {
+      if (this.#port) this.#port.close();
+      this.#port = port;
+      this.#listen(port);
+      for (const { at, samples } of this.#kept) {
+        if (at + samples.length <= from) continue;
+        const copy = samples.slice(Math.max(0, from - at));
+        port.postMessage({ kind: "audio", samples: copy }, [copy.buffer]);
+      }
+      if (this.#state === "finishing") port.postMessage({ kind: "end" });
+    }
+    this.dispatchEvent(new CustomEvent("restarted", { detail: restart }));
   }
 
   _final(result, metrics) {

@@ -13,11 +13,19 @@
 //                  {kind: "cancel-stream"}                   drop the open stream (no final)
 //                  {kind: "kill-kernel-worker", slot}        (debug) a kernel worker stops, as if crashed
 //                  {kind: "lose-gpu", afterReads}            (debug) the WebGPU device is destroyed mid-decode
-//                  {kind: "start", rate, port, ring, maxPending}  open a stream; audio arrives on port
+//                  {kind: "start", rate, port, ring, maxPending, resume}  open a stream; audio arrives
+//                                                           on port (resume: the JSON of the newest
+//                                                           checkpoint of a stream whose worker died,
+//                                                           with its committed prefix: it goes on here)
 //                  {kind: "file", name, wav} | {kind: "file", name, pcm, rate, channels}
 //                  {kind: "ping"}                            heartbeat
 //                  {kind: "captured"}                        (debug) the samples fed so far
-// port (worklet)   {kind: "audio", samples} ... {kind: "end"}   (with a ring: only "end")
+//                  {kind: "crash"}                           (debug) hand them over, then stop, as if dead
+// port (feeder)    {kind: "audio", samples} ... {kind: "end"}   (with a ring: only "end"), and
+//                  {kind: "resent"} once a resumed stream's input was fed again (a ring is not read before)
+// port (to feeder) {kind: "retain", from}: the feeder may drop its input before sample `from`
+//                  (counted from the stream's first): a restart feeds it again from the newest
+//                  checkpoint's "from", never earlier
 // worker -> page   stage, progress, ready, model-switched, started, partial, final, file-busy,
 //                  file-progress, file-result, file-cancelled, stream-cancelled, workers-lost,
 //                  gpu-lost, pong, error (recoverable), fatal (the worker cannot go on)
@@ -582,10 +590,9 @@ class Host {
 // only once every due decode has run.
 
 class LiveStream {
-  constructor(host, { rate, port, ring, id = null, maxPending = null }) {
+  constructor(host, { rate, port, ring, id = null, maxPending = null, resume = null }) {
     this.host = host;
-    if (maxPending === null) this.app.start(rate);
-    else this.app.start(rate, maxPending);
+    this.app.start(rate, maxPending ?? undefined, resume ?? undefined);   // JS null is not Python's None
     this.id = id;
     this.port = port;
     this.ring = ring ? LiveStream.openRing(ring) : null;
@@ -596,9 +603,13 @@ class LiveStream {
     this.held = [];                           // audio that arrived meanwhile
     this.cancelled = false;
     this.announced = false;
+    // a resumed stream reads its ring only once the feeder fed the input before it again
+    this.ringHeld = Boolean(resume && this.ring);
     port.onmessage = ({ data }) => guard(() => {
       if (host.stream !== this) return;
-      if (data.kind === "audio") {
+      if (data.kind === "resent") {
+        this.ringHeld = false;
+      } else if (data.kind === "audio") {
         if (this.busy) this.held.push(data.samples);   // a GPU step is suspended in Python: after it
         else this.feed(data.samples);
       } else if (data.kind === "end") {
@@ -608,7 +619,14 @@ class LiveStream {
       }
     });
     this.timer = setTimeout(() => this.tick(), TICK_MS);
-    post({ kind: "started", rate });
+    post({ kind: "started", id, rate, resumed: Boolean(resume), checkpoint: this.keep(JSON.parse(this.app.checkpoint_json())) });
+  }
+
+  // The page keeps the newest checkpoint (to resume the stream in a new worker if this one
+  // dies) and the feeder its input from the checkpoint's "from" on.
+  keep(checkpoint) {
+    this.port.postMessage({ kind: "retain", from: checkpoint.from });
+    return checkpoint;
   }
 
   get app() { return this.host.app; }
@@ -633,6 +651,7 @@ class LiveStream {
   // Single producer (the worklet) and single consumer (here); positions are sample counts
   // modulo 2^32 in header[0] (written) and header[1] (read); header[2] counts dropped samples.
   drainRing() {
+    if (this.ringHeld) return;
     const { header, data } = this.ring;
     const cap = data.length;
     const w = Atomics.load(header, 0) >>> 0;
@@ -676,8 +695,9 @@ class LiveStream {
       // ending with nothing due, finish() comes next: it decodes the window's tail
       const next = due ? out.next_window_seconds : this.ending ? out.tail_window_seconds : 0;
       this.announced = next > 0;
+      if (out.checkpoint) this.keep(out.checkpoint);
       post({ kind: "partial", id: this.id, view: out.view, metrics: out.metrics, due,
-             nextWindowSeconds: next, ending: this.ending });
+             nextWindowSeconds: next, ending: this.ending, checkpoint: out.checkpoint });
       if (this.ending && !due) await this.end();
     } catch (e) {
       fail(e);
@@ -825,6 +845,12 @@ self.onmessage = ({ data }) => guard(async () => {
     case "captured": {
       const all = host.capturedSamples();
       return post({ kind: "captured", samples: all }, [all.buffer]);
+    }
+    case "crash": {                 // (debug) hand the samples fed so far over, then stop answering, as if dead
+      if (!host.debug) return;
+      const all = host.capturedSamples();
+      post({ kind: "captured-before-crash", samples: all }, [all.buffer]);
+      return self.close();
     }
     default: throw new Error(`unknown request ${data.kind}`);
   }
