@@ -836,8 +836,13 @@ def cmd_bench(args):
         run([VENV_PY, "-m", "harness.bench_behind"], cwd=ROOT, env=test_env())
         return
     if args.soak:                           # issue 49: a long session's poll cost, messages and memory
-        run([VENV_PY, "-m", "harness.bench_soak"] + (["--minutes", str(args.minutes)] if args.minutes else []),
-            cwd=ROOT, env=test_env())
+        minutes = ["--minutes", str(args.minutes)] if args.minutes else []
+        if args.engine:                     # in a browser engine, through the package's API
+            build_test_sites()
+            run([VENV_PY, "-m", "harness.bench_soak_browser", "--engine", args.engine, *minutes]
+                + (["--pace", str(args.pace)] if args.pace else []), cwd=ROOT, env=test_env())
+        else:
+            run([VENV_PY, "-m", "harness.bench_soak", *minutes], cwd=ROOT, env=test_env())
         return
     if args.engines:                        # issue 40 item 5: the browser engines side by side
         build_test_sites()
@@ -1023,6 +1028,9 @@ def main(argv=None):
                        help="only a long live session (default 180 minutes of generated speech): poll cost, message "
                             "size and memory over time, through the engine worker's WebApp (harness/bench_soak.py)")
     bench.add_argument("--minutes", type=float, help="--soak's length in minutes of audio")
+    bench.add_argument("--engine", choices=["chromium", "firefox", "webkit", "webkit-sab"],
+                       help="--soak in this browser engine, through the JavaScript API (harness/bench_soak_browser.py)")
+    bench.add_argument("--pace", type=float, help="--soak --engine: times real time the audio is fed (default 1)")
     bench.add_argument("--engines", action="store_true",
                        help="only the browser engines side by side: start-up, RTFx and memory in Chromium, "
                             "Firefox ESR and WebKitGTK (harness/bench_engines.py)")

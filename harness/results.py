@@ -230,7 +230,32 @@ def soak_table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS = {"soak-native": soak_table, "behind": behind_table, "engines": engines_table, "webgpu": webgpu_table, "suite": suite_table}
+def soak_browser_table(result: dict) -> str:
+    """harness/bench_soak_browser.py's runs (a long session in each browser engine, through the
+    JavaScript API): the first and last rows and the slopes, an engine a line."""
+    lines = ["| engine | browser | audio min (pace) | poll ms median: first / last row | message B median: "
+             "first / last | worker heap MB: first / last | page heap MB: first / last | slopes per hour: poll ms, "
+             "message B, worker heap MB, page heap MB | words | tokens = native | measured |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    mb = lambda v: "-" if v is None else f"{v / 1e6:.1f}"
+    per_hour_mb = lambda v: "-" if v is None else f"{v / 1e6:.2f}"
+    for f in result["figures"]["runs"]:
+        a, z, s = f["rows"][1] if len(f["rows"]) > 2 else f["rows"][0], f["rows"][-1], f["slopes"]
+        lines.append(f"| {f['engine']} | {f['version']} | {f['minutes']} (x{f['pace']}) | "
+                     f"{a['poll_ms_median']:.2f} / {z['poll_ms_median']:.2f} | {a['message_bytes_median']} / "
+                     f"{z['message_bytes_median']} | {mb(a['worker_heap_bytes'])} / {mb(z['worker_heap_bytes'])} | "
+                     f"{mb(a['page_heap_bytes'])} / {mb(z['page_heap_bytes'])} | {s['poll_ms_median_per_hour']}, "
+                     f"{s['message_bytes_median_per_hour']}, {per_hour_mb(s['heap_bytes_per_hour'])}, "
+                     f"{per_hour_mb(s['page_heap_bytes_per_hour'])} | {f['words']:,} | "
+                     f"{'yes' if f['same_tokens_as_engine_stream'] else 'NO'} | {f['date']}, {f['commit']}, "
+                     f"{f['cpu']} ({f['cores']} cores): `{f['command']}` |")
+    lines += ["", "First row: the second (the first period holds the start-up). The worker heap is its wasm "
+              "memory, which grows in pages and never shrinks; the page heap is Chromium's live JS heap after "
+              "gc() (the other engines report none)."]
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {"soak-native": soak_table, "soak-browser": soak_browser_table, "behind": behind_table, "engines": engines_table, "webgpu": webgpu_table, "suite": suite_table}
 
 
 def rendered(name: str, folder: Path = RESULTS) -> str:

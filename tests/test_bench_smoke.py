@@ -65,6 +65,7 @@ SMOKED = {
     "harness.profile_crossings": "test_profile_crossings",
     "harness.bench_stream": "test_stream, test_soak",
     "harness.bench_soak": "test_soak_through_the_worker_s_webapp",
+    "harness.bench_soak_browser": "test_soak_in_chromium_through_the_api",
     "harness.measure_site": "test_measure_site",
     "tools.real_speech": "test_real_speech",
     "tools.continuous_speech": "test_continuous_speech",
@@ -211,6 +212,31 @@ def test_soak_through_the_worker_s_webapp(tmp_path):
     assert rows[-1]["message_bytes_median"] < 1.5 * rows[0]["message_bytes_median"] < 4500
     assert rows[-1]["heap_bytes"] - rows[0]["heap_bytes"] < 3e6
     assert 0 < rows[-1]["transcript_store_bytes"] < 120 * rows[-1]["committed_words"]
+
+
+@pytest.mark.browser
+def test_soak_in_chromium_through_the_api(tmp_path):
+    """`build.py bench --soak --engine chromium` (harness.bench_soak_browser) short: two minutes
+    of speech at twice real time, a row every 30 s. The worker keeps up (polls without a
+    decode every period, the lag under 3 s), the message does not grow, the engine worker's heap
+    is flat after the first row, the page's live heap grows by less than 2 MB (the committed
+    words are a few KB), the final tokens are native `engine stream`'s, and the table renders."""
+    build_artifact("PHONON_PACKAGE")
+    out = tmp_path / "soak.json"
+    run("harness.bench_soak_browser", "--engine", "chromium", "--minutes", "2", "--every", "0.5", "--pace", "2",
+        "--json", out, timeout=600)
+    soak = json.loads(out.read_text())
+    rows = soak["rows"]
+    assert len(rows) == 4 and soak["same_tokens_as_engine_stream"] and soak["words"] > 200, soak
+    assert all(r["polls_without_decode"] > 10 and r["commit_lag_last"] < 3 for r in rows), rows
+    assert rows[-1]["message_bytes_median"] < 1.5 * rows[0]["message_bytes_median"] < 4500
+    assert rows[-1]["worker_heap_bytes"] == rows[1]["worker_heap_bytes"]
+    assert rows[-1]["page_heap_bytes"] - rows[0]["page_heap_bytes"] < 2e6
+    assert not soak["problems"] and soak["restarts"] == 0
+    from harness.results import soak_browser_table
+    table = soak_browser_table({"figures": {"runs": [soak | {"date": "2026-12-06", "commit": "abc1234", "cpu": "CPU",
+                                                              "cores": 2, "cpu_flags": ["avx2"], "command": "python3 -m x"}]}})
+    assert "| chromium |" in table and "Chromium" in table
 
 
 @pytest.mark.browser

@@ -684,7 +684,9 @@ class LiveStream {
     try {
       this.takeWaiting();
       this.announceDecode();
+      const began = performance.now();
       const out = JSON.parse(await this.host.gpu.call(this.app.partial, STEP_BUDGET_MS));
+      const stepMs = performance.now() - began;      // the step's cost, decodes and all (benchmarks)
       if (this.cancelled) {
         this.busy = false;
         return this.cancel();
@@ -697,7 +699,7 @@ class LiveStream {
       this.announced = next > 0;
       if (out.checkpoint) this.keep(out.checkpoint);
       post({ kind: "partial", id: this.id, view: out.view, metrics: out.metrics, due,
-             nextWindowSeconds: next, ending: this.ending, checkpoint: out.checkpoint });
+             nextWindowSeconds: next, ending: this.ending, checkpoint: out.checkpoint, stepMs });
       if (this.ending && !due) await this.end();
     } catch (e) {
       fail(e);
