@@ -177,11 +177,12 @@ def package_model(package: Path) -> Path:
 
 
 def native_stream(package: Path, x) -> dict:
-    """`engine stream`'s final over the samples (20 ms chunks), on the scalar tier: the page's
-    tiers give its bits."""
+    """`engine stream`'s final over the samples (20 ms chunks), on the machine's best tier: the
+    tiers agree bit for bit (tests/test_parity_runtimes.py), and the scalar one would take as
+    long as the soak."""
     from engine.stream.session import stream_samples
     from engine.transcribe import Engine
-    engine = Engine.open(str(package_model(package)), "scalar", 1)
+    engine = Engine.open(str(package_model(package)), "auto", 1)
     final = stream_samples(engine.stream(16000), x, 320)["final"]
     return {"tokens": final["tokens"], "text": final["text"]}
 
@@ -189,16 +190,20 @@ def native_stream(package: Path, x) -> dict:
 def merge_result(figures: dict, folder: Path | None = None) -> Path:
     """results/soak-browser.json: this engine's run replaces its earlier one; each run keeps
     where, when and at which commit it was measured."""
+    import fcntl
     from harness.results import RESULTS, commit, machine, write_result
     folder = folder or RESULTS
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "soak-browser.json"
-    runs = json.loads(path.read_text())["figures"]["runs"] if path.exists() else []
     run = {**figures, "date": time.strftime("%Y-%m-%d"), "commit": commit(), **machine(),
            "command": "python3 -m harness.bench_soak_browser " + " ".join(sys.argv[1:])}
-    runs = [r for r in runs if r["engine"] != figures["engine"]] + [run]
-    order = ["chromium", "firefox", "webkit", "webkit-sab"]
-    runs.sort(key=lambda r: order.index(r["engine"]) if r["engine"] in order else len(order))
-    return write_result("soak-browser", {"runs": runs}, browser="; ".join(r["version"] for r in runs), folder=folder)
+    with open(folder / ".soak-browser.lock", "w") as lock:      # engines soaked side by side finish apart
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        runs = json.loads(path.read_text())["figures"]["runs"] if path.exists() else []
+        runs = [r for r in runs if r["engine"] != figures["engine"]] + [run]
+        order = ["chromium", "firefox", "webkit", "webkit-sab"]
+        runs.sort(key=lambda r: order.index(r["engine"]) if r["engine"] in order else len(order))
+        return write_result("soak-browser", {"runs": runs}, browser="; ".join(r["version"] for r in runs), folder=folder)
 
 
 def main(argv=None) -> int:

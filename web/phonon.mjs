@@ -664,6 +664,7 @@ export class Stream extends EventTarget {
   cancel() {
     if (this.#state !== "open" && this.#state !== "finishing") return;
     this.#state = "cancelled";
+    this.#kept = [];
     this.#endWaiters(new PhononError("cancelled", "the stream was cancelled"));
     this.#cancel();
     this.#final.reject(new PhononError("cancelled", "the stream was cancelled"));
@@ -757,6 +758,7 @@ export class Stream extends EventTarget {
   _final(result, metrics) {
     if (this.#state === "cancelled") return;
     this.#state = "finished";
+    this.#kept = [];
     this.#report = { fedSeconds: this.#fed / this.sampleRate, pending: 0 };
     this.#endWaiters(null);
     const final = { ...result, metrics };
@@ -772,6 +774,7 @@ export class Stream extends EventTarget {
   _fail(error) {
     if (this.#state === "finished" || this.#state === "cancelled") return;
     this.#state = "failed";
+    this.#kept = [];
     this.#endWaiters(error);
     this.#final.reject(error);
   }
