@@ -121,11 +121,15 @@ class ChromiumPage:
 
 
 class ChromiumEngine:
-    """Headless Debian Chromium (harness/site_check.SiteBrowser), performance.memory unrounded."""
+    """Headless Debian Chromium (harness/site_check.SiteBrowser), performance.memory unrounded;
+    `flags`: more of the command line."""
+
+    def __init__(self, flags=()):
+        self.extra_flags = list(flags)
 
     def __enter__(self):
         self.site = SiteBrowser()
-        self.site.flags.append("--enable-precise-memory-info")
+        self.site.flags += ["--enable-precise-memory-info", *self.extra_flags]
         self.site.__enter__()
         self.version = f"Chromium {self.site.browser.version}"
         return self

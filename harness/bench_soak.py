@@ -92,17 +92,22 @@ def row(app, audio_seconds: float, period: dict, heap_base: int) -> dict:
             "transcript_store_bytes": transcript.nbytes()}
 
 
+def slope_per_hour(rows: list, key: str, digits: int = 4):
+    """rows[key]'s least-squares slope per hour of audio over the rows after the first (its
+    period holds the start-up) that have a value; None with fewer than two."""
+    use = [r for r in (rows[1:] if len(rows) > 2 else rows) if r.get(key) is not None]
+    if len(use) < 2:
+        return None
+    xs, ys = [r["minute"] / 60 for r in use], [r[key] for r in use]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    var = sum((a - mx) ** 2 for a in xs)
+    return round(sum((a - mx) * (b - my) for a, b in zip(xs, ys)) / var, digits) if var else None
+
+
 def slopes(rows: list) -> dict:
     """Per hour of audio, least squares over the rows after the first (its period holds the
     start-up), and the last row against the row nearest minute 5."""
-    use = rows[1:] if len(rows) > 2 else rows
-    def per_hour(key):
-        xs, ys = [r["minute"] / 60 for r in use], [r[key] for r in use]
-        if len(xs) < 2:
-            return None
-        mx, my = statistics.fmean(xs), statistics.fmean(ys)
-        var = sum((a - mx) ** 2 for a in xs)
-        return round(sum((a - mx) * (b - my) for a, b in zip(xs, ys)) / var, 4) if var else None
+    per_hour = lambda key: slope_per_hour(rows, key)
     five = min(rows, key=lambda r: abs(r["minute"] - 5))
     last = rows[-1]
     ratio = lambda key: round(last[key] / five[key], 3) if five[key] else None

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import threading
@@ -83,7 +82,8 @@ START_JS = """async ({ minutes, every, pace, chunk }) => {
             }
         }
         const final = await s.finish();
-        if (soak.audio > soak.rows[soak.rows.length - 1].minute * 60 + every * 30) row(soak.audio);
+        const lastRow = soak.rows.length ? soak.rows[soak.rows.length - 1].minute * 60 : 0;
+        if (soak.audio > lastRow + every * 30) row(soak.audio);
         soak.final = { tokens: final.tokens, text: final.text, words: final.words.length, restarts: s.restarts };
         soak.wallSeconds = (performance.now() - t0) / 1000;
         r.close();
@@ -94,7 +94,7 @@ START_JS = """async ({ minutes, every, pace, chunk }) => {
 
 def soak_browser(engine: str, minutes: float, every: float, pace: float, seed: int = 41, log=print) -> dict:
     from harness.bench_engines import engine_version
-    from harness.bench_soak import slopes
+    from harness.bench_soak import slope_per_hour, slopes
     from harness.long_speech import long_speech
     from harness.server import StaticServer
     package = PACKAGE
@@ -133,7 +133,7 @@ def soak_browser(engine: str, minutes: float, every: float, pace: float, seed: i
     figures = {"engine": engine, "version": version, "tier": soak["tier"], "model": package_model(package).name,
                "minutes": round(x.size / 960_000, 2), "pace": pace, "chunk_seconds": CHUNK / 16000, "rows": rows,
                "words": soak["final"]["words"], "restarts": soak["final"]["restarts"],
-               "slopes": slopes(rows) | {"page_heap_bytes_per_hour": per_hour(rows, "page_heap_bytes")},
+               "slopes": slopes(rows) | {"page_heap_bytes_per_hour": slope_per_hour(rows, "page_heap_bytes", 1)},
                "same_tokens_as_engine_stream": soak["final"]["tokens"] == native["tokens"]
                and soak["final"]["text"] == native["text"],
                "wall_seconds": round(soak["wall"], 1), "problems": problems}
@@ -144,32 +144,11 @@ def launch(engine: str):
     """harness/bench_engines.launch, with Chromium's gc() exposed to the page (a row's page heap
     is then what is live, not what the collector has not reached yet)."""
     from harness.bench_engines import ChromiumEngine, launch as launch_engine
-    if engine != "chromium":
-        return launch_engine(engine)
-
-    class Collectable(ChromiumEngine):
-        def __enter__(self):
-            from harness.site_check import SiteBrowser
-            self.site = SiteBrowser()
-            self.site.flags += ["--enable-precise-memory-info", "--js-flags=--expose-gc"]
-            self.site.__enter__()
-            self.version = f"Chromium {self.site.browser.version}"
-            return self
-    return Collectable()
+    return ChromiumEngine(["--js-flags=--expose-gc"]) if engine == "chromium" else launch_engine(engine)
 
 
 def fmt_mb(value) -> str:
     return "-" if value is None else f"{value / 1e6:.1f} MB"
-
-
-def per_hour(rows: list, key: str):
-    use = [r for r in (rows[1:] if len(rows) > 2 else rows) if r.get(key) is not None]
-    if len(use) < 2:
-        return None
-    xs, ys = [r["minute"] / 60 for r in use], [r[key] for r in use]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    var = sum((a - mx) ** 2 for a in xs)
-    return round(sum((a - mx) * (b - my) for a, b in zip(xs, ys)) / var, 1) if var else None
 
 
 def package_model(package: Path) -> Path:

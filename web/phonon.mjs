@@ -116,6 +116,7 @@ export class Recognizer extends EventTarget {
   #checkedAt = 0;            // the heartbeat's last round
   #pingedAt = null;          // the oldest ping not answered (by any message) when last looked
   #init = null;              // what a new worker is started with if this one dies mid-stream
+  #workerUrl = null;
   #restartNote = null;       // why it cannot be (the model was given as bytes), or null
   #restarting = false;       // a new worker loads to resume the stream
   #capturedSoFar = null;     // (debug) the samples fed to workers that died, and where the
@@ -176,7 +177,8 @@ export class Recognizer extends EventTarget {
       if (init.modelBytes) transfer.push(init.modelBytes.bytes);
     }
     this.#silenceMs = silenceMs;
-    this.#init = { ...init, modelBytes: undefined, workerUrl: new URL("worker.mjs", base).href };
+    this.#workerUrl = new URL("worker.mjs", base);
+    this.#init = { ...init, modelBytes: undefined };
     if (init.modelBytes) this.#restartNote = "the model was given as bytes, which went to the worker";
     try {
       await this.#spawn(init, transfer);
@@ -188,14 +190,13 @@ export class Recognizer extends EventTarget {
 
   // A new engine worker with `init`; resolves when its model is loaded ("ready").
   #spawn(init, transfer = []) {
-    this.#worker = new Worker(this.#init.workerUrl, { type: "module" });
+    this.#worker = new Worker(this.#workerUrl, { type: "module" });
     const worker = this.#worker;
     worker.onmessage = ({ data }) => { if (worker === this.#worker) this.#onMessage(data); };
     worker.onerror = (e) => { e.preventDefault(); if (worker === this.#worker) this.#died(e.message || "it failed to load"); };
     worker.onmessageerror = () => { if (worker === this.#worker) this.#died("a message could not be read"); };
     const ready = new Promise((resolve, reject) => { this.#ready = { resolve, reject }; });
-    const { workerUrl, ...message } = init;
-    worker.postMessage(message, transfer);
+    worker.postMessage(init, transfer);
     this.#lastHeard = performance.now();
     this.#quietUntil = this.#lastHeard + LONG_STEP_MS;      // start-up has long synchronous steps
     this.#checkedAt = this.#lastHeard;

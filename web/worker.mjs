@@ -619,7 +619,7 @@ class LiveStream {
       }
     });
     this.timer = setTimeout(() => this.tick(), TICK_MS);
-    post({ kind: "started", id, rate, resumed: Boolean(resume), checkpoint: this.keep(JSON.parse(this.app.checkpoint_json())) });
+    post({ kind: "started", id, rate, checkpoint: this.keep(JSON.parse(this.app.checkpoint_json())) });
   }
 
   // The page keeps the newest checkpoint (to resume the stream in a new worker if this one
