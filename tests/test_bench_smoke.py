@@ -133,6 +133,8 @@ BENCH_VARIANTS = {
     ("--behind",): [["harness.bench_behind"]],
     ("--soak",): [["harness.bench_soak"]],
     ("--soak", "--minutes", "30"): [["harness.bench_soak", "--minutes", "30.0"]],
+    ("--soak", "--engine", "firefox", "--minutes", "60", "--pace", "2"):
+        [["harness.bench_soak_browser", "--engine", "firefox", "--minutes", "60.0", "--pace", "2.0"]],
     ("--engines",): [["harness.bench_engines"]],
     ("--webgpu",): [["harness.bench_webgpu"]],
     ("--overhead", "BASE"): [["harness.bench_overhead", "--base", "BASE"]],
