@@ -123,9 +123,11 @@ def newer(target: Path, sources) -> bool:
 # setup
 
 # Debian packages with no program to look for, by a file they install: natively, WebGPU through
-# PyPI wgpu needs the Vulkan loader and Mesa's lavapipe adapter (tests/test_webgpu_kernels.py)
+# PyPI wgpu needs the Vulkan loader and Mesa's lavapipe adapter (tests/test_webgpu_kernels.py);
+# the nginx the site's host test runs sends the .br copies with Debian's brotli_static module
 APT_FILES = {"/usr/lib/x86_64-linux-gnu/libvulkan.so.1": "libvulkan1",
-             "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json": "mesa-vulkan-drivers"}
+             "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json": "mesa-vulkan-drivers",
+             "/usr/lib/nginx/modules/ngx_http_brotli_static_module.so": "libnginx-mod-http-brotli-static"}
 
 
 def setup_apt():
@@ -682,26 +684,29 @@ def cmd_site(args=None, package: bool = False) -> Path:
     return site
 
 
-# Files worth sending compressed (text and WebAssembly; the wheel and Pyodide's stdlib are zips,
-# the model's packed weights barely shrink). A static host that serves `<file>.gz` to browsers
-# that accept gzip (nginx `gzip_static on`, Caddy `precompressed gzip`, most CDNs) sends these.
-PRECOMPRESS = (".wasm", ".mjs", ".js", ".json", ".html", ".css", ".svg", ".txt", ".ts")
+# Files worth sending compressed: text and WebAssembly, the zips (Pyodide's stdlib, the engine
+# wheel), whose copies are of the archive with its entries stored (tools/precompress.py), and a
+# small model (the bundled one shrinks 16%: its embeddings and norms are floats). Files over
+# PRECOMPRESS_MAX are sent as they are: a full-size model's packed five-value weights barely
+# shrink and brotli at quality 11 would take many minutes on them. A static host that serves
+# `<file>.br` / `<file>.gz` to browsers that accept them (nginx `brotli_static` / `gzip_static`,
+# Caddy `precompressed br gzip`, most CDNs) sends these.
+PRECOMPRESS = (".wasm", ".mjs", ".js", ".json", ".html", ".css", ".svg", ".txt", ".ts", ".zip", ".whl", ".gguf")
+PRECOMPRESS_MAX = 32 * 2**20
+PRECOMPRESSED_CACHE = BUILD / "precompressed"
 
 
 def precompress(stage: Path, files: dict) -> dict:
-    """<file>.gz beside each site file of a PRECOMPRESS type over 1 KiB (gzip -9, no name or
-    time in the header: reproducible); -> {gz path: {sha256, size, of}}."""
-    import gzip
-    out = {}
-    for rel in sorted(files):
-        path = stage / rel
-        if path.suffix not in PRECOMPRESS or files[rel]["size"] <= 1024:
-            continue
-        gz = path.with_name(path.name + ".gz")
-        with open(gz, "wb") as raw, gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=raw, mtime=0) as f:
-            f.write(path.read_bytes())
-        out[f"{rel}.gz"] = {"sha256": sha256_of(gz), "size": gz.stat().st_size, "of": rel}
-    return out
+    """<file>.br and <file>.gz beside each site file of a PRECOMPRESS type from 1 KiB to
+    PRECOMPRESS_MAX (tools/precompress.py, in the .venv for brotli: this script stays standard library only);
+    -> {copy: {sha256, size, of, encoding, same}}."""
+    rels = [rel for rel in sorted(files)
+            if Path(rel).suffix in PRECOMPRESS and 1024 < files[rel]["size"] <= PRECOMPRESS_MAX]
+    done = subprocess.run([VENV_PY, "-m", "tools.precompress", stage, PRECOMPRESSED_CACHE], cwd=ROOT,
+                          input=json.dumps(rels), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildError(f"precompressing the site's files failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout)
 
 
 def cmd_serve(args=None):

@@ -1,7 +1,8 @@
 """A real static host for the site's tests: Debian's nginx on a free loopback port, serving a
 built site from a sub-path the way README says a static host should - MIME types (.wasm as
-application/wasm, .mjs as text/javascript), the precompressed `<file>.gz` beside each file for
-browsers that accept gzip (`gzip_static on`), the cross-origin isolation headers that let the
+application/wasm, .mjs as text/javascript), the precompressed `<file>.br` and `<file>.gz` beside
+each file for browsers that accept them (`brotli_static on`, Debian's libnginx-mod-http-brotli-static;
+`gzip_static on`), the cross-origin isolation headers that let the
 page run kernel workers, and revalidation for the files that name a build (index.html, sw.js,
 manifest.json). Its own prefix folder (config, logs, temp), stopped at the end of the block.
 
@@ -36,12 +37,19 @@ def nginx_binary() -> str:
     return found
 
 
+BROTLI_STATIC = Path("/usr/lib/nginx/modules/ngx_http_brotli_static_module.so")
+
+
 def config(root: Path, site: Path, prefix: str, port: int, isolate: bool) -> str:
     types = "\n".join(f"        {mime} {exts};" for mime, exts in nginx_types().items())
     isolation = ("add_header Cross-Origin-Opener-Policy same-origin always;\n"
                  "            add_header Cross-Origin-Embedder-Policy require-corp always;\n"
                  "            add_header Cross-Origin-Resource-Policy same-origin always;") if isolate else ""
-    return f"""worker_processes 1;
+    if not BROTLI_STATIC.exists():
+        raise RuntimeError(f"{BROTLI_STATIC} is missing (Debian package libnginx-mod-http-brotli-static: "
+                           "`python3 build.py setup` installs it)")
+    return f"""load_module {BROTLI_STATIC};
+worker_processes 1;
 daemon off;
 pid {root}/nginx.pid;
 error_log {root}/error.log warn;
@@ -67,6 +75,7 @@ http {{
         listen 127.0.0.1:{port};
         location {prefix} {{
             alias {site}/;
+            brotli_static on;
             gzip_static on;
             {isolation}
             add_header Cache-Control $revalidate always;

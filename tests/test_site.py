@@ -18,18 +18,23 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
 import math
 import shutil
 import subprocess
 import warnings
+import zipfile
 from pathlib import Path
 
+import brotli
 import pytest
 
 from conftest import build_artifact
 from harness.site_check import SENTENCES as SPOKEN
+from tools.precompress import archive_entries
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "build" / "artifacts"
@@ -92,10 +97,20 @@ def shoot(app, name: str):
 def test_manifest_lists_every_file_with_its_digest(site, manifest):
     on_disk = {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
     assert on_disk - {"manifest.json"} == set(manifest["files"]) | set(manifest["compressed"])
-    for rel, entry in manifest["compressed"].items():           # each a gzip of its file, for a host that serves them
-        import gzip
-        assert gzip.decompress((site / rel).read_bytes()) == (site / entry["of"]).read_bytes(), rel
+    for rel, entry in manifest["compressed"].items():           # a brotli or gzip copy of its file, for hosts that send them
+        packed = (site / rel).read_bytes()
+        unpacked = brotli.decompress(packed) if entry["encoding"] == "br" else gzip.decompress(packed)
+        original = (site / entry["of"]).read_bytes()
+        if entry["same"] == "entries":                            # a zip: the same archive, its entries stored
+            assert archive_entries(unpacked) == archive_entries(original), rel
+            assert all(i.compress_type == zipfile.ZIP_STORED for i in zipfile.ZipFile(io.BytesIO(unpacked)).infolist())
+        else:
+            assert (entry["same"], unpacked) == ("bytes", original), rel
+        assert (hashlib.sha256(packed).hexdigest(), len(packed)) == (entry["sha256"], entry["size"]), rel
         assert entry["size"] < manifest["files"][entry["of"]]["size"]
+    copies = {(entry["of"], entry["encoding"]) for entry in manifest["compressed"].values()}
+    for big in ("pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip", manifest["wheel"], "phonon.mjs"):
+        assert {(big, "br"), (big, "gzip")} <= copies, big
     for rel, entry in manifest["files"].items():
         data = (site / rel).read_bytes()
         assert (hashlib.sha256(data).hexdigest(), len(data)) == (entry["sha256"], entry["size"]), rel
