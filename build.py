@@ -68,7 +68,7 @@ TINY_MODEL = BUILD / "tiny.gguf"
 TINY_SOURCE = ROOT / "tests" / "data" / "tiny"
 # the site's own files (web/), copied as they are; index.html and sw.js are rendered
 # the runtime: the JavaScript API (phonon.mjs + types), its engine worker and kernel workers
-RUNTIME_STATIC = ["phonon.mjs", "phonon.d.ts", "worker.mjs", "pyodide-boot.mjs",
+RUNTIME_STATIC = ["phonon.mjs", "phonon.d.ts", "worker.mjs", "pyodide-boot.mjs", "start-snapshot.mjs",
                   "kernel-pool.mjs", "kernel-worker.mjs", "kernel-protocol.mjs"]
 # the demo app on top of it
 APP_STATIC = ["app.mjs", "capture-worklet.mjs", "formats.mjs", "session-store.mjs", "style.css", "icon.svg"]

@@ -249,6 +249,50 @@ def test_loading_options_and_close(page, server):
                    "closed": True}
 
 
+@pytest.mark.parametrize("page", ["chromium", "firefox"], indirect=True)
+def test_a_returning_visit_starts_from_the_kept_snapshot_with_the_native_tokens(page, native, capsys):
+    """The fixture's load was the page's first: Python started the long way and a memory
+    snapshot was kept in Cache Storage; the next load starts from it (details.start says so) and
+    transcribes exactly as native does; a damaged snapshot is dropped with a note and the load
+    goes the long way; snapshot: false neither uses nor keeps one."""
+    got = page.evaluate("""async ({ wav }) => {
+        const { Recognizer } = window.api;
+        const cache = await caches.open("phonon-web-start-snapshot");
+        for (let i = 0; i < 300 && !(await cache.keys()).length; i++) await new Promise((ok) => setTimeout(ok, 100));
+        const bytes = Uint8Array.from(atob(wav), (c) => c.charCodeAt(0));
+        const visit = async (options) => {
+            const recognizer = await Recognizer.load(options);
+            const out = { start: recognizer.details.start, timings: recognizer.timings,
+                          result: await recognizer.transcribe(bytes.buffer.slice(0)) };
+            recognizer.close();
+            return out;
+        };
+        const out = { first: { start: r.details.start, timings: r.timings }, kept: (await cache.keys()).length };
+        out.returning = await visit();
+        const [request] = await cache.keys();          // damage the kept bytes, keep their recorded digest
+        const response = await cache.match(request);
+        const data = new Uint8Array(await response.arrayBuffer());
+        data[data.length >> 1] ^= 0xff;
+        await cache.put(request, new Response(data, { headers: response.headers }));
+        out.damaged = await visit();
+        out.off = await visit({ snapshot: false });
+        return out;
+    }""", {"wav": base64.b64encode(WAV.read_bytes()).decode()})
+    with capsys.disabled():
+        for name in ("first", "returning", "damaged", "off"):
+            t = got[name]["timings"]
+            print(f"\n{page.engine} {name}: start {got[name]['start']['snapshot']}, runtime {t['runtime']:.0f} ms, "
+                  f"engine {t['engine']:.0f} ms, ready after {t['total']:.0f} ms")
+    assert got["first"]["start"] == {"snapshot": "made", "note": None} and got["kept"] == 1
+    assert got["returning"]["start"] == {"snapshot": "restored", "note": None}
+    assert got["damaged"]["start"]["snapshot"] == "made" and "damaged" in got["damaged"]["start"]["note"]
+    assert got["off"]["start"] == {"snapshot": "none", "note": None}
+    want = native["batch"]
+    for name in ("returning", "damaged", "off"):
+        result = got[name]["result"]
+        assert (result["text"], result["tokens"], result["words"]) == (want["text"], want["tokens"], want["words"]), name
+
+
 def test_a_worker_that_dies_mid_stream_is_restarted_and_the_stream_loses_nothing(page, native):
     """Issue 49: the heartbeat notices a dead worker during a stream; a new worker loads the
     model and resumes the stream from its newest checkpoint, the Stream feeds it its input from

@@ -52,6 +52,10 @@ export interface LoadOptions {
   isolationNote?: string | null;
   /** A worker silent this long outside known long steps is declared dead (default 15000 ms). */
   silenceMs?: number;
+  /** Start Python from the memory snapshot an earlier load of this same build kept in Cache
+   *  Storage, and keep one when there is none (default true; about 30 MB of storage). false:
+   *  always start the long way and keep nothing. `details.start` says what happened. */
+  snapshot?: boolean;
   /** Enables `debug` hooks. */
   debug?: boolean;
   /** Every message of the engine worker (logs and tests). */
@@ -168,6 +172,14 @@ export class Stream extends EventTarget {
                    options?: boolean | AddEventListenerOptions): void;
 }
 
+export interface StartDetail {
+  /** "restored": from the snapshot an earlier visit kept; "made": the long way, and a snapshot
+   *  is being kept for the next visit; "none": the long way (snapshot: false, or none possible). */
+  snapshot: "restored" | "made" | "none";
+  /** Why a kept snapshot was not used or none was kept, or null. */
+  note: string | null;
+}
+
 export interface RecognizerEventMap {
   error: CustomEvent<PhononError>;
   "workers-lost": CustomEvent<{ message: string; threads: number }>;
@@ -190,8 +202,9 @@ export class Recognizer extends EventTarget {
   readonly model: { name: string; notice: string; tier: string; threads: number };
   readonly timings: Record<string, number>;
   readonly closed: boolean;
-  /** What the worker said when ready: modelSource, cacheNote, localModel, localNote, heapBytes. */
-  readonly details: Record<string, unknown>;
+  /** What the worker said when ready: modelSource, cacheNote, localModel, localNote, heapBytes,
+   *  start (how Python started: from a kept snapshot or not, and why not). */
+  readonly details: Record<string, unknown> & { start?: StartDetail };
   /** The engine worker's wasm heap (bytes), as last reported. */
   readonly heapBytes: number | null;
   /** The kernel workers' wasm memory together (bytes; 0 with one worker), as last reported. */

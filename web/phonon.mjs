@@ -133,7 +133,8 @@ export class Recognizer extends EventTarget {
   model = null;
   timings = null;
   /** What the worker said when ready: modelSource ("network", "cache", "local-cache", "bytes"),
-   *  cacheNote, localModel, localNote, heapBytes, timings. */
+   *  cacheNote, localModel, localNote, heapBytes, timings, start ({snapshot: "restored", "made"
+   *  or "none", note}: whether Python started from the snapshot an earlier visit kept). */
   details = null;
   /** The engine worker's wasm heap, and the kernel workers' wasm memory together (0 with one
    *  worker), as last reported. */
@@ -142,7 +143,7 @@ export class Recognizer extends EventTarget {
 
   async #start({ base, model, tier = "auto", threads, onProgress, debug = false, manifest, localModel,
                  isolationNote, silenceMs = 15000, onWorkerMessage, preferGpu = false, gpuTestPatch,
-                 gpuTestHardware = false } = {}) {
+                 gpuTestHardware = false, snapshot = true } = {}) {
     base = new URL(base || "./", base ? location.href : import.meta.url);
     if (!base.href.endsWith("/")) base = new URL(base.href + "/");
     this.#onProgress = onProgress || null;
@@ -152,7 +153,7 @@ export class Recognizer extends EventTarget {
     if (gpu && debug && gpuTestPatch) gpu.patch = gpuTestPatch;
     if (gpu && debug && gpuTestHardware) gpu.hardware = true;
     const init = { kind: "init", manifest: { ...manifest }, tier: tier === "auto" || tier === "webgpu" ? bestTier(manifest.tiers) : tier,
-                   debug, localModel: localModel || null, gpu };
+                   debug, localModel: localModel || null, gpu, snapshot: snapshot !== false };
     if (debug) this.debug = this.#debugHooks();
     const known = manifest.tiers.map((t) => t.name);
     if (!known.includes(init.tier)) {

@@ -3,38 +3,111 @@
 // 8 MB synchronously on the main thread). Shared by the site's engine worker (web/worker.mjs)
 // and the test harness's worker (harness/page/worker.mjs).
 //
-//   const pyodide = await bootPyodide({ indexURL, wheelURL, moreWheels, onStage });
+//   const { pyodide, start } = await bootPyodide({ indexURL, wheelURL, moreWheels, onStage, snapshot });
 //
 // indexURL: the folder holding pyodide.mjs, pyodide.asm.{mjs,wasm}, python_stdlib.zip and
 // pyodide-lock.json (absolute, ending in "/"); wheelURL: the engine wheel; moreWheels: others
 // (the harness's checks wheel). Throws with the loader's own messages if a wheel does not install,
 // and a BootError (code "csp" or "server") for what would otherwise hang (checkRuntimeCanStart,
 // instantiationFailure).
+//
+// snapshot (the engine worker; web/start-snapshot.mjs keeps the bytes): null boots as always;
+// {restore: bytes} starts from a memory snapshot an earlier start made, and {restore: null}
+// starts the long way and makes one (start.bytes) after the engine's modules are imported and
+// before any kernel library is loaded (Pyodide cannot write the memory of a runtime holding
+// JavaScript objects, and loadPackage() leaves one: the wheel is unpacked by Python instead).
+// A snapshot that does not start is reported (start.note) and the start goes the long way.
+// start.snapshot says what happened: "restored", "made" or "none".
 
-export async function bootPyodide({ indexURL, wheelURL, moreWheels = [], onStage = () => {} }) {
+// What the engine worker's start imports: in the snapshot, they come back already imported.
+const ENGINE_IMPORTS = "engine.webapp, engine.transcribe, engine.kernels, hashlib, json";
+
+export async function bootPyodide({ indexURL, wheelURL, moreWheels = [], onStage = () => {}, snapshot = null }) {
+  if (snapshot && moreWheels.length) throw new Error("a start-up snapshot holds the engine wheel only");
   onStage("runtime");
   await checkRuntimeCanStart();
   const { loadPyodide } = await import(new URL("pyodide.mjs", indexURL).href);
-  const failure = instantiationFailure(new URL("pyodide.asm.wasm", indexURL).href);
-  let pyodide;
+  let note = null;
+  if (snapshot && snapshot.restore) {
+    try {
+      return await restoreFromSnapshot(loadPyodide, indexURL, wheelURL, snapshot.restore, onStage);
+    } catch (e) {
+      if (e instanceof BootError) throw e;
+      note = `the kept start-up snapshot did not start (${lastLine(e)}); started without it`;
+      onStage("runtime");
+    }
+  }
+  const pyodide = await startRuntime(loadPyodide, indexURL, snapshot ? { _makeSnapshot: true } : {});
+  onStage("engine");
+  if (!snapshot) {
+    await installWheels(pyodide, [wheelURL, ...moreWheels]);
+    return { pyodide, start: { snapshot: "none", note } };
+  }
+  await unpackEngine(pyodide, wheelURL);
   try {
-    pyodide = await Promise.race([loadPyodide({ indexURL }), failure.promise]);
+    pyodide.runPython(`import ${ENGINE_IMPORTS}`);
+    const bytes = pyodide.makeMemorySnapshot();
+    return { pyodide, start: { snapshot: "made", bytes, note } };
+  } catch (e) {
+    return { pyodide, start: { snapshot: "none", note: `no start-up snapshot could be made (${lastLine(e)})` } };
+  }
+}
+
+async function restoreFromSnapshot(loadPyodide, indexURL, wheelURL, bytes, onStage) {
+  const pyodide = await startRuntime(loadPyodide, indexURL, { _loadSnapshot: bytes });
+  onStage("engine");
+  // The snapshot holds memory, not files: the engine's files (its kernel libraries among them)
+  // go back where the snapshot's imports found them. And a generator seeded before the snapshot
+  // would repeat its numbers on every visit: reseeded from the browser's entropy.
+  await unpackEngine(pyodide, wheelURL);
+  pyodide.runPython(`import random, ${ENGINE_IMPORTS}\nrandom.seed()`);
+  return { pyodide, start: { snapshot: "restored", note: null } };
+}
+
+async function startRuntime(loadPyodide, indexURL, options) {
+  const failure = instantiationFailure(new URL("pyodide.asm.wasm", indexURL).href);
+  try {
+    return await Promise.race([loadPyodide({ indexURL, ...options }), failure.promise]);
   } finally {
     failure.restore();
   }
-  onStage("engine");
+}
+
+async function installWheels(pyodide, urls) {
   const errors = [];
-  await pyodide.loadPackage([wheelURL, ...moreWheels], {
+  await pyodide.loadPackage(urls, {
     messageCallback: () => {},                  // "Loading phonon_web": not for the console
     errorCallback: (message) => errors.push(message),
   });
   try {
     pyodide.pyimport("engine");
   } catch (e) {
-    throw new Error(`the engine wheel did not install (${wheelURL}): ${errors.join("; ") || e.message}`);
+    throw new Error(`the engine wheel did not install (${urls[0]}): ${errors.join("; ") || e.message}`);
   }
-  return pyodide;
 }
+
+// The wheel's files into site-packages, by Python's zipfile (what installing a pure wheel is).
+async function unpackEngine(pyodide, wheelURL) {
+  let response;
+  try {
+    response = await fetch(wheelURL);
+  } catch (e) {
+    throw new Error(`the engine wheel did not install (${wheelURL}): ${e.message}`);
+  }
+  if (!response.ok) throw new Error(`the engine wheel did not install (${wheelURL}): HTTP ${response.status}`);
+  pyodide.FS.writeFile("/tmp/phonon-engine.whl", new Uint8Array(await response.arrayBuffer()));
+  try {
+    pyodide.runPython(`import os, sysconfig, zipfile
+with zipfile.ZipFile("/tmp/phonon-engine.whl") as wheel:
+    wheel.extractall(sysconfig.get_path("purelib"))
+os.remove("/tmp/phonon-engine.whl")
+import engine`);
+  } catch (e) {
+    throw new Error(`the engine wheel did not install (${wheelURL}): ${lastLine(e)}`);
+  }
+}
+
+const lastLine = (e) => String((e && e.message) || e).trim().split("\n").pop();
 
 export class BootError extends Error {
   constructor(code, message) { super(message); this.code = code; }

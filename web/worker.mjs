@@ -1,7 +1,7 @@
 // The engine worker: Pyodide + the phonon-web engine, the model, live streams and files.
 // Everything slow happens here; the page only posts messages and never waits on a decode.
 //
-// page -> worker   {kind: "init", manifest, tier, debug, localModel, modelBytes, threads}
+// page -> worker   {kind: "init", manifest, tier, debug, localModel, modelBytes, threads, snapshot}
 //                                                           boot, fetch/verify/cache the model
 //                                                           (localModel: {sha256, name} of a file the
 //                                                           user opened before, if cached; modelBytes:
@@ -36,6 +36,7 @@
 // device and the calls that may await it), LiveStream (one open stream) and FileJob (one file
 // being transcribed); Host ties them together and answers the page's messages.
 import { BootError, bootPyodide } from "./pyodide-boot.mjs";
+import { StartSnapshots } from "./start-snapshot.mjs";
 import { KernelPool } from "./kernel-pool.mjs";
 
 const MODEL_CACHE = "phonon-web-model";
@@ -66,19 +67,32 @@ class Runtime {
     this.app = null;                          // its WebApp: the engine, its streams and files
   }
 
-  async boot(manifest, base, onStage) {
+  // -> {snapshot: "restored" | "made" | "none", note}: how Python started (the load details).
+  // With snapshots on, a start from this build's kept snapshot, else the long way with one made
+  // and kept for the next visit (web/start-snapshot.mjs; kept after this start, not awaited).
+  async boot(manifest, base, onStage, useSnapshots) {
+    const snapshots = useSnapshots ? new StartSnapshots(manifest.build) : null;
+    const kept = snapshots ? await snapshots.find() : { bytes: null, note: null };
+    let start;
     try {
-      this.pyodide = await bootPyodide({
+      ({ pyodide: this.pyodide, start } = await bootPyodide({
         indexURL: new URL(manifest.pyodide.path, base).href,
         wheelURL: new URL(manifest.wheel, base).href,
         onStage,
-      });
+        snapshot: snapshots && { restore: kept.bytes },
+      }));
     } catch (e) {
       if (e instanceof BootError) throw new Fatal(e.code, `The speech engine could not start: ${e.message}`);
       throw new Fatal("boot", `The speech engine could not start: ${lastLine(e)}`);
     }
     this.webapp = this.pyodide.pyimport("engine.webapp");
     this.app = this.webapp.WebApp();
+    const notes = [kept.note, start.note];
+    if (start.snapshot === "restored") return { snapshot: "restored", note: notes.filter(Boolean).join("; ") || null };
+    if (start.snapshot === "made") {
+      this.keeping = snapshots.keep(start.bytes).then((why) => { if (why) console.warn(`phonon-web: ${why}`); });
+    }
+    return { snapshot: start.snapshot, note: notes.filter(Boolean).join("; ") || null };
   }
 
   get started() { return this.pyodide !== null; }
@@ -422,13 +436,15 @@ class Host {
   get app() { return this.runtime.app; }
 
   async init({ manifest, tier, debug, localModel, modelBytes, threads = 1, threadsForced = false,
-               threadsNote = null, gpu = null }) {
+               threadsNote = null, gpu = null, snapshot = true }) {
     this.debug = !!debug;
     this.gpu.wanted = gpu;
     this.kernels.configure({ threads, forced: threadsForced, note: threadsNote });
     const base = new URL("./", self.location.href);
     const t = { start: performance.now() };
-    await this.runtime.boot(manifest, base, (stage) => { t[stage] = performance.now(); post({ kind: "stage", stage }); });
+    const start = await this.runtime.boot(manifest, base,
+                                          (stage) => { t[stage] = performance.now(); post({ kind: "stage", stage }); },
+                                          snapshot);
     t.model = performance.now();
     post({ kind: "stage", stage: "model" });
     this.tier = tier;
@@ -456,7 +472,7 @@ class Host {
       threadsNote: this.kernels.note, model: JSON.parse(this.app.model_info()),
       modelSource: modelBytes ? "bytes" : model ? model.source : "local-cache",
       cacheNote: model ? model.cacheNote : null, localModel: local && local.info, localNote,
-      ...this.memory(),
+      ...this.memory(), start,
       timings: { runtime: t.engine - t.start, engine: t.model - t.engine, model: t.compile - t.model,
                  compile: t.ready - t.compile, total: t.ready - t.start },
     });

@@ -10,8 +10,8 @@ let pyodide, jobs;
 async function start() {
   const [wheel, ...more] = (await (await fetch("/wheel/name.txt")).text()).trim().split("\n");
   const url = (name) => new URL("/wheel/" + name, self.location.href).href;
-  pyodide = await bootPyodide({ indexURL: new URL("/pyodide/", self.location.href).href,
-                                wheelURL: url(wheel), moreWheels: more.map(url) });
+  ({ pyodide } = await bootPyodide({ indexURL: new URL("/pyodide/", self.location.href).href,
+                                     wheelURL: url(wheel), moreWheels: more.map(url) }));
   jobs = pyodide.pyimport("checks.jobs");
   postMessage({ kind: "ready" });
 }
