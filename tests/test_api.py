@@ -175,6 +175,8 @@ def test_misuse_gives_clear_errors_and_loses_nothing(page, native):
         out.fractional_rate = await codeOf(() => r.transcribe(new Float32Array(10), 44100.5));
         out.low_rate = await codeOf(() => r.stream({ sampleRate: 1000 }));
         out.no_rate = await codeOf(() => r.stream({}));
+        try { r.stream({ sampleRate: "48000" }); } catch (e) { out.string_rate = [e.code, e.message.includes("pass the number (48000)")]; }
+        try { new api.Recognizer(); } catch (e) { out.constructor = [e.code, e.message.includes("Recognizer.load(")]; }
         out.not_audio = await codeOf(() => r.transcribe([0.1, 0.2], 16000));
         out.nan_transcribe = await codeOf(() => r.transcribe(Float32Array.of(0, NaN, 0), 16000));
         const s = r.stream({ sampleRate: 16000 });
@@ -197,6 +199,7 @@ def test_misuse_gives_clear_errors_and_loses_nothing(page, native):
         return out;
     }"""), {"samples": native["samples"]})
     assert got == {"fractional_rate": "sample-rate", "low_rate": "sample-rate", "no_rate": "sample-rate",
+                   "string_rate": ["sample-rate", True], "constructor": ["state", True],
                    "not_audio": "audio", "nan_transcribe": "samples", "second_stream": "busy",
                    "nan_feed": "samples", "array_feed": "samples", "text": native["stream"]["text"],
                    "feed_after_finish": "state", "garbage_file": "audio", "broken_wav": "audio", "empty": "",
@@ -446,7 +449,7 @@ def test_the_example_page_transcribes_a_file(server, browser, native):
     page.context.close()
 
 
-@pytest.mark.parametrize("config, error_lines", [("tsconfig.json", []), ("tsconfig.misuse.json", [4, 5, 6, 8, 9])])
+@pytest.mark.parametrize("config, error_lines", [("tsconfig.json", []), ("tsconfig.misuse.json", [4, 5, 6, 8, 9, 10])])
 def test_the_typescript_declarations(config, error_lines):
     """tsc (pinned) over a typed use of the API compiles clean against web/phonon.d.ts; over
     misuse.ts it reports an error on each line that misuses the API, and nowhere else."""

@@ -99,10 +99,8 @@ export interface StreamView {
   metrics: Record<string, number | null>;
 }
 
-export interface StreamFinal {
-  text: string;
-  words: Word[];
-  tokens: { id: number; frame: number; duration: number }[];
+/** A stream's final transcript: a Transcript, with the stream's audio length and metrics. */
+export interface StreamFinal extends Transcript {
   audio_seconds: number;
   metrics: Record<string, number | null>;
 }
@@ -192,6 +190,8 @@ export interface RecognizerEventMap {
 }
 
 export class Recognizer extends EventTarget {
+  /** A Recognizer comes from `await Recognizer.load(options)`; calling the constructor throws. */
+  private constructor();
   static load(options?: LoadOptions): Promise<Recognizer>;
   /** What runs: "webgpu" or a wasm tier. */
   readonly tier: string;

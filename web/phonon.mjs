@@ -39,6 +39,10 @@ export class PhononError extends Error {
 }
 
 const checkRate = (rate) => {
+  if (typeof rate === "string" && rate.trim() !== "" && Number.isFinite(Number(rate))) {
+    throw new PhononError("sample-rate", `sample rate ${JSON.stringify(rate)} is a string: pass the number ` +
+                          `(${Number(rate)}), e.g. audioContext.sampleRate, so a mistyped rate is never guessed at`);
+  }
   if (!Number.isInteger(rate) || rate < RATE_MIN || rate > RATE_MAX) {
     throw new PhononError("sample-rate", `sample rate ${rate} is not supported: use an integer from ${RATE_MIN} to ${RATE_MAX} Hz`);
   }
@@ -62,6 +66,9 @@ export function bestTier(tiers) {
   const best = tiers.find(runs);
   return best ? best.name : "scalar";
 }
+
+// Only Recognizer.load() may construct (the constructor refuses anything else).
+const LOADING = Symbol("Recognizer.load");
 
 export class Recognizer extends EventTarget {
   /**
@@ -93,9 +100,18 @@ export class Recognizer extends EventTarget {
    *   options.gpuTestHardware (with debug, tests): a CPU emulation's adapter counts as hardware.
    */
   static async load(options = {}) {
-    const r = new Recognizer();
+    const r = new Recognizer(LOADING);
     await r.#start(options);
     return r;
+  }
+
+  /** Private: a Recognizer comes from `await Recognizer.load(options)`, which starts its worker. */
+  constructor(token) {
+    super();
+    if (token !== LOADING) {
+      throw new PhononError("state", "new Recognizer() makes a recogniser with no engine: use " +
+                            "`await Recognizer.load(options)`, which starts the engine worker and loads the model");
+    }
   }
 
   #worker = null;

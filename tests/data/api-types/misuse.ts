@@ -7,5 +7,6 @@ async function misuse(r: Recognizer, samples: Float32Array) {
   const s = r.stream({ sampleRate: 16000 });
   s.feed([0.1, 0.2]);                                 // error: a Float32Array
   const code: number = (await s.finish()).text;       // error: a string
+  const direct = new Recognizer();                    // error: the constructor is private (load())
 }
 export { misuse };

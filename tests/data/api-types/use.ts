@@ -13,6 +13,8 @@ async function main(samples: Float32Array, file: Blob): Promise<string> {
   s.feed(samples);
   const soFar: { text: string; words: { word: string }[] } = s.transcript();
   const final: StreamFinal = await s.finish();
+  const finalAsTranscript: Transcript = final;        // a final is usable where a Transcript is
+  console.log(finalAsTranscript.tokens.length, final.audio_seconds);
   r.addEventListener("error", (e) => console.log(e.detail.code));
   try { s.feed(samples); } catch (e) { if (e instanceof PhononError) console.log(e.code); }
   const paced: Stream = r.stream({ sampleRate: 16000, pendingThreshold: 5, maxPending: 600 });
