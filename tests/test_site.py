@@ -593,6 +593,8 @@ def test_second_visit_uses_the_cache_and_works_offline(first_visit, server, mani
     app.requests.clear()
     assert app.reload() == "ready", app.alert()
     assert app.phonon("window.phonon.ready.modelSource") == "cache"
+    # Python came back from the memory snapshot the first visit kept (web/start-snapshot.mjs)
+    assert app.phonon("window.phonon.ready.start") == {"snapshot": "restored", "note": None}
     assert model_url not in server.log, "the model was downloaded again"
     assert not [u for u in app.requests if u.endswith(model_url)]
     assert not [p for p in server.log if not p.endswith("sw.js")], \
@@ -600,6 +602,7 @@ def test_second_visit_uses_the_cache_and_works_offline(first_visit, server, mani
     context.set_offline(True)
     try:
         assert app.reload() == "ready", app.alert()
+        assert app.phonon("window.phonon.ready.start.snapshot") == "restored"
         result = app.transcribe_file(speech[0])
     finally:
         context.set_offline(False)
