@@ -7,7 +7,10 @@ through the public API (`import("/phonon.mjs")`, as an application does):
 
 1. start-up: the time from the `Recognizer.load()` call to ready with the default model, in a
    fresh page (a fresh profile or browser context: nothing cached), and the tier and the worker
-   count it chose; the median of `--startups` loads;
+   count it chose; then the returning visit: once the worker kept its start-up snapshot, the
+   same page navigated again and loaded again (same profile: HTTP cache, the model and the
+   snapshot in Cache Storage), with how Python started; the medians of `--startups` rounds;
+   and the first visit's bytes as a host sends them plain, or its gzip or brotli copies;
 2. RTFx of a batch transcription of samples/two-commands.wav on that recognizer: one warm-up,
    then the median of `--repeats` runs (the engine's compute time, and the wall time of the
    transcribe() call);
@@ -71,6 +74,18 @@ LOAD_DEFAULT_JS = """async () => {
              cores: navigator.hardwareConcurrency, userAgent: navigator.userAgent };
 }"""
 
+# after a first visit's load: wait (up to 30 s, as a visitor reading the page would) until the
+# worker has kept its start-up snapshot; -> whether it did
+SNAPSHOT_KEPT_JS = """async () => {
+    if (typeof caches === "undefined") return false;
+    const cache = await caches.open("phonon-web-start-snapshot");
+    for (let i = 0; i < 300 && !(await cache.keys()).length; i++) await new Promise((ok) => setTimeout(ok, 100));
+    return (await cache.keys()).length > 0;
+}"""
+
+# what a load reports about Python's start (appended to LOAD_DEFAULT_JS's answer by the caller)
+START_JS = "() => window.r.details.start"
+
 # window.r transcribes the WAV file's bytes `runs` times
 TRANSCRIBE_WAV_JS = """async ({ url, runs }) => {
     const bytes = await (await fetch(url)).arrayBuffer();
@@ -115,6 +130,9 @@ class ChromiumPage:
 
     def evaluate(self, expression: str, arg=None):
         return self.page.evaluate(expression, arg)
+
+    def goto(self, url: str):
+        self.page.goto(url)
 
     def close(self):
         self.context.close()
@@ -197,6 +215,14 @@ def measure(engines: list, full: Path, seconds: float, startups: int, repeats: i
                     got = page.evaluate(LOAD_DEFAULT_JS)
                     row = rows[e]
                     row["startup_ms"].append(round(got["ms"], 1))
+                    # the same visitor comes back: the page again, same profile (HTTP cache,
+                    # Cache Storage with the model and the start-up snapshot)
+                    kept = page.evaluate(SNAPSHOT_KEPT_JS)
+                    page.goto(url)
+                    again = page.evaluate(LOAD_DEFAULT_JS)
+                    row.setdefault("returning_ms", []).append(round(again["ms"], 1))
+                    row.update(returning_timings_ms=again["timings"], snapshot_kept=kept,
+                               returning_start=page.evaluate(START_JS), returning_model_source=again["modelSource"])
                     row.update(version=engine_version(e, browsers[e], page), tier=got["tier"],
                                default_workers=got["threads"], default_workers_note=got["note"],
                                sab=got["sab"], isolated=got["isolated"], cores=got["cores"],
@@ -225,7 +251,8 @@ def measure(engines: list, full: Path, seconds: float, startups: int, repeats: i
                                default_wall_rtfx=median([x["timing"]["audio_seconds"] / x["wallMs"] * 1000 for x in r]),
                                default_native_tokens=all(x["tokens"] == want_default["tokens"] for x in r),
                                default_text=r[0]["text"], default_tokens=len(want_default["tokens"]),
-                               startup_s=round(statistics.median(rows[e]["startup_ms"]) / 1000, 2))
+                               startup_s=round(statistics.median(rows[e]["startup_ms"]) / 1000, 2),
+                               returning_s=round(statistics.median(rows[e]["returning_ms"]) / 1000, 2))
                 rows[e]["problems"] += pages[e].problems
                 pages[e].close()
             # 3. the full-size model, one run per engine and worker count, in a fresh page each
@@ -253,14 +280,39 @@ def measure(engines: list, full: Path, seconds: float, startups: int, repeats: i
                         "page_heap_bytes": got["pageHeapBytes"], "native_tokens": got["tokens"] == want_full,
                         "tokens": len(want_full)}
                     print(f"    {rows[e][f'full_{threads}']}", flush=True)
-    return [dict(rows[e], full_model=full.name, full_model_bytes=full.stat().st_size) for e in engines]
+    wire = first_visit_bytes(manifest)
+    return [dict(rows[e], full_model=full.name, full_model_bytes=full.stat().st_size, first_visit_bytes=wire)
+            for e in engines]
+
+
+# what a page that loads the package fetches on a first visit (the types, the example page, the
+# notices and package.json are not fetched)
+NOT_FETCHED = {"phonon.d.ts", "example.html", "LICENSE.txt", "NOTICE.txt", "package.json", "README.md"}
+
+
+def first_visit_bytes(manifest: dict) -> dict:
+    """{identity, gzip, br: bytes}: the package's first visit as a host sends it with no
+    compression, and with the precompressed .gz or .br copies where the build wrote them
+    (tools/precompress.py; sizes from manifest.json)."""
+    copies = {(c["of"], c["encoding"]): c["size"] for c in manifest.get("compressed", {}).values()}
+    fetched = [(rel, f["size"]) for rel, f in manifest["files"].items() if rel not in NOT_FETCHED]
+    fetched.append(("manifest.json", None))
+    out = {"identity": 0, "gzip": 0, "br": 0}
+    for rel, size in fetched:
+        if size is None:
+            continue                      # the manifest itself: a few KB, not listed in itself
+        out["identity"] += size
+        out["gzip"] += copies.get((rel, "gzip"), size)
+        out["br"] += copies.get((rel, "br"), size)
+    return out
 
 
 def print_rows(rows: list):
     mib = lambda b: "–" if b is None else f"{b / 2**20:.0f}"          # noqa: E731
     for r in rows:
         print(f"{r['version']}{' (' + r['label'] + ')' if r['label'] else ''}: tier {r['tier']}, {r['default_workers']} worker(s) by default, "
-              f"SharedArrayBuffer {'yes' if r['sab'] else 'no'}; start-up {r['startup_s']} s (runs {r['startup_ms']} ms); "
+              f"SharedArrayBuffer {'yes' if r['sab'] else 'no'}; start-up {r['startup_s']} s (runs {r['startup_ms']} ms), "
+              f"returning visit {r['returning_s']} s (runs {r['returning_ms']} ms, {r['returning_start']}); "
               f"two-commands RTFx {r['default_rtfx']} (wall {r['default_wall_rtfx']}), native tokens "
               f"{r['default_native_tokens']}; heap {mib(r['default_heap_bytes'])} MiB")
         for n in (1, 2):
@@ -271,6 +323,9 @@ def print_rows(rows: list):
                       f"native tokens {f['native_tokens']}")
         if r["problems"]:
             print(f"    problems: {r['problems']}")
+    if rows:
+        wire = rows[0]["first_visit_bytes"]
+        print("first visit's bytes: " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in wire.items()))
 
 
 def main(argv=None) -> int:

@@ -102,6 +102,12 @@ def behind_table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def returning(row: dict) -> str:
+    if "returning_s" not in row:
+        return "–"
+    return f"{row['returning_s']} ({(row.get('returning_start') or {}).get('snapshot', '?')})"
+
+
 def engines_table(result: dict) -> str:
     """harness/bench_engines.py's rows: one per engine."""
     f = result["figures"]
@@ -114,10 +120,15 @@ def engines_table(result: dict) -> str:
              f"of speech-like signal, loaded in a fresh page, the median of {f['full_repeats']} runs after a warm-up. RTFx: audio seconds per second of the engine's compute (in brackets: of "
              "the transcribe() call's wall time). Memory in MiB: the engine worker's wasm heap (+ the kernel workers' "
              "wasm memory) after the last transcription; page JS heap: performance.memory.", "",
-             "| engine | SharedArrayBuffer | tier | workers by default | start-up s | two-commands RTFx | "
+             "| engine | SharedArrayBuffer | tier | workers by default | start-up s | returning visit s | two-commands RTFx | "
              "full-size RTFx, 1 worker | full-size RTFx, 2 workers | full-size load s (1 / 2 workers) | "
              "wasm MiB: default / full 1 / full 2 workers | page JS heap MiB | native tokens |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    wire = rows[0].get("first_visit_bytes")
+    if wire:            # results before the returning visit was measured have neither
+        lines[0] += (" Returning visit: the same page navigated again once the worker kept its start-up snapshot "
+                     "(in brackets: how Python started). A first visit's bytes (the package, from its manifest): "
+                     + ", ".join(f"{name} {n / 1e6:.2f} MB" for name, n in wire.items()) + ".")
     for r in rows:
         full = [r.get(f"full_{n}") for n in (1, 2)]
         rtfx = ["–" if x is None else f"{x['rtfx']} ({x['wall_rtfx']})" for x in full]
@@ -129,6 +140,7 @@ def engines_table(result: dict) -> str:
         native = all(x["native_tokens"] for x in [{"native_tokens": r["default_native_tokens"]}, *full] if x)
         lines.append(f"| {r['version']}{' (' + r['label'] + ')' if r.get('label') else ''} | "
                      f"{'yes' if r['sab'] else 'no'} | {r['tier']} | {r['default_workers']} | {r['startup_s']} | "
+                     f"{returning(r)} | "
                      f"{r['default_rtfx']:.0f} ({r['default_wall_rtfx']:.0f}) | {rtfx[0]} | {rtfx[1]} | {load} | {heap} | {page} | "
                      f"{'yes' if native else 'NO'} |")
     return "\n".join(lines) + "\n"
