@@ -442,9 +442,12 @@ class Host {
     this.kernels.configure({ threads, forced: threadsForced, note: threadsNote });
     const base = new URL("./", self.location.href);
     const t = { start: performance.now() };
+    // WebGPU from Python fails in a runtime started for or from a snapshot ("Illegal invocation"
+    // making the device, Chromium 156): a load that may use the GPU starts the long way.
     const start = await this.runtime.boot(manifest, base,
                                           (stage) => { t[stage] = performance.now(); post({ kind: "stage", stage }); },
-                                          snapshot);
+                                          snapshot && !gpu);
+    if (snapshot && gpu) start.note = "no start-up snapshot with WebGPU: its device cannot be made in a snapshot's runtime";
     t.model = performance.now();
     post({ kind: "stage", stage: "model" });
     this.tier = tier;
