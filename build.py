@@ -400,6 +400,10 @@ def cmd_wheel(args=None):
     return wheel_path()
 
 
+# the bytecode script, and the list of the engine worker's start imports it compiles
+START_BYTECODE_SOURCES = [ROOT / "harness" / "start_bytecode.mjs", WEB / "pyodide-boot.mjs"]
+
+
 def start_bytecode(source_wheel: Path) -> dict:
     """Bytecode for the engine modules a start imports, for the runtime wheel: archive name ->
     file, engine/**/__pycache__/*.cpython-3XX.pyc (unchecked-hash .pyc compiled by the pinned
@@ -408,7 +412,7 @@ def start_bytecode(source_wheel: Path) -> dict:
     out = BUILD / "wheel-bytecode"
     script = ROOT / "harness" / "start_bytecode.mjs"
     pycs = sorted(out.rglob("*.pyc"))
-    if not pycs or any(newer(p, [source_wheel, script]) for p in pycs):
+    if not pycs or any(newer(p, [source_wheel, *START_BYTECODE_SOURCES]) for p in pycs):
         run(["node", script, "wheel", npm_package_dir("pyodide"), source_wheel, out])
         pycs = sorted(out.rglob("*.pyc"))
     return {p.relative_to(out).as_posix(): p for p in pycs}
@@ -598,7 +602,7 @@ def cmd_pyodide(args=None) -> Path:
     for name in PYODIDE_RUNTIME:
         if name != "python_stdlib.zip" and newer(PYODIDE_BUILD / name, [pyodide / name]):
             shutil.copyfile(pyodide / name, PYODIDE_BUILD / name)
-    if newer(stdlib, [pyodide / "python_stdlib.zip", wheel, script]):
+    if newer(stdlib, [pyodide / "python_stdlib.zip", wheel, *START_BYTECODE_SOURCES]):
         partial = stdlib.with_name(stdlib.name + ".partial")
         run(["node", script, "stdlib", pyodide, wheel, partial])
         partial.replace(stdlib)

@@ -69,7 +69,7 @@ LOAD_DEFAULT_JS = """async () => {
     const ms = performance.now() - t0;
     window.r = r;
     return { ms, tier: r.tier, threads: r.threads, note: r.threadsNote, timings: r.timings,
-             modelSource: r.details.modelSource, heapBytes: r.heapBytes, kernelHeapBytes: r.kernelHeapBytes,
+             modelSource: r.details.modelSource, start: r.details.start, heapBytes: r.heapBytes, kernelHeapBytes: r.kernelHeapBytes,
              isolated: self.crossOriginIsolated, sab: typeof SharedArrayBuffer !== "undefined",
              cores: navigator.hardwareConcurrency, userAgent: navigator.userAgent };
 }"""
@@ -82,9 +82,6 @@ SNAPSHOT_KEPT_JS = """async () => {
     for (let i = 0; i < 300 && !(await cache.keys()).length; i++) await new Promise((ok) => setTimeout(ok, 100));
     return (await cache.keys()).length > 0;
 }"""
-
-# what a load reports about Python's start (appended to LOAD_DEFAULT_JS's answer by the caller)
-START_JS = "() => window.r.details.start"
 
 # window.r transcribes the WAV file's bytes `runs` times
 TRANSCRIBE_WAV_JS = """async ({ url, runs }) => {
@@ -222,7 +219,7 @@ def measure(engines: list, full: Path, seconds: float, startups: int, repeats: i
                     again = page.evaluate(LOAD_DEFAULT_JS)
                     row.setdefault("returning_ms", []).append(round(again["ms"], 1))
                     row.update(returning_timings_ms=again["timings"], snapshot_kept=kept,
-                               returning_start=page.evaluate(START_JS), returning_model_source=again["modelSource"])
+                               returning_start=again["start"], returning_model_source=again["modelSource"])
                     row.update(version=engine_version(e, browsers[e], page), tier=got["tier"],
                                default_workers=got["threads"], default_workers_note=got["note"],
                                sab=got["sab"], isolated=got["isolated"], cores=got["cores"],
@@ -295,12 +292,9 @@ def first_visit_bytes(manifest: dict) -> dict:
     compression, and with the precompressed .gz or .br copies where the build wrote them
     (tools/precompress.py; sizes from manifest.json)."""
     copies = {(c["of"], c["encoding"]): c["size"] for c in manifest.get("compressed", {}).values()}
-    fetched = [(rel, f["size"]) for rel, f in manifest["files"].items() if rel not in NOT_FETCHED]
-    fetched.append(("manifest.json", None))
     out = {"identity": 0, "gzip": 0, "br": 0}
-    for rel, size in fetched:
-        if size is None:
-            continue                      # the manifest itself: a few KB, not listed in itself
+    # manifest.json, fetched too, is not listed in itself: a few KB left out
+    for rel, size in ((rel, f["size"]) for rel, f in manifest["files"].items() if rel not in NOT_FETCHED):
         out["identity"] += size
         out["gzip"] += copies.get((rel, "gzip"), size)
         out["br"] += copies.get((rel, "br"), size)

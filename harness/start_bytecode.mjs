@@ -20,8 +20,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-// what a start imports: the worker's engine.webapp, then engine.kernels and hashlib (worker.mjs)
-const START = "import engine.webapp, engine.kernels, engine.transcribe, hashlib, json";
+// what a start imports (the engine worker's list, web/pyodide-boot.mjs)
+import { ENGINE_IMPORTS } from "../web/pyodide-boot.mjs";
+const START = `import ${ENGINE_IMPORTS}`;
 
 const [mode, pyodideDir, wheel, out] = process.argv.slice(2);
 if (!["stdlib", "wheel"].includes(mode) || !pyodideDir || !wheel || !out) {

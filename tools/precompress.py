@@ -68,13 +68,25 @@ def compress(data: bytes, encoding: str) -> bytes:
     return buffer.getvalue()
 
 
-def cached_compress(data: bytes, encoding: str, cache: Path) -> bytes:
-    """compress(), kept under `cache` by the input's digest and the settings."""
+def payload_of(rel: str, data: bytes) -> bytes:
+    """What the copies compress: the file, or for an archive the same archive stored."""
+    if Path(rel).suffix not in ARCHIVES:
+        return data
+    stored = stored_archive(data)
+    if archive_entries(stored) != archive_entries(data):
+        raise RuntimeError(f"{rel}: the stored copy of the archive does not read as the archive does")
+    return stored
+
+
+def cached_copy(rel: str, data: bytes, encoding: str, cache: Path) -> bytes:
+    """compress(payload_of(rel, data), encoding), kept under `cache` by the file's digest and the
+    settings: a file compressed once is neither compressed nor re-stored again."""
     level = BROTLI_QUALITY if encoding == "br" else GZIP_LEVEL
-    key = cache / f"{hashlib.sha256(data).hexdigest()}.{encoding}{level}"
+    variant = "stored" if Path(rel).suffix in ARCHIVES else "file"
+    key = cache / f"{hashlib.sha256(data).hexdigest()}.{variant}.{encoding}{level}"
     if key.exists():
         return key.read_bytes()
-    out = compress(data, encoding)
+    out = compress(payload_of(rel, data), encoding)
     cache.mkdir(parents=True, exist_ok=True)
     partial = key.with_name(key.name + ".partial")
     partial.write_bytes(out)
@@ -87,19 +99,15 @@ def copies_of(stage: Path, rel: str, cache: Path) -> dict:
     -> {copy's rel: manifest entry}."""
     path = stage / rel
     data = path.read_bytes()
-    archive = path.suffix in ARCHIVES
-    payload = stored_archive(data) if archive else data
-    if archive and archive_entries(payload) != archive_entries(data):
-        raise RuntimeError(f"{rel}: the stored copy of the archive does not read as the archive does")
     out = {}
     for encoding, suffix in (("br", ".br"), ("gzip", ".gz")):
-        packed = cached_compress(payload, "br" if encoding == "br" else "gzip", cache)
+        packed = cached_copy(rel, data, encoding, cache)
         if len(packed) >= len(data):
             continue
         copy = path.with_name(path.name + suffix)
         copy.write_bytes(packed)
         out[rel + suffix] = {"sha256": hashlib.sha256(packed).hexdigest(), "size": len(packed), "of": rel,
-                             "encoding": encoding, "same": "entries" if archive else "bytes"}
+                             "encoding": encoding, "same": "entries" if path.suffix in ARCHIVES else "bytes"}
     return out
 
 

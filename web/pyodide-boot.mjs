@@ -19,8 +19,9 @@
 // A snapshot that does not start is reported (start.note) and the start goes the long way.
 // start.snapshot says what happened: "restored", "made" or "none".
 
-// What the engine worker's start imports: in the snapshot, they come back already imported.
-const ENGINE_IMPORTS = "engine.webapp, engine.transcribe, engine.kernels, hashlib, json";
+// What the engine worker's start imports: in the snapshot, they come back already imported;
+// harness/start_bytecode.mjs compiles them (and what they import) ahead of time.
+export const ENGINE_IMPORTS = "engine.webapp, engine.kernels, engine.transcribe, hashlib, json";
 
 export async function bootPyodide({ indexURL, wheelURL, moreWheels = [], onStage = () => {}, snapshot = null }) {
   if (snapshot && moreWheels.length) throw new Error("a start-up snapshot holds the engine wheel only");
@@ -60,7 +61,7 @@ async function restoreFromSnapshot(loadPyodide, indexURL, wheelURL, bytes, onSta
   // go back where the snapshot's imports found them. And a generator seeded before the snapshot
   // would repeat its numbers on every visit: reseeded from the browser's entropy.
   await unpackEngine(pyodide, wheelURL);
-  pyodide.runPython(`import random, ${ENGINE_IMPORTS}\nrandom.seed()`);
+  pyodide.runPython("import random\nrandom.seed()");
   return { pyodide, start: { snapshot: "restored", note: null } };
 }
 

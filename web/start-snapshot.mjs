@@ -16,7 +16,11 @@
 const SNAPSHOT_CACHE = "phonon-web-start-snapshot";
 const DIGEST_HEADER = "x-phonon-sha256";
 
-const hex = (digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+// The sha256 of `data` as hex (SubtleCrypto: secure contexts only).
+export async function sha256Hex(data) {
+  const digest = await crypto.subtle.digest("SHA-256", data);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
 
 export class StartSnapshots {
   constructor(build) {
@@ -40,7 +44,7 @@ export class StartSnapshots {
     }
     if (!response) return { bytes: null, note: null };
     const bytes = new Uint8Array(await response.arrayBuffer());
-    const digest = hex(await crypto.subtle.digest("SHA-256", bytes));
+    const digest = await sha256Hex(bytes);
     if (digest !== response.headers.get(DIGEST_HEADER)) {
       await this.drop();
       return { bytes: null, note: `the kept start-up snapshot was damaged (sha256 ${digest.slice(0, 12)}..., ` +
@@ -54,7 +58,7 @@ export class StartSnapshots {
   async keep(bytes) {
     if (!StartSnapshots.available()) return "no Cache Storage here";
     try {
-      const digest = hex(await crypto.subtle.digest("SHA-256", bytes));
+      const digest = await sha256Hex(bytes);
       const cache = await caches.open(SNAPSHOT_CACHE);
       for (const request of await cache.keys()) {
         if (request.url !== this.url) await cache.delete(request);

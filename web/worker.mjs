@@ -36,7 +36,7 @@
 // device and the calls that may await it), LiveStream (one open stream) and FileJob (one file
 // being transcribed); Host ties them together and answers the page's messages.
 import { BootError, bootPyodide } from "./pyodide-boot.mjs";
-import { StartSnapshots } from "./start-snapshot.mjs";
+import { StartSnapshots, sha256Hex } from "./start-snapshot.mjs";
 import { KernelPool } from "./kernel-pool.mjs";
 
 const MODEL_CACHE = "phonon-web-model";
@@ -55,7 +55,6 @@ function lastLine(e) {
   return text[text.length - 1];
 }
 
-const hex = (digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 
 // ------------------------------------------------------------------------------------------
 // Runtime: Pyodide, the engine wheel, and the Python side of this worker (engine/webapp.py)
@@ -87,12 +86,10 @@ class Runtime {
     }
     this.webapp = this.pyodide.pyimport("engine.webapp");
     this.app = this.webapp.WebApp();
-    const notes = [kept.note, start.note];
-    if (start.snapshot === "restored") return { snapshot: "restored", note: notes.filter(Boolean).join("; ") || null };
-    if (start.snapshot === "made") {
-      this.keeping = snapshots.keep(start.bytes).then((why) => { if (why) console.warn(`phonon-web: ${why}`); });
+    if (start.snapshot === "made") {                 // kept while the model loads: not awaited
+      snapshots.keep(start.bytes).then((why) => { if (why) console.warn(`phonon-web: ${why}`); });
     }
-    return { snapshot: start.snapshot, note: notes.filter(Boolean).join("; ") || null };
+    return { snapshot: start.snapshot, note: [kept.note, start.note].filter(Boolean).join("; ") || null };
   }
 
   get started() { return this.pyodide !== null; }
@@ -112,7 +109,7 @@ class Runtime {
   // The sha256 of `data` (hex). No SubtleCrypto outside a secure context: hashlib then, on
   // `pyBuffer` in place when the bytes are already in the Python heap.
   async sha256(data, pyBuffer = null) {
-    if (self.crypto && crypto.subtle) return hex(await crypto.subtle.digest("SHA-256", data));
+    if (self.crypto && crypto.subtle) return sha256Hex(data);
     const hashlib = this.pyodide.pyimport("hashlib");
     return hashlib.sha256(pyBuffer || this.pyodide.toPy(data)).hexdigest();
   }
