@@ -158,10 +158,11 @@ class App:
         return self.page.evaluate("document.getElementById('alert').hidden ? '' : "
                                   "document.getElementById('alert-text').textContent")
 
-    def listen(self, seconds: float, screenshot=None) -> dict:
+    def listen(self, seconds: float, screenshot=None, final_timeout_ms: int = 120_000) -> dict:
         """Start the microphone, let `seconds` of audio reach the engine (by the page's own
-        clock), stop, wait for the final transcript. screenshot(name) is called at the
-        listening midpoint and after the end."""
+        clock), stop, wait up to final_timeout_ms for the final transcript (the backlog of a
+        slow tier is decoded first). screenshot(name) is called at the listening midpoint and
+        after the end."""
         page = self.page
         page.click("#mic")
         self.wait(("listening",) + IDLE, 30_000)
@@ -174,7 +175,7 @@ class App:
                                timeout=int(seconds * 1000) + 60_000)
         self.wait_for_audio(seconds - FED_SLACK)
         page.click("#mic")
-        self.wait(IDLE + ("error",), 120_000)
+        self.wait(IDLE + ("error",), final_timeout_ms)
         assert self.state == "done", self.alert()
         if screenshot:
             page.wait_for_timeout(900)          # the newest words' settle animation
