@@ -69,9 +69,9 @@ TINY_SOURCE = ROOT / "tests" / "data" / "tiny"
 # the site's own files (web/), copied as they are; index.html and sw.js are rendered
 # the runtime: the JavaScript API (phonon.mjs + types), its engine worker and kernel workers
 RUNTIME_STATIC = ["phonon.mjs", "phonon.d.ts", "worker.mjs", "pyodide-boot.mjs", "start-snapshot.mjs",
-                  "kernel-pool.mjs", "kernel-worker.mjs", "kernel-protocol.mjs"]
+                  "kernel-pool.mjs", "kernel-worker.mjs", "kernel-protocol.mjs", "capture-worklet.mjs"]
 # the demo app on top of it
-APP_STATIC = ["app.mjs", "capture-worklet.mjs", "formats.mjs", "session-store.mjs", "style.css", "icon.svg"]
+APP_STATIC = ["app.mjs", "formats.mjs", "session-store.mjs", "style.css", "icon.svg"]
 SITE_STATIC = RUNTIME_STATIC + APP_STATIC
 # what loadPyodide() fetches from its indexURL (pyodide.mjs imports pyodide.asm.mjs)
 PYODIDE_RUNTIME = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
@@ -255,6 +255,7 @@ def cmd_setup(args=None):
     npm_package_dir("typescript")
     npm_app("tests/data/vite-app")
     npm_app("tests/data/webpack-app")
+    npm_app("tests/data/esbuild-app")
     npm_app("harness/puppeteer")
     setup_venv()
     print(f"setup: emcc {emcc_version()}, chromium {chromium_major()}, firefox-esr {firefox_major()}, "
@@ -554,23 +555,65 @@ PACKAGE = ROOT / "dist" / "phonon-web"
 
 def cmd_package(args=None) -> Path:
     """dist/phonon-web/ (or --out DIR): the runtime alone, for developers' own pages - the
-    JavaScript API (phonon.mjs, phonon.d.ts), the engine and kernel workers, Pyodide, the wheel,
-    the model, manifest.json and a package.json with `exports` (a bundler or a plain
-    <script type="module"> can use it). No demo app, no service worker."""
+    JavaScript API (phonon.mjs, phonon.d.ts), the engine and kernel workers, the microphone's
+    worklet, Pyodide, the wheel, the model, manifest.json, a README for npm and a publish-ready
+    package.json (`exports`: a bundler or a plain <script type="module"> can use it). No demo
+    app, no service worker. With --pack, `npm pack` writes phonon-web-<version>.tgz beside the
+    folder (or into --pack-destination)."""
     args = args or argparse.Namespace()
     if not getattr(args, "out", None):
         args.out = str(PACKAGE)
-    return cmd_site(args, package=True)
+    package = cmd_site(args, package=True)
+    if getattr(args, "pack", False):
+        pack_package(package, Path(getattr(args, "pack_destination", None) or package.parent))
+    return package
 
 
-def package_json() -> dict:
-    return {"name": "phonon-web", "version": project_version(), "type": "module", "license": "Apache-2.0",
+def pack_package(package: Path, destination: Path) -> Path:
+    """`npm pack` of the package folder into destination (offline: it needs no registry)."""
+    destination.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["npm", "pack", str(package), "--pack-destination", str(destination), "--offline",
+                           "--silent"], capture_output=True, text=True)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise BuildError(f"npm pack {package} failed:\n{done.stderr[-3000:]}")
+    tarball = destination / done.stdout.strip().splitlines()[-1]
+    print(f"package: {tarball} ({tarball.stat().st_size / 2**20:.1f} MiB); "
+          f"install it with `npm install {tarball}`")
+    return tarball
+
+
+def package_repository(args) -> str | None:
+    """The repository package.json names: --repository, else this checkout's git remote."""
+    given = getattr(args, "repository", None)
+    if given:
+        return given
+    done = subprocess.run(["git", "config", "--get", "remote.origin.url"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
+# The package's licence: the code's, the bundled model's (CC-BY-4.0: the default model and
+# Phonon-2 both), Pyodide's and the CPython it carries (NOTICE.txt names each).
+PACKAGE_LICENSE = "Apache-2.0 AND CC-BY-4.0 AND MPL-2.0 AND PSF-2.0"
+
+
+def package_json(repository: str | None = None) -> dict:
+    top = RUNTIME_STATIC + ["example.html", "manifest.json", "NOTICE.txt", "LICENSE.txt", "README.md", "package.json"]
+    meta = {"name": "phonon-web", "version": project_version(), "type": "module", "license": PACKAGE_LICENSE,
             "description": "Private, offline speech recognition in the browser (Parakeet-TDT on WebAssembly in a worker)",
+            "keywords": ["speech-recognition", "asr", "transcription", "webassembly", "offline", "parakeet"],
             # every file is exported: a bundler can resolve the runtime's files (`phonon-web/worker.mjs?url`,
             # `phonon-web/manifest.json`) as well as the API
             "exports": {".": {"types": "./phonon.d.ts", "import": "./phonon.mjs", "default": "./phonon.mjs"},
                         "./manifest.json": "./manifest.json", "./*": "./*"},
-            "types": "./phonon.d.ts", "sideEffects": False}
+            "types": "./phonon.d.ts", "sideEffects": False,
+            # what npm packs: the runtime and the precompressed copies beside its files
+            "files": sorted(f"{name}{suffix}" for name in top for suffix in ("", ".br", ".gz"))
+                     + ["pyodide/", "wheel/", "models/"],
+            # the tools that install and bundle it; the package itself runs in browsers
+            "engines": {"node": ">=18"}}
+    if repository:
+        meta["repository"] = {"type": "git", "url": repository}
+    return meta
 
 
 def worker_csp(model_entry: dict) -> str:
@@ -655,8 +698,10 @@ def cmd_site(args=None, package: bool = False) -> Path:
     context = {"version": project_version(), "pyodide_version": PINS["pyodide"]["version"],
                "model": model_entry, "wheel": f"wheel/{wheel.name}"}
     if package:
-        (stage / "package.json").write_text(json.dumps(package_json(), indent=1) + "\n")
+        (stage / "package.json").write_text(json.dumps(package_json(package_repository(args)), indent=1) + "\n")
+        shutil.copyfile(WEB / "package-README.md", stage / "README.md")
         add("package.json")
+        add("README.md")
     else:
         render(WEB / "index.html.j2", stage / "index.html", context)
         add("index.html")
@@ -769,6 +814,7 @@ def test_env() -> dict:
                 PHONON_TYPESCRIPT_DIR=str(npm_package_dir("typescript")),
                 PHONON_VITE_APP=str(npm_app("tests/data/vite-app")),
                 PHONON_WEBPACK_APP=str(npm_app("tests/data/webpack-app")),
+                PHONON_ESBUILD_APP=str(npm_app("tests/data/esbuild-app")),
                 PHONON_PUPPETEER=str(npm_app("harness/puppeteer")),
                 PHONON_WHEEL=str(wheel_path()), PHONON_CHECKS_WHEEL=str(checks_wheel_path()),
                 PHONON_SITE=str(SITE), PHONON_SITE_TINY=str(SITE_TINY), PHONON_PACKAGE=str(PACKAGE))
@@ -998,8 +1044,13 @@ def main(argv=None):
     site.add_argument("--model-name", help="the name the page shows for the --model-url model")
     sub.add_parser("pyodide", help="the Pyodide runtime files with start-up bytecode in the stdlib (build/pyodide)")
     package = sub.add_parser("package", help="the runtime alone with its JavaScript API (dist/phonon-web)")
-    for flag in ("--model", "--out", "--model-url", "--model-sha256", "--model-name"):
+    package.add_argument("--out", help="output folder (default: dist/phonon-web)")
+    for flag in ("--model", "--model-url", "--model-sha256", "--model-name"):
         package.add_argument(flag, help=site._option_string_actions[flag].help)
+    package.add_argument("--pack", action="store_true",
+                         help="then `npm pack` it: phonon-web-<version>.tgz beside the output folder")
+    package.add_argument("--pack-destination", help="the folder --pack writes the tarball to")
+    package.add_argument("--repository", help="the git URL package.json names (default: this checkout's remote)")
     package.add_argument("--model-bytes", type=int, help=site._option_string_actions["--model-bytes"].help)
     for name in ("serve", "demo"):
         serve = sub.add_parser(name, help="serve dist/site on 127.0.0.1" + (" after building it" if name == "demo" else ""))

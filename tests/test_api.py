@@ -17,6 +17,7 @@ from conftest import build_artifact
 ROOT = Path(__file__).resolve().parent.parent
 WAV = ROOT / "samples" / "two-commands.wav"
 MODEL = ROOT / "models" / "phonon-small.gguf"
+WAV_SECONDS = 6.5                     # samples/two-commands.wav
 
 pytestmark = pytest.mark.browser
 
@@ -435,21 +436,84 @@ def test_a_host_that_forbids_webassembly_is_named_not_waited_on(browser, host, c
     print(f"{code}: rejected in {waited:.1f} s: {got['message']}")
 
 
-def test_the_example_page_transcribes_a_file(server, browser, native):
-    page = browser.browser.new_context().new_page()
-    problems = []
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
-    page.goto(server.url + "/example.html")
-    page.wait_for_function("document.getElementById('status').textContent.startsWith('Ready')", timeout=180_000)
-    page.set_input_files("#file", str(WAV))
-    page.wait_for_function("document.getElementById('text').textContent.length > 0", timeout=180_000)
-    assert page.text_content("#text") == native["batch"]["text"]
-    assert not problems, problems
-    page.context.close()
+@pytest.fixture(scope="module")
+def microphone_browser():
+    """Chromium whose fake microphone plays the WAV once."""
+    from harness.site_check import SiteBrowser
+    with SiteBrowser(fake_mic=WAV) as b:
+        yield b
 
 
-@pytest.mark.parametrize("config, error_lines", [("tsconfig.json", []), ("tsconfig.misuse.json", [4, 5, 6, 8, 9, 10])])
+def test_listen_streams_the_microphone_through_the_shipped_worklet_as_native(microphone_browser, server):
+    """r.listen(getUserMedia's stream): the package's AudioWorklet feeds the engine worker; the
+    final equals the native stream over exactly the samples the worker was fed, finish() stops
+    the capture, and a second listen or a non-MediaStream is refused with a code."""
+    from harness.site_check import native_stream
+    page = microphone_browser.browser.new_context().new_page()
+    page.set_default_timeout(180_000)
+    try:
+        page.goto(server.url + "/test/index.html")
+        got = page.evaluate(with_code_of("""async (seconds) => {
+            const { Recognizer } = await import("/phonon.mjs");
+            const r = await Recognizer.load({ debug: true });
+            const refused = await codeOf(() => r.listen(new Float32Array(8)));
+            const media = await navigator.mediaDevices.getUserMedia({ audio: true });
+            const stream = await r.listen(media);
+            const second = await codeOf(() => r.listen(media));
+            let partials = 0, fed = 0;
+            stream.addEventListener("partial", (e) => { partials += 1; fed = e.detail.metrics.fed_seconds || 0; });
+            // the fake microphone says the WAV once, in real time (slower on a loaded machine)
+            const until = performance.now() + 60000;
+            while (fed < seconds && performance.now() < until) await new Promise((ok) => setTimeout(ok, 200));
+            const final = await stream.finish();
+            media.getTracks().forEach((t) => t.stop());
+            const captured = await r.debug.captured();
+            const bytes = new Uint8Array(captured.buffer, captured.byteOffset, captured.byteLength);
+            let binary = "";
+            for (let i = 0; i < bytes.length; i += 8192) binary += String.fromCharCode(...bytes.subarray(i, i + 8192));
+            r.close();
+            return { refused, second, final, fed, rate: stream.sampleRate, state: stream.state, partials,
+                     samples: btoa(binary) };
+        }"""), WAV_SECONDS + 0.5)
+    finally:
+        page.context.close()
+    assert got["refused"] == "state" and got["second"] == "busy", got
+    assert got["state"] == "finished" and got["partials"] > 0
+    samples = base64.b64decode(got["samples"])
+    assert len(samples) / 4 / got["rate"] >= WAV_SECONDS, got["fed"]
+    want = native_stream(MODEL, samples, got["rate"])["final"]
+    final = got["final"]
+    assert (final["text"], final["words"], final["tokens"]) == (want["text"], want["words"], want["tokens"])
+    assert final["text"].startswith("turn on the kitchen lights"), final["text"]
+
+
+def test_the_example_page_from_a_sub_path_transcribes_a_file_and_the_microphone(microphone_browser, native):
+    """The 30-line example (a plain <script type="module"> page, no bundler) with the package
+    served from a sub-path: a file gives the native text, Listen/Stop the microphone's."""
+    from harness.server import StaticServer
+    with StaticServer({"/apps/speech/": build_artifact("PHONON_PACKAGE")}) as host:
+        page = microphone_browser.browser.new_context().new_page()
+        problems = []
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+        page.goto(host.url + "/apps/speech/example.html")
+        page.wait_for_function("document.getElementById('status').textContent.startsWith('Ready')", timeout=180_000)
+        page.set_input_files("#file", str(WAV))
+        page.wait_for_function("document.getElementById('text').textContent.length > 0", timeout=180_000)
+        assert page.text_content("#text") == native["batch"]["text"]
+        page.evaluate("document.getElementById('text').textContent = ''")
+        page.click("#listen")
+        page.wait_for_function("document.getElementById('listen').textContent === 'Stop'")
+        page.wait_for_timeout(int(WAV_SECONDS * 1000) + 1500)       # the fake microphone says the WAV
+        page.click("#listen")
+        page.wait_for_function("document.getElementById('listen').textContent === 'Listen' && "
+                               "document.getElementById('text').textContent.startsWith('turn on the kitchen')",
+                               timeout=180_000)
+        assert not problems, problems
+        page.context.close()
+
+
+@pytest.mark.parametrize("config, error_lines", [("tsconfig.json", []), ("tsconfig.misuse.json", [4, 5, 6, 8, 9, 10, 11])])
 def test_the_typescript_declarations(config, error_lines):
     """tsc (pinned) over a typed use of the API compiles clean against web/phonon.d.ts; over
     misuse.ts it reports an error on each line that misuses the API, and nowhere else."""

@@ -153,17 +153,18 @@ def test_cpu_detection_follows_the_table():
 
 
 def test_the_runtime_package_is_the_runtime_and_its_api():
-    """dist/phonon-web: the API, its workers, Pyodide, the wheel, a model - no demo app, no
-    service worker - and a package.json whose exports name files that are there."""
+    """dist/phonon-web: the API, its workers, the microphone's worklet, Pyodide, the wheel, a
+    model, a README - no demo app, no service worker - and a package.json whose exports name
+    files that are there."""
     package = ROOT / "dist" / "phonon-web"
     assert package.exists(), "run through `python3 build.py test`"
     meta = json.loads((package / "package.json").read_text())
     for target in [meta["types"], *meta["exports"]["."].values(), meta["exports"]["./manifest.json"]]:
         assert (package / target).is_file(), target
     top = {p.name for p in package.iterdir()}
-    assert {"phonon.mjs", "phonon.d.ts", "worker.mjs", "kernel-worker.mjs", "manifest.json", "example.html",
-            "pyodide", "wheel", "models", "NOTICE.txt", "LICENSE.txt"} <= top
-    assert not top & {"index.html", "app.mjs", "sw.js", "capture-worklet.mjs", "style.css"}
+    assert {"phonon.mjs", "phonon.d.ts", "worker.mjs", "kernel-worker.mjs", "capture-worklet.mjs", "manifest.json",
+            "example.html", "pyodide", "wheel", "models", "NOTICE.txt", "LICENSE.txt", "README.md"} <= top
+    assert not top & {"index.html", "app.mjs", "sw.js", "style.css"}
     manifest = json.loads((package / "manifest.json").read_text())
     assert set(manifest["files"]) | set(manifest["compressed"]) | {"manifest.json"} == \
         {str(p.relative_to(package)) for p in package.rglob("*") if p.is_file()}

@@ -1,11 +1,12 @@
-"""phonon-web in a web developer's Vite app and webpack app (issue 40), built by README's recipe:
-the package installed from its `npm pack` tarball (the API bundled from node_modules), its folder
-served as static assets beside the bundle (Vite: copied to public/phonon-web/; webpack:
-copy-webpack-plugin), `base` naming it. In a production build (served statically) and under the
+"""phonon-web in a web developer's Vite, webpack and esbuild apps (issues 40, 48), built by the
+recipes of README and the package's README: the package installed from the tarball `build.py
+package --pack` writes (the API bundled from node_modules), its folder served as static assets
+beside the bundle (Vite: copied to public/phonon-web/; webpack: copy-webpack-plugin; esbuild:
+build.mjs copies it), `base` naming it. In a production build (served statically) and under the
 bundler's dev server, a WAV through the API gives the native tokens; without the runtime files
 the error names the fix (a 404 in production, the dev server's HTML fallback in dev). The apps and
-their pinned tools are tests/data/vite-app and tests/data/webpack-app (build.py setup runs
-`npm ci` on their committed lock files)."""
+their pinned tools are tests/data/{vite,webpack,esbuild}-app (build.py setup runs `npm ci` on
+their committed lock files). The tarball passes `npm publish --dry-run`."""
 
 from __future__ import annotations
 
@@ -28,11 +29,12 @@ MODEL = ROOT / "models" / "phonon-small.gguf"
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 BUNDLERS = {
-    # name: (the app folder's variable, the production build, the dev server; scripts under node_modules)
-    "vite": ("PHONON_VITE_APP", ["vite/bin/vite.js", "build"],
-             ["vite/bin/vite.js", "--strictPort", "--host", "127.0.0.1"]),
-    "webpack": ("PHONON_WEBPACK_APP", ["webpack-cli/bin/cli.js"],
-                ["webpack-cli/bin/cli.js", "serve", "--mode", "development"]),
+    # name: (the app folder's variable, the production build, the dev server; scripts relative to the app)
+    "vite": ("PHONON_VITE_APP", ["node_modules/vite/bin/vite.js", "build"],
+             ["node_modules/vite/bin/vite.js", "--strictPort", "--host", "127.0.0.1"]),
+    "webpack": ("PHONON_WEBPACK_APP", ["node_modules/webpack-cli/bin/cli.js"],
+                ["node_modules/webpack-cli/bin/cli.js", "serve", "--mode", "development"]),
+    "esbuild": ("PHONON_ESBUILD_APP", ["build.mjs"], ["build.mjs", "--serve"]),
 }
 
 
@@ -46,10 +48,9 @@ def native_tokens():
 
 @pytest.fixture(scope="module")
 def tarball(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("pack")
-    subprocess.run(["npm", "pack", str(build_artifact("PHONON_PACKAGE")), "--pack-destination", str(tmp), "--silent"],
-                   check=True, capture_output=True)
-    return next(tmp.glob("phonon-web-*.tgz"))
+    """The package's tarball, as `build.py package --pack` writes it."""
+    import build
+    return build.pack_package(build_artifact("PHONON_PACKAGE"), tmp_path_factory.mktemp("pack"))
 
 
 @pytest.fixture(scope="module")
@@ -72,14 +73,15 @@ def app_copy(bundler: str, tarball: Path, tmp: Path, with_runtime: bool) -> Path
     return app
 
 
-def bundler_env(with_runtime: bool) -> dict:
-    return dict(os.environ, NO_RUNTIME="0" if with_runtime else "1")       # webpack.config.js reads it
+def bundler_env(with_runtime: bool, **more) -> dict:
+    # webpack.config.js and esbuild-app/build.mjs read NO_RUNTIME (Vite's copy is app_copy's)
+    return dict(os.environ, NO_RUNTIME="0" if with_runtime else "1", **more)
 
 
-def build_for_production(bundler: str, app: Path, with_runtime: bool) -> Path:
+def build_for_production(bundler: str, app: Path, with_runtime: bool, **env) -> Path:
     script, *args = BUNDLERS[bundler][1]
-    built = subprocess.run(["node", str(app / "node_modules" / script), *args], cwd=app, capture_output=True,
-                           text=True, timeout=300, env=bundler_env(with_runtime))
+    built = subprocess.run(["node", str(app / script), *args], cwd=app, capture_output=True,
+                           text=True, timeout=300, env=bundler_env(with_runtime, **env))
     assert built.returncode == 0, built.stdout + built.stderr
     assert (app / "dist" / "phonon-web" / "manifest.json").is_file() == with_runtime
     return app / "dist"
@@ -94,7 +96,7 @@ class DevServer:
     def __enter__(self):
         script, *args = BUNDLERS[self.bundler][2]
         self.log = open(self.app / "dev-server.log", "w+")           # not a pipe: nobody would drain it
-        self.proc = subprocess.Popen(["node", str(self.app / "node_modules" / script), *args, "--port", str(self.port)],
+        self.proc = subprocess.Popen(["node", str(self.app / script), *args, "--port", str(self.port)],
                                      cwd=self.app, stdout=self.log, stderr=subprocess.STDOUT, text=True,
                                      env=bundler_env(self.with_runtime))
         wait_until_serving(self.url, self.proc, 120, f"{self.bundler}'s dev server", self._output)
@@ -151,6 +153,46 @@ def test_without_the_runtime_files_the_error_names_the_fix(tarball, tmp_path, br
     error = got.get("error")
     assert error and error["code"] == "boot", got
     # Vite's dev server answers a missing file with the app's page; webpack's (historyApiFallback
-    # only for navigations) and a static server with 404
+    # only for navigations), esbuild's and a static server with 404
     sign = "an HTML page" if (bundler, how) == ("vite", "dev") else "HTTP 404"
     assert sign in error["message"] and "public/phonon-web/" in error["message"] and "base" in error["message"]
+
+
+def test_a_script_bundle_without_base_is_told_to_bundle_as_a_module(tarball, tmp_path, browser):
+    """esbuild's default output (iife) leaves import.meta empty: with no `base`, load() rejects at
+    once naming --format=esm and `base`, instead of failing inside `new URL`."""
+    from harness.server import StaticServer
+    app = app_copy("esbuild", tarball, tmp_path, True)
+    with StaticServer({"/": build_for_production("esbuild", app, True, FORMAT="iife", NO_BASE="1")}) as server:
+        got = check(browser, server.url + "/")
+    error = got.get("error")
+    assert error and error["code"] == "boot", got
+    assert "--format=esm" in error["message"] and "base" in error["message"], error
+
+
+def test_the_packed_tarball_is_publish_ready(tmp_path):
+    """`build.py package --pack` writes the tarball; its package.json names what a registry
+    wants; the tarball holds every file the manifest lists (and their compressed copies); `npm
+    publish --dry-run` accepts it (offline, against a closed loopback port: nothing is sent)."""
+    import tarfile
+    out = tmp_path / "phonon-web"
+    done = subprocess.run(["python3", str(ROOT / "build.py"), "package", "--pack", "--out", str(out),
+                           "--repository", "https://example.org/phonon-web.git"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    meta = json.loads((out / "package.json").read_text())
+    version = meta["version"]
+    tarball = tmp_path / f"phonon-web-{version}.tgz"
+    assert tarball.is_file(), done.stdout
+    assert meta["name"] == "phonon-web" and meta["license"].startswith("Apache-2.0 AND CC-BY-4.0")
+    assert meta["repository"] == {"type": "git", "url": "https://example.org/phonon-web.git"}
+    assert meta["types"] == "./phonon.d.ts" and meta["engines"]["node"] and meta["files"]
+    with tarfile.open(tarball) as packed:
+        names = {n.removeprefix("package/") for n in packed.getnames()}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert names == set(manifest["files"]) | set(manifest["compressed"]) | {"manifest.json"}
+    assert {"README.md", "capture-worklet.mjs", "example.html"} <= names
+    published = subprocess.run(["npm", "publish", "--dry-run", "--offline", "--registry", "http://127.0.0.1:9/",
+                                str(tarball)], capture_output=True, text=True, timeout=300)
+    assert published.returncode == 0, published.stderr[-3000:]
+    assert f"+ phonon-web@{version}" in published.stdout, published.stdout[-2000:]

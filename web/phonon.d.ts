@@ -2,7 +2,8 @@
 
 export type ErrorCode =
   | "closed" | "busy" | "state" | "sample-rate" | "samples" | "audio" | "cancelled" | "worker"
-  | "model-file" | "model-digest" | "model-fetch" | "boot" | "csp" | "server" | "engine" | "overrun" | "webgpu";
+  | "model-file" | "model-digest" | "model-fetch" | "boot" | "csp" | "server" | "engine" | "overrun" | "webgpu"
+  | "unsupported";
 
 export class PhononError extends Error {
   readonly code: ErrorCode;
@@ -139,6 +140,14 @@ export interface StreamOptions {
   maxPending?: number;
 }
 
+export interface ListenOptions {
+  /** the AudioContext to capture in (default: one made for this stream, closed when it ends) */
+  context?: AudioContext | null;
+  /** as StreamOptions */
+  pendingThreshold?: number;
+  maxPending?: number;
+}
+
 export class Stream extends EventTarget {
   readonly sampleRate: number;
   readonly state: "open" | "finishing" | "finished" | "cancelled" | "failed";
@@ -215,6 +224,9 @@ export class Recognizer extends EventTarget {
   transcribe(audio: Float32Array, sampleRate: number, options?: TranscribeOptions): Promise<Transcript>;
   transcribe(audio: ArrayBuffer | Blob | AudioBuffer, sampleRate?: undefined, options?: TranscribeOptions): Promise<Transcript>;
   stream(options: StreamOptions): Stream;
+  /** Live transcription of a microphone (getUserMedia's MediaStream) through an AudioWorklet:
+   *  `await stream.finish()` stops the capture and gives the final; the tracks stay yours. */
+  listen(media: MediaStream, options?: ListenOptions): Promise<Stream>;
   /** Another model (a .gguf's bytes), checked by the engine first; the one in use stays on failure. */
   switchModel(bytes: ArrayBuffer, name?: string): Promise<{ file: string; size: number; sha256: string; cacheNote: string | null;
                                                             name: string; notice: string; tier: string; threads: number;

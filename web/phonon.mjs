@@ -25,6 +25,8 @@ const FILE_STEP_MS = 30000 + 20000 * 40;     // a file step's worst case (one 30
 const STREAM_STEP_MS_PER_SECOND = 10000;
 const MAX_RESTARTS = 3;                      // engine workers restarted under one stream before it fails
 const MAX_PENDING_S = 1200;                  // stream backlog that feed() refuses past (20 min of audio)
+const CAPTURE_BLOCK = 2048;                  // listen(): samples per block the worklet posts
+const RING_SECONDS = 30;                     // listen(), cross-origin isolated: audio the worker may lag by
 
 /** An error from the engine or from misuse; `code` says which kind ("closed", "busy", "state",
  *  "sample-rate", "samples", "audio", "model-file", "model-digest", "model-fetch", "boot",
@@ -160,6 +162,13 @@ export class Recognizer extends EventTarget {
   async #start({ base, model, tier = "auto", threads, onProgress, debug = false, manifest, localModel,
                  isolationNote, silenceMs = 15000, onWorkerMessage, preferGpu = false, gpuTestPatch,
                  gpuTestHardware = false, snapshot = true } = {}) {
+    if (!base && typeof import.meta.url !== "string") {
+      throw new PhononError("boot", "Recognizer.load() was given no `base` and phonon.mjs cannot tell its own URL " +
+                            "(import.meta.url is empty: it was bundled as a script, not an ES module - esbuild's " +
+                            "default format, iife, does that). Bundle with --format=esm and load the bundle with " +
+                            "<script type=\"module\">, or pass base: new URL(\"phonon-web/\", location.href), the folder " +
+                            "its runtime files are served from");
+    }
     base = new URL(base || "./", base ? location.href : import.meta.url);
     if (!base.href.endsWith("/")) base = new URL(base.href + "/");
     this.#onProgress = onProgress || null;
@@ -305,6 +314,66 @@ export class Recognizer extends EventTarget {
     stream.startMessage = { kind: "start", rate: sampleRate, ring, id, maxPending: maxPending + 1 };
     this.#worker.postMessage({ ...stream.startMessage, port: channel.port2 }, [channel.port2]);
     return stream;
+  }
+
+  /** Live transcription of a microphone: `media` is a MediaStream (getUserMedia). An
+   *  AudioWorklet (capture-worklet.mjs, beside worker.mjs) sends its samples to the engine
+   *  worker from the audio thread, at the AudioContext's rate (through a SharedArrayBuffer ring
+   *  when the page is cross-origin isolated), and feeds a restarted worker what it lost.
+   *  Resolves to the Stream (events "partial", "commit", "final", ...): `await stream.finish()`
+   *  stops the capture after its last block and resolves to the final; `cancel()` stops it too.
+   *  The tracks stay the caller's (stop them when done). options.context: an AudioContext to
+   *  use (else one is made, and closed when the stream ends); pendingThreshold, maxPending as
+   *  for stream(). */
+  async listen(media, { context = null, pendingThreshold = 10, maxPending = MAX_PENDING_S } = {}) {
+    this.#usable();
+    if (typeof MediaStream === "undefined" || !(media instanceof MediaStream) || !media.getAudioTracks().length) {
+      throw new PhononError("state", "listen(media): expected a MediaStream with an audio track " +
+                            "(await navigator.mediaDevices.getUserMedia({ audio: true }))");
+    }
+    if (typeof AudioWorkletNode === "undefined") {
+      throw new PhononError("unsupported", "listen(): this browser has no AudioWorklet; feed samples to r.stream() instead");
+    }
+    if (this.#stream) throw new PhononError("busy", "a stream is already open: finish() or cancel() it first");
+    if (this.#pending) throw new PhononError("busy", "a transcription is running: await it or cancel it first");
+    const own = !context;
+    if (own) context = new AudioContext({ latencyHint: "interactive" });
+    let node = null, source = null;
+    try {
+      await context.audioWorklet.addModule(new URL("capture-worklet.mjs", this.#workerUrl));
+      const rate = context.sampleRate;
+      const ring = globalThis.crossOriginIsolated && typeof SharedArrayBuffer === "function"
+        ? new SharedArrayBuffer(16 + 4 * 2 ** Math.ceil(Math.log2(rate * RING_SECONDS))) : null;
+      node = new AudioWorkletNode(context, "phonon-capture", {
+        numberOfInputs: 1, numberOfOutputs: 1, outputChannelCount: [1],
+        channelCount: 1, channelCountMode: "explicit", channelInterpretation: "speakers",   // WebAudio down-mixes
+        processorOptions: { blockSize: CAPTURE_BLOCK, ring },
+      });
+      const stream = this.stream({ sampleRate: rate, ring, pendingThreshold, maxPending });
+      const port = stream.takePort((next, from) => node.port.postMessage({ kind: "connect", port: next, from }, [next]));
+      node.port.postMessage({ kind: "connect", port }, [port]);
+      source = context.createMediaStreamSource(media);
+      source.connect(node).connect(context.destination);      // a silent output keeps the node pulled
+      if (context.state !== "running") await context.resume();
+      let closed = false;
+      stream._capture({
+        stop: () => node.port.postMessage({ kind: "stop" }),   // the last block, then "end"
+        close: () => {                                          // after the final: a restarted worker is fed until then
+          if (closed) return;
+          closed = true;
+          source.disconnect();
+          node.disconnect();
+          if (own) context.close();
+        },
+      });
+      return stream;
+    } catch (e) {
+      if (source) source.disconnect();
+      if (node) node.disconnect();
+      if (this.#stream) this.#stream.cancel();
+      if (own) context.close();
+      throw e instanceof PhononError ? e : new PhononError("unsupported", `listen(): the capture could not start: ${e.message}`);
+    }
   }
 
   /** Use another model (a .gguf's bytes): the engine's loader checks it first and the model in
@@ -563,6 +632,7 @@ export class Stream extends EventTarget {
   #checkpoint = null;          // the worker's newest checkpoint: a new worker resumes from it
   #kept = [];                  // feed()'s input from the checkpoint's "from" on: [{at, samples}]
   #onReconnect = null;         // takePort(onReconnect): hands a new worker's port to the worklet
+  #capture = null;             // listen(): {stop, close} of the microphone's worklet
   restarts = 0;                // the engine workers restarted under this stream
   #fed = 0;                    // samples given to feed() (at sampleRate)
   #report = { fedSeconds: 0, pending: 0 };   // the worker's last word: audio it has, audio undecoded
@@ -674,8 +744,16 @@ export class Stream extends EventTarget {
     if (this.#state === "open") {
       this.#state = "finishing";
       if (this.#port) this.#port.postMessage({ kind: "end" });      // else the worklet sends it
+      else if (this.#capture) this.#capture.stop();
     }
     return this.#final.promise;
+  }
+
+  // listen()'s capture: stopped by finish() and cancel(), closed once the stream has ended.
+  _capture(capture) {
+    this.#capture = capture;
+    const close = () => capture.close();
+    this.#final.promise.then(close, close);
   }
 
   /** Drop the stream: nothing more is decoded; finish() rejects. */
@@ -683,6 +761,7 @@ export class Stream extends EventTarget {
     if (this.#state !== "open" && this.#state !== "finishing") return;
     this.#state = "cancelled";
     this.#kept = [];
+    if (this.#capture) this.#capture.stop();
     this.#endWaiters(new PhononError("cancelled", "the stream was cancelled"));
     this.#cancel();
     this.#final.reject(new PhononError("cancelled", "the stream was cancelled"));

@@ -8,5 +8,6 @@ async function misuse(r: Recognizer, samples: Float32Array) {
   s.feed([0.1, 0.2]);                                 // error: a Float32Array
   const code: number = (await s.finish()).text;       // error: a string
   const direct = new Recognizer();                    // error: the constructor is private (load())
+  await r.listen(samples);                            // error: a MediaStream
 }
 export { misuse };

@@ -24,8 +24,11 @@ async function main(samples: Float32Array, file: Blob): Promise<string> {
   const switched = await r.switchModel(new ArrayBuffer(8), "other.gguf");
   const live: Stream = r.stream({ sampleRate: 48000, ring: new SharedArrayBuffer(1 << 20) });
   const port: MessagePort = live.takePort();
+  const media = await navigator.mediaDevices.getUserMedia({ audio: true });
+  const mic: Stream = await r.listen(media, { context: new AudioContext(), pendingThreshold: 5 });
+  const spoken: Transcript = await mic.finish();
   const c: Transcript = await r.transcribe(new AudioBuffer({ length: 10, sampleRate: 8000 }), undefined, { name: "x" });
-  console.log(switched.sha256, port, c.text, r.heapBytes, r.kernelHeapBytes, r.details.modelSource, r.tierNote);
+  console.log(switched.sha256, port, spoken.text, c.text, r.heapBytes, r.kernelHeapBytes, r.details.modelSource, r.tierNote);
   r.close();
   return `${a.text} ${b.words.length} ${ids.length} ${final.text} ${bestTier([{ name: "scalar", probe: [] }])} ${r.threads}`;
 }
