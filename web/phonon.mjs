@@ -897,8 +897,9 @@ function chooseThreads(threads, isolationNote) {
     : typeof SharedArrayBuffer === "undefined"
       ? "one worker: this browser offers no SharedArrayBuffer, even to this cross-origin-isolated page, so workers cannot share memory"
       : null;
-  if (wanted > 1 && missing) return { threads: 1, threadsForced: threads !== undefined, threadsNote: missing };
-  return { threads: wanted, threadsForced: threads !== undefined, threadsNote: null };
+  // the worker decides: a model too small to split runs on one worker whatever the page offers,
+  // and that, not the missing isolation, is then the reason r.threadsNote gives
+  return { threads: wanted, threadsForced: threads !== undefined, threadsNote: wanted > 1 ? missing : null };
 }
 
 // The runtime's manifest.json from `base`. A bundler that moved phonon.mjs and not the runtime

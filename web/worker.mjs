@@ -310,6 +310,7 @@ class KernelWorkers {
       this.note = "one worker: this model is small enough that splitting it across workers would cost more than it saves";
       return null;
     }
+    if (this.noteFromPage) return null;       // the page knows why memory cannot be shared
     if (!self.crossOriginIsolated || typeof SharedArrayBuffer === "undefined") {
       this.note = this.note || (self.crossOriginIsolated
         ? "one worker: this browser offers no SharedArrayBuffer, even to this cross-origin-isolated page, so workers cannot share memory"
