@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -532,3 +533,48 @@ def test_the_typescript_declarations(config, error_lines):
     lines = sorted({int(n) for n in re.findall(r"misuse\.ts\((\d+),", proc.stdout)})
     assert lines == error_lines, proc.stdout
     assert (proc.returncode == 0) == (not error_lines), proc.stdout
+
+
+# A runtime file the host does not have (a partial upload, a wrong copy) or a worker that never
+# runs: load() rejects with the file named, within LOAD_FAILS_WITHIN seconds, never hangs.
+LOAD_FAILS_WITHIN = 30
+MISSING = ["worker.mjs", "pyodide-boot.mjs", "start-snapshot.mjs", "pyodide/pyodide.asm.wasm",
+           "pyodide/pyodide.asm.mjs", "pyodide/python_stdlib.zip", "wheel/", "models/"]
+
+
+@pytest.mark.parametrize("missing", MISSING + ["a silent worker"])
+def test_a_missing_runtime_file_or_a_silent_worker_rejects_load_naming_it(browser, tmp_path, missing):
+    """The package with one file gone (and its compressed copies), or with a worker.mjs whose
+    module never finishes: load() rejects with a PhononError naming that file, not a bare
+    "failed to load" or Pyodide's "exit(1)", and never hangs."""
+    import time
+    from harness.server import StaticServer
+    package, copy = build_artifact("PHONON_PACKAGE"), tmp_path / "phonon-web"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("*.br", "*.gz"))
+    if missing == "a silent worker":                # its module never finishes evaluating
+        (copy / "worker.mjs").unlink()
+        (copy / "worker.mjs").write_text("await new Promise(() => {});\n")
+        name = "worker.mjs"
+    else:
+        gone = next(p for p in sorted(copy.rglob("*")) if str(p.relative_to(copy)).startswith(missing))
+        for p in copy.rglob(gone.name + "*"):
+            p.unlink()
+        name = gone.name
+    with StaticServer({"/": copy, "/test/": ROOT / "tests" / "data" / "api-page"}) as server:
+        page = browser.browser.new_context().new_page()
+        try:
+            page.goto(server.url + "/test/index.html")
+            started = time.monotonic()
+            got = page.evaluate("""async (seconds) => {
+                const { Recognizer } = await import("/phonon.mjs");
+                const timeout = new Promise((done) => setTimeout(() => done({ hung: true }), seconds * 1000));
+                const load = Recognizer.load().then(() => ({ loaded: true }),
+                                                    (e) => ({ name: e.name, code: e.code, message: e.message }));
+                return Promise.race([load, timeout]);
+            }""", LOAD_FAILS_WITHIN)
+            waited = time.monotonic() - started
+        finally:
+            page.context.close()
+    print(f"{missing}: {waited:.1f} s: {got}")
+    assert got.get("name") == "PhononError", got
+    assert name in got["message"], got

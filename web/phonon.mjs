@@ -17,6 +17,7 @@
 
 const RATE_MIN = 8000, RATE_MAX = 192000;
 const HEARTBEAT_MS = 2000;
+const FIRST_WORD_MS = 20000;                 // a new engine worker says something (stage, pong) by then
 const LONG_STEP_MS = 120000;                 // loading or switching a model: one long synchronous step
 const FILE_STEP_MS = 30000 + 20000 * 40;     // a file step's worst case (one 30 s window, slow machine)
 // A stream step decodes one window (at most 12 s) and then answers pings again: beyond the
@@ -218,8 +219,30 @@ export class Recognizer extends EventTarget {
   #spawn(init, transfer = []) {
     this.#worker = new Worker(this.#workerUrl, { type: "module" });
     const worker = this.#worker;
-    worker.onmessage = ({ data }) => { if (worker === this.#worker) this.#onMessage(data); };
-    worker.onerror = (e) => { e.preventDefault(); if (worker === this.#worker) this.#died(e.message || "it failed to load"); };
+    let heard = false;
+    // a worker whose module never finishes evaluating (an import that never answers) says
+    // nothing at all, not even to a ping: that is a failed start, not a long step
+    const firstWord = setTimeout(() => {
+      if (worker === this.#worker && !heard) {
+        this.#died(`the engine worker ${this.#workerUrl.href} said nothing in ${FIRST_WORD_MS / 1000} s after it ` +
+                   "was started: its script, or a module it imports, did not load and run to its end");
+      }
+    }, FIRST_WORD_MS);
+    worker.onmessage = ({ data }) => {
+      heard = true;
+      clearTimeout(firstWord);
+      if (worker === this.#worker) this.#onMessage(data);
+    };
+    worker.onerror = (e) => {
+      e.preventDefault();
+      clearTimeout(firstWord);
+      if (worker !== this.#worker) return;
+      if (heard) return this.#died(e.message || "it failed");
+      // the browser says only that a module worker failed to load: find which file and why
+      whyModulesFail(this.#workerUrl).then((why) => {
+        if (worker === this.#worker) this.#died(why || e.message || `the engine worker ${this.#workerUrl.href} failed to load`);
+      });
+    };
     worker.onmessageerror = () => { if (worker === this.#worker) this.#died("a message could not be read"); };
     const ready = new Promise((resolve, reject) => { this.#ready = { resolve, reject }; });
     worker.postMessage(init, transfer);
@@ -900,6 +923,33 @@ function chooseThreads(threads, isolationNote) {
   // the worker decides: a model too small to split runs on one worker whatever the page offers,
   // and that, not the missing isolation, is then the reason r.threadsNote gives
   return { threads: wanted, threadsForced: threads !== undefined, threadsNote: wanted > 1 ? missing : null };
+}
+
+// Why a module worker failed to load, or null: worker.mjs and the modules it imports (found in
+// their text: `from "./x.mjs"`), each fetched as the worker would; the first missing one, or one
+// not served as JavaScript, is named with the host's answer.
+async function whyModulesFail(workerUrl) {
+  const seen = new Set(), queue = [workerUrl.href];
+  const fix = "serve every file of the package's folder, .mjs as text/javascript";
+  while (queue.length) {
+    const url = queue.shift();
+    if (seen.has(url)) continue;
+    seen.add(url);
+    let response, text;
+    try {
+      response = await fetch(url, { cache: "no-store" });
+      text = response.ok ? await response.text() : "";
+    } catch (e) {
+      return `the engine worker did not start: ${url} could not be fetched (${e.message})`;
+    }
+    if (!response.ok) return `the engine worker did not start: ${url} answered HTTP ${response.status} (${fix})`;
+    const type = (response.headers.get("content-type") || "").split(";")[0].trim();
+    if (!/javascript|ecmascript/.test(type)) {
+      return `the engine worker did not start: ${url} was served as ${type || "no type"}, not JavaScript (${fix})`;
+    }
+    for (const [, spec] of text.matchAll(/\bfrom\s+["'](\.{1,2}\/[^"']+)["']/g)) queue.push(new URL(spec, url).href);
+  }
+  return null;
 }
 
 // The runtime's manifest.json from `base`. A bundler that moved phonon.mjs and not the runtime

@@ -56,6 +56,24 @@ function lastLine(e) {
 }
 
 
+// The first of Pyodide's files and the wheel (manifest.files) that the host does not serve, as
+// "<url> answered HTTP <status> ...", or null.
+async function missingRuntimeFile(manifest, base) {
+  const names = Object.keys(manifest.files || {}).filter((rel) => rel.startsWith(manifest.pyodide.path) || rel === manifest.wheel);
+  for (const rel of names) {
+    const url = new URL(rel, base).href;
+    try {
+      const response = await fetch(url, { method: "HEAD", cache: "no-store" });
+      if (!response.ok) {
+        return `${url} answered HTTP ${response.status}: the host lacks a runtime file (serve every file of the package's folder; manifest.json lists them)`;
+      }
+    } catch (e) {
+      return `${url} could not be fetched (${e.message})`;
+    }
+  }
+  return null;
+}
+
 // ------------------------------------------------------------------------------------------
 // Runtime: Pyodide, the engine wheel, and the Python side of this worker (engine/webapp.py)
 
@@ -82,7 +100,9 @@ class Runtime {
       }));
     } catch (e) {
       if (e instanceof BootError) throw new Fatal(e.code, `The speech engine could not start: ${e.message}`);
-      throw new Fatal("boot", `The speech engine could not start: ${lastLine(e)}`);
+      // Pyodide reports a missing stdlib as "exit(1)": the host's answer for each file says more
+      const missing = await missingRuntimeFile(manifest, base);
+      throw new Fatal("boot", `The speech engine could not start: ${missing || lastLine(e)}`);
     }
     this.webapp = this.pyodide.pyimport("engine.webapp");
     this.app = this.webapp.WebApp();
