@@ -769,11 +769,11 @@ def cmd_serve(args=None):
     port = getattr(args, "port", None) or 8000
     isolate = bool(getattr(args, "coop_coep", False))
     try:
-        server = StaticServer({"/": site}, port=port, isolate=isolate)
+        server = StaticServer({"/": site}, port=port, isolate=isolate, cache="no-cache")
     except OSError as e:
         if getattr(args, "port", None):
             raise BuildError(f"cannot listen on port {port}: {e.strerror}")
-        server = StaticServer({"/": site}, port=0, isolate=isolate)   # 8000 taken: any free port
+        server = StaticServer({"/": site}, port=0, isolate=isolate, cache="no-cache")   # 8000 taken: any free port
     print(f"\nphonon-web is served at {server.url}/  (open it in Chromium, Firefox or Safari; "
           f"{'cross-origin isolated, ' if isolate else ''}Ctrl-C stops)", flush=True)
     server.serve_forever()

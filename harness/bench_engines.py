@@ -199,7 +199,8 @@ def measure(engines: list, full: Path, seconds: float, startups: int, repeats: i
         want_full = native("transcribe", speech, "--model", full)["tokens"]
         routes = {"/": PACKAGE, "/test/": ROOT / "tests" / "data" / "api-page", "/data/": Path(tmp),
                   "/samples/": WAV.parent, "/m/": full.parent}
-        with StaticServer(routes, isolate=True) as server, ExitStack() as stack:
+        # a host's advised caching (revalidate, keep): what a returning visitor's browser meets
+        with StaticServer(routes, isolate=True, cache="no-cache") as server, ExitStack() as stack:
             url = server.url + "/test/index.html"
             rows = {e: {"engine": e, "label": LABELS.get(e), "startup_ms": [], "problems": []} for e in engines}
             browsers = {e: stack.enter_context(launch(e)) for e in engines}

@@ -1,5 +1,6 @@
 """A small static file server for the harness, the tests and `python3 build.py serve|demo`:
-URL prefixes mapped to directories, correct MIME types for .wasm/.mjs/.whl, no caching,
+URL prefixes mapped to directories, correct MIME types for .wasm/.mjs/.whl, Cache-Control
+(tests: no-store; `build.py serve|demo` and the benchmarks: no-cache, a host's advised setting),
 optional COOP/COEP headers, optional CORS headers (a model host for another origin), a log of
 the paths requested. Loopback only. Standard library
 only (build.py imports it before anything is installed)."""
@@ -21,8 +22,8 @@ MIME = {".wasm": "application/wasm", ".mjs": "text/javascript", ".js": "text/jav
 
 
 class _Handler(SimpleHTTPRequestHandler):
-    def __init__(self, *args, routes, isolate, log, cors=False, headers=None, types=None, **kwargs):
-        self.routes, self.isolate, self.request_log, self.cors = routes, isolate, log, cors
+    def __init__(self, *args, routes, isolate, log, cors=False, headers=None, types=None, cache="no-store", **kwargs):
+        self.routes, self.isolate, self.request_log, self.cors, self.cache = routes, isolate, log, cors, cache
         self.extra_headers, self.types = headers or {}, {**MIME, **(types or {})}
         super().__init__(*args, **kwargs)
 
@@ -45,7 +46,7 @@ class _Handler(SimpleHTTPRequestHandler):
         return self.types.get(Path(path).suffix, mimetypes.guess_type(path)[0] or "application/octet-stream")
 
     def end_headers(self):
-        self.send_header("Cache-Control", "no-store")
+        self.send_header("Cache-Control", self.cache)
         if self.cors:                       # a model host for pages on other origins
             self.send_header("Access-Control-Allow-Origin", "*")
             self.send_header("Cross-Origin-Resource-Policy", "cross-origin")
@@ -91,13 +92,17 @@ class StaticServer(LoopbackServer):
     """`routes`: {"/prefix/": directory}; longest prefix wins. Use as a context manager."""
 
     def __init__(self, routes: dict, port: int = 0, isolate: bool = False, cors: bool = False,
-                 headers: dict | None = None, types: dict | None = None):
+                 headers: dict | None = None, types: dict | None = None, cache: str = "no-store"):
         """headers: more response headers (a host's Content-Security-Policy, say); types:
-        {".suffix": MIME type} over MIME (a misconfigured host, in tests)."""
+        {".suffix": MIME type} over MIME (a misconfigured host, in tests); cache: the
+        Cache-Control value. "no-store" keeps each test's requests its own; "no-cache" is what a
+        host should send: the browser keeps each file and revalidates it (a 304 from
+        If-Modified-Since), and Chromium keeps its compiled WebAssembly with the cached
+        response, which no-store throws away (a returning visit compiles Pyodide again)."""
         ordered = sorted(((p, Path(d)) for p, d in routes.items()), key=lambda r: -len(r[0]))
         self.log: list[str] = []                 # every path requested (GET and HEAD), in order
         super().__init__(partial(_Handler, routes=ordered, isolate=isolate, log=self.log, cors=cors,
-                                 headers=headers, types=types), port)
+                                 headers=headers, types=types, cache=cache), port)
 
     def serve_forever(self):
         """In the foreground until Ctrl-C."""
