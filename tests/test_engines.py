@@ -117,15 +117,23 @@ def open_app(browser, url: str):
 @pytest.mark.parametrize("engine", list(TIERS))
 def test_demo_page_file_gives_native_tokens(browsers, engine):
     """The demo as shipped (default model), from a plain static server: ready on the engine's
-    best tier; a file gives native scalar's transcript."""
+    best tier; a file gives native scalar's transcript. Reloaded, the page starts Python from
+    the memory snapshot its first load kept (Firefox; Chromium: test_site), or at least boots
+    (WebKitGTK's WebDriver profile keeps no Cache Storage across navigations)."""
     site = build_artifact("PHONON_SITE")
     with serve({SUB: site}) as server:
         app = open_app(browsers(engine), server.url + SUB + "?debug=1")
         try:
             assert app.phonon("window.phonon.ready.tier") == TIERS[engine][0]
             result = app.transcribe_file(WAV)
+            assert app.goto(server.url + SUB + "?debug=1") == "ready", app.alert()
+            start = app.phonon("window.phonon.ready.start")
+            if engine == "firefox":
+                assert start == {"snapshot": "restored", "note": None}, start
+            again = app.transcribe_file(WAV)
         finally:
             app.page.close()
+    assert again["tokens"] == result["tokens"]
     native = native_scalar(site_model(site), WAV)
     assert native["text"]
     assert (result["text"], result["tokens"], result["words"]) == (native["text"], native["tokens"], native["words"])
