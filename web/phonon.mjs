@@ -361,7 +361,7 @@ export class Recognizer extends EventTarget {
     if (this.#pending) throw new PhononError("busy", "a transcription is running: await it or cancel it first");
     const own = !context;
     if (own) context = new AudioContext({ latencyHint: "interactive" });
-    let node = null, source = null;
+    let node = null, source = null, stream = null;
     try {
       await context.audioWorklet.addModule(new URL("capture-worklet.mjs", this.#workerUrl));
       const rate = context.sampleRate;
@@ -372,7 +372,7 @@ export class Recognizer extends EventTarget {
         channelCount: 1, channelCountMode: "explicit", channelInterpretation: "speakers",   // WebAudio down-mixes
         processorOptions: { blockSize: CAPTURE_BLOCK, ring },
       });
-      const stream = this.stream({ sampleRate: rate, ring, pendingThreshold, maxPending });
+      stream = this.stream({ sampleRate: rate, ring, pendingThreshold, maxPending });
       const port = stream.takePort((next, from) => node.port.postMessage({ kind: "connect", port: next, from }, [next]));
       node.port.postMessage({ kind: "connect", port }, [port]);
       source = context.createMediaStreamSource(media);
@@ -393,7 +393,7 @@ export class Recognizer extends EventTarget {
     } catch (e) {
       if (source) source.disconnect();
       if (node) node.disconnect();
-      if (this.#stream) this.#stream.cancel();
+      if (stream) stream.cancel();              // this call's stream only: another may have opened meanwhile
       if (own) context.close();
       throw e instanceof PhononError ? e : new PhononError("unsupported", `listen(): the capture could not start: ${e.message}`);
     }
