@@ -59,8 +59,10 @@ def server():
 
 @pytest.fixture(scope="module")
 def browser():
+    """Chromium whose fake microphone plays the WAV once per capture (one Playwright per
+    process: a second sync_playwright beside it refuses to start)."""
     from harness.site_check import SiteBrowser
-    with SiteBrowser() as b:
+    with SiteBrowser(fake_mic=WAV) as b:
         yield b
 
 
@@ -444,20 +446,12 @@ def test_a_host_that_forbids_webassembly_is_named_not_waited_on(browser, host, c
     print(f"{code}: rejected in {waited:.1f} s: {got['message']}")
 
 
-@pytest.fixture(scope="module")
-def microphone_browser():
-    """Chromium whose fake microphone plays the WAV once."""
-    from harness.site_check import SiteBrowser
-    with SiteBrowser(fake_mic=WAV) as b:
-        yield b
-
-
-def test_listen_streams_the_microphone_through_the_shipped_worklet_as_native(microphone_browser, server):
+def test_listen_streams_the_microphone_through_the_shipped_worklet_as_native(browser, server):
     """r.listen(getUserMedia's stream): the package's AudioWorklet feeds the engine worker; the
     final equals the native stream over exactly the samples the worker was fed, finish() stops
     the capture, and a second listen or a non-MediaStream is refused with a code."""
     from harness.site_check import native_stream
-    page = microphone_browser.browser.new_context().new_page()
+    page = browser.browser.new_context().new_page()
     page.set_default_timeout(180_000)
     try:
         page.goto(server.url + "/test/index.html")
@@ -495,12 +489,12 @@ def test_listen_streams_the_microphone_through_the_shipped_worklet_as_native(mic
     assert final["text"].startswith("turn on the kitchen lights"), final["text"]
 
 
-def test_the_example_page_from_a_sub_path_transcribes_a_file_and_the_microphone(microphone_browser, native):
+def test_the_example_page_from_a_sub_path_transcribes_a_file_and_the_microphone(browser, native):
     """The 30-line example (a plain <script type="module"> page, no bundler) with the package
     served from a sub-path: a file gives the native text, Listen/Stop the microphone's."""
     from harness.server import StaticServer
     with StaticServer({"/apps/speech/": build_artifact("PHONON_PACKAGE")}) as host:
-        page = microphone_browser.browser.new_context().new_page()
+        page = browser.browser.new_context().new_page()
         problems = []
         page.on("pageerror", lambda e: problems.append(str(e)))
         page.on("console", lambda m: m.type == "error" and problems.append(m.text))
