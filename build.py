@@ -768,12 +768,14 @@ def cmd_serve(args=None):
         raise BuildError(f"{site} is not built: run `python3 build.py site`")
     port = getattr(args, "port", None) or 8000
     isolate = bool(getattr(args, "coop_coep", False))
+    def serve(port):                    # a host's advised caching: keep and revalidate
+        return StaticServer({"/": site}, port=port, isolate=isolate, cache="no-cache")
     try:
-        server = StaticServer({"/": site}, port=port, isolate=isolate, cache="no-cache")
+        server = serve(port=port)
     except OSError as e:
         if getattr(args, "port", None):
             raise BuildError(f"cannot listen on port {port}: {e.strerror}")
-        server = StaticServer({"/": site}, port=0, isolate=isolate, cache="no-cache")   # 8000 taken: any free port
+        server = serve(port=0)                                  # 8000 taken: any free port
     print(f"\nphonon-web is served at {server.url}/  (open it in Chromium, Firefox or Safari; "
           f"{'cross-origin isolated, ' if isolate else ''}Ctrl-C stops)", flush=True)
     server.serve_forever()

@@ -11,7 +11,7 @@
 // ?debug=1 keeps an event log and the captured samples for tests (window.phonon.debug).
 import { toJSON, toSRT, toText, toVTT } from "./formats.mjs";
 import { SessionStore } from "./session-store.mjs";
-import { Recognizer, bestTier } from "./phonon.mjs";
+import { Recognizer, bestTier, captureNode } from "./phonon.mjs";
 
 const params = new URLSearchParams(location.search);
 const DEBUG = params.get("debug") === "1";
@@ -21,8 +21,6 @@ const GPU_TEST_PATCH = (DEBUG && params.get("gpu_test_patch")) || undefined;   /
 const FORCED_THREADS = params.has("threads") ? Math.max(1, Math.min(8, Math.floor(Number(params.get("threads"))) || 1)) : null;
 const MAX_DEFAULT_THREADS = 4;              // past this a 2-core phone gains nothing and pays memory
 const ISOLATION_RELOAD = "phonon-web-isolation-reload";
-const BLOCK = 2048;                         // samples per posted block (transferable transport)
-const RING_SECONDS = 30;                    // SharedArrayBuffer ring: audio the worker may lag by
 // no word from an idle engine worker for this long: it died (the API watches; ?debug=1&silence_ms=N
 // shortens it for tests)
 const SILENCE_MS = (DEBUG && Number(params.get("silence_ms"))) || 15000;
@@ -582,15 +580,8 @@ async function startListening() {
   }
   try {
     const context = new AudioContext({ latencyHint: "interactive" });
-    await context.audioWorklet.addModule(new URL("capture-worklet.mjs", import.meta.url));
+    const { node, ring } = await captureNode(context, new URL("capture-worklet.mjs", import.meta.url));
     const rate = context.sampleRate;
-    const ring = window.crossOriginIsolated && typeof SharedArrayBuffer === "function"
-      ? new SharedArrayBuffer(16 + 4 * 2 ** Math.ceil(Math.log2(rate * RING_SECONDS))) : null;
-    const node = new AudioWorkletNode(context, "phonon-capture", {
-      numberOfInputs: 1, numberOfOutputs: 1, outputChannelCount: [1],
-      channelCount: 1, channelCountMode: "explicit", channelInterpretation: "speakers",
-      processorOptions: { blockSize: BLOCK, ring },
-    });
     const stream = live.stream = engine.recognizer.stream({ sampleRate: rate, ring });
     stream.addEventListener("partial", (e) => showPartial(stream, e.detail, e.detail.metrics));   // also after stop, while finishing
     stream.addEventListener("commit", (e) => { appendCommitted(e.detail.words); keepCommitted(e.detail); });

@@ -240,3 +240,8 @@ export class Recognizer extends EventTarget {
 
 /** The first tier whose probe WebAssembly.validate accepts (manifest.json "tiers"). */
 export function bestTier(tiers: { name: string; probe: number[] }[]): string;
+
+/** The microphone's AudioWorklet node in `context` (capture-worklet.mjs at workletUrl), with a
+ *  SharedArrayBuffer ring when the page is cross-origin isolated; listen() uses it. */
+export function captureNode(context: AudioContext, workletUrl: URL | string):
+  Promise<{ node: AudioWorkletNode; ring: SharedArrayBuffer | null }>;

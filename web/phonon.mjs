@@ -26,8 +26,8 @@ const FILE_STEP_MS = 30000 + 20000 * 40;     // a file step's worst case (one 30
 const STREAM_STEP_MS_PER_SECOND = 10000;
 const MAX_RESTARTS = 3;                      // engine workers restarted under one stream before it fails
 const MAX_PENDING_S = 1200;                  // stream backlog that feed() refuses past (20 min of audio)
-const CAPTURE_BLOCK = 2048;                  // listen(): samples per block the worklet posts
-const RING_SECONDS = 30;                     // listen(), cross-origin isolated: audio the worker may lag by
+const CAPTURE_BLOCK = 2048;                  // captureNode(): samples per block the worklet posts
+const RING_SECONDS = 30;                     // captureNode(), cross-origin isolated: audio the worker may lag by
 
 /** An error from the engine or from misuse; `code` says which kind ("closed", "busy", "state",
  *  "sample-rate", "samples", "audio", "model-file", "model-digest", "model-fetch", "boot",
@@ -320,8 +320,7 @@ export class Recognizer extends EventTarget {
         throw new PhononError("state", `${name} must be a number of seconds in ${least ? "[1" : "(0"}, 3600], got ${value}`);
       }
     }
-    if (this.#stream) throw new PhononError("busy", "a stream is already open: finish() or cancel() it first");
-    if (this.#pending) throw new PhononError("busy", "a transcription is running: await it or cancel it first");
+    this.#streamMayOpen();
     const channel = new MessageChannel(), id = ++this.#streams;
     this.#capturedSoFar = null;
     this.#capturedFrom = 0;
@@ -357,22 +356,14 @@ export class Recognizer extends EventTarget {
     if (typeof AudioWorkletNode === "undefined") {
       throw new PhononError("unsupported", "listen(): this browser has no AudioWorklet; feed samples to r.stream() instead");
     }
-    if (this.#stream) throw new PhononError("busy", "a stream is already open: finish() or cancel() it first");
-    if (this.#pending) throw new PhononError("busy", "a transcription is running: await it or cancel it first");
+    this.#streamMayOpen();
     const own = !context;
     if (own) context = new AudioContext({ latencyHint: "interactive" });
     let node = null, source = null, stream = null;
     try {
-      await context.audioWorklet.addModule(new URL("capture-worklet.mjs", this.#workerUrl));
-      const rate = context.sampleRate;
-      const ring = globalThis.crossOriginIsolated && typeof SharedArrayBuffer === "function"
-        ? new SharedArrayBuffer(16 + 4 * 2 ** Math.ceil(Math.log2(rate * RING_SECONDS))) : null;
-      node = new AudioWorkletNode(context, "phonon-capture", {
-        numberOfInputs: 1, numberOfOutputs: 1, outputChannelCount: [1],
-        channelCount: 1, channelCountMode: "explicit", channelInterpretation: "speakers",   // WebAudio down-mixes
-        processorOptions: { blockSize: CAPTURE_BLOCK, ring },
-      });
-      stream = this.stream({ sampleRate: rate, ring, pendingThreshold, maxPending });
+      let ring;
+      ({ node, ring } = await captureNode(context, new URL("capture-worklet.mjs", this.#workerUrl)));
+      stream = this.stream({ sampleRate: context.sampleRate, ring, pendingThreshold, maxPending });
       const port = stream.takePort((next, from) => node.port.postMessage({ kind: "connect", port: next, from }, [next]));
       node.port.postMessage({ kind: "connect", port }, [port]);
       source = context.createMediaStreamSource(media);
@@ -468,6 +459,12 @@ export class Recognizer extends EventTarget {
   }
 
   get closed() { return this.#closed; }
+
+  // One stream at a time, and not beside a transcription.
+  #streamMayOpen() {
+    if (this.#stream) throw new PhononError("busy", "a stream is already open: finish() or cancel() it first");
+    if (this.#pending) throw new PhononError("busy", "a transcription is running: await it or cancel it first");
+  }
 
   #usable() {
     if (this.#closed) throw new PhononError("closed", "the recognizer is closed: load a new one");
@@ -923,6 +920,22 @@ function chooseThreads(threads, isolationNote) {
   // the worker decides: a model too small to split runs on one worker whatever the page offers,
   // and that, not the missing isolation, is then the reason r.threadsNote gives
   return { threads: wanted, threadsForced: threads !== undefined, threadsNote: wanted > 1 ? missing : null };
+}
+
+/** The microphone's capture node in `context`: capture-worklet.mjs (from workletUrl) as a mono
+ *  AudioWorkletNode (WebAudio down-mixes) that posts blocks of CAPTURE_BLOCK samples, or, when
+ *  the page is cross-origin isolated, writes into a SharedArrayBuffer ring holding RING_SECONDS
+ *  -> {node, ring} (ring null without). Recognizer.listen() and the demo app capture with it. */
+export async function captureNode(context, workletUrl) {
+  await context.audioWorklet.addModule(workletUrl);
+  const ring = globalThis.crossOriginIsolated && typeof SharedArrayBuffer === "function"
+    ? new SharedArrayBuffer(16 + 4 * 2 ** Math.ceil(Math.log2(context.sampleRate * RING_SECONDS))) : null;
+  const node = new AudioWorkletNode(context, "phonon-capture", {
+    numberOfInputs: 1, numberOfOutputs: 1, outputChannelCount: [1],
+    channelCount: 1, channelCountMode: "explicit", channelInterpretation: "speakers",
+    processorOptions: { blockSize: CAPTURE_BLOCK, ring },
+  });
+  return { node, ring };
 }
 
 // Why a module worker failed to load, or null: worker.mjs and the modules it imports (found in
