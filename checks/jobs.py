@@ -34,16 +34,19 @@ def digest(values) -> str:
     return hashlib.sha256(values.tobytes()).hexdigest()
 
 
-async def engine_with_workers(model, tier: str, workers: int):
+async def engine_with_workers(model, tier: str, workers: int, hold_ms: int = 0):
     """An Engine with `workers` kernel workers beside it (0: alone) and their pool (or None).
-    The pool comes from the harness page (js.makeKernelPool, web/kernel-pool.mjs)."""
+    The pool comes from the harness page (js.makeKernelPool, web/kernel-pool.mjs); hold_ms:
+    KernelPool.serve's holdMs (each worker blocks that long after saying it serves)."""
     pool = None
     if workers:
         import js
         pool = await js.makeKernelPool(tier, workers, wasm_module_path(tier))
     engine = Engine.from_buffer(model, tier, workers=pool)
     if pool is not None:
-        await pool.serve()
+        from pyodide.ffi import to_js
+        from js import Object
+        await pool.serve(to_js({"holdMs": hold_ms}, dict_converter=Object.fromEntries))
     return engine, pool
 
 
@@ -243,6 +246,18 @@ async def worker_lost(model, audio, tier="wasm_simd128"):
     again, _ = engine.encode(audio)
     return {"lost": engine.executor.lost, "threads": engine.threads, "seconds": seconds,
             "digests": [digest(enc), digest(again)], "tokens": engine.transcribe(audio)["tokens"]}
+
+
+@job
+async def worker_served_late(model, audio, hold_ms, tier="wasm_simd128"):
+    """Two kernel workers that block hold_ms after saying they serve, and one encode posted at
+    once: how long it took and whether the pool lost a worker."""
+    model, audio = await read_bytes(model), await read_floats(audio)
+    engine, pool = await engine_with_workers(model, tier, 2, hold_ms=hold_ms)
+    started = time.perf_counter()
+    enc, _ = engine.encode(audio)
+    return {"lost": engine.executor.lost, "threads": engine.threads,
+            "seconds": time.perf_counter() - started, "digest": digest(enc)}
 
 
 # ------------------------------------------------------------------------------------------

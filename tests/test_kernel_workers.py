@@ -97,3 +97,18 @@ def test_a_lost_kernel_worker_leaves_the_engine_alone_and_exact(isolated_browser
     assert out["threads"] == 1 and 19.9 < out["seconds"] < 60
     assert out["digests"] == [native["encoder_sha256"]] * 2
     assert out["tokens"] == native["tokens"]
+
+
+def test_a_worker_descheduled_as_it_starts_to_serve_still_answers_the_first_command(isolated_browser, tiny_model):
+    """A kernel worker that a loaded machine stops between saying "serving" and waiting for its
+    first command (held 2 s here) must still see that command: the command number it waits on
+    is read before it says so. Read after, the worker waited for a command already posted, and
+    the pool declared it lost 20 s later (a CI run on this 2-core VM lost one that way)."""
+    audio = speechlike(2.0, seed=23)
+    native = native_summary(tiny_model, audio)
+    from harness.runtimes import inline
+    out = isolated_browser.run_job("worker_served_late", model=inline(tiny_model.read_bytes()),
+                                   audio=inline(audio.tobytes()), hold_ms=2000)
+    assert out["lost"] is None and out["threads"] == 3, out
+    assert out["digest"] == native["encoder_sha256"]
+    assert out["seconds"] < 19, out

@@ -119,8 +119,10 @@ export class KernelPool {
     this.convs.get(id).push({ worker, r0: c0, rows: width });
   }
 
-  async serve() {
-    await Promise.all(this.workers.map((w, slot) => this._request(w, { kind: "serve", slot }, "serving")));
+  // holdMs (tests only): each worker blocks that long after saying "serving", as a worker that
+  // a loaded machine deschedules there would; the first command must still be answered.
+  async serve({ holdMs = 0 } = {}) {
+    await Promise.all(this.workers.map((w, slot) => this._request(w, { kind: "serve", slot, holdMs }, "serving")));
   }
 
   // -- commands -----------------------------------------------------------------------------

@@ -173,11 +173,14 @@ function runAttention(args, floats) {
 // the command loop: blocks in Atomics.wait between commands (a worker may block; nothing else
 // runs here)
 
-function serve(slot) {
+// `seen` is the command number read before "serving" was posted: the pool may post its first
+// command as soon as that message arrives, and a worker that read the number after that (it
+// can be descheduled between the two on a loaded machine) would wait for a command already
+// posted and never acknowledge it.
+function serve(slot, seen) {
   const base = slot * CONTROL.WORDS;
   control[base + CONTROL.HEAP] = wasm.memory.buffer.byteLength / 65536;
   const floats = new Float32Array(control.buffer, 4 * (base + CONTROL.FLOATS), 4);
-  let seen = Atomics.load(control, base + CONTROL.SEQ);
   for (;;) {
     Atomics.wait(control, base + CONTROL.SEQ, seen);
     const seq = Atomics.load(control, base + CONTROL.SEQ);
@@ -222,8 +225,10 @@ self.onmessage = ({ data: m }) => {
       convs.set(m.id, { value: m.value, gate: m.gate, width: m.width, ksize: m.ksize, dw: place(m.dw), dwb: place(m.dwb) });
       permanentTop = heapTop;
     } else if (m.kind === "serve") {
+      const seen = Atomics.load(control, m.slot * CONTROL.WORDS + CONTROL.SEQ);
       postMessage({ kind: "serving" });
-      serve(m.slot);
+      if (m.holdMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, m.holdMs);
+      serve(m.slot, seen);
     }
   } catch (e) {
     postMessage({ kind: "failed", message: String(e && e.message || e) });
