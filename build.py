@@ -634,9 +634,10 @@ PYODIDE_BUILD = BUILD / "pyodide"
 
 def cmd_pyodide(args=None) -> Path:
     """build/pyodide/: the Pyodide runtime files the site, the package and the tests serve
-    (PYODIDE_RUNTIME, from the pinned npm package), python_stdlib.zip with bytecode for the
-    stdlib modules the engine's start imports (harness/start_bytecode.mjs), so a start in a
-    page or under Node compiles none of them."""
+    (PYODIDE_RUNTIME, from the pinned npm package), python_stdlib.zip cut to the modules the
+    engine (and the tests' checks) can import, the ones a start imports as bytecode, so a start
+    in a page or under Node compiles none of them, entries stored for the transport's
+    compression (harness/start_bytecode.mjs)."""
     pyodide = npm_package_dir("pyodide")
     wheel = cmd_wheel()
     script = ROOT / "harness" / "start_bytecode.mjs"
@@ -645,9 +646,9 @@ def cmd_pyodide(args=None) -> Path:
     for name in PYODIDE_RUNTIME:
         if name != "python_stdlib.zip" and newer(PYODIDE_BUILD / name, [pyodide / name]):
             shutil.copyfile(pyodide / name, PYODIDE_BUILD / name)
-    if newer(stdlib, [pyodide / "python_stdlib.zip", wheel, *START_BYTECODE_SOURCES]):
+    if newer(stdlib, [pyodide / "python_stdlib.zip", wheel, checks_wheel_path(), *START_BYTECODE_SOURCES]):
         partial = stdlib.with_name(stdlib.name + ".partial")
-        run(["node", script, "stdlib", pyodide, wheel, partial])
+        run(["node", script, "stdlib", pyodide, wheel, partial, checks_wheel_path()])
         partial.replace(stdlib)
     else:
         print(f"pyodide: {stdlib.relative_to(ROOT)} is up to date")

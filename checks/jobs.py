@@ -54,6 +54,32 @@ async def engine_with_workers(model, tier: str, workers: int, hold_ms: int = 0):
 # kernels
 
 @job
+async def stdlib_reach():
+    """What the served stdlib (cut by harness/start_bytecode.mjs) lets Python do: import every
+    module of the engine and of these checks, find site-packages through sysconfig (the snapshot
+    restore does), encode with the Unicode codecs; and which cut modules fail to import."""
+    import importlib
+    import pkgutil
+    import sysconfig
+    import engine
+    import checks
+    imported = []
+    for package in (engine, checks):
+        for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            importlib.import_module(module.name)
+            imported.append(module.name)
+    codecs = {c: "caf\u00e9.example".encode(c).decode(c) == "caf\u00e9.example"
+              for c in ("utf-8", "utf-16", "utf-32", "latin-1", "idna", "unicode_escape")}
+    refused = {}
+    for name in ("unittest", "pdb", "xml.dom.minidom", "multiprocessing", "encodings.cp1252"):
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            refused[name] = e.name
+    return {"imported": imported, "purelib": sysconfig.get_path("purelib"), "codecs": codecs, "refused": refused}
+
+
+@job
 async def tiers():
     return available_tiers()
 

@@ -170,25 +170,52 @@ def test_the_runtime_package_is_the_runtime_and_its_api():
         {str(p.relative_to(package)) for p in package.rglob("*") if p.is_file()}
 
 
-def test_the_served_stdlib_carries_start_up_bytecode_and_nothing_else_changed(build):
+def test_the_served_stdlib_is_the_pinned_one_cut_with_start_up_bytecode(build):
     """build/pyodide (what the site, the package and the tests serve): the pinned runtime files
-    unchanged but python_stdlib.zip, which holds the pinned zip's every entry byte for byte plus
-    an unchecked-hash .pyc (PEP 552 flags 0b01: zipimport loads it without reading the source)
-    beside the source of each stdlib module the engine's start imports."""
+    unchanged but python_stdlib.zip, whose every entry is the pinned zip's, byte for byte, or an
+    unchecked-hash .pyc (PEP 552 flags 0b01: zipimport loads it without a source) in place of a
+    pinned module the engine's start imports; stored, for the transport's compression; without
+    the modules nothing the engine calls can reach (harness/start_bytecode.mjs)."""
     served, pinned = build.PYODIDE_BUILD, build.npm_package_dir("pyodide")
     assert served.exists(), "run through `python3 build.py test`"
     for name in build.PYODIDE_RUNTIME:
         if name != "python_stdlib.zip":
             assert (served / name).read_bytes() == (pinned / name).read_bytes(), name
     with zipfile.ZipFile(pinned / "python_stdlib.zip") as original, \
-            zipfile.ZipFile(served / "python_stdlib.zip") as compiled:
+            zipfile.ZipFile(served / "python_stdlib.zip") as cut:
         sources = {n: original.read(n) for n in original.namelist()}
-        added = [n for n in compiled.namelist() if n not in sources]
-        assert all(compiled.read(n) == data for n, data in sources.items())
-        assert added and all(n.endswith(".pyc") and n[:-1] in sources for n in added), added[:5]
+        names = cut.namelist()
+        compiled = [n for n in names if n not in sources]
+        assert all(cut.read(n) == sources[n] for n in names if n in sources)
+        assert compiled and all(n.endswith(".pyc") and n[:-1] in sources and n[:-1] not in names
+                                for n in compiled), compiled[:5]
         for name in ("json/__init__.pyc", "ctypes/__init__.pyc", "hashlib.pyc", "zipfile/__init__.pyc"):
-            assert name in added, f"{name}: a module every start imports has no bytecode"
-        for name in added:
-            header = compiled.read(name)[:16]
+            assert name in compiled, f"{name}: a module every start imports has no bytecode"
+        for name in compiled:
+            header = cut.read(name)[:16]
             assert int.from_bytes(header[4:8], "little") == 0b01, name          # unchecked hash
-        assert len(added) > 100
+        assert len(compiled) > 100
+        assert all(info.compress_type == zipfile.ZIP_STORED for info in cut.infolist())
+        for name in ("pdb.py", "unittest/__init__.py", "encodings/cp1252.py", "xml/dom/minidom.py"):
+            assert name in sources and name not in names, f"{name} should have been cut"
+        for name in ("encodings/utf_16.py", "encodings/idna.py", "_sysconfigdata__emscripten_wasm32-emscripten.py"):
+            assert name in names, f"{name}: imported by name at run time, it must stay"
+        folders = [n for n in names if n.endswith("/")]
+        assert all(any(m.startswith(f) and not m.endswith("/") for m in names) for f in folders), \
+            "an empty folder would import as a namespace package"
+        modules = [n for n in names if n.endswith((".py", ".pyc"))]
+        assert len(modules) < 0.55 * len([n for n in sources if n.endswith(".py")]), len(modules)
+
+
+@pytest.mark.node
+def test_the_cut_stdlib_imports_everything_the_engine_and_the_checks_have(build):
+    """The cut is checked by running it (Pyodide under Node on build/pyodide): every module of
+    the engine and of the checks imports, the snapshot restore's sysconfig lookup and the Unicode
+    codecs work, and a cut module fails by its own name."""
+    from harness.runtimes import run_in_node
+    out = run_in_node("stdlib_reach")
+    assert len(out["imported"]) > 40 and "engine.parakeet_tdt.encoder" in out["imported"], out["imported"]
+    assert out["purelib"].endswith("site-packages")
+    assert out["codecs"] and all(out["codecs"].values()), out["codecs"]
+    assert out["refused"] == {"unittest": "unittest", "pdb": "pdb", "xml.dom.minidom": "xml.dom",
+                              "multiprocessing": "multiprocessing", "encodings.cp1252": "encodings.cp1252"}
