@@ -636,8 +636,7 @@ def cmd_pyodide(args=None) -> Path:
     """build/pyodide/: the Pyodide runtime files the site, the package and the tests serve
     (PYODIDE_RUNTIME, from the pinned npm package), python_stdlib.zip cut to the modules the
     engine (and the tests' checks) can import, the ones a start imports as bytecode, so a start
-    in a page or under Node compiles none of them, entries stored for the transport's
-    compression (harness/start_bytecode.mjs)."""
+    in a page or under Node compiles none of them (harness/start_bytecode.mjs)."""
     pyodide = npm_package_dir("pyodide")
     wheel = cmd_wheel()
     script = ROOT / "harness" / "start_bytecode.mjs"
@@ -1045,7 +1044,7 @@ def main(argv=None):
     site.add_argument("--model-sha256", help="the --model-url model's sha256 (64 hex digits)")
     site.add_argument("--model-bytes", type=int, help="the --model-url model's size in bytes")
     site.add_argument("--model-name", help="the name the page shows for the --model-url model")
-    sub.add_parser("pyodide", help="the Pyodide runtime files with start-up bytecode in the stdlib (build/pyodide)")
+    sub.add_parser("pyodide", help="the Pyodide runtime files, the stdlib cut, with start-up bytecode (build/pyodide)")
     package = sub.add_parser("package", help="the runtime alone with its JavaScript API (dist/phonon-web)")
     package.add_argument("--out", help="output folder (default: dist/phonon-web)")
     for flag in ("--model", "--model-url", "--model-sha256", "--model-name"):

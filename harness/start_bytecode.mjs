@@ -11,8 +11,8 @@
 // (PEP 552) compiled by this very Pyodide (the CPython build and bytecode version the page runs):
 // - stdlib: the pinned zip cut to what the engine can import (below), each module the start
 //   loaded as `name.pyc` in place of `name.py` (zipimport takes either; an unchecked-hash .pyc
-//   is not checked against a source), every other module as its unchanged source; entries
-//   stored, not deflated, so the host's brotli or gzip compresses across files.
+//   is not checked against a source), every other module as its unchanged source (deflated:
+//   the .br and .gz copies beside it are of the same zip stored, tools/precompress.py).
 // - wheel: OUT_DIR/engine/.../__pycache__/NAME.cpython-3XX.pyc for each engine module the start
 //   loaded (the import system's own cache path: the source loader takes an unchecked-hash .pyc
 //   there without reading the source's time), for build.py to add to the wheel, whose sources
@@ -119,13 +119,14 @@ def stdlib_zip() -> str:
     # namespace package, so a cut package would import as an empty one, not fail by its name
     folders = {n[:i + 1] for n in kept for i, c in enumerate(n) if c == "/"}
     out = io.BytesIO()
-    with zipfile.ZipFile(stdlib) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+    with zipfile.ZipFile(stdlib) as src, zipfile.ZipFile(out, "w") as dst:
         for info in src.infolist():
             name = info.filename
             if name not in kept and name not in folders:
                 continue
             data = src.read(info)
             entry = zipfile.ZipInfo(name + "c" if name in started else name, date_time=info.date_time)
+            entry.compress_type = zipfile.ZIP_DEFLATED if not name.endswith("/") else zipfile.ZIP_STORED
             dst.writestr(entry, pyc(data, f"{stdlib}/{name}") if name in started else data)
     with open("/tmp/out.zip", "wb") as f:
         f.write(out.getvalue())
