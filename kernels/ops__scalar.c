@@ -1,5 +1,6 @@
 /* Float operations of the graph (contract in ops.h). */
 #include <math.h>
+#include <string.h>
 #include "activation.h"
 #include "ops.h"
 #include "pk_math.h"
@@ -35,20 +36,99 @@ int pk_f16_to_f32(int n, const uint16_t *h, float *y) {
     return PK_OK;
 }
 
+/* The layer norm's two row sums are exact integer sums, so any order (a SIMD lane split, a GPU
+ * tree) gives the same bits (docs/kernels.md, "Order-free reductions"). For a row of D values
+ * each below 2^top in magnitude, every value is put in fixed point with B = 62 - ceil(log2 D)
+ * bits below 2^top, truncated toward zero (an integer shift of its mantissa): |q| < 2^B, and
+ * the D of them sum in int64 without overflow (|sum| < 2^62). The one rounding is the sum's
+ * conversion to double (round to nearest even, C's and WebAssembly's int64 -> double).
+ * Truncation loses less than 2^(1-B) of the row's largest value per element (2^-51 at D = 1024),
+ * below a float32's own precision. */
+#define NORM_SUM_BITS 62
+
+static int norm_value_bits(int D) {                /* B = 62 - ceil(log2 D) */
+    int k = 0;
+    while (k < 31 && (1 << k) < D) k++;
+    return NORM_SUM_BITS - k;
+}
+
+static double norm_pow2(int e) {                   /* 2^e, exact, for -1022 <= e <= 1023 */
+    uint64_t u = (uint64_t)(e + 1023) << 52;
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* trunc(|m| * 2^s) for a mantissa m < 2^53 and s <= 9 (the value stays below 2^62) */
+static uint64_t norm_shift(uint64_t m, int s) {
+    return s >= 0 ? m << s : (s > -64 ? m >> -s : 0);
+}
+
+/* x in fixed point: trunc(x * 2^shift) toward zero; x finite */
+static int64_t norm_fixed_f32(float x, int shift) {
+    uint32_t u = pk_float_to_bits(x), e = (u >> 23) & 0xffu, m = u & 0x7fffffu;
+    int k = e ? (int)e - 150 : -149;               /* |x| = m' * 2^k, m' with the hidden bit */
+    uint64_t q = norm_shift(e ? (m | 0x800000u) : m, k + shift);
+    return (u >> 31) ? -(int64_t)q : (int64_t)q;
+}
+
+static int64_t norm_fixed_f64(double x, int shift) {  /* x >= 0 finite */
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    int e = (int)((u >> 52) & 0x7ffu);
+    uint64_t m = u & ((1ull << 52) - 1);
+    return (int64_t)norm_shift(e ? (m | (1ull << 52)) : m, (e ? e - 1075 : -1074) + shift);
+}
+
+/* the exponent bound of a finite float32: |x| < 2^top (top of a subnormal or zero: -125) */
+static int norm_top_f32(float x) {
+    int e = (int)((pk_float_to_bits(x) >> 23) & 0xffu);
+    return (e ? e : 1) - 126;
+}
+
+static int norm_top_f64(double x) {
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    int e = (int)((u >> 52) & 0x7ffu);
+    return (e ? e : 1) - 1022;
+}
+
+/* sum / D for the fixed-point sum of values scaled by 2^shift: (float)((double)sum * 2^-shift / D) */
+static float norm_average(int64_t sum, int shift, int D) {
+    return (float)(((double)sum * norm_pow2(-shift)) / (double)D);
+}
+
 int pk_layernorm(int N, int D, const float *x, const float *g, const float *b, float eps, float *y) {
     if (N <= 0 || D <= 0) return PK_E_SHAPE;
+    const int B = norm_value_bits(D);
     for (int n = 0; n < N; n++) {
         const float *row = x + (size_t)n * D;
         float *out = y + (size_t)n * D;
-        double sum = 0.0;
-        for (int d = 0; d < D; d++) sum += row[d];
-        float mean = (float)(sum / (double)D);
-        double sq = 0.0;
+        int top = -125, finite = 1;
+        for (int d = 0; d < D; d++) {
+            if ((pk_float_to_bits(row[d]) & 0x7f800000u) == 0x7f800000u) finite = 0;
+            else if (norm_top_f32(row[d]) > top) top = norm_top_f32(row[d]);
+        }
+        if (!finite) {                              /* an inf or NaN: the row is NaN */
+            for (int d = 0; d < D; d++) out[d] = pk_bits_to_float(0x7fc00000u);
+            continue;
+        }
+        int64_t sum = 0;
+        for (int d = 0; d < D; d++) sum += norm_fixed_f32(row[d], B - top);
+        float mean = norm_average(sum, B - top, D);
+        /* the squares' bound: v is 0 or a multiple of 2^-149 (both sides are floats), so a
+         * nonzero square is at least 2^-298 and 2^-300 bounds a row of zeros */
+        int top2 = -300;
         for (int d = 0; d < D; d++) {
             double v = (double)row[d] - (double)mean;
-            sq += v * v;
+            if (norm_top_f64(v * v) > top2) top2 = norm_top_f64(v * v);
         }
-        float var = (float)(sq / (double)D);
+        int64_t sq = 0;
+        for (int d = 0; d < D; d++) {
+            double v = (double)row[d] - (double)mean;
+            sq += norm_fixed_f64(v * v, B - top2);
+        }
+        float var = norm_average(sq, B - top2, D);
         float inv = 1.0f / sqrtf(var + eps);
         for (int d = 0; d < D; d++) out[d] = ((row[d] - mean) * inv) * g[d] + b[d];
     }

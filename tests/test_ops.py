@@ -34,6 +34,112 @@ def test_layernorm(scalar):
     assert np.abs(y - ref).max() < 1e-5
 
 
+def norm_rows(kind: str, N: int, D: int, seed: int):
+    """Rows a layer norm meets and the awkward ones: residual-stream-like values, a wide dynamic
+    range (a few large values among tiny ones: where a float sum's order matters most),
+    constant rows (variance 0), zeros, subnormals."""
+    r = np.random.default_rng(seed)
+    if kind == "normal":
+        return f32(r.standard_normal((N, D)) * 3 + 1)
+    if kind == "wide":
+        x = r.standard_normal((N, D)) * np.exp2(r.integers(-40, 40, (N, D)))
+        return f32(x)
+    if kind == "cancelling":                # large values that cancel in pairs among small ones
+        x = r.standard_normal((N, D))
+        big = np.exp2(r.integers(30, 45, (N, D // 8)))
+        x[:, : D // 8], x[:, D // 8: D // 4] = big, -big
+        return f32(x)
+    if kind == "constant":
+        return f32(np.repeat(r.standard_normal((N, 1)), D, 1))
+    if kind == "zeros":
+        return np.zeros((N, D), np.float32)
+    if kind == "subnormal":
+        bits = r.integers(0, 1 << 23, (N, D), dtype=np.uint32) | (r.integers(0, 2, (N, D), dtype=np.uint32) << 31)
+        return bits.view(np.float32)
+    raise ValueError(kind)
+
+
+def written_layernorm(x, g, b, eps: float, sums: str = "fixed"):
+    """pk_layernorm as kernels/ops__scalar.c's comment defines it, in Python integers and numpy
+    float32/float64 steps (an independent writing of the rule). sums="float64 in order" is the
+    rule it replaced (sequential double sums): the mutation the order-free test must catch."""
+    import math
+    N, D = x.shape
+    B = 62 - max(0, (D - 1).bit_length())
+    y = np.empty_like(x)
+    for n in range(N):
+        row = x[n]
+        if not np.isfinite(row).all():
+            y[n] = np.uint32(0x7fc00000).view(np.float32)
+            continue
+        def top_f32(v):
+            e = (int(np.float32(v).view(np.uint32)) >> 23) & 0xff
+            return max(e, 1) - 126
+        def top_f64(v):
+            e = (int(np.float64(v).view(np.uint64)) >> 52) & 0x7ff
+            return max(e, 1) - 1022
+        if sums == "fixed":
+            top = max(top_f32(v) for v in row)
+            total = sum(int(math.ldexp(float(v), B - top)) for v in row)
+            mean = np.float32(math.ldexp(float(total), top - B) / D)
+        else:
+            acc = 0.0
+            for v in row:
+                acc += float(v)
+            mean = np.float32(acc / D)
+        sq = [(float(v) - float(mean)) ** 2 for v in row]
+        if sums == "fixed":
+            top2 = max([-300] + [top_f64(v) for v in sq])
+            total2 = sum(int(math.ldexp(v, B - top2)) for v in sq)
+            var = np.float32(math.ldexp(float(total2), top2 - B) / D)
+        else:
+            acc = 0.0
+            for v in sq:
+                acc += v
+            var = np.float32(acc / D)
+        inv = np.float32(1) / np.sqrt(np.float32(var + np.float32(eps)))
+        y[n] = ((row - mean) * inv) * g + b
+    return y
+
+
+@pytest.mark.parametrize("D", [1, 3, 64, 65, 640, 1024, 1025])
+@pytest.mark.parametrize("kind", ["normal", "wide", "cancelling", "constant", "zeros", "subnormal"])
+def test_layernorm_is_its_written_rule_bit_for_bit(scalar, kind, D):
+    """The C layer norm against the rule written out independently (integer row sums)."""
+    N = 3
+    x = norm_rows(kind, N, D, seed=D)
+    g, b = f32(rng.standard_normal(D)), f32(rng.standard_normal(D))
+    got = arr(scalar.layernorm(x, N, D, g, b, 1e-5), (N, D))
+    want = written_layernorm(x, g, b, 1e-5)
+    assert (got.view(np.uint32) == want.view(np.uint32)).all()
+
+
+def test_layernorm_rows_are_order_free_and_the_old_float_sums_were_not(scalar):
+    """Permuting a row (with its gains and biases) permutes the output bit for bit: the row sums
+    are exact integer sums, so a SIMD or GPU split in any order computes the same bits. The rule
+    it replaced (float64 sums in index order) gives other bits on the same permuted rows."""
+    N, D = 16, 1024
+    x = norm_rows("cancelling", N, D, seed=5)
+    g, b = f32(rng.standard_normal(D)), np.zeros(D, np.float32)     # no bias to hide the mean's bits
+    perm = np.random.default_rng(6).permutation(D)
+    y = arr(scalar.layernorm(x, N, D, g, b, 1e-5), (N, D))
+    yp = arr(scalar.layernorm(f32(x[:, perm]), N, D, f32(g[perm]), f32(b[perm]), 1e-5), (N, D))
+    assert (yp.view(np.uint32) == y[:, perm].view(np.uint32)).all()
+    old = written_layernorm(x, g, b, 1e-5, sums="float64 in order")
+    old_permuted = written_layernorm(f32(x[:, perm]), f32(g[perm]), f32(b[perm]), 1e-5, sums="float64 in order")
+    assert (old_permuted.view(np.uint32) != old[:, perm].view(np.uint32)).any(), \
+        "the data must be able to tell an order-dependent sum"
+
+
+def test_layernorm_of_a_row_with_inf_or_nan_is_nan(scalar):
+    D = 8
+    x = f32(rng.standard_normal((3, D)))
+    x[0, 3], x[1, 0], x[2, 7] = np.inf, -np.inf, np.nan
+    g, b = f32(np.ones(D)), f32(np.zeros(D))
+    y = arr(scalar.layernorm(x, 3, D, g, b, 1e-5), (3, D))
+    assert (y.view(np.uint32) == 0x7fc00000).all()
+
+
 def test_activations(scalar):
     x = f32(rng.uniform(-20, 20, 1000))
     x64 = x.astype(np.float64)

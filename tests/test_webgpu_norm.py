@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from array import array
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -249,7 +251,8 @@ def norm_data(rng, kind, N, D):
     return np.ascontiguousarray(x, np.float32), g, b, eps
 
 
-SHAPES = [(N, D) for N in (1, 3, 17, 125) for D in (8, 24, 176, 1024) if N * D <= 17 * 1024]
+SHAPES = [(N, D) for N in (1, 3, 17, 125) for D in (8, 24, 176, 1024) if N * D <= 17 * 1024] + \
+    [(3, 1), (2, 63), (3, 65), (2, 1025)]
 
 
 @pytest.mark.parametrize("kind", ["ordinary", "offset", "wide", "tiny"])
@@ -291,19 +294,47 @@ def test_layer_norm_2d_grid(gpu, scalar):
     assert_same(np.frombuffer(got, np.uint32), np.frombuffer(want, np.uint32), "65,536 rows", 32)
 
 
-def test_layer_norm_float_sum_is_caught(device, scalar):
-    """The mean's sum done in float instead of double must differ on rows with a large offset."""
-    float_sum = "sum = sd_from_f32(sf_add(sd_to_f32(sum), sd_to_f32(norm_chunk[j])));"
+def cancelling_rows(rng, N, D):
+    """Large values that cancel in pairs among ordinary ones, and no bias (which would hide
+    the mean's last bits): an index-order double sum loses bits an exact sum keeps."""
+    x = rng.normal(0, 1, (N, D))
+    big = np.exp2(rng.integers(30, 45, (N, D // 8)))
+    x[:, : D // 8], x[:, D // 8: D // 4] = big, -big
+    g = rng.normal(1, 0.5, D).astype(np.float32)
+    return np.ascontiguousarray(x, np.float32), g, np.zeros(D, np.float32), 1e-5
+
+
+def test_layer_norm_in_index_order_is_caught(device, scalar):
+    """The shader the integer sums replaced (double sums in index order, tests/data) gives other
+    bits than the rule on cancelling rows: the comparison can tell an ordered float sum from the
+    order-free one."""
+    old = (Path(__file__).parent / "data" / "layer_norm_in_index_order.wgsl").read_text()
+    new = (SHADER_DIR / "layer_norm.wgsl").read_text()
+    assert "sum = sd_add(sum, norm_chunk[j]);" in old and "norm_total" in new
+    swapped = []
 
     def patch(source):
-        return source.replace("sum = sd_add(sum, norm_chunk[j]);", float_sum)
+        swapped.append(new in source)
+        return source.replace(new, old)
 
-    assert patch((SHADER_DIR / "layer_norm.wgsl").read_text()).count(float_sum) == 1
     N, D = 17, 176
-    x, g, b, eps = norm_data(np.random.default_rng(10), "offset", N, D)
-    got = GpuLayerNorm(GpuKernels(device, packed_dot=False, patch=patch), g, b, eps)(x, N)
+    x, g, b, eps = cancelling_rows(np.random.default_rng(10), N, D)
+    gpu = GpuKernels(device, packed_dot=False, patch=patch)
+    got = GpuLayerNorm(gpu, g, b, eps)(x, N)
     want = scalar.layernorm(x, N, D, g, b, eps)
-    assert (np.frombuffer(got, np.uint32) != np.frombuffer(want, np.uint32)).sum() > N * D // 4
+    assert any(swapped)
+    assert (np.frombuffer(got, np.uint32) != np.frombuffer(want, np.uint32)).sum() > N * D // 8
+
+
+def test_layer_norm_rows_in_any_order(gpu, scalar):
+    """A row permuted (with its gains and biases) gives its outputs permuted, bit for bit."""
+    N, D = 5, 1024
+    x, g, b, eps = cancelling_rows(np.random.default_rng(11), N, D)
+    perm = np.random.default_rng(12).permutation(D)
+    y = np.frombuffer(GpuLayerNorm(gpu, g, b, eps)(x, N), np.uint32).reshape(N, D)
+    xp, gp, bp = (np.ascontiguousarray(a[..., perm]) for a in (x, g, b))
+    yp = np.frombuffer(GpuLayerNorm(gpu, gp, bp, eps)(xp, N), np.uint32).reshape(N, D)
+    assert (yp == y[:, perm]).all()
 
 
 def test_layer_norm_refuses(gpu):

@@ -1,14 +1,15 @@
-// The layer norm (kernels/ops__scalar.c pk_layernorm), bit for bit: per row of x[N][D],
-//   sum = sum of (double)x[d], d ascending;  mean = (float)(sum / (double)D)
-//   sq = sum of v * v, v = (double)x[d] - (double)mean, d ascending;  var = (float)(sq / (double)D)
+// The layer norm (kernels/ops__scalar.c pk_layernorm), bit for bit. Per row of x[N][D], with
+// B = 62 - ceil(log2 D) and the row's bound |x[d]| < 2^top:
+//   sum = the int64 sum of trunc(x[d] * 2^(B - top));  mean = (float)((double)sum * 2^(top - B) / D)
+//   sq  = the int64 sum of trunc(v * v * 2^(B - top2)), v = (double)x[d] - (double)mean, v * v
+//         rounded to double, |v * v| < 2^top2;       var = (float)((double)sq * 2^(top2 - B) / D)
 //   inv = 1.0f / sqrtf(var + eps);  y[d] = ((x[d] - mean) * inv) * g[d] + b[d]
-// in softdouble.wgsl's and softfloat.wgsl's integer steps (no FMA, no reassociation).
+// and a row holding an inf or NaN is all 0x7fc00000 (computed like the others, then replaced). The sums are of integers, so the
+// workgroup adds them in a tree; the bounds are maxima (a tree too); the few double and
+// float steps are softdouble.wgsl's and softfloat.wgsl's (no FMA, no reassociation).
 //
-// One workgroup per row (a 2-D grid past 65,535 rows). The two double sums must be sequential
-// (every partial sum rounds), so they are done in chunks of 64: the workgroup converts the
-// chunk's elements (and, for the second sum, forms the products v * v) in parallel into
-// workgroup memory, then invocation 0 adds them in order. The per-element float step runs in
-// parallel across the workgroup. y may not alias x.
+// One workgroup per row (a 2-D grid past 65,535 rows); each invocation takes the elements
+// d = lid, lid + 64, ... . y may not alias x.
 
 struct NormParams {
     N: u32,
@@ -25,61 +26,146 @@ struct NormParams {
 const NORM_THREADS: u32 = 64u;
 const NORM_ONE: u32 = 0x3f800000u;           // 1.0f
 
-var<workgroup> norm_chunk: array<vec2<u32>, NORM_THREADS>;
-var<workgroup> norm_mean: u32;
+var<workgroup> norm_part: array<vec2<u32>, NORM_THREADS>;   // int64 partial sums
+var<workgroup> norm_fields: array<u32, NORM_THREADS>;        // partial maxima
 var<workgroup> norm_inv: u32;
+
+// a >> s, the bits shifted out dropped (truncation); any s.
+fn norm_u64_shr(a: vec2<u32>, s: u32) -> vec2<u32> {
+    if (s == 0u) {
+        return a;
+    }
+    if (s >= 64u) {
+        return vec2<u32>(0u, 0u);
+    }
+    if (s >= 32u) {
+        return vec2<u32>(0u, a.x >> (s - 32u));
+    }
+    return vec2<u32>(a.x >> s, (a.y >> s) | (a.x << (32u - s)));
+}
+
+fn norm_negate(a: vec2<u32>) -> vec2<u32> {           // two's complement
+    return sd_u64_add(vec2<u32>(~a.x, ~a.y), vec2<u32>(0u, 1u));
+}
+
+// trunc(m * 2^s) for a significand m (below 2^53) and s small enough to stay below 2^62
+fn norm_shift(m: vec2<u32>, s: i32) -> vec2<u32> {
+    if (s >= 0) {
+        return sd_u64_shl(m, u32(s));
+    }
+    return norm_u64_shr(m, u32(-s));
+}
+
+// a finite float32 in fixed point: trunc(x * 2^shift) as an int64
+fn norm_fixed_f32(x: u32, shift: i32) -> vec2<u32> {
+    let field = (x >> 23u) & 0xffu;
+    let m = select(x & 0x7fffffu, (x & 0x7fffffu) | 0x800000u, field != 0u);
+    let k = select(-149, i32(field) - 150, field != 0u);
+    let q = norm_shift(vec2<u32>(0u, m), k + shift);
+    return select(q, norm_negate(q), (x & F32_SIGN) != 0u);
+}
+
+// a finite double >= 0 in fixed point: trunc(a * 2^shift)
+fn norm_fixed_f64(a: vec2<u32>, shift: i32) -> vec2<u32> {
+    let field = (a.x >> 20u) & 0x7ffu;
+    let frac = vec2<u32>(a.x & SD_FRAC_HI, a.y);
+    let m = select(frac, vec2<u32>(frac.x | SD_IMPLICIT, frac.y), field != 0u);
+    let k = select(-1074, i32(field) - 1075, field != 0u);
+    return norm_shift(m, k + shift);
+}
+
+// (double)sum * 2^-shift / D rounded to float: the int64 rounds to double once (to nearest
+// even: all its bits fit sd_round_pack's 63-bit significand), the power of two is exact (it
+// only moves the exponent; the row bounds keep the result normal).
+fn norm_average(sum: vec2<u32>, shift: i32, dd: vec2<u32>) -> u32 {
+    let negative = (sum.x & SD_SIGN) != 0u;
+    let mag = select(sum, norm_negate(sum), negative);
+    if (sd_u64_is_zero(mag)) {
+        return 0u;                                  // +0 / D
+    }
+    let p = 63u - sd_u64_clz(mag);                  // the leading bit, at most 61
+    let sig = sd_u64_shl(mag, 62u - p);
+    let value = sd_round_pack(select(0u, SD_SIGN, negative), 1023 + i32(p) - shift, sig);
+    return sd_to_f32(sd_div(value, dd));
+}
+
+// the largest of the workgroup's values, in a tree
+fn norm_largest(lid: u32, mine: u32) -> u32 {
+    norm_fields[lid] = mine;
+    workgroupBarrier();
+    for (var stride = NORM_THREADS / 2u; stride > 0u; stride = stride / 2u) {
+        if (lid < stride) {
+            norm_fields[lid] = max(norm_fields[lid], norm_fields[lid + stride]);
+        }
+        workgroupBarrier();
+    }
+    let largest = norm_fields[0];
+    workgroupBarrier();                             // before norm_fields is written again
+    return largest;
+}
+
+// the int64 sum of the workgroup's partial sums, in a tree (integer sums: any order is exact)
+fn norm_total(lid: u32, mine: vec2<u32>) -> vec2<u32> {
+    norm_part[lid] = mine;
+    workgroupBarrier();
+    for (var stride = NORM_THREADS / 2u; stride > 0u; stride = stride / 2u) {
+        if (lid < stride) {
+            norm_part[lid] = sd_u64_add(norm_part[lid], norm_part[lid + stride]);
+        }
+        workgroupBarrier();
+    }
+    let total = norm_part[0];
+    workgroupBarrier();                             // before norm_part is written again
+    return total;
+}
 
 @compute @workgroup_size(NORM_THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let n = wid.x + wid.y * groups.x;
     if (n >= np.N) {
-        return;
+        return;                                     // the whole workgroup: uniform
     }
     let D = np.D;
     let row = n * D;
     let dd = sd_from_u32(D);
+    let B = 62 - i32(32u - countLeadingZeros(D - 1u));
 
-    // sum of (double)x[d], d ascending
-    var sum = vec2<u32>(0u, 0u);
-    for (var base = 0u; base < D; base = base + NORM_THREADS) {
-        if (base + lid < D) {
-            norm_chunk[lid] = sd_from_f32(x[row + base + lid]);
-        }
-        workgroupBarrier();
-        if (lid == 0u) {
-            let count = min(NORM_THREADS, D - base);
-            for (var j = 0u; j < count; j = j + 1u) {
-                sum = sd_add(sum, norm_chunk[j]);
-            }
-        }
-        workgroupBarrier();
+    // the row's bound (its largest exponent field, at least 1) and whether it is finite: a
+    // field of 255 (inf or NaN) marks the row, whose outputs are then the default NaN
+    var field = 1u;
+    for (var d = lid; d < D; d = d + NORM_THREADS) {
+        field = max(field, (x[row + d] >> 23u) & 0xffu);
     }
-    if (lid == 0u) {
-        norm_mean = sd_to_f32(sd_div(sum, dd));
+    let largest = norm_largest(lid, field);
+    let finite = largest != 0xffu;
+    let shift = B - (i32(largest) - 126);
+
+    // the mean
+    var mine = vec2<u32>(0u, 0u);
+    for (var d = lid; d < D; d = d + NORM_THREADS) {
+        mine = sd_u64_add(mine, norm_fixed_f32(x[row + d], shift));
     }
-    workgroupBarrier();
-    let mean = norm_mean;
+    let sum = norm_total(lid, mine);
+    let mean = norm_average(sum, shift, dd);
     let mean_d = sd_from_f32(mean);
 
-    // sum of v * v, v = (double)x[d] - (double)mean, d ascending
-    var sq = vec2<u32>(0u, 0u);
-    for (var base = 0u; base < D; base = base + NORM_THREADS) {
-        if (base + lid < D) {
-            let v = sd_sub(sd_from_f32(x[row + base + lid]), mean_d);
-            norm_chunk[lid] = sd_mul(v, v);
-        }
-        workgroupBarrier();
-        if (lid == 0u) {
-            let count = min(NORM_THREADS, D - base);
-            for (var j = 0u; j < count; j = j + 1u) {
-                sq = sd_add(sq, norm_chunk[j]);
-            }
-        }
-        workgroupBarrier();
+    // the variance: the squares' bound (at least 2^-300: field 722), then their sum
+    field = 722u;
+    for (var d = lid; d < D; d = d + NORM_THREADS) {
+        let v = sd_sub(sd_from_f32(x[row + d]), mean_d);
+        field = max(field, (sd_mul(v, v).x >> 20u) & 0x7ffu);
     }
+    let largest2 = norm_largest(lid, field);
+    let shift2 = B - (i32(largest2) - 1022);
+    mine = vec2<u32>(0u, 0u);
+    for (var d = lid; d < D; d = d + NORM_THREADS) {
+        let v = sd_sub(sd_from_f32(x[row + d]), mean_d);
+        mine = sd_u64_add(mine, norm_fixed_f64(sd_mul(v, v), shift2));
+    }
+    let sq = norm_total(lid, mine);
     if (lid == 0u) {
-        let var_f = sd_to_f32(sd_div(sq, dd));
+        let var_f = norm_average(sq, shift2, dd);
         norm_inv = sf_div(NORM_ONE, sf_sqrt(sf_add(var_f, np.eps)));
     }
     workgroupBarrier();
@@ -88,6 +174,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     // ((x[d] - mean) * inv) * g[d] + b[d]; x - mean is x + (-mean), the same IEEE operation
     let neg_mean = mean ^ F32_SIGN;
     for (var d = lid; d < D; d = d + NORM_THREADS) {
-        y[row + d] = sf_add(sf_mul(sf_mul(sf_add(x[row + d], neg_mean), inv), g[d]), b[d]);
+        let value = sf_add(sf_mul(sf_mul(sf_add(x[row + d], neg_mean), inv), g[d]), b[d]);
+        y[row + d] = select(0x7fc00000u, value, finite);
     }
 }
