@@ -44,9 +44,7 @@ async def engine_with_workers(model, tier: str, workers: int, hold_ms: int = 0):
         pool = await js.makeKernelPool(tier, workers, wasm_module_path(tier))
     engine = Engine.from_buffer(model, tier, workers=pool)
     if pool is not None:
-        from pyodide.ffi import to_js
-        from js import Object
-        await pool.serve(to_js({"holdMs": hold_ms}, dict_converter=Object.fromEntries))
+        await pool.serve(holdMs=hold_ms)         # keyword arguments: the call's last (options) object
     return engine, pool
 
 

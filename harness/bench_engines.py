@@ -202,7 +202,7 @@ def measure(engines: list, full: Path, seconds: float, startups: int, repeats: i
         # a host's advised caching (revalidate, keep): what a returning visitor's browser meets
         with StaticServer(routes, isolate=True, cache="no-cache") as server, ExitStack() as stack:
             url = server.url + "/test/index.html"
-            rows = {e: {"engine": e, "label": LABELS.get(e), "startup_ms": [], "problems": []} for e in engines}
+            rows = {e: {"engine": e, "label": LABELS.get(e), "startup_ms": [], "returning_ms": [], "problems": []} for e in engines}
             browsers = {e: stack.enter_context(launch(e)) for e in engines}
             pages = {}
             # 1. start-up, in a fresh page each time; the last round's pages stay for 2.
@@ -218,7 +218,7 @@ def measure(engines: list, full: Path, seconds: float, startups: int, repeats: i
                     kept = page.evaluate(SNAPSHOT_KEPT_JS)
                     page.goto(url)
                     again = page.evaluate(LOAD_DEFAULT_JS)
-                    row.setdefault("returning_ms", []).append(round(again["ms"], 1))
+                    row["returning_ms"].append(round(again["ms"], 1))
                     row.update(returning_timings_ms=again["timings"], snapshot_kept=kept,
                                returning_start=again["start"], returning_model_source=again["modelSource"])
                     row.update(version=engine_version(e, browsers[e], page), tier=got["tier"],

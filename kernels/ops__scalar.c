@@ -80,17 +80,14 @@ static int64_t norm_fixed_f64(double x, int shift) {  /* x >= 0 finite */
     return (int64_t)norm_shift(e ? (m | (1ull << 52)) : m, (e ? e - 1075 : -1074) + shift);
 }
 
-/* the exponent bound of a finite float32: |x| < 2^top (top of a subnormal or zero: -125) */
-static int norm_top_f32(float x) {
-    int e = (int)((pk_float_to_bits(x) >> 23) & 0xffu);
-    return (e ? e : 1) - 126;
-}
+/* exponent fields: the row's bound is |x| < 2^(field - 126) (float32, field at least 1) and
+ * |v * v| < 2^(field - 1022) (double); a float32 field of 255 is an inf or NaN */
+static unsigned norm_field_f32(float x) { return (pk_float_to_bits(x) >> 23) & 0xffu; }
 
-static int norm_top_f64(double x) {
+static unsigned norm_field_f64(double x) {
     uint64_t u;
     memcpy(&u, &x, sizeof u);
-    int e = (int)((u >> 52) & 0x7ffu);
-    return (e ? e : 1) - 1022;
+    return (unsigned)((u >> 52) & 0x7ffu);
 }
 
 /* sum / D for the fixed-point sum of values scaled by 2^shift: (float)((double)sum * 2^-shift / D) */
@@ -104,31 +101,31 @@ int pk_layernorm(int N, int D, const float *x, const float *g, const float *b, f
     for (int n = 0; n < N; n++) {
         const float *row = x + (size_t)n * D;
         float *out = y + (size_t)n * D;
-        int top = -125, finite = 1;
-        for (int d = 0; d < D; d++) {
-            if ((pk_float_to_bits(row[d]) & 0x7f800000u) == 0x7f800000u) finite = 0;
-            else if (norm_top_f32(row[d]) > top) top = norm_top_f32(row[d]);
-        }
-        if (!finite) {                              /* an inf or NaN: the row is NaN */
+        unsigned largest = 1;
+        for (int d = 0; d < D; d++)
+            if (norm_field_f32(row[d]) > largest) largest = norm_field_f32(row[d]);
+        if (largest == 0xffu) {                     /* an inf or NaN: the row is NaN */
             for (int d = 0; d < D; d++) out[d] = pk_bits_to_float(0x7fc00000u);
             continue;
         }
+        const int shift = B - ((int)largest - 126);
         int64_t sum = 0;
-        for (int d = 0; d < D; d++) sum += norm_fixed_f32(row[d], B - top);
-        float mean = norm_average(sum, B - top, D);
+        for (int d = 0; d < D; d++) sum += norm_fixed_f32(row[d], shift);
+        float mean = norm_average(sum, shift, D);
         /* the squares' bound: v is 0 or a multiple of 2^-149 (both sides are floats), so a
-         * nonzero square is at least 2^-298 and 2^-300 bounds a row of zeros */
-        int top2 = -300;
+         * nonzero square is at least 2^-298 and field 722 (2^-300) bounds a row of zeros */
+        unsigned largest2 = 722;
         for (int d = 0; d < D; d++) {
             double v = (double)row[d] - (double)mean;
-            if (norm_top_f64(v * v) > top2) top2 = norm_top_f64(v * v);
+            if (norm_field_f64(v * v) > largest2) largest2 = norm_field_f64(v * v);
         }
+        const int shift2 = B - ((int)largest2 - 1022);
         int64_t sq = 0;
         for (int d = 0; d < D; d++) {
             double v = (double)row[d] - (double)mean;
-            sq += norm_fixed_f64(v * v, B - top2);
+            sq += norm_fixed_f64(v * v, shift2);
         }
-        float var = norm_average(sq, B - top2, D);
+        float var = norm_average(sq, shift2, D);
         float inv = 1.0f / sqrtf(var + eps);
         for (int d = 0; d < D; d++) out[d] = ((row[d] - mean) * inv) * g[d] + b[d];
     }

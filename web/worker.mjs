@@ -55,7 +55,6 @@ function lastLine(e) {
   return text[text.length - 1];
 }
 
-
 // The first of Pyodide's files and the wheel (manifest.files) that the host does not serve, as
 // "<url> answered HTTP <status> ...", or null.
 async function missingRuntimeFile(manifest, base) {
