@@ -157,7 +157,7 @@ def cases():
     out.append(("math/sincos", "sincos", {}))
     for rate in (8000, 22050, 44100, 48000):
         out.append((f"resample/{rate}", "resample", {"rate": rate}))
-    for op in ("f16", "layernorm", "silu", "glu", "dwconv1d", "softmax", "matmul_nt", "matmul_nn", "conv2d", "dwconv2d",
+    for op in ("f16", "layernorm", "silu", "glu", "dwconv1d", "rel_scores", "attention_context", "matmul_nt", "conv2d", "dwconv2d",
                "subsampling_head", "block_sums"):
         out.append((f"ops/{op}", "ops", {"op": op}))
     for fmt in ("u8", "s16", "s24", "s32", "f32", "f64"):
@@ -206,14 +206,21 @@ def run_op(kernels: Kernels, rng: random.Random, op: str) -> bytes:
         return kernels.glu(floats(rng, 7 * 64, 10), 7, 32).tobytes()
     if op == "dwconv1d":
         return kernels.dwconv1d(floats(rng, 23 * 16), 23, 16, floats(rng, 16 * 9), floats(rng, 16), 9).tobytes()
-    if op == "softmax":
-        x = floats(rng, 9 * 50, 40)
-        kernels.softmax_rows(x, 9, 50)
-        return x.tobytes()
+    if op == "rel_scores":     # dk = 40 (b = 11) and dk = 300 (b = 10); a zero row of k
+        out = b""
+        for T, dk in ((13, 40), (3, 300)):
+            qu, k, qv = floats(rng, T * dk, 3), floats(rng, T * dk, 3), floats(rng, T * dk, 3)
+            k[:dk] = array("f", [0.0]) * dk
+            out += kernels.rel_scores(qu, k, qv, floats(rng, (2 * T - 1) * dk, 3), T, dk, dk ** 0.5).tobytes()
+        return out
+    if op == "attention_context":    # T = 50 (b = 11) and T = 260 (b = 10)
+        out = b""
+        for T, dk in ((50, 9), (260, 3)):
+            scores = floats(rng, T * T, 40)
+            out += kernels.attention_context(scores, floats(rng, T * dk, 2), T, dk).tobytes() + scores.tobytes()
+        return out
     if op == "matmul_nt":
         return kernels.matmul_nt(floats(rng, 9 * 128), floats(rng, 17 * 128), 9, 17, 128, 0.088).tobytes()
-    if op == "matmul_nn":
-        return kernels.matmul_nn(floats(rng, 9 * 31), floats(rng, 31 * 40), 9, 40, 31).tobytes()
     groups = 8 if op == "dwconv2d" else 1
     y, _, _ = kernels.conv2d_s2(floats(rng, 8 * 21 * 32), 8, 21, 32, floats(rng, 8 * (8 // groups) * 9),
                                 floats(rng, 8), 8, groups)

@@ -190,9 +190,7 @@ _COMMON_SIGNATURES = {
     "pk_glu": (_i, [_i, _i, _vp, _vp]),
     "pk_add_scaled": (_i, [_i, _vp, ctypes.c_float, _vp, _vp]),
     "pk_dwconv1d": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp]),
-    "pk_softmax_rows": (_i, [_i, _i, _vp]),
     "pk_matmul_nt": (_i, [_i, _i, _i, _vp, _vp, ctypes.c_float, _vp]),
-    "pk_matmul_nn": (_i, [_i, _i, _i, _vp, _vp, _vp]),
     "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
     "pk_transpose_last2": (_i, [_i, _i, _i, _i, _vp, _vp]),
@@ -207,6 +205,9 @@ _COMMON_SIGNATURES = {
     "pk_block_sums": (_i, [_i, _i, _vp, _vp]),
     "pk_lstm_cell": (_i, [_i, _vp, _vp, _vp]),
     "pk_rel_scores": (_i, [_i, _i, _vp, _vp, _vp, _vp, ctypes.c_float, _vp, _vp]),
+    "pk_rel_scores_scratch_bytes": (_sz, [_i, _i]),
+    "pk_attention_context": (_i, [_i, _i, _vp, _vp, _vp, _vp]),
+    "pk_attention_context_scratch_bytes": (_sz, [_i, _i]),
     "pk_rel_positions": (_i, [_i, _i, _vp]),
     "pk_subsampling_head": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
     "pk_argmax": (_i, [_i, _vp]),
@@ -593,25 +594,12 @@ class Kernels:
                                               Arg(y, T * C, "float32", "y", True).pointer), "pk_dwconv1d")
         return y
 
-    def softmax_rows(self, x, M: int, N: int) -> None:
-        check_dims(M=M, N=N)
-        raise_status(self._fn["pk_softmax_rows"](M, N, Arg(x, M * N, "float32", "x", True).pointer),
-                      "pk_softmax_rows")
-
     def matmul_nt(self, a, b, M: int, N: int, K: int, scale: float = 1.0, out=None) -> array:
         check_dims(M=M, N=N, K=K)
         c = self._f32(M * N, out)
         raise_status(self._fn["pk_matmul_nt"](M, N, K, Arg(a, M * K, "float32", "a").pointer,
                                                Arg(b, N * K, "float32", "b").pointer, scale,
                                                Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nt")
-        return c
-
-    def matmul_nn(self, a, b, M: int, N: int, K: int, out=None) -> array:
-        check_dims(M=M, N=N, K=K)
-        c = self._f32(M * N, out)
-        raise_status(self._fn["pk_matmul_nn"](M, N, K, Arg(a, M * K, "float32", "a").pointer,
-                                               Arg(b, K * N, "float32", "b").pointer,
-                                               Arg(c, M * N, "float32", "c", True).pointer), "pk_matmul_nn")
         return c
 
     def subsampling_head(self, x, T: int, F: int, C: int, w0, b0, w2, b2, out=None) -> tuple:
@@ -657,20 +645,31 @@ class Kernels:
                       "pk_rel_positions")
         return pe
 
-    def rel_scores(self, qu, k, qv, p, T: int, dk: int, s: float, scratch=None) -> array:
-        """One head's relative-position attention scores [T][T] (kernels/ops.h). `scratch`
-        (array('f') of at least (3T - 1) * dk + T) may be passed in to reuse across heads."""
+    def rel_scores(self, qu, k, qv, p, T: int, dk: int, s: float) -> array:
+        """One head's relative-position attention scores [T][T] (kernels/ops.h pk_rel_scores):
+        qu, qv, k [T][dk], p [2T-1][dk]."""
         check_dims(T=T, dk=dk)
-        need = (3 * T - 1) * dk + T
-        if scratch is None or len(scratch) < need:
-            scratch = zeros_f32(need)
+        scratch = self.staging(self.scratch_size("pk_rel_scores_scratch_bytes", T, dk) // 4 + 1, "rel_scores")
         y = zeros_f32(T * T)
         raise_status(self._fn["pk_rel_scores"](
             T, dk, Arg(qu, T * dk, "float32", "qu").pointer, Arg(k, T * dk, "float32", "k").pointer,
             Arg(qv, T * dk, "float32", "qv").pointer, Arg(p, (2 * T - 1) * dk, "float32", "p").pointer, s,
-            Arg(scratch, need, "float32", "scratch", True).pointer,
+            Arg(scratch, len(scratch), "float32", "scratch", True).pointer,
             Arg(y, T * T, "float32", "scores", True).pointer), "pk_rel_scores")
         return y
+
+    def attention_context(self, scores, v, T: int, dk: int) -> array:
+        """softmax(scores) v of one head (kernels/ops.h pk_attention_context): scores [T][T]
+        (overwritten with the exponentials), v [T][dk] -> out [T][dk]."""
+        check_dims(T=T, dk=dk)
+        scratch = self.staging(self.scratch_size("pk_attention_context_scratch_bytes", T, dk) // 4 + 1,
+                               "attention_context")
+        out = zeros_f32(T * dk)
+        raise_status(self._fn["pk_attention_context"](
+            T, dk, Arg(scores, T * T, "float32", "scores", True).pointer, Arg(v, T * dk, "float32", "v").pointer,
+            Arg(scratch, len(scratch), "float32", "scratch", True).pointer,
+            Arg(out, T * dk, "float32", "out", True).pointer), "pk_attention_context")
+        return out
 
     def lstm_cell(self, gates, P: int, c, h) -> None:
         """One LSTM cell update in place: c, h [P] from gates [4P] (i, f, g, o)."""

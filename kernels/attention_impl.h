@@ -1,127 +1,97 @@
-/* Relative-position self-attention (contracts in ops.h: pk_rel_scores, pk_softmax_rows,
- * pk_matmul_nn, pk_attention_heads), written once and compiled twice: in ops__scalar.c as the
- * exported pk_ functions every module has, and per tier in one_call_impl.h for the one-call layer,
- * with that tier's compiler flags (the loops over j and n have independent outputs, so
- * compilers vectorise them at the tier's width without touching any sum's order) and the
- * tier's exp for the softmax (pk_expf's steps lane-wise: activation.h softmax_exp_row__<tier>).
+/* Relative-position self-attention (contracts in ops.h: pk_rel_scores, pk_attention_context,
+ * pk_attention_heads), written once and compiled twice: in ops__scalar.c as the exported pk_
+ * functions every module has, and per tier in one_call_impl.h for the one-call layer, with that
+ * tier's compiler flags and the tier's exp for the softmax (pk_expf's steps lane-wise:
+ * activation.h softmax_exp_row__<tier>).
  *
- * The includer defines PK_ATTENTION(name), the (static) name of each function,
- * PK_ATTENTION_EXP_ROW(n, row, mx), which sets row[i] = pk_expf(row[i] - mx) for i < n, and
- * PK_ATTENTION_LANES, the width of the score and weighted-sum tiles (4 or 8 floats).
+ * Both reductions are exact integer sums over block-quantised operands (attention_blocks.h;
+ * docs/kernels.md "Order-free reductions"): the scores' dot products over d and the weighted
+ * sum of values over j. Integer addition is associative, so the compilers may vectorise the
+ * dot products any way they like (pmaddwd, i32x4.dot_i16x8_s) and a GPU may add them in a tree:
+ * every tier gets the same bits by construction.
  *
- * Tiles: 4 rows x PK_ATTENTION_LANES columns of scores (or of the weighted sum) are summed in
- * vector locals - registers - across the whole of d (or of the scores' row), written with the
- * compilers' vector extension: lane-wise IEEE operations, so every output still adds its terms
- * in ascending order, as the plain loops do for the edges that do not fill a tile. */
+ * The includer defines PK_ATTENTION(name), the (static) name of each function, and
+ * PK_ATTENTION_EXP_ROW(n, row, mx), which sets row[i] = pk_expf(row[i] - mx) for i < n. */
 
 #include <string.h>
+#include "attention_blocks.h"
 #include "ops.h"
 #include "pk_math.h"
 
-typedef float pk_attention_vec __attribute__((vector_size(4 * PK_ATTENTION_LANES)));
-enum { PK_ATTENTION_TILE_ROWS = 4 };
-
-static inline pk_attention_vec PK_ATTENTION(load)(const float *p) {
-    pk_attention_vec v;
-    memcpy(&v, p, sizeof v);
-    return v;
+/* sum_d a[d] * b[d] of block mantissas quantised with b = pk_block_bits(n): |a|, |b| <= 2^b and
+ * n * 2^(2b) <= 2^30, so the int32 sum is exact in any order. */
+static inline int32_t PK_ATTENTION(dot16)(const int16_t *restrict a, const int16_t *restrict b, int n) {
+    int32_t acc = 0;
+    for (int d = 0; d < n; d++) acc += (int32_t)a[d] * b[d];
+    return acc;
 }
 
-static void PK_ATTENTION(softmax_rows)(int M, int N, float *x) {
-    for (int m = 0; m < M; m++) {
-        float *row = x + (size_t)m * N;
-        float mx = row[0];
-        for (int n = 1; n < N; n++) if (row[n] > mx) mx = row[n];
-        PK_ATTENTION_EXP_ROW(N, row, mx);
-        double sum = 0.0;
-        for (int n = 0; n < N; n++) sum += row[n];
-        float total = (float)sum;
-        for (int n = 0; n < N; n++) row[n] = row[n] / total;
-    }
-}
-
-static void PK_ATTENTION(matmul_nn)(int M, int N, int K, const float *a, const float *b, float *c) {
-    enum { R = PK_ATTENTION_TILE_ROWS, L = PK_ATTENTION_LANES };
-    int m = 0;
-    for (; m + R <= M; m += R) {
-        int n = 0;
-        for (; n + L <= N; n += L) {                        /* a tile: R rows x L columns */
-            pk_attention_vec acc[R];
-            for (int r = 0; r < R; r++) acc[r] = (pk_attention_vec){0};
-            for (int k = 0; k < K; k++) {                   /* for each output: k ascending */
-                pk_attention_vec bv = PK_ATTENTION(load)(b + (size_t)k * N + n);
-                for (int r = 0; r < R; r++) acc[r] = acc[r] + bv * a[(size_t)(m + r) * K + k];
-            }
-            for (int r = 0; r < R; r++) memcpy(c + (size_t)(m + r) * N + n, &acc[r], sizeof acc[r]);
-        }
-        for (int r = 0; r < R; r++)                         /* the columns past the last tile */
-            for (int nn = n; nn < N; nn++) {
-                float acc = 0.0f;
-                for (int k = 0; k < K; k++) acc = acc + a[(size_t)(m + r) * K + k] * b[(size_t)k * N + nn];
-                c[(size_t)(m + r) * N + nn] = acc;
-            }
-    }
-    for (; m < M; m++) {                                    /* the rows past the last tile */
-        float *cr = c + (size_t)m * N;
-        for (int n = 0; n < N; n++) cr[n] = 0.0f;
-        for (int k = 0; k < K; k++) {
-            float av = a[(size_t)m * K + k];
-            const float *br = b + (size_t)k * N;
-            for (int n = 0; n < N; n++) cr[n] = cr[n] + av * br[n];
-        }
-    }
-}
-
+/* One head's scores y [T][T] (scratch: pk_rel_scores_scratch_bytes(T, dk)):
+ *   A = sum_d Q(qu)[i][d] Q(k)[j][d],  B = sum_d Q(qv)[i][d] Q(p)[r][d],  r = T-1-i+j,
+ *   y[i][j] = (float(A, E(qu_i) + E(k_j)) + float(B, E(qv_i) + E(p_r))) / s
+ * each row of qu, qv, k and p quantised on its own (pk_block_quantise with b = pk_block_bits(dk));
+ * float(a, e) is a * 2^e rounded once (pk_block_scaled); a score with a non-finite operand row is
+ * 0x7fc00000. */
 static void PK_ATTENTION(rel_scores)(int T, int dk, const float *qu, const float *k, const float *qv, const float *p,
-                                        float s, float *scratch, float *y) {
-    /* Lanes = outputs j: with k and p transposed to [dk][T] and [dk][2T-1], the inner loops run
-     * over j with independent accumulators, so compilers vectorise them (-msimd128, SSE/AVX)
-     * while every sum still adds d = 0, 1, ... in order: the bits of the dot-product form. */
-    size_t P = (size_t)2 * T - 1;
-    float *restrict kt = scratch, *restrict pt = kt + (size_t)dk * T, *restrict bd = pt + (size_t)dk * P;
-    for (int j = 0; j < T; j++)
-        for (int d = 0; d < dk; d++) kt[(size_t)d * T + j] = k[(size_t)j * dk + d];
-    for (size_t r = 0; r < P; r++)
-        for (int d = 0; d < dk; d++) pt[(size_t)d * P + r] = p[r * dk + d];
-    enum { R = PK_ATTENTION_TILE_ROWS, L = PK_ATTENTION_LANES };
-    int i = 0;
-    for (; i + R <= T; i += R) {
-        int j = 0;
-        for (; j + L <= T; j += L) {                        /* a tile: R rows x L columns */
-            pk_attention_vec ac[R], bt[R];
-            for (int r = 0; r < R; r++) ac[r] = bt[r] = (pk_attention_vec){0};
-            for (int d = 0; d < dk; d++) {
-                pk_attention_vec kv = PK_ATTENTION(load)(kt + (size_t)d * T + j);
-                for (int r = 0; r < R; r++) {
-                    ac[r] = ac[r] + kv * qu[(size_t)(i + r) * dk + d];
-                    bt[r] = bt[r] + PK_ATTENTION(load)(pt + (size_t)d * P + (T - 1 - (i + r)) + j) * qv[(size_t)(i + r) * dk + d];
-                }
-            }
-            for (int r = 0; r < R; r++) {
-                pk_attention_vec out = (ac[r] + bt[r]) / s;
-                memcpy(y + (size_t)(i + r) * T + j, &out, sizeof out);
-            }
-        }
-        for (int r = 0; r < R; r++)                         /* the columns past the last tile */
-            for (int jj = j; jj < T; jj++) {
-                float ac = 0.0f, bt = 0.0f;
-                for (int d = 0; d < dk; d++) {
-                    ac = ac + qu[(size_t)(i + r) * dk + d] * kt[(size_t)d * T + jj];
-                    bt = bt + qv[(size_t)(i + r) * dk + d] * pt[(size_t)d * P + (T - 1 - (i + r)) + jj];
-                }
-                y[(size_t)(i + r) * T + jj] = (ac + bt) / s;
-            }
+                                        float s, void *scratch, float *y) {
+    const int b = pk_block_bits(dk), P = 2 * T - 1;
+    int32_t *e_qu = scratch, *e_qv = e_qu + T, *e_k = e_qv + T, *e_p = e_k + T;
+    int16_t *m_qu = (int16_t *)(e_p + P), *m_qv = m_qu + (size_t)T * dk, *m_k = m_qv + (size_t)T * dk,
+            *m_p = m_k + (size_t)T * dk;
+    for (int t = 0; t < T; t++) {
+        e_qu[t] = pk_block_quantise(dk, qu + (size_t)t * dk, 1, b, m_qu + (size_t)t * dk);
+        e_qv[t] = pk_block_quantise(dk, qv + (size_t)t * dk, 1, b, m_qv + (size_t)t * dk);
+        e_k[t] = pk_block_quantise(dk, k + (size_t)t * dk, 1, b, m_k + (size_t)t * dk);
     }
-    for (; i < T; i++) {                                    /* the rows past the last tile */
-        float *restrict ac = y + (size_t)i * T;
-        for (int j = 0; j < T; j++) ac[j] = 0.0f, bd[j] = 0.0f;
-        for (int d = 0; d < dk; d++) {
-            float a = qu[(size_t)i * dk + d], b = qv[(size_t)i * dk + d];
-            const float *restrict kr = kt + (size_t)d * T, *restrict pr = pt + (size_t)d * P + (T - 1 - i);
-            for (int j = 0; j < T; j++) ac[j] = ac[j] + a * kr[j];
-            for (int j = 0; j < T; j++) bd[j] = bd[j] + b * pr[j];
+    for (int r = 0; r < P; r++) e_p[r] = pk_block_quantise(dk, p + (size_t)r * dk, 1, b, m_p + (size_t)r * dk);
+    for (int i = 0; i < T; i++) {
+        const int16_t *a = m_qu + (size_t)i * dk, *c = m_qv + (size_t)i * dk;
+        for (int j = 0; j < T; j++) {
+            const int r = T - 1 - i + j;
+            int32_t ea = e_qu[i], ek = e_k[j], ec = e_qv[i], ep = e_p[r];
+            if (ea == PK_BLOCK_NONFINITE || ek == PK_BLOCK_NONFINITE || ec == PK_BLOCK_NONFINITE ||
+                ep == PK_BLOCK_NONFINITE) {
+                y[(size_t)i * T + j] = pk_bits_to_float(0x7fc00000u);
+                continue;
+            }
+            float ac = pk_block_scaled(PK_ATTENTION(dot16)(a, m_k + (size_t)j * dk, dk), ea + ek);
+            float bd = pk_block_scaled(PK_ATTENTION(dot16)(c, m_p + (size_t)r * dk, dk), ec + ep);
+            y[(size_t)i * T + j] = (ac + bd) / s;
         }
-        for (int j = 0; j < T; j++) ac[j] = (ac[j] + bd[j]) / s;
+    }
+}
+
+/* softmax(scores) v for one head, out [T][dk] (scores [T][T] are overwritten with the
+ * exponentials; scratch: pk_attention_context_scratch_bytes(T, dk)). Per row i:
+ *   mx = max_j x[j]; e[j] = pk_expf(x[j] - mx); m = Q(e) (b = pk_block_bits(T)), total = sum_j m[j];
+ *   out[i][d] = float(sum_j m[j] Q(v)[j][d], E(v_d)) / (float)total
+ * with each column d of v quantised on its own. The exponentials' block exponent cancels in the
+ * ratio, so the weights are exactly m[j] / total. A row of scores holding an inf or NaN, or a
+ * column of v holding one, gives 0x7fc00000 where it is used. */
+static void PK_ATTENTION(context)(int T, int dk, float *scores, const float *v, void *scratch, float *out) {
+    const int b = pk_block_bits(T);
+    int32_t *e_v = scratch;
+    int16_t *m_v = (int16_t *)(e_v + dk), *m_e = m_v + (size_t)dk * T;      /* m_v [dk][T]: columns */
+    for (int d = 0; d < dk; d++) e_v[d] = pk_block_quantise(T, v + d, (size_t)dk, b, m_v + (size_t)d * T);
+    for (int i = 0; i < T; i++) {
+        float *row = scores + (size_t)i * T, *o = out + (size_t)i * dk;
+        int finite = 1;
+        for (int j = 0; j < T; j++) finite &= pk_float_is_finite(row[j]);
+        if (!finite) {
+            for (int d = 0; d < dk; d++) o[d] = pk_bits_to_float(0x7fc00000u);
+            continue;
+        }
+        float mx = row[0];
+        for (int j = 1; j < T; j++) if (row[j] > mx) mx = row[j];
+        PK_ATTENTION_EXP_ROW(T, row, mx);
+        pk_block_quantise(T, row, 1, b, m_e);
+        int32_t total = 0;
+        for (int j = 0; j < T; j++) total += m_e[j];
+        const float denominator = (float)total;        /* exact: total < 2^24 (attention_blocks.h) */
+        for (int d = 0; d < dk; d++)
+            o[d] = e_v[d] == PK_BLOCK_NONFINITE
+                       ? pk_bits_to_float(0x7fc00000u)
+                       : pk_block_scaled(PK_ATTENTION(dot16)(m_e, m_v + (size_t)d * T, T), e_v[d]) / denominator;
     }
 }
 
@@ -129,7 +99,8 @@ static void PK_ATTENTION(heads)(int T, int D, int dk, int h0, int h1, const floa
                                 const float *p, const float *u, const float *vb, float s, float *scratch, float *out) {
     size_t td = (size_t)T * dk, pd = ((size_t)2 * T - 1) * dk;
     float *qh = scratch, *kh = qh + td, *vh = kh + td, *qu = vh + td, *qv = qu + td, *ctx = qv + td;
-    float *ph = ctx + td, *rel = ph + pd, *scores = rel + (((size_t)3 * T - 1) * dk + T);
+    float *ph = ctx + td, *scores = ph + pd;
+    void *blocks = scores + (size_t)T * T;              /* the quantised operands (either step's) */
     for (int h = h0; h < h1; h++) {
         int c0 = h * dk;
         pk_take_cols(T, D, c0, dk, q, qh);
@@ -142,9 +113,8 @@ static void PK_ATTENTION(heads)(int T, int D, int dk, int h0, int h1, const floa
                 qu[i] = qh[i] + 1.0f * u[c0 + d];
                 qv[i] = qh[i] + 1.0f * vb[c0 + d];
             }
-        PK_ATTENTION(rel_scores)(T, dk, qu, kh, qv, ph, s, rel, scores);
-        PK_ATTENTION(softmax_rows)(T, T, scores);
-        PK_ATTENTION(matmul_nn)(T, dk, T, scores, vh, ctx);
+        PK_ATTENTION(rel_scores)(T, dk, qu, kh, qv, ph, s, blocks, scores);
+        PK_ATTENTION(context)(T, dk, scores, vh, blocks, ctx);
         pk_copy_cols(T, dk, ctx, D, c0, out);
     }
 }

@@ -18,16 +18,15 @@
 /* Attention with this tier's flags and exponentials (attention_impl.h). */
 #define PK_ATTENTION(name) tier_attention_##name
 #define PK_ATTENTION_EXP_ROW(n, row, mx) PK_TIER_FN(softmax_exp_row)(n, row, mx)
-#ifdef __AVX2__
-#define PK_ATTENTION_LANES 8
-#else
-#define PK_ATTENTION_LANES 4
-#endif
 #include "attention_impl.h"
 
 /* The channel-last subsampling head with this tier's flags (head_impl.h). */
 #define PK_HEAD(name) tier_head_##name
-#define PK_HEAD_LANES PK_ATTENTION_LANES
+#ifdef __AVX2__
+#define PK_HEAD_LANES 8
+#else
+#define PK_HEAD_LANES 4
+#endif
 #include "head_impl.h"
 
 int PK_TIER_FN(subsampling_head_cl)(PK_SUBSAMPLING_HEAD_CL_ARGS) {

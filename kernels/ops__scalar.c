@@ -12,7 +12,6 @@ static void exp_row_scalar(int n, float *row, float mx) {
 }
 #define PK_ATTENTION(name) ops_##name
 #define PK_ATTENTION_EXP_ROW(n, row, mx) exp_row_scalar(n, row, mx)
-#define PK_ATTENTION_LANES 4
 #include "attention_impl.h"
 
 int pk_f16_to_f32(int n, const uint16_t *h, float *y) {
@@ -202,12 +201,6 @@ int pk_dwconv1d(int T, int C, int K, const float *x, const float *w, const float
     return PK_OK;
 }
 
-int pk_softmax_rows(int M, int N, float *x) {
-    if (M <= 0 || N <= 0) return PK_E_SHAPE;
-    ops_softmax_rows(M, N, x);
-    return PK_OK;
-}
-
 int pk_matmul_nt(int M, int N, int K, const float *a, const float *b, float s, float *c) {
     if (M <= 0 || N <= 0 || K <= 0) return PK_E_SHAPE;
     for (int m = 0; m < M; m++)
@@ -217,12 +210,6 @@ int pk_matmul_nt(int M, int N, int K, const float *a, const float *b, float s, f
             for (int k = 0; k < K; k++) acc = acc + ar[k] * br[k];
             c[(size_t)m * N + n] = acc * s;
         }
-    return PK_OK;
-}
-
-int pk_matmul_nn(int M, int N, int K, const float *a, const float *b, float *c) {
-    if (M <= 0 || N <= 0 || K <= 0) return PK_E_SHAPE;
-    ops_matmul_nn(M, N, K, a, b, c);
     return PK_OK;
 }
 
@@ -413,21 +400,40 @@ int pk_subsampling_head(int T, int F, int C, const float *x, const float *w0, co
     return PK_OK;
 }
 
+/* The attention's scratch (attention_impl.h): block exponents (int32) then mantissas (int16). */
+size_t pk_rel_scores_scratch_bytes(int T, int dk) {
+    size_t vectors = (size_t)5 * T - 1;                 /* rows of qu, qv, k (T each) and p (2T-1) */
+    return vectors * sizeof(int32_t) + vectors * dk * sizeof(int16_t);
+}
+
+size_t pk_attention_context_scratch_bytes(int T, int dk) {
+    return (size_t)dk * sizeof(int32_t) + ((size_t)dk * T + T) * sizeof(int16_t);
+}
+
 int pk_rel_scores(int T, int dk, const float *qu, const float *k, const float *qv, const float *p,
-                  float s, float *scratch, float *y) {
-    if (T <= 0 || dk <= 0) return PK_E_SHAPE;
+                  float s, void *scratch, float *y) {
+    if (T <= 0 || dk <= 0 || T > 65536 || dk > 65536) return PK_E_SHAPE;
     ops_rel_scores(T, dk, qu, k, qv, p, s, scratch, y);
+    return PK_OK;
+}
+
+int pk_attention_context(int T, int dk, float *scores, const float *v, void *scratch, float *out) {
+    if (T <= 0 || dk <= 0 || T > 65536 || dk > 65536) return PK_E_SHAPE;
+    ops_context(T, dk, scores, v, scratch, out);
     return PK_OK;
 }
 
 size_t pk_attention_scratch_floats(int T, int dk) {
     size_t td = (size_t)T * dk, pd = ((size_t)2 * T - 1) * dk;
-    return 6 * td + pd + (((size_t)3 * T - 1) * dk + T) + (size_t)T * T;
+    size_t blocks = pk_rel_scores_scratch_bytes(T, dk), context = pk_attention_context_scratch_bytes(T, dk);
+    if (context > blocks) blocks = context;
+    return 6 * td + pd + (size_t)T * T + (blocks + sizeof(float) - 1) / sizeof(float);
 }
 
 int pk_attention_heads(int T, int D, int dk, int h0, int h1, const float *q, const float *k, const float *v,
                        const float *p, const float *u, const float *vb, float s, float *scratch, float *out) {
-    if (T <= 0 || dk <= 0 || D <= 0 || D % dk || h0 < 0 || h1 > D / dk || h0 >= h1) return PK_E_SHAPE;
+    if (T <= 0 || dk <= 0 || D <= 0 || D % dk || h0 < 0 || h1 > D / dk || h0 >= h1 || T > 65536 || dk > 65536)
+        return PK_E_SHAPE;
     ops_heads(T, D, dk, h0, h1, q, k, v, p, u, vb, s, scratch, out);
     return PK_OK;
 }

@@ -163,16 +163,9 @@ def test_dwconv1d(scalar):
         scalar.dwconv1d(x, T, C, w, b, 8)
 
 
-def test_softmax_and_matmuls(scalar):
-    x = f32(rng.standard_normal((4, 9)) * 10)
-    y = x.copy()
-    scalar.softmax_rows(y, 4, 9)
-    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
-    assert np.abs(y - e / e.sum(1, keepdims=True)).max() < 1e-6
+def test_matmul_nt(scalar):
     a, b = f32(rng.standard_normal((5, 16))), f32(rng.standard_normal((7, 16)))
     assert np.abs(arr(scalar.matmul_nt(a, b, 5, 7, 16, 0.25), (5, 7)) - a @ b.T * 0.25).max() < 1e-5
-    c = f32(rng.standard_normal((16, 7)))
-    assert np.abs(arr(scalar.matmul_nn(a, c, 5, 7, 16), (5, 7)) - a.astype(np.float64) @ c).max() < 1e-5
 
 
 @pytest.mark.parametrize("T, C, K", [(1, 1, 1), (5, 3, 9), (40, 70, 9), (3, 8, 31), (7, 130, 65)])
@@ -243,23 +236,6 @@ def test_transpose_last2(scalar, N, A, B):
     assert arr(scalar.transpose_last2(x, N, A, B, relu=True), want.size).tobytes() == relu
 
 
-@pytest.mark.parametrize("T, dk", [(1, 1), (2, 3), (9, 16), (33, 5), (70, 64)])
-def test_rel_scores_equal_the_unfused_ops(scalar, T, dk):
-    """(qu.k + qv.p[T-1-i+j]) / s in one call = matmul_nt, rel-shift and add_div, bit for bit
-    (the kernel works on transposed k/p with lanes over j; the sums keep d ascending)."""
-    qu, k, qv = (f32(rng.standard_normal((T, dk))) for _ in range(3))
-    p = f32(rng.standard_normal((2 * T - 1, dk)))
-    s = np.float32(4.0)
-    got = arr(scalar.rel_scores(qu, k, qv, p, T, dk, s), (T, T))
-    ac = arr(scalar.matmul_nt(qu, k, T, T, dk), (T, T))
-    full = arr(scalar.matmul_nt(qv, p, T, 2 * T - 1, dk), (T, 2 * T - 1))
-    bd = np.stack([full[i, T - 1 - i:2 * T - 1 - i] for i in range(T)])
-    want = arr(scalar.add_div(ac, np.ascontiguousarray(bd), s, T * T), (T, T))
-    assert got.tobytes() == want.tobytes()
-    ref = (qu.astype(np.float64) @ k.T + np.stack([qv[i] @ p[T - 1 - i:2 * T - 1 - i].T for i in range(T)])) / 4
-    assert np.abs(got - ref).max() < 1e-5
-
-
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 15, 16, 17, 1000, 4099])
 def test_silu_tiers_bit_identical_to_scalar(scalar, tier_kernels, n):
     """The SIMD tiers' silu (kernels/activation.h) against pk_silu: random values across the
@@ -299,7 +275,7 @@ def test_subsampling_head_tiers_bit_identical_to_scalar(scalar, tier_kernels, T,
 @pytest.mark.parametrize("T, D, dk, h0, h1", [(1, 8, 4, 0, 2), (9, 48, 16, 1, 3), (33, 40, 8, 0, 5), (70, 128, 64, 1, 2)])
 def test_attention_heads_equal_the_unfused_ops(scalar, T, D, dk, h0, h1):
     """pk_attention_heads = for each head: its columns of q, k, v, p, qu = qh + u_h,
-    qv = qh + vb_h (add_scaled with 1), rel_scores, softmax_rows, matmul_nn, into its columns of
+    qv = qh + vb_h (add_scaled with 1), rel_scores, attention_context, into its columns of
     out - bit for bit; the other heads' columns are left alone."""
     q, k, v = (f32(rng.standard_normal((T, D))) for _ in range(3))
     p = f32(rng.standard_normal((2 * T - 1, D)))
@@ -315,8 +291,7 @@ def test_attention_heads_equal_the_unfused_ops(scalar, T, D, dk, h0, h1):
         qu = arr(scalar.add_scaled(qh, 1.0, f32(np.tile(u[cols], T)), T * dk), (T, dk))
         qv = arr(scalar.add_scaled(qh, 1.0, f32(np.tile(vb[cols], T)), T * dk), (T, dk))
         scores = scalar.rel_scores(qu, kh, qv, ph, T, dk, s)
-        scalar.softmax_rows(scores, T, T)
-        want[:, cols] = arr(scalar.matmul_nn(scores, vh, T, dk, T), (T, dk))
+        want[:, cols] = arr(scalar.attention_context(scores, vh, T, dk), (T, dk))
     assert out.tobytes() == want.tobytes()
 
 
