@@ -1,9 +1,11 @@
 """Relative-position attention on the WebGPU tier (engine/executors/webgpu/attention.py GpuAttention;
-kernels/webgpu/attention_scores.wgsl, attention_softmax.wgsl, attention_context.wgsl) against
-the C scalar tier's Kernels.attention_heads, bit for bit, on a shape sweep (T, dk, H) with the
-model's full size among them, random data with large scores (exp underflowing to 0, subnormal
-weights), ties and signed zeros; each pass alone against its C step; and shader mutations the
-comparison must catch. Natively through PyPI wgpu on lavapipe, as tests/test_webgpu_kernels.py."""
+kernels/webgpu/attention_blocks.wgsl, attention_scores.wgsl, attention_softmax.wgsl,
+attention_context.wgsl) against the C scalar tier's Kernels.attention_heads, bit for bit, on a
+shape sweep (T, dk, H) with the model's full size among them, random data with large scores
+(exp underflowing to 0, subnormal weights), ties, signed zeros, infinities; the scores pass
+against pk_rel_scores and the softmax and weighted sum against pk_attention_context; permuted
+inputs (the sums' order is free); and shader mutations the comparison must catch. Natively
+through PyPI wgpu on lavapipe, as tests/test_webgpu_kernels.py."""
 
 from __future__ import annotations
 
@@ -85,10 +87,9 @@ def test_attention_matches_scalar(gpu, scalar, T, dk, H):
     assert_same_bits(got, want, f"attention T={T} dk={dk} H={H}")
 
 
-def test_scores_and_softmax_alone(gpu, scalar):
-    """The scores pass against pk_rel_scores per head (with qu, qv as the C adds them), the
-    softmax against pk_softmax_rows, both read back from the scratch: underflowed and
-    subnormal weights seen on the way."""
+def test_scores_alone(gpu, scalar):
+    """The quantisation and scores passes against pk_rel_scores per head (with qu, qv as the C
+    adds them), read back from the scratch."""
     T, dk, H = 21, 16, 3
     D = dk * H
     q, k, v, p, u, vb = attention_inputs(T, D, seed=7)
@@ -97,8 +98,8 @@ def test_scores_and_softmax_alone(gpu, scalar):
     bufs = [gpu.upload(x) for x in (q, k, v, p)]
     out = gpu.storage(4 * T * D)
     passes = att.passes(*bufs, out, T)
-    scores_buf = passes[0][1][-1]
-    gpu.run(passes[:1])
+    scores_buf = passes[1][1][-1]
+    gpu.run(passes[:2])
     got = np.frombuffer(gpu.read(scores_buf, 4 * H * T * T), np.float32).reshape(H, T, T)
     want = np.empty_like(got)
     for h in range(H):
@@ -109,17 +110,15 @@ def test_scores_and_softmax_alone(gpu, scalar):
                                                   np.ascontiguousarray(p[:, c]), T, dk, s),
                                 np.float32).reshape(T, T)
     assert_same_bits(got, want, "scores")
-    gpu.run(passes[1:2])
-    got = np.frombuffer(gpu.read(scores_buf, 4 * H * T * T), np.float32)
-    scalar.softmax_rows(want, H * T, T)
-    assert_same_bits(got, want, "softmax")
-    assert (want == 0).any() and ((want > 0) & (want < np.float32(1.2e-38))).any()
 
 
-def test_softmax_ties_and_signed_zeros(gpu, scalar):
-    """Rows whose maximum occurs more than once, +0 before -0 and the reverse, -inf,
-    subnormals: the softmax pass alone against pk_softmax_rows."""
-    T, H = 70, 2
+def test_softmax_and_context_on_awkward_scores(gpu, scalar):
+    """Given scores (rows whose maximum occurs more than once, +0 before -0 and the reverse,
+    -inf, +inf and NaN, subnormals, spreads of hundreds) through the softmax and weighted-sum
+    passes against pk_attention_context per head, with v holding subnormals, signed zeros and
+    one column with an inf."""
+    T, H, dk = 70, 2, 5
+    D = H * dk
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((H * T, T)) * 40).astype(np.float32)
     x[0] = 0.0
@@ -131,14 +130,42 @@ def test_softmax_ties_and_signed_zeros(gpu, scalar):
     x[4, :] = -np.inf
     x[4, 9] = 1.0
     x[5, ::2] = 3.0
-    att = GpuAttention(gpu, 2 * H, H, np.zeros(2 * H, np.float32), np.zeros(2 * H, np.float32), 1.0)
-    scores = gpu.scratch("attention_scores", x.nbytes)
-    gpu.write(scores, x)
-    gpu.run([att.passes(*[gpu.storage(16)] * 5, T)[1]])
-    got = np.frombuffer(gpu.read(scores, x.nbytes), np.float32)
-    want = x.copy()
-    scalar.softmax_rows(want, H * T, T)
-    assert_same_bits(got, want, "softmax")
+    x[6, 7] = np.inf
+    x[T + 3, 2] = np.nan
+    v = rng.standard_normal((T, D)).astype(np.float32)
+    v[::4, 1] = np.float32(1e-39)
+    v[5, :] = -0.0
+    v[9, 2 * dk - 1] = np.inf
+    zeros = np.zeros(D, np.float32)
+    att = GpuAttention(gpu, D, H, zeros, zeros, 1.0)
+    dummy = gpu.upload(np.zeros((2 * T - 1) * D, np.float32))
+    out = gpu.storage(4 * T * D)
+    passes = att.passes(dummy, dummy, gpu.upload(v), dummy, out, T)
+    gpu.write(passes[1][1][-1], x)                       # the scores, as if the scores pass wrote them
+    gpu.run([passes[0], passes[2], passes[3]])
+    got = np.frombuffer(gpu.read(out, 4 * T * D), np.float32).reshape(T, D)
+    want = np.empty_like(got)
+    for h in range(H):
+        c = slice(h * dk, (h + 1) * dk)
+        want[:, c] = np.frombuffer(scalar.attention_context(x[h * T:(h + 1) * T].copy(), np.ascontiguousarray(v[:, c]),
+                                                            T, dk), np.float32).reshape(T, dk)
+    assert_same_bits(got, want, "softmax and context")
+    assert (bits(want) == 0x7fc00000).any() and (bits(want) != 0x7fc00000).any()
+
+
+def test_permuted_columns_give_permuted_outputs(gpu):
+    """Permuting d within every head (q, k, p, u, vb and v alike) permutes the output columns bit
+    for bit: the dot products' order is free on the device too (their chunks of 16 now hold
+    other terms)."""
+    T, dk, H = 26, 40, 2
+    D = dk * H
+    q, k, v, p, u, vb = attention_inputs(T, D, seed=21)
+    perm = np.concatenate([h * dk + np.random.default_rng(22 + h).permutation(dk) for h in range(H)])
+    s = sqrt_dk(dk)
+    out = np.frombuffer(GpuAttention(gpu, D, H, u, vb, s)(q, k, v, p, T), np.float32).reshape(T, D)
+    pq, pk, pv, pp = (np.ascontiguousarray(m[:, perm]) for m in (q, k, v, p))
+    got = GpuAttention(gpu, D, H, np.ascontiguousarray(u[perm]), np.ascontiguousarray(vb[perm]), s)(pq, pk, pv, pp, T)
+    assert_same_bits(np.frombuffer(got, np.float32), np.ascontiguousarray(out[:, perm]), "permuted")
 
 
 def test_shapes_refused(gpu):
@@ -157,14 +184,14 @@ def test_shapes_refused(gpu):
 
 
 MUTATIONS = {
-    "scores: d descending": ("for (var dd = 0u; dd < n; dd = dd + 1u) {\n            ac",
-                             "for (var de = n; de > 0u; de = de - 1u) { let dd = de - 1u;\n            ac"),
+    "blocks: truncate, not round": ("q = (sig + (1u << (shift - 1u))) >> shift;", "q = sig >> shift;"),
+    "blocks: the first chunk's largest field": ("ab_fields[lid] = max(ab_fields[lid], ab_fields[lid + half]);",
+                                                "ab_fields[lid] = max(ab_fields[lid], 0u * ab_fields[lid + half]);"),
     "scores: shift the other way": ("let pl = (SCORE_TILE - 1u - li + lj)", "let pl = (SCORE_TILE - 1u - lj + li)"),
     "softmax: the tree keeps the smaller": ("if (kb > ka || (kb == ka", "if (kb < ka || (kb == ka"),
-    "softmax: float sum": ("sum = sd_add(sum, sd_from_f32(scores[base + n]));",
-                           "sum = sd_from_f32(sf_add(sd_to_f32(sum), scores[base + n]));"),
-    "context: j descending": ("for (var jj = 0u; jj < n; jj = jj + 1u) {",
-                              "for (var je = n; je > 0u; je = je - 1u) { let jj = je - 1u;"),
+    "softmax: the total misses a part": ("sm_val[lid] = bitcast<u32>(part);", "sm_val[lid] = bitcast<u32>(part * i32(lid != 1u));"),
+    "context: the last j of a chunk dropped": ("for (var jj = 0u; jj < n; jj = jj + 1u) {",
+                                               "for (var jj = 0u; jj + 1u < n; jj = jj + 1u) {"),
 }
 
 

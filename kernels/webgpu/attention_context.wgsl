@@ -1,14 +1,16 @@
-// The attention's weighted sum of values (kernels/attention_impl.h `heads` -> matmul_nn, then
-// pk_copy_cols), every head in one dispatch, bit for bit: for head h (columns c0 = h*dk ..)
-//     acc = 0.0f; for j ascending: acc = acc + scores[h][i][j] * v[j][c0+d];
-//     out[i][c0+d] = acc
-// each step one softfloat.wgsl binary32 operation (mul rounded, then add; no FMA). The C's
-// tiles and edges all add the same terms in this order.
+// The attention's weighted sum of values (kernels/attention_impl.h `context`, then
+// pk_copy_cols), every head in one dispatch, bit for bit: for head h, row i, column d
+//     C = sum_j m_e[h][i][j] * m_v[h][d][j]                       (an exact int32 sum, < 2^30)
+//     out[i][c0+d] = scaled(C, E_v[d]) / (float)totals[h][i]
+// over attention_softmax.wgsl's mantissas of the exponentials (in the scores buffer) and
+// attention_blocks.wgsl's mantissas of v's columns; 0x7fc00000 where the row of scores or the
+// column of v held an inf or NaN (a total of 0, an exponent ATT_NONFINITE). The sum is of
+// integers, so its order is free; the rounding and the division are softfloat.wgsl's.
 //
 // A workgroup of 8 x 8 invocations owns 8 rows i x 8 columns d of one head; chunks of 16 j of
-// the tile's 8 score rows and of the 16 value rows' 8 columns are staged in workgroup memory.
+// the tile's 8 weight rows and of its 8 value columns are staged in workgroup memory.
 // Grid: x = H * ceil(dk/8) (head-major column tiles), y = ceil(T/8).
-// Needs softfloat.wgsl.
+// Needs softfloat.wgsl and attention_common.wgsl.
 
 struct AttentionContextParams {
     T: u32,
@@ -18,15 +20,17 @@ struct AttentionContextParams {
 }
 
 @group(0) @binding(0) var<uniform> cp: AttentionContextParams;
-@group(0) @binding(1) var<storage, read> scores: array<u32>;   // [H][T][T] float32 bits
-@group(0) @binding(2) var<storage, read> v: array<u32>;        // [T][D]
-@group(0) @binding(3) var<storage, read_write> out: array<u32>;   // [T][D]
+@group(0) @binding(1) var<storage, read> weights: array<i32>;    // [H][T][T] mantissas
+@group(0) @binding(2) var<storage, read> totals: array<u32>;     // [H][T]
+@group(0) @binding(3) var<storage, read> mantissas: array<i32>;  // attention_common.wgsl
+@group(0) @binding(4) var<storage, read> exponents: array<i32>;
+@group(0) @binding(5) var<storage, read_write> out: array<u32>;  // [T][D]
 
 const CTX_TILE: u32 = 8u;                         // rows i and columns d of a workgroup's tile
 const CTX_CHUNK: u32 = 16u;                       // j per staged chunk
 
-var<workgroup> t_s: array<u32, 128>;              // [CTX_TILE][CTX_CHUNK]: scores[i][j]
-var<workgroup> t_v: array<u32, 128>;              // [CTX_CHUNK][CTX_TILE]: v[j][d]
+var<workgroup> t_w: array<i32, 128>;              // [CTX_TILE][CTX_CHUNK]: weights[i][j]
+var<workgroup> t_v: array<i32, 128>;              // [CTX_TILE][CTX_CHUNK]: m_v[d][j]
 
 @compute @workgroup_size(8, 8)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>,
@@ -34,43 +38,51 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let T = cp.T;
     let D = cp.D;
     let dk = cp.dk;
+    let H = cp.H;
     let dtiles = (dk + CTX_TILE - 1u) / CTX_TILE;
     let h = wid.x / dtiles;
     let d0 = (wid.x % dtiles) * CTX_TILE;
     let i0 = wid.y * CTX_TILE;
-    let c0 = h * dk;
     let li = lid3.y;
     let ld = lid3.x;
-    let srow = h * T;
-    var acc = 0u;                                 // +0.0f
+    let wrow = h * T;
+    let v_cols = att_mantissa_offset(4u, T, dk, H) + h * dk * T;     // this head's columns
+    var acc = 0;
     for (var j0 = 0u; j0 < T; j0 = j0 + CTX_CHUNK) {          // uniform: T from the uniform
         let n = min(CTX_CHUNK, T - j0);
         for (var e = lid; e < CTX_TILE * CTX_CHUNK; e = e + 64u) {
-            let row = e / CTX_CHUNK;              // t_s: row i0+row, column j0+jj
+            let row = e / CTX_CHUNK;              // t_w: row i0+row, t_v: column d0+row; j0+jj
             let jj = e % CTX_CHUNK;
-            var x = 0u;
-            if (jj < n && i0 + row < T) {
-                x = scores[(srow + i0 + row) * T + j0 + jj];
+            var x = 0;
+            var y = 0;
+            if (jj < n) {
+                if (i0 + row < T) {
+                    x = weights[(wrow + i0 + row) * T + j0 + jj];
+                }
+                if (d0 + row < dk) {
+                    y = mantissas[v_cols + (d0 + row) * T + j0 + jj];
+                }
             }
-            t_s[e] = x;
-            let vj = e / CTX_TILE;                // t_v: row j0+vj, column d0+vd
-            let vd = e % CTX_TILE;
-            var y = 0u;
-            if (vj < n && d0 + vd < dk) {
-                y = v[(j0 + vj) * D + c0 + d0 + vd];
-            }
+            t_w[e] = x;
             t_v[e] = y;
         }
         workgroupBarrier();
-        let sl = li * CTX_CHUNK;
+        let wl = li * CTX_CHUNK;
+        let vl = ld * CTX_CHUNK;
         for (var jj = 0u; jj < n; jj = jj + 1u) {
-            acc = sf_add(acc, sf_mul(t_s[sl + jj], t_v[jj * CTX_TILE + ld]));
+            acc = acc + t_w[wl + jj] * t_v[vl + jj];
         }
         workgroupBarrier();
     }
     let i = i0 + li;
     let d = d0 + ld;
     if (i < T && d < dk) {
-        out[i * D + c0 + d] = acc;
+        let total = totals[wrow + i];
+        let ev = exponents[att_exponent_offset(4u, T, dk, H) + h * dk + d];
+        var y = 0x7fc00000u;
+        if (total != 0u && ev != ATT_NONFINITE) {
+            y = sf_div(att_scaled(acc, ev), sf_from_i32(i32(total)));
+        }
+        out[i * D + h * dk + d] = y;
     }
 }

@@ -1,26 +1,30 @@
-// The attention's softmax (kernels/attention_impl.h softmax_rows), in place on the scores
-// [rows][T] of every head, bit for bit:
+// The attention's softmax weights (kernels/attention_impl.h `context`, its per-row steps), in
+// place on the scores [rows][T] of every head, bit for bit:
 //     mx = row[0]; for n = 1.. : if (row[n] > mx) mx = row[n];
-//     row[n] = pk_expf(row[n] - mx);
-//     double sum = 0.0; for n ascending: sum += row[n];      (binary64, in order)
-//     total = (float)sum; row[n] = row[n] / total;
-// Needs softfloat.wgsl, softdouble.wgsl (sd_from_f32, sd_add, sd_to_f32) and silu.wgsl
-// (sf_sub, sf_expf: pk_expf step by step).
+//     e[n] = pk_expf(row[n] - mx);   m = the block mantissas of e (b = bits: pk_block_bits(T));
+//     row[n] = m[n] (as i32 bits);   totals[row] = sum_n m[n]   (an exact int32 sum, < 2^24)
+// and totals[row] = 0 (never a real total: the largest e is 1) for a row holding an inf or
+// NaN, which attention_context.wgsl turns into 0x7fc00000. The exponentials' own exponent
+// cancels in attention_context.wgsl's ratio, so only the mantissas are kept.
+// Needs softfloat.wgsl, silu.wgsl (sf_sub, sf_expf: pk_expf step by step) and
+// attention_common.wgsl (att_mantissa).
 //
 // One workgroup of 64 per row (a 2-D grid past 65,535 rows). The maximum: C keeps the first
-// of the largest values (`>` is false for equal ones: +0 and -0 are equal, a NaN past row[0]
-// is never taken), so each invocation keeps (order key, index) of its strided elements and a
-// tree picks the largest key, the lower index on equal keys - the same element in any order;
-// a NaN row[0] is the C's mx. The exps in parallel (elementwise), the double sum by one
-// invocation in order, the divisions in parallel.
+// of the largest values (`>` is false for equal ones: +0 and -0 are equal), so each invocation
+// keeps (order key, index) of its strided elements and a tree picks the largest key, the lower
+// index on equal keys - the same element in any order. The exps, the mantissas and the largest
+// exponent field and the sum (trees) then follow; each invocation only ever touches its own
+// elements n = lid, lid + 64, ... of the row.
 
 struct AttentionSoftmaxParams {
     rows: u32,       // H * T
     T: u32,          // the row length
+    bits: u32,       // pk_block_bits(T)
 }
 
 @group(0) @binding(0) var<uniform> mp: AttentionSoftmaxParams;
-@group(0) @binding(1) var<storage, read_write> scores: array<u32>;   // [rows][T] float32 bits
+@group(0) @binding(1) var<storage, read_write> scores: array<u32>;   // [rows][T] float32 bits in, i32 out
+@group(0) @binding(2) var<storage, read_write> totals: array<u32>;   // [rows]
 
 const SM_THREADS: u32 = 64u;
 const SM_NONE: u32 = 0xffffffffu;
@@ -29,7 +33,6 @@ var<workgroup> sm_key: array<u32, SM_THREADS>;
 var<workgroup> sm_idx: array<u32, SM_THREADS>;
 var<workgroup> sm_val: array<u32, SM_THREADS>;     // the candidate's bits
 var<workgroup> sm_first: u32;                     // row[0]
-var<workgroup> sm_total: u32;
 
 // An unsigned key whose order is the float order of non-NaN x, equal for +0 and -0; every key
 // is above 0 (-inf's is 0x007fffff), so 0 means "none yet".
@@ -89,21 +92,44 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     if (!sf_is_nan(first)) {
         mx = sm_val[0];
     }
-    storageBarrier();                             // every read of the scores before any write
+    var largest = 1u;                             // the exponentials' largest exponent field
+    var bad = 0u;                                 // an inf or NaN in the row
     for (var n = lid; n < T; n = n + SM_THREADS) {
-        scores[base + n] = sf_expf(sf_sub(scores[base + n], mx));
+        let x = scores[base + n];
+        bad = bad | select(0u, 1u, ((x >> 23u) & 0xffu) == 0xffu);
+        let e = sf_expf(sf_sub(x, mx));
+        scores[base + n] = e;
+        largest = max(largest, (e >> 23u) & 0xffu);
     }
-    storageBarrier();                             // every exp written before the sum reads them
-    if (lid == 0u) {
-        var sum = sd_from_f32(0u);                // double sum = 0.0
-        for (var n = 0u; n < T; n = n + 1u) {
-            sum = sd_add(sum, sd_from_f32(scores[base + n]));
-        }
-        sm_total = sd_to_f32(sum);                // (float)sum
-    }
+    workgroupBarrier();                           // every invocation done with the max's arrays
+    sm_key[lid] = largest;
+    sm_idx[lid] = bad;
     workgroupBarrier();
-    let total = sm_total;
-    for (var n = lid; n < T; n = n + SM_THREADS) {            // the elements this one wrote
-        scores[base + n] = sf_div(scores[base + n], total);
+    for (var half = SM_THREADS / 2u; half > 0u; half = half / 2u) {
+        if (lid < half) {
+            sm_key[lid] = max(sm_key[lid], sm_key[lid + half]);
+            sm_idx[lid] = sm_idx[lid] | sm_idx[lid + half];
+        }
+        workgroupBarrier();
+    }
+    let F = sm_key[0];
+    let row_bad = sm_idx[0] != 0u;
+    var part = 0;
+    for (var n = lid; n < T; n = n + SM_THREADS) {
+        let m = att_mantissa(scores[base + n], F, mp.bits);
+        scores[base + n] = bitcast<u32>(m);
+        part = part + m;
+    }
+    workgroupBarrier();                           // every invocation has read F and the flag
+    sm_val[lid] = bitcast<u32>(part);
+    workgroupBarrier();
+    for (var half = SM_THREADS / 2u; half > 0u; half = half / 2u) {
+        if (lid < half) {
+            sm_val[lid] = bitcast<u32>(bitcast<i32>(sm_val[lid]) + bitcast<i32>(sm_val[lid + half]));
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        totals[row] = select(sm_val[0], 0u, row_bad);
     }
 }

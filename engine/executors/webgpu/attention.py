@@ -1,7 +1,9 @@
 """Relative-position multi-head attention on a WebGPU device, the C scalar tier's
-bits: kernels/attention_impl.h `heads` (Kernels.attention_heads) as three compute passes over
-every head at once (kernels/webgpu/attention_scores.wgsl, attention_softmax.wgsl,
-attention_context.wgsl; docs/webgpu.md says why the shaders hold no f32).
+bits: kernels/attention_impl.h `heads` (Kernels.attention_heads) as four compute passes over
+every head at once: the operands' block quantisation (kernels/webgpu/attention_blocks.wgsl), the
+scores' integer dot products (attention_scores.wgsl), the softmax's exponentials and their
+mantissas (attention_softmax.wgsl) and the weighted sum (attention_context.wgsl); docs/kernels.md
+"Order-free reductions" gives the rule, docs/webgpu.md says why the shaders hold no f32.
 
     att = GpuAttention(gpu, D, H, u, vb, s)      # u, vb float32 [D] uploaded once; s = sqrt(dk)
     passes = att.passes(q_buf, k_buf, v_buf, p_buf, out_buf, T)   # for gpu.run, buffers resident
@@ -26,6 +28,12 @@ MAX_SCORES_BYTES = 1 << 27
 
 def _f32_bits(x: float) -> int:
     return array("I", array("f", [x]).tobytes())[0]
+
+
+def block_bits(n: int) -> int:
+    """The block mantissas' bits for sums of n products (kernels/attention_blocks.h
+    pk_block_bits): min(11, floor((30 - ceil(log2 n)) / 2))."""
+    return min(11, (30 - (n - 1).bit_length()) // 2)
 
 
 class GpuAttention:
@@ -54,7 +62,8 @@ class GpuAttention:
         tiles = -(-T // SCORE_TILE)
         rows = self.H * T
         gx = min(rows, MAX_GROUPS)
-        grids = {"attention_scores": (tiles, self.H * tiles),
+        grids = {"attention_blocks": (self.H * max(2 * T - 1, self.dk), 5),
+                 "attention_scores": (tiles, self.H * tiles),
                  "attention_softmax": (gx, -(-rows // gx)),
                  "attention_context": (self.H * -(-self.dk // CONTEXT_TILE), -(-T // CONTEXT_TILE))}
         for module, grid in grids.items():
@@ -63,15 +72,23 @@ class GpuAttention:
         return grids
 
     def passes(self, q_buf, k_buf, v_buf, p_buf, out_buf, T: int) -> list:
-        """The three passes (for gpu.run) reading q, k, v [T][D] and p [2T-1][D] on the device and
-        writing out [T][D]; the scores live in the scratch buffer "attention_scores"."""
+        """The four passes (for gpu.run) reading q, k, v [T][D] and p [2T-1][D] on the device and
+        writing out [T][D]; the quantised operands, the scores and the rows' totals live in
+        scratch buffers (attention_common.wgsl gives the operands' layout)."""
         grids = self.groups(T)
         gpu, D, H, dk = self.gpu, self.D, self.H, self.dk
+        mantissas = gpu.scratch("attention_mantissas", 4 * H * dk * (6 * T - 1))
+        exponents = gpu.scratch("attention_exponents", 4 * H * (5 * T - 1 + dk))
         scores = gpu.scratch("attention_scores", 4 * H * T * T)
-        return [("attention_scores", [gpu.uniform(T, D, dk, H, self.s_bits), q_buf, k_buf, p_buf,
-                                      self._u, self._vb, scores], grids["attention_scores"]),
-                ("attention_softmax", [gpu.uniform(H * T, T), scores], grids["attention_softmax"]),
-                ("attention_context", [gpu.uniform(T, D, dk, H), scores, v_buf, out_buf],
+        totals = gpu.scratch("attention_totals", 4 * H * T)
+        return [("attention_blocks", [gpu.uniform(T, D, dk, H, block_bits(dk), block_bits(T)), q_buf, k_buf,
+                                      v_buf, p_buf, self._u, self._vb, mantissas, exponents],
+                 grids["attention_blocks"]),
+                ("attention_scores", [gpu.uniform(T, D, dk, H, self.s_bits), mantissas, exponents, scores],
+                 grids["attention_scores"]),
+                ("attention_softmax", [gpu.uniform(H * T, T, block_bits(T)), scores, totals],
+                 grids["attention_softmax"]),
+                ("attention_context", [gpu.uniform(T, D, dk, H), scores, totals, mantissas, exponents, out_buf],
                  grids["attention_context"])]
 
     def __call__(self, q, k, v, p, T: int) -> array:

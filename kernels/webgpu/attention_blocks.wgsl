@@ -1,0 +1,97 @@
+// The attention's block quantisation (kernels/attention_blocks.h pk_block_quantise), every
+// head's operands in one dispatch: for head h (columns c0 = h*dk .. c0+dk-1)
+//   kind 0: rows of qu = q + 1.0f * u,  kind 1: rows of qv = q + 1.0f * vb   (T rows of dk)
+//   kind 2: rows of k (T of dk),        kind 3: rows of p (2T-1 of dk)
+//   kind 4: columns of v (dk columns of T values, written as rows: [H][dk][T])
+// each vector with its own unit 2^E from its largest exponent field F (at least 1):
+//   E = F - 126 - b,  m = round(|x| / 2^E) halves away from zero, signed,
+// and E = ATT_NONFINITE (m all 0) for a vector holding an inf or NaN. b is bits_rows
+// (pk_block_bits(dk)) for rows, bits_cols (pk_block_bits(T)) for v's columns. Integer steps
+// only: the maximum is a tree, each mantissa is its own value's.
+//
+// One workgroup of 64 per vector; grid x = the vector (head-major; a kind with fewer vectors
+// returns early), y = the kind.
+// Needs softfloat.wgsl (the bias add) and attention_common.wgsl.
+
+struct AttentionBlocksParams {
+    T: u32,
+    D: u32,
+    dk: u32,
+    H: u32,
+    bits_rows: u32,
+    bits_cols: u32,
+}
+
+@group(0) @binding(0) var<uniform> bp: AttentionBlocksParams;
+@group(0) @binding(1) var<storage, read> q: array<u32>;        // [T][D] float32 bits
+@group(0) @binding(2) var<storage, read> k: array<u32>;        // [T][D]
+@group(0) @binding(3) var<storage, read> v: array<u32>;        // [T][D]
+@group(0) @binding(4) var<storage, read> p: array<u32>;        // [2T-1][D]
+@group(0) @binding(5) var<storage, read> u: array<u32>;        // [D]
+@group(0) @binding(6) var<storage, read> vb: array<u32>;       // [D]
+@group(0) @binding(7) var<storage, read_write> mantissas: array<i32>;   // att_mantissa_offset()
+@group(0) @binding(8) var<storage, read_write> exponents: array<i32>;   // att_exponent_offset()
+
+const AB_THREADS: u32 = 64u;
+const AB_ONE: u32 = 0x3f800000u;                  // 1.0f
+
+var<workgroup> ab_fields: array<u32, AB_THREADS>;
+
+// element n of vector `vec` of `kind` (head h = vec / count, as the header says)
+fn ab_value(kind: u32, h: u32, row: u32, n: u32) -> u32 {
+    let D = bp.D;
+    let c0 = h * bp.dk;
+    if (kind == 0u) {
+        return sf_add(q[row * D + c0 + n], sf_mul(AB_ONE, u[c0 + n]));
+    }
+    if (kind == 1u) {
+        return sf_add(q[row * D + c0 + n], sf_mul(AB_ONE, vb[c0 + n]));
+    }
+    if (kind == 2u) {
+        return k[row * D + c0 + n];
+    }
+    if (kind == 3u) {
+        return p[row * D + c0 + n];
+    }
+    return v[n * D + c0 + row];                   // kind 4: column `row` of the head, element j = n
+}
+
+@compute @workgroup_size(AB_THREADS)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let T = bp.T;
+    let dk = bp.dk;
+    let kind = wid.y;
+    let per_head = att_vectors_per_head(kind, T, dk);
+    let vec = wid.x;
+    if (vec >= bp.H * per_head) {
+        return;                                   // the whole workgroup: uniform
+    }
+    let h = vec / per_head;
+    let row = vec % per_head;
+    let n = select(dk, T, kind == 4u);            // the vector's length
+    let b = select(bp.bits_rows, bp.bits_cols, kind == 4u);
+    var largest = 1u;
+    for (var i = lid; i < n; i = i + AB_THREADS) {
+        largest = max(largest, (ab_value(kind, h, row, i) >> 23u) & 0xffu);
+    }
+    ab_fields[lid] = largest;
+    workgroupBarrier();
+    for (var half = AB_THREADS / 2u; half > 0u; half = half / 2u) {
+        if (lid < half) {
+            ab_fields[lid] = max(ab_fields[lid], ab_fields[lid + half]);
+        }
+        workgroupBarrier();
+    }
+    let F = ab_fields[0];
+    let base = att_mantissa_offset(kind, T, dk, bp.H) + vec * n;
+    for (var i = lid; i < n; i = i + AB_THREADS) {
+        var m = 0;
+        if (F != 0xffu) {
+            m = att_mantissa(ab_value(kind, h, row, i), F, b);
+        }
+        mantissas[base + i] = m;
+    }
+    if (lid == 0u) {
+        exponents[att_exponent_offset(kind, T, dk, bp.H) + vec] = select(i32(F) - 126 - i32(b), ATT_NONFINITE, F == 0xffu);
+    }
+}
