@@ -29,6 +29,10 @@ static inline int pk_block_bits(int n) {
     return b < 11 ? b : 11;
 }
 
+/* Rows of mantissas are stored padded with zeros to a multiple of 32 (any SIMD width's whole
+ * vectors: no scalar tail in the dot products; zeros add nothing to an integer sum). */
+static inline int pk_block_padded(int n) { return (n + 31) & ~31; }
+
 /* x[0], x[stride], ..., x[(n - 1) * stride] -> m[0..n) with value ~ m * 2^E; returns E, or
  * PK_BLOCK_NONFINITE (m all 0) when a value is inf or NaN. With F = max(1, the largest exponent
  * field), every |x| < 2^(F - 126) and E = F - 126 - b; each m rounds |x| / 2^E to the nearest
@@ -44,11 +48,12 @@ static inline int32_t pk_block_quantise(int n, const float *x, size_t stride, in
         memset(m, 0, (size_t)n * sizeof *m);
         return PK_BLOCK_NONFINITE;
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) {                       /* branch-free: compilers vectorise it */
         uint32_t u = pk_float_to_bits(x[(size_t)i * stride]), f = (u >> 23) & 0xffu;
-        uint32_t sig = f ? (u & 0x7fffffu) | 0x800000u : u & 0x7fffffu;
+        uint32_t sig = (u & 0x7fffffu) | (f ? 0x800000u : 0u);
         int shift = (int)F - (int)(f ? f : 1) + 24 - b;
-        int32_t q = shift > 25 ? 0 : (int32_t)((sig + (1u << (shift - 1))) >> shift);
+        shift = shift > 25 ? 25 : shift;                /* from 25 places on every sig gives 0 */
+        int32_t q = (int32_t)((sig + (1u << (shift - 1))) >> shift);
         m[i] = (int16_t)(u >> 31 ? -q : q);
     }
     return (int32_t)F - 126 - b;

@@ -18,8 +18,9 @@
 #include "ops.h"
 #include "pk_math.h"
 
-/* sum_d a[d] * b[d] of block mantissas quantised with b = pk_block_bits(n): |a|, |b| <= 2^b and
- * n * 2^(2b) <= 2^30, so the int32 sum is exact in any order. */
+/* sum_d a[d] * b[d] of block mantissas quantised with b = pk_block_bits(length) (n: the length
+ * padded with zeros): |a|, |b| <= 2^b and length * 2^(2b) <= 2^30, so the int32 sum is exact in
+ * any order. */
 static inline int32_t PK_ATTENTION(dot16)(const int16_t *restrict a, const int16_t *restrict b, int n) {
     int32_t acc = 0;
     for (int d = 0; d < n; d++) acc += (int32_t)a[d] * b[d];
@@ -34,18 +35,19 @@ static inline int32_t PK_ATTENTION(dot16)(const int16_t *restrict a, const int16
  * 0x7fc00000. */
 static void PK_ATTENTION(rel_scores)(int T, int dk, const float *qu, const float *k, const float *qv, const float *p,
                                         float s, void *scratch, float *y) {
-    const int b = pk_block_bits(dk), P = 2 * T - 1;
+    const int b = pk_block_bits(dk), P = 2 * T - 1, n = pk_block_padded(dk);
     int32_t *e_qu = scratch, *e_qv = e_qu + T, *e_k = e_qv + T, *e_p = e_k + T;
-    int16_t *m_qu = (int16_t *)(e_p + P), *m_qv = m_qu + (size_t)T * dk, *m_k = m_qv + (size_t)T * dk,
-            *m_p = m_k + (size_t)T * dk;
+    int16_t *m_qu = (int16_t *)(e_p + P), *m_qv = m_qu + (size_t)T * n, *m_k = m_qv + (size_t)T * n,
+            *m_p = m_k + (size_t)T * n;                 /* rows of n: dk mantissas, then zeros */
+    memset(m_qu, 0, ((size_t)5 * T - 1) * n * sizeof *m_qu);
     for (int t = 0; t < T; t++) {
-        e_qu[t] = pk_block_quantise(dk, qu + (size_t)t * dk, 1, b, m_qu + (size_t)t * dk);
-        e_qv[t] = pk_block_quantise(dk, qv + (size_t)t * dk, 1, b, m_qv + (size_t)t * dk);
-        e_k[t] = pk_block_quantise(dk, k + (size_t)t * dk, 1, b, m_k + (size_t)t * dk);
+        e_qu[t] = pk_block_quantise(dk, qu + (size_t)t * dk, 1, b, m_qu + (size_t)t * n);
+        e_qv[t] = pk_block_quantise(dk, qv + (size_t)t * dk, 1, b, m_qv + (size_t)t * n);
+        e_k[t] = pk_block_quantise(dk, k + (size_t)t * dk, 1, b, m_k + (size_t)t * n);
     }
-    for (int r = 0; r < P; r++) e_p[r] = pk_block_quantise(dk, p + (size_t)r * dk, 1, b, m_p + (size_t)r * dk);
+    for (int r = 0; r < P; r++) e_p[r] = pk_block_quantise(dk, p + (size_t)r * dk, 1, b, m_p + (size_t)r * n);
     for (int i = 0; i < T; i++) {
-        const int16_t *a = m_qu + (size_t)i * dk, *c = m_qv + (size_t)i * dk;
+        const int16_t *a = m_qu + (size_t)i * n, *c = m_qv + (size_t)i * n;
         for (int j = 0; j < T; j++) {
             const int r = T - 1 - i + j;
             int32_t ea = e_qu[i], ek = e_k[j], ec = e_qv[i], ep = e_p[r];
@@ -54,8 +56,8 @@ static void PK_ATTENTION(rel_scores)(int T, int dk, const float *qu, const float
                 y[(size_t)i * T + j] = pk_bits_to_float(0x7fc00000u);
                 continue;
             }
-            float ac = pk_block_scaled(PK_ATTENTION(dot16)(a, m_k + (size_t)j * dk, dk), ea + ek);
-            float bd = pk_block_scaled(PK_ATTENTION(dot16)(c, m_p + (size_t)r * dk, dk), ec + ep);
+            float ac = pk_block_scaled(PK_ATTENTION(dot16)(a, m_k + (size_t)j * n, n), ea + ek);
+            float bd = pk_block_scaled(PK_ATTENTION(dot16)(c, m_p + (size_t)r * n, n), ec + ep);
             y[(size_t)i * T + j] = (ac + bd) / s;
         }
     }
@@ -69,10 +71,11 @@ static void PK_ATTENTION(rel_scores)(int T, int dk, const float *qu, const float
  * ratio, so the weights are exactly m[j] / total. A row of scores holding an inf or NaN, or a
  * column of v holding one, gives 0x7fc00000 where it is used. */
 static void PK_ATTENTION(context)(int T, int dk, float *scores, const float *v, void *scratch, float *out) {
-    const int b = pk_block_bits(T);
+    const int b = pk_block_bits(T), n = pk_block_padded(T);
     int32_t *e_v = scratch;
-    int16_t *m_v = (int16_t *)(e_v + dk), *m_e = m_v + (size_t)dk * T;      /* m_v [dk][T]: columns */
-    for (int d = 0; d < dk; d++) e_v[d] = pk_block_quantise(T, v + d, (size_t)dk, b, m_v + (size_t)d * T);
+    int16_t *m_v = (int16_t *)(e_v + dk), *m_e = m_v + (size_t)dk * n;      /* m_v [dk][n]: columns */
+    memset(m_v, 0, ((size_t)dk + 1) * n * sizeof *m_v);                     /* and m_e's padding */
+    for (int d = 0; d < dk; d++) e_v[d] = pk_block_quantise(T, v + d, (size_t)dk, b, m_v + (size_t)d * n);
     for (int i = 0; i < T; i++) {
         float *row = scores + (size_t)i * T, *o = out + (size_t)i * dk;
         int finite = 1;
@@ -91,7 +94,7 @@ static void PK_ATTENTION(context)(int T, int dk, float *scores, const float *v, 
         for (int d = 0; d < dk; d++)
             o[d] = e_v[d] == PK_BLOCK_NONFINITE
                        ? pk_bits_to_float(0x7fc00000u)
-                       : pk_block_scaled(PK_ATTENTION(dot16)(m_e, m_v + (size_t)d * T, T), e_v[d]) / denominator;
+                       : pk_block_scaled(PK_ATTENTION(dot16)(m_e, m_v + (size_t)d * n, n), e_v[d]) / denominator;
     }
 }
 

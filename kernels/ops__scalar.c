@@ -403,11 +403,11 @@ int pk_subsampling_head(int T, int F, int C, const float *x, const float *w0, co
 /* The attention's scratch (attention_impl.h): block exponents (int32) then mantissas (int16). */
 size_t pk_rel_scores_scratch_bytes(int T, int dk) {
     size_t vectors = (size_t)5 * T - 1;                 /* rows of qu, qv, k (T each) and p (2T-1) */
-    return vectors * sizeof(int32_t) + vectors * dk * sizeof(int16_t);
+    return vectors * sizeof(int32_t) + vectors * pk_block_padded(dk) * sizeof(int16_t);
 }
 
 size_t pk_attention_context_scratch_bytes(int T, int dk) {
-    return (size_t)dk * sizeof(int32_t) + ((size_t)dk * T + T) * sizeof(int16_t);
+    return (size_t)dk * sizeof(int32_t) + ((size_t)dk + 1) * pk_block_padded(T) * sizeof(int16_t);
 }
 
 int pk_rel_scores(int T, int dk, const float *qu, const float *k, const float *qv, const float *p,
