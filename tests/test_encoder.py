@@ -35,6 +35,13 @@ def rel_l2(a, b):
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
+# The float-activation encoder against the float64 reference: float32 steps, and the attention's
+# block-quantised sums (units of 2^-10 of each vector's largest value: docs/kernels.md,
+# "Order-free reductions"), which alone move the tiny model's output by about 1.5e-4. A graph
+# mistake moves it by far more than this bound.
+FLOAT_PATH_BOUND = 5e-4
+
+
 @pytest.mark.parametrize("seconds", [0.09, 1.0, 3.3])
 def test_float_activations_match_the_reference(scalar, tiny_model, seconds):
     feats, T = features(scalar, tiny_model, seconds)
@@ -42,7 +49,7 @@ def test_float_activations_match_the_reference(scalar, tiny_model, seconds):
     assert Tp == -(-T // 8)
     ref = reference.encoder(reference.DenseWeights(tiny_model), tiny_model.dims,
                             np.frombuffer(feats, np.float32).reshape(-1, T).astype(np.float64))
-    assert rel_l2(np.frombuffer(y, np.float32).reshape(Tp, -1), ref) <= 1e-4
+    assert rel_l2(np.frombuffer(y, np.float32).reshape(Tp, -1), ref) <= FLOAT_PATH_BOUND
 
 
 def test_int8_activations_per_layer_error(scalar, tiny_model):
@@ -142,5 +149,5 @@ def test_five_value_width_comes_from_the_layout(scalar, tmp_path):
     y, Tp = Encoder(FloatActivations(scalar), model)(feats, T)
     ref = reference.encoder(reference.DenseWeights(model), model.dims,
                             np.frombuffer(feats, np.float32).reshape(-1, T).astype(np.float64))
-    assert rel_l2(np.frombuffer(y, np.float32).reshape(Tp, -1), ref) <= 1e-4
+    assert rel_l2(np.frombuffer(y, np.float32).reshape(Tp, -1), ref) <= FLOAT_PATH_BOUND
     model.close()
