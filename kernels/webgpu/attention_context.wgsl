@@ -7,9 +7,10 @@
 // column of v held an inf or NaN (a total of 0, an exponent ATT_NONFINITE). The sum is of
 // integers, so its order is free; the rounding and the division are softfloat.wgsl's.
 //
-// A workgroup of 8 x 8 invocations owns 8 rows i x 8 columns d of one head; chunks of 16 j of
-// the tile's 8 weight rows and of its 8 value columns are staged in workgroup memory.
-// Grid: x = H * ceil(dk/8) (head-major column tiles), y = ceil(T/8).
+// A workgroup of 8 x 8 invocations owns 16 rows i x 16 columns d of one head, each invocation
+// 2 x 2 of them (rows li and li + 8, columns ld and ld + 8); chunks of 16 j of the tile's 16
+// weight rows and of its 16 value columns are staged in workgroup memory.
+// Grid: x = H * ceil(dk/16) (head-major column tiles), y = ceil(T/16).
 // Needs softfloat.wgsl and attention_common.wgsl.
 
 struct AttentionContextParams {
@@ -26,11 +27,11 @@ struct AttentionContextParams {
 @group(0) @binding(4) var<storage, read> exponents: array<i32>;
 @group(0) @binding(5) var<storage, read_write> out: array<u32>;  // [T][D]
 
-const CTX_TILE: u32 = 8u;                         // rows i and columns d of a workgroup's tile
+const CTX_TILE: u32 = 16u;                        // rows i and columns d of a workgroup's tile
 const CTX_CHUNK: u32 = 16u;                       // j per staged chunk
 
-var<workgroup> t_w: array<i32, 128>;              // [CTX_TILE][CTX_CHUNK]: weights[i][j]
-var<workgroup> t_v: array<i32, 128>;              // [CTX_TILE][CTX_CHUNK]: m_v[d][j]
+var<workgroup> t_w: array<i32, 256>;              // [CTX_TILE][CTX_CHUNK]: weights[i][j]
+var<workgroup> t_v: array<i32, 256>;              // [CTX_TILE][CTX_CHUNK]: m_v[d][j]
 
 @compute @workgroup_size(8, 8)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>,
@@ -47,7 +48,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let ld = lid3.x;
     let wrow = h * T;
     let v_cols = att_mantissa_offset(4u, T, dk, H) + h * dk * T;     // this head's columns
-    var acc = 0;
+    var acc = array<i32, 4>(0, 0, 0, 0);          // (li, ld), (li, ld+8), (li+8, ld), (li+8, ld+8)
     for (var j0 = 0u; j0 < T; j0 = j0 + CTX_CHUNK) {          // uniform: T from the uniform
         let n = min(CTX_CHUNK, T - j0);
         for (var e = lid; e < CTX_TILE * CTX_CHUNK; e = e + 64u) {
@@ -69,20 +70,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         workgroupBarrier();
         let wl = li * CTX_CHUNK;
         let vl = ld * CTX_CHUNK;
+        let half = 8u * CTX_CHUNK;                // 8 staged rows further
         for (var jj = 0u; jj < n; jj = jj + 1u) {
-            acc = acc + t_w[wl + jj] * t_v[vl + jj];
+            let w0 = t_w[wl + jj];
+            let w1 = t_w[wl + half + jj];
+            let v0 = t_v[vl + jj];
+            let v1 = t_v[vl + half + jj];
+            acc[0] = acc[0] + w0 * v0;
+            acc[1] = acc[1] + w0 * v1;
+            acc[2] = acc[2] + w1 * v0;
+            acc[3] = acc[3] + w1 * v1;
         }
         workgroupBarrier();
     }
-    let i = i0 + li;
-    let d = d0 + ld;
-    if (i < T && d < dk) {
-        let total = totals[wrow + i];
-        let ev = exponents[att_exponent_offset(4u, T, dk, H) + h * dk + d];
-        var y = 0x7fc00000u;
-        if (total != 0u && ev != ATT_NONFINITE) {
-            y = sf_div(att_scaled(acc, ev), sf_from_i32(i32(total)));
+    for (var q = 0u; q < 4u; q = q + 1u) {
+        let i = i0 + li + 8u * (q / 2u);
+        let d = d0 + ld + 8u * (q % 2u);
+        if (i < T && d < dk) {
+            let total = totals[wrow + i];
+            let ev = exponents[att_exponent_offset(4u, T, dk, H) + h * dk + d];
+            var y = 0x7fc00000u;
+            if (total != 0u && ev != ATT_NONFINITE) {
+                y = sf_div(att_scaled(acc[q], ev), sf_from_i32(i32(total)));
+            }
+            out[i * D + h * dk + d] = y;
         }
-        out[i * D + h * dk + d] = y;
     }
 }
