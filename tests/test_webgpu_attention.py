@@ -184,7 +184,7 @@ def test_shapes_refused(gpu):
 
 
 MUTATIONS = {
-    "blocks: truncate, not round": ("q = (sig + (1u << (shift - 1u))) >> shift;", "q = sig >> shift;"),
+    "blocks: truncate, not round": ("mag = (sig + (1u << (shift - 1u))) >> shift;", "mag = sig >> shift;"),
     "blocks: the first chunk's largest field": ("ab_fields[lid] = max(ab_fields[lid], ab_fields[lid + half]);",
                                                 "ab_fields[lid] = max(ab_fields[lid], 0u * ab_fields[lid + half]);"),
     "scores: shift the other way": ("let pl = (SCORE_TILE - 1u - li + lj)", "let pl = (SCORE_TILE - 1u - lj + li)"),

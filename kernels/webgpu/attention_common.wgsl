@@ -32,11 +32,11 @@ fn att_mantissa(x: u32, F: u32, b: u32) -> i32 {
     let f = (x >> 23u) & 0xffu;
     let sig = select(x & 0x7fffffu, (x & 0x7fffffu) | 0x800000u, f != 0u);
     let shift = F - max(f, 1u) + 24u - b;
-    var q = 0u;
+    var mag = 0u;
     if (shift <= 25u) {
-        q = (sig + (1u << (shift - 1u))) >> shift;
+        mag = (sig + (1u << (shift - 1u))) >> shift;
     }
-    return select(i32(q), -i32(q), (x & F32_SIGN) != 0u);
+    return select(i32(mag), -i32(mag), (x & F32_SIGN) != 0u);
 }
 
 // a * 2^e rounded to binary32 once (pk_block_scaled): |a| < 2^31 normalised to a significand
