@@ -649,7 +649,7 @@ class Kernels:
         """One head's relative-position attention scores [T][T] (kernels/ops.h pk_rel_scores):
         qu, qv, k [T][dk], p [2T-1][dk]."""
         check_dims(T=T, dk=dk)
-        scratch = self.staging(self.scratch_size("pk_rel_scores_scratch_bytes", T, dk) // 4 + 1, "rel_scores")
+        scratch = self.staging(-(-self.scratch_size("pk_rel_scores_scratch_bytes", T, dk) // 4), "rel_scores")
         y = zeros_f32(T * T)
         raise_status(self._fn["pk_rel_scores"](
             T, dk, Arg(qu, T * dk, "float32", "qu").pointer, Arg(k, T * dk, "float32", "k").pointer,
@@ -662,7 +662,7 @@ class Kernels:
         """softmax(scores) v of one head (kernels/ops.h pk_attention_context): scores [T][T]
         (overwritten with the exponentials), v [T][dk] -> out [T][dk]."""
         check_dims(T=T, dk=dk)
-        scratch = self.staging(self.scratch_size("pk_attention_context_scratch_bytes", T, dk) // 4 + 1,
+        scratch = self.staging(-(-self.scratch_size("pk_attention_context_scratch_bytes", T, dk) // 4),
                                "attention_context")
         out = zeros_f32(T * dk)
         raise_status(self._fn["pk_attention_context"](

@@ -15,7 +15,7 @@
 /* pk_block_quantise's exponent for a vector holding an inf or NaN */
 #define PK_BLOCK_NONFINITE INT32_MIN
 
-static inline int pk_float_is_finite(float x) { return ((pk_float_to_bits(x) >> 23) & 0xffu) != 0xffu; }
+static inline int pk_float_is_finite(float x) { return pk_f32_field(x) != 0xffu; }
 
 /* The mantissa bits b for a sum of n products: b = min(11, floor((30 - ceil(log2 n)) / 2)), so
  * n * 2^(2b) <= 2^30 (|a sum| stays below 2^30 in int32) and n * 2^b < 2^24 (a sum of n
@@ -41,7 +41,7 @@ static inline int pk_block_padded(int n) { return (n + 31) & ~31; }
 static inline int32_t pk_block_quantise(int n, const float *x, size_t stride, int b, int16_t *m) {
     unsigned F = 1;
     for (int i = 0; i < n; i++) {
-        unsigned f = (pk_float_to_bits(x[(size_t)i * stride]) >> 23) & 0xffu;
+        unsigned f = pk_f32_field(x[(size_t)i * stride]);
         if (f > F) F = f;
     }
     if (F == 0xffu) {
@@ -62,11 +62,6 @@ static inline int32_t pk_block_quantise(int n, const float *x, size_t stride, in
 /* a * 2^e rounded to float once (to nearest even; subnormal or infinite results as IEEE-754
  * gives them): a double holds a * 2^e exactly for |a| < 2^31 and the exponents two block units
  * add up to (-272 .. 256), and the conversion to float is the one rounding. */
-static inline float pk_block_scaled(int32_t a, int e) {
-    uint64_t bits = (uint64_t)(e + 1023) << 52;
-    double scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return (float)((double)a * scale);
-}
+static inline float pk_block_scaled(int32_t a, int e) { return (float)((double)a * pk_pow2d(e)); }
 
 #endif

@@ -51,13 +51,6 @@ static int norm_value_bits(int D) {                /* B = 62 - ceil(log2 D) */
     return NORM_SUM_BITS - k;
 }
 
-static double norm_pow2(int e) {                   /* 2^e, exact, for -1022 <= e <= 1023 */
-    uint64_t u = (uint64_t)(e + 1023) << 52;
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
-
 /* trunc(|m| * 2^s) for a mantissa m < 2^53 and s <= 9 (the value stays below 2^62) */
 static uint64_t norm_shift(uint64_t m, int s) {
     return s >= 0 ? m << s : (s > -64 ? m >> -s : 0);
@@ -79,10 +72,8 @@ static int64_t norm_fixed_f64(double x, int shift) {  /* x >= 0 finite */
     return (int64_t)norm_shift(e ? (m | (1ull << 52)) : m, (e ? e - 1075 : -1074) + shift);
 }
 
-/* exponent fields: the row's bound is |x| < 2^(field - 126) (float32, field at least 1) and
- * |v * v| < 2^(field - 1022) (double); a float32 field of 255 is an inf or NaN */
-static unsigned norm_field_f32(float x) { return (pk_float_to_bits(x) >> 23) & 0xffu; }
-
+/* exponent fields: the row's bound is |x| < 2^(field - 126) (float32, pk_f32_field, at least 1)
+ * and |v * v| < 2^(field - 1022) (double); a float32 field of 255 is an inf or NaN */
 static unsigned norm_field_f64(double x) {
     uint64_t u;
     memcpy(&u, &x, sizeof u);
@@ -91,7 +82,7 @@ static unsigned norm_field_f64(double x) {
 
 /* sum / D for the fixed-point sum of values scaled by 2^shift: (float)((double)sum * 2^-shift / D) */
 static float norm_average(int64_t sum, int shift, int D) {
-    return (float)(((double)sum * norm_pow2(-shift)) / (double)D);
+    return (float)(((double)sum * pk_pow2d(-shift)) / (double)D);
 }
 
 int pk_layernorm(int N, int D, const float *x, const float *g, const float *b, float eps, float *y) {
@@ -102,7 +93,7 @@ int pk_layernorm(int N, int D, const float *x, const float *g, const float *b, f
         float *out = y + (size_t)n * D;
         unsigned largest = 1;
         for (int d = 0; d < D; d++)
-            if (norm_field_f32(row[d]) > largest) largest = norm_field_f32(row[d]);
+            if (pk_f32_field(row[d]) > largest) largest = pk_f32_field(row[d]);
         if (largest == 0xffu) {                     /* an inf or NaN: the row is NaN */
             for (int d = 0; d < D; d++) out[d] = pk_bits_to_float(0x7fc00000u);
             continue;

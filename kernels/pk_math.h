@@ -35,6 +35,17 @@ static inline uint32_t pk_float_to_bits(float f) {
 /* 2^k for integer k in [-126, 127], exactly. */
 static inline float pk_pow2i(int k) { return pk_bits_to_float((uint32_t)(k + 127) << 23); }
 
+/* 2^e as a double for integer e in [-1022, 1023], exactly. */
+static inline double pk_pow2d(int e) {
+    uint64_t u = (uint64_t)(e + 1023) << 52;
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* A float32's biased exponent field: 0 for zeros and subnormals, 255 for inf and NaN. */
+static inline unsigned pk_f32_field(float x) { return (pk_float_to_bits(x) >> 23) & 0xffu; }
+
 /* pk_expf's steps after k = round(x / ln 2), written once for this function and for the SIMD
  * tiers' lanes (activation_impl.h): any operand type whose + - * are float32 IEEE operations.
  * r = x - k ln 2, ln 2 in two parts (k times the high part is exact); p(r) = the Taylor series

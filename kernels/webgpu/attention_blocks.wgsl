@@ -5,8 +5,8 @@
 //   kind 4: columns of v (dk columns of T values, written as rows: [H][dk][T])
 // each vector with its own unit 2^E from its largest exponent field F (at least 1):
 //   E = F - 126 - b,  m = round(|x| / 2^E) halves away from zero, signed,
-// and E = ATT_NONFINITE (m all 0) for a vector holding an inf or NaN. b is bits_rows
-// (pk_block_bits(dk)) for rows, bits_cols (pk_block_bits(T)) for v's columns. Integer steps
+// and E = ATT_NONFINITE (m all 0) for a vector holding an inf or NaN. b = att_bits(the vector's
+// length): pk_block_bits(dk) for rows, pk_block_bits(T) for v's columns. Integer steps
 // only: the maximum is a tree, each mantissa is its own value's.
 //
 // One workgroup of 64 per vector; grid x = the vector (head-major; a kind with fewer vectors
@@ -18,8 +18,6 @@ struct AttentionBlocksParams {
     D: u32,
     dk: u32,
     H: u32,
-    bits_rows: u32,
-    bits_cols: u32,
 }
 
 @group(0) @binding(0) var<uniform> bp: AttentionBlocksParams;
@@ -69,7 +67,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let h = vec / per_head;
     let row = vec % per_head;
     let n = select(dk, T, kind == 4u);            // the vector's length
-    let b = select(bp.bits_rows, bp.bits_cols, kind == 4u);
+    let b = att_bits(n);
     var largest = 1u;
     for (var i = lid; i < n; i = i + AB_THREADS) {
         largest = max(largest, (ab_value(kind, h, row, i) >> 23u) & 0xffu);

@@ -8,6 +8,12 @@
 
 const ATT_NONFINITE: i32 = i32(-2147483647 - 1);  // INT32_MIN: the vector held an inf or NaN
 
+// pk_block_bits: the mantissas' bits for sums of n products, min(11, floor((30 - ceil(log2 n)) / 2))
+fn att_bits(n: u32) -> u32 {
+    let ceil_log2 = 32u - countLeadingZeros(n - 1u);   // 0 for n = 1
+    return min(11u, (30u - ceil_log2) / 2u);
+}
+
 fn att_vectors_per_head(kind: u32, T: u32, dk: u32) -> u32 {
     if (kind < 3u) {
         return T;
@@ -39,15 +45,3 @@ fn att_mantissa(x: u32, F: u32, b: u32) -> i32 {
     return select(i32(mag), -i32(mag), (x & F32_SIGN) != 0u);
 }
 
-// a * 2^e rounded to binary32 once (pk_block_scaled): |a| < 2^31 normalised to a significand
-// with its leading bit at 30 (no bit lost), then softfloat.wgsl's single rounding, which also
-// gives subnormal and infinite results as IEEE-754 does. 0 gives +0.
-fn att_scaled(a: i32, e: i32) -> u32 {
-    if (a == 0) {
-        return 0u;
-    }
-    let sign = select(0u, F32_SIGN, a < 0);
-    let m = select(u32(a), u32(0) - u32(a), a < 0);
-    let lz = countLeadingZeros(m);                // >= 1: |a| < 2^31
-    return sf_round_pack(sign, e - i32(lz) + 158, m << (lz - 1u));
-}

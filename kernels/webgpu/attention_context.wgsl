@@ -91,7 +91,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             let ev = exponents[att_exponent_offset(4u, T, dk, H) + h * dk + d];
             var y = 0x7fc00000u;
             if (total != 0u && ev != ATT_NONFINITE) {
-                y = sf_div(att_scaled(acc[q], ev), sf_from_i32(i32(total)));
+                y = sf_div(sf_from_i32_scaled(acc[q], ev), sf_from_i32(i32(total)));
             }
             out[i * D + h * dk + d] = y;
         }

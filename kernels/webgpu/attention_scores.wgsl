@@ -122,7 +122,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             let ep = exponents[att_exponent_offset(3u, T, dk, H) + h * P + r];
             var y = 0x7fc00000u;
             if (ea != ATT_NONFINITE && ec != ATT_NONFINITE && ek != ATT_NONFINITE && ep != ATT_NONFINITE) {
-                y = sf_div(sf_add(att_scaled(ac[q], ea + ek), att_scaled(bt[q], ec + ep)), sp.s);
+                y = sf_div(sf_add(sf_from_i32_scaled(ac[q], ea + ek), sf_from_i32_scaled(bt[q], ec + ep)), sp.s);
             }
             scores[(h * T + i) * T + j] = y;
         }

@@ -1,7 +1,7 @@
 // The attention's softmax weights (kernels/attention_impl.h `context`, its per-row steps), in
 // place on the scores [rows][T] of every head, bit for bit:
 //     mx = row[0]; for n = 1.. : if (row[n] > mx) mx = row[n];
-//     e[n] = pk_expf(row[n] - mx);   m = the block mantissas of e (b = bits: pk_block_bits(T));
+//     e[n] = pk_expf(row[n] - mx);   m = the block mantissas of e (b = att_bits(T));
 //     row[n] = m[n] (as i32 bits);   totals[row] = sum_n m[n]   (an exact int32 sum, < 2^24)
 // and totals[row] = 0 (never a real total: the largest e is 1) for a row holding an inf or
 // NaN, which attention_context.wgsl turns into 0x7fc00000. The exponentials' own exponent
@@ -19,7 +19,6 @@
 struct AttentionSoftmaxParams {
     rows: u32,       // H * T
     T: u32,          // the row length
-    bits: u32,       // pk_block_bits(T)
 }
 
 @group(0) @binding(0) var<uniform> mp: AttentionSoftmaxParams;
@@ -116,7 +115,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     let row_bad = sm_idx[0] != 0u;
     var part = 0;
     for (var n = lid; n < T; n = n + SM_THREADS) {
-        let m = att_mantissa(scores[base + n], F, mp.bits);
+        let m = att_mantissa(scores[base + n], F, att_bits(T));
         scores[base + n] = bitcast<u32>(m);
         part = part + m;
     }

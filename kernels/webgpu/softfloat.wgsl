@@ -83,8 +83,10 @@ fn sf_quiet_nan(a: u32, b: u32) -> u32 {
     return select(b, a, sf_is_nan(a)) | F32_QUIET;
 }
 
-// (float)v for an i32: C's conversion, round to nearest even (exact while |v| < 2^24).
-fn sf_from_i32(v: i32) -> u32 {
+// v * 2^e for an i32 v, rounded to binary32 once (to nearest even; subnormal and infinite
+// results as IEEE-754 gives them): |v| normalised to a significand with its leading bit at 30,
+// then sf_round_pack. C's (float)((double)v * 2^e) (kernels/attention_blocks.h pk_block_scaled).
+fn sf_from_i32_scaled(v: i32, e: i32) -> u32 {
     if (v == 0) {
         return 0u;
     }
@@ -93,9 +95,14 @@ fn sf_from_i32(v: i32) -> u32 {
     let mag = select(bits, 0u - bits, v < 0);        // |v|, 2^31 for the most negative
     let lz = countLeadingZeros(mag);
     if (lz == 0u) {
-        return sf_round_pack(sign, 158, sf_shr_jam(mag, 1u));
+        return sf_round_pack(sign, e + 158, sf_shr_jam(mag, 1u));
     }
-    return sf_round_pack(sign, 158 - i32(lz), mag << (lz - 1u));
+    return sf_round_pack(sign, e + 158 - i32(lz), mag << (lz - 1u));
+}
+
+// (float)v for an i32: C's conversion, round to nearest even (exact while |v| < 2^24).
+fn sf_from_i32(v: i32) -> u32 {
+    return sf_from_i32_scaled(v, 0);
 }
 
 // The 48-bit product of two 24-bit significands as (high, low) words, from 16-bit limbs.

@@ -30,12 +30,6 @@ def _f32_bits(x: float) -> int:
     return array("I", array("f", [x]).tobytes())[0]
 
 
-def block_bits(n: int) -> int:
-    """The block mantissas' bits for sums of n products (kernels/attention_blocks.h
-    pk_block_bits): min(11, floor((30 - ceil(log2 n)) / 2))."""
-    return min(11, (30 - (n - 1).bit_length()) // 2)
-
-
 class GpuAttention:
     """One attention layer's biases and scale on the device; `passes` computes
     softmax(((q+u).k + (q+vb).p_rel) / s) v for every head into out [T][D] (head h in columns
@@ -81,12 +75,12 @@ class GpuAttention:
         exponents = gpu.scratch("attention_exponents", 4 * H * (5 * T - 1 + dk))
         scores = gpu.scratch("attention_scores", 4 * H * T * T)
         totals = gpu.scratch("attention_totals", 4 * H * T)
-        return [("attention_blocks", [gpu.uniform(T, D, dk, H, block_bits(dk), block_bits(T)), q_buf, k_buf,
+        return [("attention_blocks", [gpu.uniform(T, D, dk, H), q_buf, k_buf,
                                       v_buf, p_buf, self._u, self._vb, mantissas, exponents],
                  grids["attention_blocks"]),
                 ("attention_scores", [gpu.uniform(T, D, dk, H, self.s_bits), mantissas, exponents, scores],
                  grids["attention_scores"]),
-                ("attention_softmax", [gpu.uniform(H * T, T, block_bits(T)), scores, totals],
+                ("attention_softmax", [gpu.uniform(H * T, T), scores, totals],
                  grids["attention_softmax"]),
                 ("attention_context", [gpu.uniform(T, D, dk, H), scores, totals, mantissas, exponents, out_buf],
                  grids["attention_context"])]
