@@ -1,11 +1,9 @@
 // Five-value weights for gemm_tile.wgsl, decoded in the shader from the fv5-b5x3t7-v1 blocks
-// exactly as the model file stores them (kernels/fv5_decode.h, docs/b5x3t7.md), with the
-// per-row int8 grid of kernels/fv5_grid.h (lut [O][8] int8, built on the host by fv5_row_grid).
-//
-// Block b (rows 8b..8b+7) holds K/2 panel vectors of 16 lanes; vector v = 4*kb + p, lane j is
-// row 8b + 2p + (j >= 8), column 8kb + j % 8. Code vector t (one 7-bit code per lane) holds
-// the level digits of vectors 3t, 3t+1, 3t+2 (place 1, 5, 25); eight codes go in seven stored
-// vectors of 4 words, the eighth in their top bits; a short last group is plain bytes.
+// exactly as the model file stores them (fv5_codes.wgsl has the layout), with the per-row int8
+// grid of kernels/fv5_grid.h (lut [O][8] int8, built on the host by fv5_row_grid). The engine
+// uses this fused decode for one tile of tokens (N <= 32); for more, fv5_decode.wgsl decodes
+// the linear once into int8 rows and the int8 GEMM runs on them (the same bits, a quarter of
+// the decoding at N = 125).
 //
 // A GEMM chunk (12 kb: 48 panel vectors = code vectors 16c .. 16c+15 of chunk c, two whole
 // groups) of the workgroup's 8 blocks is 14 stored vectors = 56 contiguous words per block:
@@ -25,14 +23,8 @@ const FV5_CHUNK_WORDS: u32 = FV5_CHUNK_CODES / 8u * 28u;        // 56 stored wor
 var<workgroup> fv5_raw: array<u32, FV5_BLOCKS * FV5_CHUNK_WORDS>;   // [block][56]
 var<workgroup> fv5_lut: array<u32, GEMM_ROWS * 2u>;                // [row][2]
 
-// Stored vectors per block: 7 per whole group of 8 code vectors, then the short group's.
-fn fv5_stored_vectors() -> u32 {
-    let T = (gp.K / 2u + 2u) / 3u;
-    return 7u * (T / 8u) + T % 8u;
-}
-
 fn stage_weights(o0: u32, kb0: u32, lid: u32) {
-    let block_words = 4u * fv5_stored_vectors();
+    let block_words = 4u * fv5_stored_vectors(gp.K);
     let first = (kb0 / GEMM_CHUNK_KB) * FV5_CHUNK_WORDS;           // 14 stored vectors a chunk
     let have = min(FV5_CHUNK_WORDS, block_words - first);
     let blocks = gp.O / 8u;
@@ -57,20 +49,8 @@ fn stage_weights(o0: u32, kb0: u32, lid: u32) {
     }
 }
 
-// Four codes -> four int8 weights of row o: digit `place` (1, 5 or 25) of each code picks
-// the row's lut entry (0..4).
-fn fv5_lookup(codes: u32, place: u32, lut_lo: u32, lut_hi: u32) -> u32 {
-    var out = 0u;
-    for (var i = 0u; i < 4u; i = i + 1u) {
-        let digit = (((codes >> (8u * i)) & 0xffu) / place) % 5u;
-        let entry = select(lut_lo >> (8u * digit), lut_hi, digit == 4u) & 0xffu;
-        out = out | (entry << (8u * i));
-    }
-    return out;
-}
-
 fn decode_weights(o0: u32, kb0: u32, lid: u32) {
-    let T = (gp.K / 2u + 2u) / 3u;
+    let T = fv5_code_vectors(gp.K);
     let full = T / 8u;
     let c = kb0 / GEMM_CHUNK_KB;
     let v_end = 4u * min(kb0 + GEMM_CHUNK_KB, gp.K / 8u);          // the chunk's vectors end
@@ -100,8 +80,7 @@ fn decode_weights(o0: u32, kb0: u32, lid: u32) {
             if (v < v_end) {
                 let row = 8u * b + 2u * (v % 4u) + q / 2u;
                 let kw = 2u * (v / 4u - kb0) + q % 2u;
-                let place = select(select(1u, 5u, v % 3u == 1u), 25u, v % 3u == 2u);
-                w_tile[kw * W_STRIDE + row] = fv5_lookup(codes, place, fv5_lut[2u * row],
+                w_tile[kw * W_STRIDE + row] = fv5_lookup(codes, fv5_place(v), fv5_lut[2u * row],
                                                          fv5_lut[2u * row + 1u]);
             }
         }

@@ -15,8 +15,8 @@ GPUBufferUsage values, the same in every binding.
                                                  # bytes of the buffers created (buffer_bytes)
 
 Weights go to the device as the model file stores them (fv5: the packed b5x3t7 blocks, decoded
-inside the GEMM, plus the per-row int8 grid; int8: the rows and their scales), never a
-dequantised copy. The fv5 grid and the block validation are the C ones (Kernels.prepare_fv5),
+inside the GEMM for one tile of tokens, or once per call into a shared int8 scratch for more,
+plus the per-row int8 grid; int8: the rows and their scales), never a dequantised copy kept. The fv5 grid and the block validation are the C ones (Kernels.prepare_fv5),
 so there is one implementation of each.
 """
 
@@ -56,11 +56,18 @@ def element_groups(n: int) -> tuple:
         raise KernelError(f"{n} outputs need more than {MAX_GROUPS} x {MAX_GROUPS} workgroups")
     return gx, gy
 
+def fv5_decode_items(O: int, K: int) -> int:
+    """fv5_decode.wgsl's invocations: one per (block of 8 rows, group of 8 code vectors, quarter)."""
+    code_vectors = (K // 2 + 2) // 3
+    return (O // 8) * -(-code_vectors // 8) * 4
+
+
 # The files of each module, in order (the requires-directive of dot4_packed comes first).
 MODULES = {
     "quantize_act": ("softfloat", "quantize_act"),
     "int8_gemm": ("{dot4}", "softfloat", "silu", "int8_weights", "gemm_tile"),
-    "fv5_gemm": ("{dot4}", "softfloat", "silu", "fv5_weights", "gemm_tile"),
+    "fv5_gemm": ("{dot4}", "softfloat", "silu", "fv5_codes", "fv5_weights", "gemm_tile"),
+    "fv5_decode": ("fv5_codes", "fv5_decode"),
     "softfloat_check": ("softfloat", "silu", "softfloat_check"),
     "softdouble_check": ("softfloat", "softdouble", "softdouble_check"),
     # the rest of the encoder layer (activations resident on the device)
@@ -377,28 +384,36 @@ class GpuLinear:
                        activation=activation)
         return cls(gpu, "int8", w.O, w.K, w.q, w.scale, None, w.bias, activation=activation)
 
-    def gemm_pass(self, xq, xs, N: int, ybuf=None):
-        """The GEMM pass over quantised activations already on the device, into ybuf (default
-        a shared scratch); returns (pass, y)."""
+    def gemm_passes(self, xq, xs, N: int, ybuf=None):
+        """The GEMM over quantised activations already on the device, into ybuf (default a
+        shared scratch); returns (passes, y). A five-value linear over more than one tile of
+        tokens is decoded first into int8 rows (fv5_decode.wgsl, a shared scratch) and the int8
+        GEMM runs on them: each block decoded once, not once per tile, and the same weights."""
         ybuf = self.gpu.scratch("y", 4 * N * self.O) if ybuf is None else ybuf
         flags = int(self.has_bias) | (2 if self.activation == "silu" else 0)
         params = self.gpu.uniform(N, self.O, self.K, flags)
         groups = (-(-self.O // GEMM_ROWS), -(-N // GEMM_TOKENS))
         if groups[1] > MAX_GROUPS:
             raise KernelError(f"N = {N} needs {groups[1]} workgroups, above {MAX_GROUPS}")
-        return (self.module, [params, xq, xs, self._ws, self._bias, ybuf, *self._weights], groups), ybuf
+        if self.kind == "fv5" and N > GEMM_TOKENS:
+            w8 = self.gpu.scratch("fv5_decoded", self.O * self.K)
+            decode = ("fv5_decode", [self.gpu.uniform(self.O, self.K), *self._weights, w8],
+                      element_groups(fv5_decode_items(self.O, self.K)))
+            gemm = ("int8_gemm", [params, xq, xs, self._ws, self._bias, ybuf, w8], groups)
+            return [decode, gemm], ybuf
+        return [(self.module, [params, xq, xs, self._ws, self._bias, ybuf, *self._weights], groups)], ybuf
 
     def passes(self, xbuf, N: int, ybuf, status) -> list:
         """Quantise x [N][K] on the device (xbuf) and run the GEMM into ybuf [N][O]; a row with
         NaN or infinity sets status[n]."""
         qpass, xq, xs = self.gpu.quantize_buffer_pass(xbuf, N, self.K, status)
-        return [qpass, self.gemm_pass(xq, xs, N, ybuf)[0]]
+        return [qpass, *self.gemm_passes(xq, xs, N, ybuf)[0]]
 
     def __call__(self, x, N: int) -> array:
         """y [N][O] float32 (row-major) for x [N][K] float32: the scalar tier's bits."""
         qpass, xq, xs, status = self.gpu.quantize_pass(x, N, self.K)
-        gpass, ybuf = self.gemm_pass(xq, xs, N)
-        self.gpu.run([qpass, gpass])
+        gpasses, ybuf = self.gemm_passes(xq, xs, N)
+        self.gpu.run([qpass, *gpasses])
         self.gpu.check_status(status, N)
         return array("f", self.gpu.read(ybuf, 4 * N * self.O))
 
@@ -411,6 +426,6 @@ class GpuLinear:
         sbuf = self.gpu.scratch("xs", 4 * N)
         self.gpu.write(qbuf, memoryview(xq).cast("B"))
         self.gpu.write(sbuf, float32_view(xs, N, "xs"))
-        gpass, ybuf = self.gemm_pass(qbuf, sbuf, N)
-        self.gpu.run([gpass])
+        gpasses, ybuf = self.gemm_passes(qbuf, sbuf, N)
+        self.gpu.run(gpasses)
         return array("f", self.gpu.read(ybuf, 4 * N * self.O))
