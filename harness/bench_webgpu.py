@@ -8,7 +8,8 @@ after) and the median of `--repeats` more - the executor's counters for the last
 bytes uploaded and read back), the bytes of the GPU buffers created (at load, and after the
 encodes: weights, scratch and uniforms; engine/executors/webgpu/device.py buffer_bytes) beside the model
 file's size, and whether the encoder output (sha256 of its float32 bytes) and the tokens equal
-the native scalar tier's. On lavapipe/llvmpipe/SwiftShader the "GPU" is a CPU emulation: the
+the native scalar tier's. Then one more encode with every pass timed (timestamp queries;
+harness/webgpu_profile.py) beside the cost model's operations per kernel (harness/webgpu_cost.py). On lavapipe/llvmpipe/SwiftShader the "GPU" is a CPU emulation: the
 output says so, and its times are those of the CPU running the shaders, not of a GPU.
 
     python3 build.py bench --webgpu          (or, in build.py's environment:)
@@ -17,8 +18,7 @@ output says so, and its times are those of the CPU running the shaders, not of a
 
 Models: the default one (models/phonon-small.gguf) on samples/two-commands.wav always; with
 `--size full` also the full-size synthetic model (harness/bench_e2e.py full_model(), 195 MiB)
-on `--seconds` of harness.bench_e2e.speechlike audio, encoded once on each side (the first
-encode: 85 s on lavapipe for 10 s); `--size tiny`
+on `--seconds` of harness.bench_e2e.speechlike audio, encoded once on each side; `--size tiny`
 (the smoke run, tests/test_bench_smoke.py) the tiny synthetic model in the default one's place.
 `--browser`: also the default (or tiny) model through the GPU executor in headless Chromium with
 WebGPU on SwiftShader (checks/jobs.py gpu_digest; a CPU emulation as well).
@@ -38,6 +38,8 @@ from engine.executors.webgpu.adapter import adapter_name, cpu_emulation
 from engine.executors.webgpu.self_test import encoder_digest
 from engine.kernels import Kernels, available_tiers
 from engine.transcribe import Engine
+from harness import webgpu_cost
+from harness.webgpu_profile import DispatchProfile
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = ROOT / "models" / "phonon-small.gguf"
@@ -51,7 +53,9 @@ class NoAdapter(RuntimeError):
 
 
 def open_device():
-    """(device, adapter info as a dict) of wgpu's high-performance adapter; NoAdapter says why not."""
+    """(device, adapter info as a dict) of wgpu's high-performance adapter, with the
+    "timestamp-query" feature where the adapter has it (per-kernel GPU times:
+    harness/webgpu_profile.py); NoAdapter says why not."""
     try:
         import wgpu
     except ImportError as e:
@@ -63,7 +67,22 @@ def open_device():
     if adapter is None:
         raise NoAdapter("no WebGPU adapter (build.py setup installs mesa-vulkan-drivers: lavapipe)")
     info = {key: str(adapter.info.get(key, "")) for key in ADAPTER_KEYS}
-    return adapter.request_device_sync(), info
+    features = ["timestamp-query"] if "timestamp-query" in adapter.features else []
+    return adapter.request_device_sync(required_features=features), info
+
+
+def model_and_audio(size: str, seconds: float = 10) -> tuple:
+    """(model path, audio) of a --size: "full" the full-size synthetic model on `seconds` of
+    speech-like audio, "default" models/phonon-small.gguf on samples/two-commands.wav, "tiny"
+    the tiny synthetic model on the same sample."""
+    if size == "full":
+        from harness.bench_e2e import full_model, speechlike
+        return full_model(), speechlike(seconds)
+    audio = load_audio(Kernels("scalar"), WAV.read_bytes())
+    if size == "tiny":
+        from harness.bench_e2e import tiny_model
+        return tiny_model(), audio
+    return DEFAULT_MODEL, audio
 
 
 def describe(info: dict) -> str:
@@ -100,6 +119,21 @@ def encodes(engine, audio, repeats: int) -> dict:
 PER_ENCODE = ("submissions", "dispatches", "uploaded_bytes", "read_bytes")
 
 
+def profile_kernels(engine, gpu, audio) -> dict:
+    """One more encode with every pass timed (harness/webgpu_profile.py: timestamp queries where
+    the device has them) and counted (harness/webgpu_cost.py): {"kernels": {module: {dispatches,
+    ops, seconds}}, "cost": the GEMM products / epilogues / other split of the operations,
+    "profiled_encode_seconds", "timestamps"}."""
+    profile = DispatchProfile(gpu)
+    started = time.perf_counter()
+    engine.encode(audio)
+    wall = time.perf_counter() - started
+    profile.recording = False
+    return {"kernels": webgpu_cost.by_module(profile.records, gpu.packed_dot),
+            "cost": webgpu_cost.split_totals(profile.records, gpu.packed_dot),
+            "profiled_encode_seconds": round(wall, 3), "timestamps": profile.timestamps}
+
+
 def measure(name: str, path: Path, audio, device, repeats: int, cpu_tier: str) -> dict:
     """One model natively: the GPU executor against `cpu_tier` (1 thread) and native scalar."""
     from engine.executors.webgpu.device import MODULES, GpuKernels
@@ -121,6 +155,7 @@ def measure(name: str, path: Path, audio, device, repeats: int, cpu_tier: str) -
     on_gpu = encodes(engine, audio, repeats)
     enc, T = on_gpu["enc"], on_gpu["T"]
     tokens = engine.network.decode(enc, T) if T else []
+    kernels = profile_kernels(engine, gpu, audio)
     row = {"runtime": "native (wgpu-py)", "model": name, "model_file": path.name,
            "model_bytes": path.stat().st_size, "audio_seconds": round(len(audio) / 16000, 2),
            "encoder_frames": T, "repeats": repeats, "packed_dot": gpu.packed_dot,
@@ -133,8 +168,9 @@ def measure(name: str, path: Path, audio, device, repeats: int, cpu_tier: str) -
            "buffer_bytes": engine.executor.counters()["buffer_bytes"],
            "device_lost": engine.executor.lost,
            "native_digest": encoder_digest(enc) == encoder_digest(want_enc) and T == want_T,
-           "native_tokens": tokens == want_tokens, "tokens": len(want_tokens)}
+           "native_tokens": tokens == want_tokens, "tokens": len(want_tokens), **kernels}
     print(f"  {row}", flush=True)
+    print("\n".join(webgpu_cost.table(kernels["kernels"])), flush=True)
     return row
 
 

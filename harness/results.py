@@ -177,8 +177,25 @@ def webgpu_rows(f: dict) -> list:
     return lines
 
 
+def webgpu_kernel_tables(f: dict) -> list:
+    """Per native GPU row that was profiled: its kernels' cost-model operations and GPU times."""
+    from harness.webgpu_cost import table
+    lines = []
+    for r in f["rows"]:
+        if not r.get("kernels"):
+            continue
+        cost = r["cost"]
+        clock = "timestamp queries" if r.get("timestamps") else "each pass submitted alone and waited for"
+        lines += ["", f"{r['model']} model, {r['audio_seconds']} s: one more encode with every pass timed "
+                  f"({clock}; {r['profiled_encode_seconds']} s wall) beside the cost model's integer operations "
+                  f"(harness/webgpu_cost.py): GEMM integer products and staging {cost['gemm_products'] / 1e9:.1f} G, "
+                  f"GEMM epilogues {cost['gemm_epilogues'] / 1e9:.1f} G, the rest {cost['other'] / 1e9:.1f} G, "
+                  f"{cost['total'] / 1e9:.1f} G in all.", "", *table(r["kernels"])]
+    return lines
+
+
 def webgpu_table(result: dict) -> str:
-    """harness/bench_webgpu.py's rows, the adapter named."""
+    """harness/bench_webgpu.py's rows, the adapter named, then the per-kernel tables."""
     f = result["figures"]
     head = (f"{measured(result)}: `{result['command']}`, {f['wall_seconds']} s in all. Per encode "
             "(the shaders compiled before): wall time on the GPU executor and on the best native CPU tier with one "
@@ -186,7 +203,7 @@ def webgpu_table(result: dict) -> str:
             "and the median of the later ones (– where only one ran); the executor's counters of the last encode; the bytes "
             "of every GPU buffer created (weights, scratch, uniforms) after load and after the encodes. The browser "
             "row: checks/jobs.py gpu_digest.")
-    return "\n".join([head, "", *webgpu_rows(f)]) + "\n"
+    return "\n".join([head, "", *webgpu_rows(f), *webgpu_kernel_tables(f)]) + "\n"
 
 
 def suite_table(result: dict) -> str:

@@ -62,6 +62,8 @@ SMOKED = {
     "harness.bench_behind": "test_behind_sections_on_the_tiny_model",
     "harness.bench_engines": "test_engines",
     "harness.bench_webgpu": "test_webgpu",
+    "harness.webgpu_cost": "test_webgpu_cost_model",
+    "harness.webgpu_versus": "test_webgpu_versus",
     "harness.profile_crossings": "test_profile_crossings",
     "harness.bench_stream": "test_stream, test_soak",
     "harness.bench_soak": "test_soak_through_the_worker_s_webapp",
@@ -638,8 +640,51 @@ def test_webgpu(tmp_path, tiny_bench_model):
     from harness.results import webgpu_table
     table = webgpu_table({"date": "D", "commit": "C", "cpu": "CPU", "cores": 2, "cpu_flags": [], "command": "X",
                           "figures": got})
-    assert len([line for line in table.splitlines() if line.startswith("| ")]) == 2      # header, one row
+    # the encoder's table (header, one row), then the profiled encode's per-kernel table
+    rows_of = lambda lines: [line for line in lines if line.startswith("| ")]     # noqa: E731
+    main_table, kernel_table = table.split("one more encode with every pass timed")
+    assert len(rows_of(main_table.splitlines())) == 2
     assert f"Adapter: {got['adapter_text']}." in table
+    kernels = row["kernels"]
+    assert {"int8_gemm", "layer_norm", "attention_scores", "subsampling_head"} <= set(kernels), kernels
+    assert sum(k["dispatches"] for k in kernels.values()) == row["dispatches"]    # the same passes as an encode
+    assert all(k["ops"] > 0 for k in kernels.values()), kernels
+    if row["timestamps"]:            # GPU time inside the passes: positive, and within the encode's wall
+        assert all(k["seconds"] > 0 for k in kernels.values()), kernels
+        assert sum(k["seconds"] for k in kernels.values()) <= row["profiled_encode_seconds"], row
+    assert len(rows_of(kernel_table.splitlines())) == len(kernels) + 2          # header, kernels, total
+    assert row["cost"]["total"] == pytest.approx(sum(k["ops"] for k in kernels.values()))
+
+
+def test_webgpu_cost_model(tmp_path, tiny_bench_model):
+    """harness.webgpu_cost: one encode's dispatches recorded without running them, counted per
+    kernel; --check times the soft-float operations on the adapter."""
+    from harness.bench_webgpu import NoAdapter, open_device
+    try:
+        open_device()
+    except NoAdapter as e:
+        pytest.skip(str(e))
+    printed = run("harness.webgpu_cost", "--size", "tiny", "--check")
+    assert "| int8_gemm |" in printed and "| layer_norm |" in printed and "| total |" in printed
+    assert "GEMM integer products + staging" in printed
+    for op in ("mul", "add", "div", "expf", "silu"):
+        assert f"| {op} |" in printed, op
+
+
+def test_webgpu_versus(tmp_path, tiny_bench_model):
+    """harness.webgpu_versus with this checkout as both sides (--old-tree: exporting and building an
+    older commit is the same child on another tree): every kernel timed on both, the groups and
+    the encode's wall time."""
+    from harness.bench_webgpu import NoAdapter, open_device
+    try:
+        open_device()
+    except NoAdapter as e:
+        pytest.skip(str(e))
+    out = tmp_path / "versus.json"
+    printed = run("harness.webgpu_versus", "HEAD", "--size", "tiny", "--old-tree", ROOT, "--json", out)
+    got = json.loads(out.read_text())
+    assert set(got["old"]["kernels"]) == set(got["new"]["kernels"]) and got["old"]["frames"] == got["new"]["frames"]
+    assert "| **all passes** |" in printed and "| **GEMMs" in printed and "| encode wall s (profiled) |" in printed
 
 
 @pytest.mark.browser

@@ -9,6 +9,7 @@
 struct CheckParams {
     op: u32,
     n: u32,
+    reps: u32,       // 0 or 1: once; more: a chain for timing (harness/webgpu_cost.py --check)
 }
 
 @group(0) @binding(0) var<uniform> cp: CheckParams;
@@ -24,19 +25,23 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     var r = 0u;
-    switch cp.op {
-        case 0u: { r = sf_mul(a[i], b[i]); }
-        case 1u: { r = sf_add(a[i], b[i]); }
-        case 2u: { r = sf_from_i32(bitcast<i32>(a[i])); }
-        case 3u: { r = sf_div_finite(a[i], b[i]); }
-        case 4u: { r = bitcast<u32>(sf_rint_clamp127(a[i])); }
-        case 5u: { r = sf_dequant(bitcast<i32>(a[i]), b[i], c[i], false, 0u); }
-        case 6u: { r = sf_dequant(bitcast<i32>(a[i]), b[i], c[i], true, 0x3f800000u); }
-        case 7u: { r = sf_silu(a[i]); }
-        case 8u: { r = sf_expf(a[i]); }
-        case 9u: { r = sf_div(a[i], b[i]); }
-        case 10u: { r = sf_sigmoid(a[i]); }
-        default: { r = 0u; }
+    var x = a[i];
+    for (var rep = 0u; rep < max(cp.reps, 1u); rep = rep + 1u) {
+        switch cp.op {
+            case 0u: { r = sf_mul(x, b[i]); }
+            case 1u: { r = sf_add(x, b[i]); }
+            case 2u: { r = sf_from_i32(bitcast<i32>(x)); }
+            case 3u: { r = sf_div_finite(x, b[i]); }
+            case 4u: { r = bitcast<u32>(sf_rint_clamp127(x)); }
+            case 5u: { r = sf_dequant(bitcast<i32>(x), b[i], c[i], false, 0u); }
+            case 6u: { r = sf_dequant(bitcast<i32>(x), b[i], c[i], true, 0x3f800000u); }
+            case 7u: { r = sf_silu(x); }
+            case 8u: { r = sf_expf(x); }
+            case 9u: { r = sf_div(x, b[i]); }
+            case 10u: { r = sf_sigmoid(x); }
+            default: { r = 0u; }
+        }
+        x = a[i] ^ (r & 1u);         // the next repetition depends on this one's result
     }
     out[i] = r;
 }

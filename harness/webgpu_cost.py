@@ -1,0 +1,396 @@
+"""A cost model of the WebGPU tier's shaders (issue 47 item 4): integer operations per dispatch,
+counted from each shader's loop structure and the per-operation costs below, so that the work
+of an encode can be read per kernel and checked against a per-kernel time (harness/bench_webgpu.py
+prints both; harness/webgpu_profile.py records the dispatches and times them).
+
+    python3 -m harness.webgpu_cost [--size full|default|tiny] [--seconds 10]
+
+records one encode's dispatches on this machine's adapter without running them (a dry
+DispatchProfile: the passes are built exactly as the executor builds them, with their real
+shapes, and counted instead of submitted) and prints the operations per kernel.
+
+What one "operation" is: one WGSL integer or logical operation of a shader's path for finite,
+normal operands (an add, multiply, shift, mask, compare, select, min/max, a storage or
+workgroup load or store with its address arithmetic), and dot4I8Packed. Integer division or
+remainder by a value not known to the compiler counts DIV (20: GPUs emulate it). The
+soft-float primitives' costs (SOFT) are their functions' operation counts on that path, written
+down by reading kernels/webgpu/softfloat.wgsl, silu.wgsl and softdouble.wgsl; composites
+(expf, sigmoid, SiLU, the GEMM epilogue) are summed from their calls here, not stated apart.
+`--check` times the soft-float operations one by one on the adapter (softfloat_check.wgsl,
+1M elements each) and prints the measured time per element beside the stated costs: on a CPU
+emulation the ratios should roughly follow.
+
+The per-dispatch functions follow the shaders' loops: invocations that do work x trips x the
+work of one trip; idle invocations (past the matrix) and barriers are not counted. They are
+estimates within some tens of percent, good for where the work goes and for totals; they are
+not instruction counts of any compiler's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHADERS = ROOT / "kernels" / "webgpu"
+
+DIV = 20                  # u32 / or % by a runtime value (GPUs have no integer divider)
+
+# Soft-float primitives: operations on the finite, normal path (see the module docstring).
+SOFT = {
+    "sf_mul": 75,             # unpack x2, 24x24 product from 16-bit limbs, normalise, round, pack
+    "sf_add": 72,             # order, align with jam, add or subtract, normalise, round, pack
+    "sf_div_finite": 215,     # 31 steps of restoring division (6 each) + unpack, round, pack
+    "sf_div": 230,            # sf_div_finite + the special-case tests
+    "sf_from_i32_scaled": 30,
+    "sf_rint": 20,            # sf_rint_small / sf_rint_clamp127
+    "sf_sqrt": 300,           # 27 digit-by-digit steps
+    "sd_add": 136, "sd_mul": 187, "sd_div": 2120,     # soft-double, as the issue's review counted
+    "sd_from_f32": 20, "sd_to_f32": 40, "u64_add": 6,
+}
+
+
+def expf() -> float:
+    """sf_expf: x * log2e, rint, (float)k, r = (x - k ln2_hi) - k ln2_lo, the degree-7 Horner
+    polynomial (7 multiply-adds), one scaling multiply, and the range tests."""
+    return (SOFT["sf_mul"] * (1 + 2 + 7 + 1) + SOFT["sf_add"] * (2 + 7)
+            + SOFT["sf_rint"] + SOFT["sf_from_i32_scaled"] + 10)
+
+
+def sigmoid() -> float:
+    return expf() + SOFT["sf_add"] + SOFT["sf_div"]
+
+
+def silu() -> float:
+    return sigmoid() + SOFT["sf_mul"]
+
+
+def dequant(bias: bool) -> float:
+    """sf_dequant: ((float)acc * xs) * ws (+ bias)."""
+    return SOFT["sf_from_i32_scaled"] + 2 * SOFT["sf_mul"] + (SOFT["sf_add"] if bias else 0)
+
+
+def wgsl_const(file: str, name: str) -> int:
+    """A `const NAME: u32 = <int>u;` of a shader (so the model follows a changed tile shape)."""
+    text = (SHADERS / f"{file}.wgsl").read_text()
+    found = re.search(rf"const {name}: u32 = (\d+)u;", text)
+    if found is None:
+        raise KeyError(f"{name} is not an integer constant of kernels/webgpu/{file}.wgsl")
+    return int(found.group(1))
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+# -- one function per module: (params, groups, packed_dot) -> operations ---------------------
+
+def quantize_act(p, groups, packed):
+    N, K = p[:2]
+    per_row = 2 * K + 2 * SOFT["sf_div_finite"] + K * (SOFT["sf_mul"] + SOFT["sf_rint"] + 3)
+    return N * per_row
+
+
+def gemm(p, groups, packed, fused_decode: bool):
+    """gemm_tile.wgsl (+ fv5_weights.wgsl when fused_decode): per workgroup and K chunk, the
+    staging of 32 tokens' and 64 rows' words, the fused decode, and every busy invocation's 4x4
+    block of dot4 + add over the chunk's words; then the epilogue once per output."""
+    N, O, K, flags = p[:4]
+    rows, tokens = wgsl_const("gemm_tile", "GEMM_ROWS"), wgsl_const("gemm_tile", "GEMM_TOKENS")
+    threads, chunk_kb = wgsl_const("gemm_tile", "GEMM_THREADS"), wgsl_const("gemm_tile", "GEMM_CHUNK_KB")
+    chunk_words = 2 * chunk_kb
+    chunks = cdiv(K // 8, chunk_kb)
+    workgroups = cdiv(O, rows) * cdiv(N, tokens)
+    stage = (tokens + rows) * chunk_words * 10            # index split, bounds, load, store
+    if fused_decode:
+        codes = chunk_kb * 4 // 3                         # code vectors per chunk
+        stage = tokens * chunk_words * 10 + (rows // 8) * (codes // 8 * 28) * 10
+        stage += (rows // 8) * codes * 4 * (15 + 3 * (12 + fv5_word()))
+    dot = 1 if packed else 15                             # dot4I8Packed, or unpack + 4 multiply-adds
+    # every busy invocation: per word 8 loads + 16 dot4 + 16 adds + addressing
+    busy = threads * min(1.0, N / (cdiv(N, tokens) * tokens) + 0.25)
+    macs = busy * chunk_words * (8 + 16 * dot + 16 + 4)
+    epilogue = dequant(bool(flags & 1)) + (silu() if flags & 2 else 0) + 6
+    return workgroups * chunks * (stage + macs) + N * O * epilogue
+
+
+def fv5_word() -> float:
+    """One word (four weights) of fv5_codes.wgsl fv5_lookup: per byte the code, its digit
+    (a divide by the runtime place value and a remainder by 5), the grid entry, the insert."""
+    return 4 * (2 + DIV + 4 + 5 + 2) + 2
+
+
+def fv5_decode(p, groups, packed):
+    """fv5_decode.wgsl: per (block, group, quarter) seven loads and the top-bit gather, then
+    eight codes x three vectors, each a word of four weights with its row and column."""
+    O, K = p[:2]
+    code_vectors = (K // 2 + 2) // 3
+    items = (O // 8) * cdiv(code_vectors, 8) * 4
+    return items * (7 * 6 + 8 * 3 * (12 + fv5_word()))
+
+
+def layer_norm(p, groups, packed):
+    """layer_norm.wgsl per row: the largest field, the exact int64 sum of x, the mean (its soft-double
+    division by every invocation), the largest field of (x - mean)^2 and its exact sum (each
+    recomputing the soft-double square), the variance, 1/sqrt, and the output's four float steps."""
+    N, D = p[:2]
+    threads = wgsl_const("layer_norm", "NORM_THREADS")
+    square = SOFT["sd_from_f32"] + SOFT["sd_add"] + SOFT["sd_mul"] + 3
+    per_element = 4 + (25 + SOFT["u64_add"] + 1) + (square + 4) + (square + 30 + SOFT["u64_add"]) \
+        + (2 * SOFT["sf_add"] + 2 * SOFT["sf_mul"] + 4)
+    average = SOFT["sd_div"] + SOFT["sd_to_f32"] + 60
+    per_row = (D * per_element + threads * average + average
+               + SOFT["sf_sqrt"] + SOFT["sf_div"] + SOFT["sf_add"] + threads * 6 * 4 * 10)
+    return N * per_row
+
+
+def attention_blocks(p, groups, packed):
+    """attention_blocks.wgsl: every operand vector read twice (its largest field, then its
+    mantissas); q + u and q + v cost a soft-float add and multiply per read."""
+    T, D, dk, H = p[:4]
+    read_q = SOFT["sf_add"] + SOFT["sf_mul"] + 5
+    mantissa = 15 + 2
+    elements = {"qu": (H * T * dk, read_q), "qv": (H * T * dk, read_q), "k": (H * T * dk, 5),
+                "p": (H * (2 * T - 1) * dk, 5), "v": (H * dk * T, 5)}
+    work = sum(n * (2 * cost + 3 + mantissa) for n, cost in elements.values())
+    vectors = H * (3 * T + (2 * T - 1) + dk)
+    return work + vectors * 64 * (6 * 4 + 20)
+
+
+def attention_scores(p, groups, packed):
+    """attention_scores.wgsl: 16x16 tiles, 2x2 outputs per invocation; per staged d: 8 loads,
+    8 multiplies, 8 adds; staging qu, qv, k (16 rows) and p (31 rows) per chunk; the epilogue
+    two scaled conversions, an add and the division by sqrt(dk) per score."""
+    T, D, dk, H = p[:4]
+    tile, chunk = wgsl_const("attention_scores", "SCORE_TILE"), wgsl_const("attention_scores", "SCORE_CHUNK")
+    workgroups = H * cdiv(T, tile) ** 2
+    chunks = cdiv(dk, chunk)
+    per_chunk = (3 * tile + 2 * tile - 1) * chunk * 12 + 64 * chunk * (24 + 3)
+    epilogue = 2 * SOFT["sf_from_i32_scaled"] + SOFT["sf_add"] + SOFT["sf_div"] + 16
+    return workgroups * chunks * per_chunk + H * T * T * epilogue
+
+
+def attention_softmax(p, groups, packed):
+    """attention_softmax.wgsl per score: the ordered-key max, exp(x - max) with its field, the
+    mantissa and its sum; per row three 64-wide trees."""
+    rows, T = p[:2]
+    per_score = 10 + (SOFT["sf_add"] + expf() + 8) + (15 + 4)
+    return rows * (T * per_score + 3 * 64 * 6 * 8)
+
+
+def attention_context(p, groups, packed):
+    """attention_context.wgsl: 16x16 tiles of (i, d), 2x2 per invocation; per staged j: 4
+    loads, 4 multiplies, 4 adds; the epilogue a scaled conversion, (float)total, a division."""
+    T, D, dk, H = p[:4]
+    tile, chunk = wgsl_const("attention_context", "CTX_TILE"), wgsl_const("attention_context", "CTX_CHUNK")
+    workgroups = H * cdiv(dk, tile) * cdiv(T, tile)
+    chunks = cdiv(T, chunk)
+    per_chunk = 2 * tile * chunk * 12 + 64 * chunk * (12 + 3)
+    epilogue = 2 * SOFT["sf_from_i32_scaled"] + SOFT["sf_div"] + 12
+    return workgroups * chunks * per_chunk + T * H * dk * epilogue
+
+
+def elementwise(cost):
+    return lambda p, groups, packed, n_at=0: p[n_at] * cost
+
+
+def glu(p, groups, packed):
+    T, D = p[:2]
+    return T * D * (sigmoid() + SOFT["sf_mul"] + 8)
+
+
+def dwconv_silu(p, groups, packed):
+    """dwconv_silu.wgsl per output: K taps of multiply + add (from staged rows), the bias add and
+    SiLU; per workgroup the staging of 31 rows and 16 taps per lane and chunk."""
+    T, D, K = p[:3]
+    tap = SOFT["sf_mul"] + SOFT["sf_add"] + 6
+    staging = cdiv(D, 64) * cdiv(T, 16) * cdiv(K, 16) * 64 * (31 + 16) * 8
+    return T * D * (K * tap + SOFT["sf_add"] + silu() + 4) + staging
+
+
+def conv3x3(p, groups, packed, n_at: int):
+    """subsampling_head.wgsl / dwconv2d.wgsl per output: 9 taps of multiply + add with their
+    bounds and addresses, the bias add, ReLU."""
+    n = p[n_at]
+    return n * (9 * (SOFT["sf_mul"] + SOFT["sf_add"] + 12) + SOFT["sf_add"] + 20)
+
+
+MODULE_COSTS = {
+    "quantize_act": quantize_act,
+    "int8_gemm": lambda p, g, packed: gemm(p, g, packed, fused_decode=False),
+    "fv5_gemm": lambda p, g, packed: gemm(p, g, packed, fused_decode=True),
+    "fv5_decode": fv5_decode,
+    "layer_norm": layer_norm,
+    "attention_blocks": attention_blocks,
+    "attention_scores": attention_scores,
+    "attention_softmax": attention_softmax,
+    "attention_context": attention_context,
+    "add_scaled": lambda p, g, packed: p[0] * (SOFT["sf_mul"] + SOFT["sf_add"] + 5),
+    "copy_values": lambda p, g, packed: p[0] * 3,
+    "flatten_relu": lambda p, g, packed: p[3] * 14,
+    "glu": glu,
+    "dwconv_silu": dwconv_silu,
+    "subsampling_head": lambda p, g, packed: conv3x3(p, g, packed, n_at=3),
+    "dwconv2d": lambda p, g, packed: conv3x3(p, g, packed, n_at=3),
+}
+
+# kernels grouped as the issue's criterion reads them: the GEMMs' integer products against the rest
+GEMM_MODULES = ("int8_gemm", "fv5_gemm")
+
+
+def dispatch_ops(module: str, params: tuple, groups: tuple, packed_dot: bool = True) -> float:
+    """The operations of one dispatch (KeyError for a module the model does not know)."""
+    if module not in MODULE_COSTS:
+        raise KeyError(f"the cost model has no formula for module {module!r} (harness/webgpu_cost.py)")
+    return float(MODULE_COSTS[module](params, groups, packed_dot))
+
+
+def gemm_split(module: str, params: tuple, groups: tuple, packed_dot: bool = True) -> tuple:
+    """(the GEMM's integer products and staging, its epilogue) of a GEMM dispatch."""
+    N, O, K, flags = params[:4]
+    total = dispatch_ops(module, params, groups, packed_dot)
+    epilogue = N * O * (dequant(bool(flags & 1)) + (silu() if flags & 2 else 0) + 6)
+    return total - epilogue, epilogue
+
+
+def by_module(records, packed_dot: bool = True) -> dict:
+    """{module: {"dispatches", "ops", "seconds"}} of DispatchProfile records, in order seen."""
+    out = {}
+    for r in records:
+        row = out.setdefault(r.module, {"dispatches": 0, "ops": 0.0, "seconds": 0.0})
+        row["dispatches"] += 1
+        row["ops"] += dispatch_ops(r.module, r.params, r.groups, packed_dot)
+        row["seconds"] += r.seconds or 0.0
+    return out
+
+
+def split_totals(records, packed_dot: bool = True) -> dict:
+    """{"gemm_products": ops, "gemm_epilogues": ops, "other": ops, "total": ops} and the same
+    for seconds where the records were timed (the epilogue's time is not apart from its GEMM's)."""
+    products = epilogues = other = 0.0
+    for r in records:
+        if r.module in GEMM_MODULES:
+            a, b = gemm_split(r.module, r.params, r.groups, packed_dot)
+            products, epilogues = products + a, epilogues + b
+        else:
+            other += dispatch_ops(r.module, r.params, r.groups, packed_dot)
+    return {"gemm_products": products, "gemm_epilogues": epilogues, "other": other,
+            "total": products + epilogues + other}
+
+
+def table(rows: dict, total_seconds: float | None = None) -> list:
+    """Markdown lines: kernel, dispatches, G operations, share, and ms and ns per operation
+    where timed."""
+    total = sum(r["ops"] for r in rows.values()) or 1.0
+    timed = any(r["seconds"] for r in rows.values())
+    head = "| kernel | dispatches | G ops | share |" + (" ms | ps per op |" if timed else "")
+    out = [head, "|---|---:|---:|---:|" + ("---:|---:|" if timed else "")]
+    for module, r in sorted(rows.items(), key=lambda kv: -kv[1]["ops"]):
+        line = f"| {module} | {r['dispatches']} | {r['ops'] / 1e9:.2f} | {100 * r['ops'] / total:.1f}% |"
+        if timed:
+            per = 1e12 * r["seconds"] / r["ops"] if r["ops"] else 0.0
+            line += f" {1e3 * r['seconds']:.1f} | {per:.1f} |"
+        out.append(line)
+    seconds = sum(r["seconds"] for r in rows.values())
+    last = f"| total | {sum(r['dispatches'] for r in rows.values())} | {total / 1e9:.2f} | 100% |"
+    if timed:
+        last += f" {1e3 * seconds:.1f} | {1e12 * seconds / total:.1f} |"
+    out.append(last)
+    return out
+
+
+# -- recording an encode's dispatches ---------------------------------------------------------
+
+def record_encode(path: Path, audio, device, execute: bool = True):
+    """(DispatchProfile of one encode after a warm-up encode, GpuKernels). execute=False records
+    without submitting anything (the encoder output read back is then meaningless)."""
+    from engine.executors.webgpu.device import GpuKernels
+    from engine.transcribe import Engine
+    from harness.webgpu_profile import DispatchProfile
+    gpu = GpuKernels(device)
+    engine = Engine.open(path, "scalar", gpu=gpu)
+    profile = DispatchProfile(gpu, dry=not execute)
+    if execute:
+        profile.recording = False
+        engine.encode(audio)                   # the positional table and shader compiles apart
+        profile.recording = True
+    profile.clear()
+    engine.encode(audio)
+    return profile, gpu
+
+
+def check_soft_costs(device, n: int = 1 << 16, reps: int = 64) -> list:
+    """Markdown lines: the GPU time of each soft-float operation on this adapter
+    (softfloat_check.wgsl over n normal inputs, each a chain of `reps` dependent operations;
+    timestamp queries where the device has them, less the same pass with an operation id that
+    computes nothing; median of 3) beside the stated costs: where ps per stated op is about
+    even, the stated costs' ratios hold."""
+    import random
+    from array import array
+    from engine.executors.webgpu.device import FLOAT_OPS, MAX_GROUPS, GpuKernels
+    from harness.webgpu_profile import DispatchProfile
+    gpu = GpuKernels(device)
+    profile = DispatchProfile(gpu)
+    rng = random.Random(5)
+    a = gpu.upload(array("f", [rng.uniform(-8.0, 8.0) or 1.0 for _ in range(n)]))
+    b = gpu.upload(array("f", [rng.uniform(0.5, 4.0) for _ in range(n)]))      # divisors, addends
+    ints = gpu.upload(array("i", [rng.getrandbits(20) for _ in range(n)]))
+    out = gpu.storage(4 * n)
+    groups = (min(n // 64, MAX_GROUPS), -(-(n // 64) // MAX_GROUPS))
+
+    def seconds(op_id: int, x) -> float:
+        times = []
+        for _ in range(3):
+            profile.clear()
+            gpu.run([("softfloat_check", [gpu.uniform(op_id, n, reps), x, b, b, out], groups)])
+            if not profile.timestamps:
+                device.queue.on_submitted_work_done_sync()
+            times.append(profile.records[-1].seconds)
+        return sorted(times)[1]
+
+    stated = {"mul": SOFT["sf_mul"], "add": SOFT["sf_add"], "from_i32": SOFT["sf_from_i32_scaled"],
+              "div": SOFT["sf_div_finite"], "expf": expf(), "sigmoid": sigmoid(), "silu": silu()}
+    empty = seconds(255, a)                       # no such operation: loads, switch, store
+    lines = [f"soft-float operations on this adapter, {n} elements x {reps} each (an empty pass: "
+             f"{1e9 * empty / n / reps:.2f} ns per operation, subtracted):",
+             "| operation | stated ops | ns per operation | ps per stated op |", "|---|---:|---:|---:|"]
+    for op, cost in stated.items():
+        per = max(0.0, seconds(FLOAT_OPS[op], ints if op == "from_i32" else a) - empty) / n / reps
+        lines.append(f"| {op} | {cost:.0f} | {1e9 * per:.2f} | {1e12 * per / cost:.1f} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m harness.webgpu_cost")
+    parser.add_argument("--size", choices=("full", "default", "tiny"), default="full")
+    parser.add_argument("--seconds", type=float, default=10, help="audio for the full-size model")
+    parser.add_argument("--check", action="store_true",
+                        help="also time the soft-float operations one by one on the adapter")
+    args = parser.parse_args(argv)
+    from harness.bench_webgpu import NoAdapter, describe, model_and_audio, open_device
+    try:
+        device, info = open_device()
+    except NoAdapter as e:
+        print(f"no adapter: {e}")
+        return 2
+    path, audio = model_and_audio(args.size, args.seconds)
+    profile, gpu = record_encode(path, audio, device, execute=False)
+    rows = by_module(profile.records, gpu.packed_dot)
+    split = split_totals(profile.records, gpu.packed_dot)
+    print(f"cost model: one encode of {len(audio) / 16000:g} s, model {path.name} "
+          f"(dispatches recorded on {describe(info)}, not run)")
+    print("\n".join(table(rows)))
+    print(f"GEMM integer products + staging {split['gemm_products'] / 1e9:.1f} G, GEMM epilogues "
+          f"{split['gemm_epilogues'] / 1e9:.1f} G, everything else {split['other'] / 1e9:.1f} G; "
+          f"total {split['total'] / 1e9:.1f} G")
+    if args.check:
+        print("\n".join(check_soft_costs(device)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
