@@ -119,9 +119,10 @@ def gemm(p, groups, packed, fused_decode: bool):
 
 
 def fv5_word() -> float:
-    """One word (four weights) of fv5_codes.wgsl fv5_lookup: per byte the code, its digit
-    (a divide by the runtime place value and a remainder by 5), the grid entry, the insert."""
-    return 4 * (2 + DIV + 4 + 5 + 2) + 2
+    """One word (four weights) of fv5_codes.wgsl fv5_lookup: per byte the code, code / place by
+    multiply and shift, its digit (t - 5 (t / 5), multiply and shift), the grid entry, the insert;
+    the multiplier and shift once per word."""
+    return 4 * (2 + 2 + 5 + 3 + 2) + 4
 
 
 def fv5_decode(p, groups, packed):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from engine.kernels import KernelError, Kernels
-from engine.executors.webgpu.device import MODULES, GpuKernels, GpuLinear, shader_source
+from engine.executors.webgpu.device import MODULES, SHADER_DIR, GpuKernels, GpuLinear, shader_source
 from modeltools.fv5 import pack_b5x3t7
 from test_kernels_native import random_acts, random_fv5
 from test_kernels_native import test_quantize_names_the_nonfinite_row as native_nonfinite_row_check
@@ -305,8 +305,19 @@ MUTATIONS = {
     # ties rounded away from zero instead of to even
     "ties away": ("r = r & ~1u;", "r = r;"),
     # the last fv5 digit read from the wrong place value
-    "fv5 digit": ("select(1u, 5u, v % 3u == 1u), 25u", "select(1u, 5u, v % 3u == 1u), 5u"),
+    "fv5 digit": ("select(select(1u, 205u, which == 1u), 41u", "select(select(1u, 205u, which == 1u), 205u"),
 }
+
+
+def test_fv5_digit_arithmetic_holds_for_every_code():
+    """fv5_codes.wgsl's division-free digits: c / 5 and c / 25 by multiply and shift, exact
+    for every 7-bit code (the shader masks codes to 7 bits)."""
+    source = (SHADER_DIR / "fv5_codes.wgsl").read_text()
+    assert "select(select(1u, 205u, which == 1u), 41u, which == 2u)" in source
+    for c in range(128):
+        for which, (mult, bits) in enumerate([(1, 0), (205, 10), (41, 10)]):
+            t = (c * mult) >> bits
+            assert t == c // 5 ** which and t - 5 * ((t * 205) >> 10) == (c // 5 ** which) % 5, (c, which)
 
 
 @pytest.mark.parametrize("name", sorted(MUTATIONS))

@@ -7,18 +7,20 @@
 // vectors of 4 words, the eighth in their top bits; a short last group is plain bytes. Word q
 // of a vector holds lanes 4q .. 4q+3: row 8b + 2p + q / 2, columns 8kb + 4 (q % 2) + 0..3.
 
-// The place value of vector v's digit in its code (1, 5 or 25).
-fn fv5_place(v: u32) -> u32 {
-    return select(select(1u, 5u, v % 3u == 1u), 25u, v % 3u == 2u);
-}
-
-// Four codes -> four int8 weights of one row: digit `place` of each code picks the row's grid
-// entry (0..4; lut_lo holds entries 0..3, lut_hi entry 4 in its low byte).
-fn fv5_lookup(codes: u32, place: u32, lut_lo: u32, lut_hi: u32) -> u32 {
+// Four codes -> four int8 weights of one row: digit `which` (0, 1, 2: the vector's index in its
+// code, v % 3) of each code c picks the row's grid entry (lut_lo holds entries 0..3, lut_hi
+// entry 4 in its low byte). The digit without integer division (GPUs emulate it): for c < 128,
+// c / 5 = (c * 205) >> 10 and c / 25 = (c * 41) >> 10 exactly, and t % 5 = t - 5 (t / 5).
+// (A 128-entry constant table of the digits was 12x slower on lavapipe: a runtime index into
+// a const array is compiled as a copy of the array per lookup.)
+fn fv5_lookup(codes: u32, which: u32, lut_lo: u32, lut_hi: u32) -> u32 {
+    let mult = select(select(1u, 205u, which == 1u), 41u, which == 2u);
+    let bits = select(0u, 10u, which != 0u);
     var out = 0u;
     for (var i = 0u; i < 4u; i = i + 1u) {
-        let digit = (((codes >> (8u * i)) & 0xffu) / place) % 5u;
-        let entry = select(lut_lo >> (8u * digit), lut_hi, digit == 4u) & 0xffu;
+        let t = (((codes >> (8u * i)) & 0x7fu) * mult) >> bits;     // c / place
+        let shift = 8u * (t - 5u * ((t * 205u) >> 10u));          // 8 x the digit
+        let entry = select(lut_lo >> shift, lut_hi, shift == 32u) & 0xffu;
         out = out | (entry << (8u * i));
     }
     return out;

@@ -27,7 +27,7 @@ fn emit_code(codes: u32, t: u32, b: u32, q: u32) {
         if (v < vectors) {
             let row = 8u * b + 2u * (v % 4u) + q / 2u;
             w8[row * words + 2u * (v / 4u) + q % 2u] =
-                fv5_lookup(codes, fv5_place(v), lut[2u * row], lut[2u * row + 1u]);
+                fv5_lookup(codes, v % 3u, lut[2u * row], lut[2u * row + 1u]);
         }
     }
 }

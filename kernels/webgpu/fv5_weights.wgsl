@@ -80,7 +80,7 @@ fn decode_weights(o0: u32, kb0: u32, lid: u32) {
             if (v < v_end) {
                 let row = 8u * b + 2u * (v % 4u) + q / 2u;
                 let kw = 2u * (v / 4u - kb0) + q % 2u;
-                w_tile[kw * W_STRIDE + row] = fv5_lookup(codes, fv5_place(v), fv5_lut[2u * row],
+                w_tile[kw * W_STRIDE + row] = fv5_lookup(codes, v % 3u, fv5_lut[2u * row],
                                                          fv5_lut[2u * row + 1u]);
             }
         }
