@@ -206,6 +206,17 @@ def webgpu_table(result: dict) -> str:
     return "\n".join([head, "", *webgpu_rows(f), *webgpu_kernel_tables(f)]) + "\n"
 
 
+def webgpu_versus_table(result: dict) -> str:
+    """harness/webgpu_versus.py's per-kernel GPU times, an older commit beside this one."""
+    from harness.webgpu_versus import side_by_side
+    f = result["figures"]
+    clock = "timestamp queries" if f["new"]["timestamps"] else "each pass waited for"
+    head = (f"{measured(result)}: `{result['command']}`. The {f['model']} model on {f['audio_seconds']} s of speech-like "
+            f"audio, each tree in its own process on the same adapter, one encode after a warm-up, every pass "
+            f"timed ({clock}); ms summed per kernel.")
+    return "\n".join([head, "", *side_by_side(f["old"], f["new"], f["old_commit"][:7], f["new_commit"])]) + "\n"
+
+
 def suite_table(result: dict) -> str:
     """harness/suite_report.py's figures: the run, then each module's cost and the slowest tests."""
     f = result["figures"]
@@ -284,7 +295,8 @@ def soak_browser_table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS = {"soak-native": soak_table, "soak-browser": soak_browser_table, "behind": behind_table, "engines": engines_table, "webgpu": webgpu_table, "suite": suite_table}
+RENDERERS = {"soak-native": soak_table, "soak-browser": soak_browser_table, "behind": behind_table, "engines": engines_table, "webgpu": webgpu_table,
+             "webgpu-versus": webgpu_versus_table, "suite": suite_table}
 
 
 def rendered(name: str, folder: Path = RESULTS) -> str:

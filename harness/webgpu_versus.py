@@ -117,6 +117,8 @@ def main(argv=None) -> int:
     parser.add_argument("--size", choices=("full", "default", "tiny"), default="full")
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--json", type=Path, help="write both profiles here too")
+    parser.add_argument("--no-result", action="store_true",
+                        help="do not write results/webgpu-versus.json (BENCHMARKS.md's table: `python3 build.py docs`)")
     parser.add_argument("--old-tree", type=Path,
                         help="an existing tree (with its native library) to run as the old side instead of "
                              "exporting the commit (the smoke test passes this checkout)")
@@ -136,9 +138,13 @@ def main(argv=None) -> int:
     print(f"{model.name}, {len(audio) / 16000:g} s, one encode after a warm-up, every pass timed "
           f"({'timestamp queries' if new['timestamps'] else 'each pass waited for'}):")
     print("\n".join(side_by_side(old, new, args.commit[:7], head)))
+    figures = {"old": old, "new": new, "old_commit": args.commit, "new_commit": head, "model": model.name,
+               "audio_seconds": round(len(audio) / 16000, 2)}
+    if not args.no_result:
+        from harness.results import write_result
+        write_result("webgpu-versus", figures)
     if args.json:
-        args.json.write_text(json.dumps({"old": old, "new": new, "old_commit": args.commit, "new_commit": head},
-                                        indent=1) + "\n")
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
     return 0
 
 

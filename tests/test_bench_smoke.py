@@ -681,10 +681,14 @@ def test_webgpu_versus(tmp_path, tiny_bench_model):
     except NoAdapter as e:
         pytest.skip(str(e))
     out = tmp_path / "versus.json"
-    printed = run("harness.webgpu_versus", "HEAD", "--size", "tiny", "--old-tree", ROOT, "--json", out)
+    printed = run("harness.webgpu_versus", "HEAD", "--size", "tiny", "--old-tree", ROOT, "--no-result", "--json", out)
     got = json.loads(out.read_text())
     assert set(got["old"]["kernels"]) == set(got["new"]["kernels"]) and got["old"]["frames"] == got["new"]["frames"]
     assert "| **all passes** |" in printed and "| **GEMMs" in printed and "| encode wall s (profiled) |" in printed
+    from harness.results import webgpu_versus_table
+    table = webgpu_versus_table({"date": "D", "commit": "C", "cpu": "CPU", "cores": 2, "cpu_flags": [],
+                                 "command": "X", "figures": got})
+    assert got["model"] in table.splitlines()[0] and "| **all passes** |" in table
 
 
 @pytest.mark.browser
