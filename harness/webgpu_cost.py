@@ -150,16 +150,17 @@ def layer_norm(p, groups, packed):
 
 
 def attention_blocks(p, groups, packed):
-    """attention_blocks.wgsl: every operand vector read twice (its largest field, then its
-    mantissas); q + u and q + v cost a soft-float add and multiply per read."""
+    """attention_blocks.wgsl: one invocation per operand vector reads it once (its largest
+    field; q + u and q + v cost a soft-float add and multiply), stores the values, then reads
+    them back for the mantissas."""
     T, D, dk, H = p[:4]
     read_q = SOFT["sf_add"] + SOFT["sf_mul"] + 5
     mantissa = 15 + 2
     elements = {"qu": (H * T * dk, read_q), "qv": (H * T * dk, read_q), "k": (H * T * dk, 5),
                 "p": (H * (2 * T - 1) * dk, 5), "v": (H * dk * T, 5)}
-    work = sum(n * (2 * cost + 3 + mantissa) for n, cost in elements.values())
+    work = sum(n * (cost + 6 + mantissa) for n, cost in elements.values())
     vectors = H * (3 * T + (2 * T - 1) + dk)
-    return work + vectors * 64 * (6 * 4 + 20)
+    return work + vectors * 20
 
 
 def attention_scores(p, groups, packed):

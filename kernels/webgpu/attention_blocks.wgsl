@@ -7,10 +7,15 @@
 //   E = F - 126 - b,  m = round(|x| / 2^E) halves away from zero, signed,
 // and E = ATT_NONFINITE (m all 0) for a vector holding an inf or NaN. b = att_bits(the vector's
 // length): pk_block_bits(dk) for rows, pk_block_bits(T) for v's columns. Integer steps
-// only: the maximum is a tree, each mantissa is its own value's.
+// only: each mantissa is its own value's.
 //
-// One workgroup of 64 per vector; grid x = the vector (head-major; a kind with fewer vectors
-// returns early), y = the kind.
+// One invocation per vector, 64 vectors to a workgroup: it reads its vector once for the
+// largest field (writing the values, qu and qv with their soft-float bias add done, as bits into
+// its mantissa slots) and once more for the mantissas. No barriers, no trees: the vectors are
+// short (dk or T) and there are thousands of them (H (5T - 1) + H dk). Grid x = ceil(vectors of
+// the widest kind / 64) (head-major; invocations past a kind's vectors return), y = the kind.
+// (The first design, a workgroup of 64 per vector with tree maxima, spent most of its time in
+// barriers on lavapipe: 39 ms a layer at the full-size shape.)
 // Needs softfloat.wgsl (the bias add) and attention_common.wgsl.
 
 struct AttentionBlocksParams {
@@ -30,12 +35,8 @@ struct AttentionBlocksParams {
 @group(0) @binding(7) var<storage, read_write> mantissas: array<i32>;   // att_mantissa_offset()
 @group(0) @binding(8) var<storage, read_write> exponents: array<i32>;   // att_exponent_offset()
 
-const AB_THREADS: u32 = 64u;
 const AB_ONE: u32 = 0x3f800000u;                  // 1.0f
 
-var<workgroup> ab_fields: array<u32, AB_THREADS>;
-
-// element n of vector `vec` of `kind` (head h = vec / count, as the header says)
 fn ab_value(kind: u32, h: u32, row: u32, n: u32) -> u32 {
     let D = bp.D;
     let c0 = h * bp.dk;
@@ -54,42 +55,33 @@ fn ab_value(kind: u32, h: u32, row: u32, n: u32) -> u32 {
     return v[n * D + c0 + row];                   // kind 4: column `row` of the head, element j = n
 }
 
-@compute @workgroup_size(AB_THREADS)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let T = bp.T;
     let dk = bp.dk;
-    let kind = wid.y;
+    let kind = gid.y;
     let per_head = att_vectors_per_head(kind, T, dk);
-    let vec = wid.x;
+    let vec = gid.x;
     if (vec >= bp.H * per_head) {
-        return;                                   // the whole workgroup: uniform
+        return;
     }
     let h = vec / per_head;
     let row = vec % per_head;
     let n = select(dk, T, kind == 4u);            // the vector's length
     let b = att_bits(n);
-    var largest = 1u;
-    for (var i = lid; i < n; i = i + AB_THREADS) {
-        largest = max(largest, (ab_value(kind, h, row, i) >> 23u) & 0xffu);
-    }
-    ab_fields[lid] = largest;
-    workgroupBarrier();
-    for (var half = AB_THREADS / 2u; half > 0u; half = half / 2u) {
-        if (lid < half) {
-            ab_fields[lid] = max(ab_fields[lid], ab_fields[lid + half]);
-        }
-        workgroupBarrier();
-    }
-    let F = ab_fields[0];
     let base = att_mantissa_offset(kind, T, dk, bp.H) + vec * n;
-    for (var i = lid; i < n; i = i + AB_THREADS) {
+    var F = 1u;
+    for (var i = 0u; i < n; i = i + 1u) {
+        let x = ab_value(kind, h, row, i);
+        mantissas[base + i] = bitcast<i32>(x);    // the value's bits, until its mantissa replaces them
+        F = max(F, (x >> 23u) & 0xffu);
+    }
+    for (var i = 0u; i < n; i = i + 1u) {
         var m = 0;
         if (F != 0xffu) {
-            m = att_mantissa(ab_value(kind, h, row, i), F, b);
+            m = att_mantissa(bitcast<u32>(mantissas[base + i]), F, b);
         }
         mantissas[base + i] = m;
     }
-    if (lid == 0u) {
-        exponents[att_exponent_offset(kind, T, dk, bp.H) + vec] = select(i32(F) - 126 - i32(b), ATT_NONFINITE, F == 0xffu);
-    }
+    exponents[att_exponent_offset(kind, T, dk, bp.H) + vec] = select(i32(F) - 126 - i32(b), ATT_NONFINITE, F == 0xffu);
 }

@@ -56,7 +56,7 @@ class GpuAttention:
         tiles = -(-T // SCORE_TILE)
         rows = self.H * T
         gx = min(rows, MAX_GROUPS)
-        grids = {"attention_blocks": (self.H * max(2 * T - 1, self.dk), 5),
+        grids = {"attention_blocks": (-(-self.H * max(2 * T - 1, self.dk) // 64), 5),
                  "attention_scores": (tiles, self.H * tiles),
                  "attention_softmax": (gx, -(-rows // gx)),
                  "attention_context": (self.H * -(-self.dk // CONTEXT_TILE), -(-T // CONTEXT_TILE))}
