@@ -135,8 +135,8 @@ def fv5_decode(p, groups, packed):
 
 
 def layer_norm(p, groups, packed):
-    """layer_norm.wgsl per row: the largest field, the exact int64 sum of x, the mean (its soft-double
-    division by every invocation), the largest field of (x - mean)^2 and its exact sum (each
+    """layer_norm.wgsl per row: the largest field, the exact int64 sum of x, the mean (one
+    soft-double division), the largest field of (x - mean)^2 and its exact sum (each
     recomputing the soft-double square), the variance, 1/sqrt, and the output's four float steps."""
     N, D = p[:2]
     threads = wgsl_const("layer_norm", "NORM_THREADS")
@@ -144,7 +144,7 @@ def layer_norm(p, groups, packed):
     per_element = 4 + (25 + SOFT["u64_add"] + 1) + (square + 4) + (square + 30 + SOFT["u64_add"]) \
         + (2 * SOFT["sf_add"] + 2 * SOFT["sf_mul"] + 4)
     average = SOFT["sd_div"] + SOFT["sd_to_f32"] + 60
-    per_row = (D * per_element + threads * average + average
+    per_row = (D * per_element + 2 * average
                + SOFT["sf_sqrt"] + SOFT["sf_div"] + SOFT["sf_add"] + threads * 6 * 4 * 10)
     return N * per_row
 

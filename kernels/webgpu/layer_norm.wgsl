@@ -29,6 +29,7 @@ const NORM_ONE: u32 = 0x3f800000u;           // 1.0f
 var<workgroup> norm_part: array<vec2<u32>, NORM_THREADS>;   // int64 partial sums
 var<workgroup> norm_fields: array<u32, NORM_THREADS>;        // partial maxima
 var<workgroup> norm_inv: u32;
+var<workgroup> norm_mean: u32;
 
 // a >> s, the bits shifted out dropped (truncation); any s.
 fn norm_u64_shr(a: vec2<u32>, s: u32) -> vec2<u32> {
@@ -147,7 +148,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
         mine = sd_u64_add(mine, norm_fixed_f32(x[row + d], shift));
     }
     let sum = norm_total(lid, mine);
-    let mean = norm_average(sum, shift, dd);
+    if (lid == 0u) {
+        norm_mean = norm_average(sum, shift, dd);   // one soft-double division, not one per invocation
+    }
+    workgroupBarrier();
+    let mean = norm_mean;
     let mean_d = sd_from_f32(mean);
 
     // the variance: the squares' bound (at least 2^-300: field 722), then their sum
