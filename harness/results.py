@@ -212,8 +212,9 @@ def webgpu_versus_table(result: dict) -> str:
     f = result["figures"]
     clock = "timestamp queries" if f["new"]["timestamps"] else "each pass waited for"
     head = (f"{measured(result)}: `{result['command']}`. The {f['model']} model on {f['audio_seconds']} s of speech-like "
-            f"audio, each tree in its own process on the same adapter, one encode after a warm-up, every pass "
-            f"timed ({clock}); ms summed per kernel.")
+            f"audio, each tree in {f.get('rounds', 1)} processes (alternating) on the same adapter, "
+            f"{f.get('repeats', 1)} encodes each after a warm-up, every pass timed ({clock}); ms summed per kernel "
+            f"over an encode, each kernel's least.")
     return "\n".join([head, "", *side_by_side(f["old"], f["new"], f["old_commit"][:7], f["new_commit"])]) + "\n"
 
 

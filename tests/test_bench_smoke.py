@@ -681,7 +681,8 @@ def test_webgpu_versus(tmp_path, tiny_bench_model):
     except NoAdapter as e:
         pytest.skip(str(e))
     out = tmp_path / "versus.json"
-    printed = run("harness.webgpu_versus", "HEAD", "--size", "tiny", "--old-tree", ROOT, "--no-result", "--json", out)
+    printed = run("harness.webgpu_versus", "HEAD", "--size", "tiny", "--old-tree", ROOT, "--no-result", "--json", out,
+                  "--rounds", "1", "--repeats", "2")
     got = json.loads(out.read_text())
     assert set(got["old"]["kernels"]) == set(got["new"]["kernels"]) and got["old"]["frames"] == got["new"]["frames"]
     assert "| **all passes** |" in printed and "| **GEMMs" in printed and "| encode wall s (profiled) |" in printed
