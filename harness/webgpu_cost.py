@@ -111,11 +111,18 @@ def gemm(p, groups, packed, fused_decode: bool):
         stage = tokens * chunk_words * 10 + (rows // 8) * (codes // 8 * 28) * 10
         stage += (rows // 8) * codes * 4 * (15 + 3 * (12 + fv5_word()))
     dot = 1 if packed else 15                             # dot4I8Packed, or unpack + 4 multiply-adds
-    # every busy invocation: per word 8 loads + 16 dot4 + 16 adds + addressing
-    busy = threads * min(1.0, N / (cdiv(N, tokens) * tokens) + 0.25)
-    macs = busy * chunk_words * (8 + 16 * dot + 16 + 4)
-    epilogue = dequant(bool(flags & 1)) + (silu() if flags & 2 else 0) + 6
-    return workgroups * chunks * (stage + macs) + N * O * epilogue
+    # the busy invocations (first row and token inside the matrix: gemm_tile.wgsl `busy`), each
+    # per word 8 loads + 16 dot4 + 16 adds + addressing
+    sub_rows, sub_tokens = rows // 4, tokens // 4
+    busy = (sum(min(sub_rows, O - o0) for o0 in range(0, O, rows))
+            * sum(min(sub_tokens, N - n0) for n0 in range(0, N, tokens)))
+    macs = busy * chunks * chunk_words * (8 + 16 * dot + 16 + 4)
+    return workgroups * chunks * stage + macs + gemm_epilogue(N, O, flags)
+
+
+def gemm_epilogue(N: int, O: int, flags: int) -> float:
+    """gemm_tile.wgsl's epilogue, once per output: dequantisation (+ bias), SiLU when asked."""
+    return N * O * (dequant(bool(flags & 1)) + (silu() if flags & 2 else 0) + 6)
 
 
 def fv5_word() -> float:
@@ -128,10 +135,8 @@ def fv5_word() -> float:
 def fv5_decode(p, groups, packed):
     """fv5_decode.wgsl: per (block, group, quarter) seven loads and the top-bit gather, then
     eight codes x three vectors, each a word of four weights with its row and column."""
-    O, K = p[:2]
-    code_vectors = (K // 2 + 2) // 3
-    items = (O // 8) * cdiv(code_vectors, 8) * 4
-    return items * (7 * 6 + 8 * 3 * (12 + fv5_word()))
+    from engine.executors.webgpu.device import fv5_decode_items
+    return fv5_decode_items(*p[:2]) * (7 * 6 + 8 * 3 * (12 + fv5_word()))
 
 
 def layer_norm(p, groups, packed):
@@ -196,10 +201,6 @@ def attention_context(p, groups, packed):
     return workgroups * chunks * per_chunk + T * H * dk * epilogue
 
 
-def elementwise(cost):
-    return lambda p, groups, packed, n_at=0: p[n_at] * cost
-
-
 def glu(p, groups, packed):
     T, D = p[:2]
     return T * D * (sigmoid() + SOFT["sf_mul"] + 8)
@@ -253,21 +254,19 @@ def dispatch_ops(module: str, params: tuple, groups: tuple, packed_dot: bool = T
 
 def gemm_split(module: str, params: tuple, groups: tuple, packed_dot: bool = True) -> tuple:
     """(the GEMM's integer products and staging, its epilogue) of a GEMM dispatch."""
-    N, O, K, flags = params[:4]
-    total = dispatch_ops(module, params, groups, packed_dot)
-    epilogue = N * O * (dequant(bool(flags & 1)) + (silu() if flags & 2 else 0) + 6)
-    return total - epilogue, epilogue
+    epilogue = gemm_epilogue(*params[:2], params[3])
+    return dispatch_ops(module, params, groups, packed_dot) - epilogue, epilogue
 
 
 def by_module(records, packed_dot: bool = True) -> dict:
-    """{module: {"dispatches", "ops", "seconds"}} of DispatchProfile records, in order seen."""
-    out = {}
+    """{module: {"dispatches", "seconds", "ops"}} of DispatchProfile records, in order seen."""
+    from harness.webgpu_profile import group_by_module
+    rows = group_by_module(records)
+    for row in rows.values():
+        row["ops"] = 0.0
     for r in records:
-        row = out.setdefault(r.module, {"dispatches": 0, "ops": 0.0, "seconds": 0.0})
-        row["dispatches"] += 1
-        row["ops"] += dispatch_ops(r.module, r.params, r.groups, packed_dot)
-        row["seconds"] += r.seconds or 0.0
-    return out
+        rows[r.module]["ops"] += dispatch_ops(r.module, r.params, r.groups, packed_dot)
+    return rows
 
 
 def split_totals(records, packed_dot: bool = True) -> dict:
@@ -284,7 +283,7 @@ def split_totals(records, packed_dot: bool = True) -> dict:
             "total": products + epilogues + other}
 
 
-def table(rows: dict, total_seconds: float | None = None) -> list:
+def table(rows: dict) -> list:
     """Markdown lines: kernel, dispatches, G operations, share, and ms and ns per operation
     where timed."""
     total = sum(r["ops"] for r in rows.values()) or 1.0
@@ -349,8 +348,6 @@ def check_soft_costs(device, n: int = 1 << 16, reps: int = 64) -> list:
         for _ in range(3):
             profile.clear()
             gpu.run([("softfloat_check", [gpu.uniform(op_id, n, reps), x, b, b, out], groups)])
-            if not profile.timestamps:
-                device.queue.on_submitted_work_done_sync()
             times.append(profile.records[-1].seconds)
         return sorted(times)[1]
 

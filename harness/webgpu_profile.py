@@ -109,13 +109,17 @@ class DispatchProfile:
         self.records.append(Dispatch(module, params, tuple(groups), seconds))
 
     def by_module(self) -> dict:
-        """{module: {"dispatches": n, "seconds": total}} in the order first seen."""
-        out = {}
-        for r in self.records:
-            row = out.setdefault(r.module, {"dispatches": 0, "seconds": 0.0})
-            row["dispatches"] += 1
-            row["seconds"] += r.seconds or 0.0
-        return out
+        return group_by_module(self.records)
 
     def clear(self) -> None:
         self.records.clear()
+
+
+def group_by_module(records) -> dict:
+    """{module: {"dispatches": n, "seconds": total}} of Dispatch records, in the order first seen."""
+    out = {}
+    for r in records:
+        row = out.setdefault(r.module, {"dispatches": 0, "seconds": 0.0})
+        row["dispatches"] += 1
+        row["seconds"] += r.seconds or 0.0
+    return out

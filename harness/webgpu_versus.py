@@ -21,17 +21,20 @@ passes (the int8 products with their epilogues) and everything else. On a CPU em
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import subprocess
 import sys
-import io
 import tarfile
 from pathlib import Path
 
+from harness.webgpu_cost import GEMM_MODULES
+
 ROOT = Path(__file__).resolve().parent.parent
 VERSUS = ROOT / "build" / "versus"
-GEMM_MODULES = ("int8_gemm", "fv5_gemm", "fv5_decode", "quantize_act")
+# the linears' passes: the GEMMs (harness/webgpu_cost.py) and what feeds them
+LINEAR_MODULES = (*GEMM_MODULES, "fv5_decode", "quantize_act")
 
 # Run in each tree (cwd = the tree): one warm-up encode, one profiled; prints one JSON line.
 CHILD = r"""
@@ -117,7 +120,7 @@ def side_by_side(old: dict, new: dict, old_name: str, new_name: str) -> list:
     lines = [f"| kernel | {old_name} ms | {new_name} ms | {old_name} / {new_name} |", "|---|---:|---:|---:|"]
     for m in sorted(modules, key=lambda m: -ms(old, m)):
         lines.append(f"| {m} | {ms(old, m):.1f} | {ms(new, m):.1f} | {ratio(ms(old, m), ms(new, m))} |")
-    group = lambda side, inside: sum(ms(side, m) for m in modules if (m in GEMM_MODULES) == inside)  # noqa: E731
+    group = lambda side, inside: sum(ms(side, m) for m in modules if (m in LINEAR_MODULES) == inside)  # noqa: E731
     for name, inside in (("GEMMs (quantise, decode, int8 products, epilogues)", True),
                          ("everything else (attention, norms, conv, subsampling, residuals)", False)):
         a, b = group(old, inside), group(new, inside)

@@ -90,6 +90,13 @@ fn norm_average(sum: vec2<u32>, shift: i32, dd: vec2<u32>) -> u32 {
     return sd_to_f32(sd_div(value, dd));
 }
 
+// ((double)x - mean)^2 in soft-double, the variance's term (computed in both of its passes:
+// the largest field, then the sum)
+fn norm_square(x: u32, mean_d: vec2<u32>) -> vec2<u32> {
+    let v = sd_sub(sd_from_f32(x), mean_d);
+    return sd_mul(v, v);
+}
+
 // the largest of the workgroup's values, in a tree
 fn norm_largest(lid: u32, mine: u32) -> u32 {
     norm_fields[lid] = mine;
@@ -158,15 +165,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     // the variance: the squares' bound (at least 2^-300: field 722), then their sum
     field = 722u;
     for (var d = lid; d < D; d = d + NORM_THREADS) {
-        let v = sd_sub(sd_from_f32(x[row + d]), mean_d);
-        field = max(field, (sd_mul(v, v).x >> 20u) & 0x7ffu);
+        field = max(field, (norm_square(x[row + d], mean_d).x >> 20u) & 0x7ffu);
     }
     let largest2 = norm_largest(lid, field);
     let shift2 = B - (i32(largest2) - 1022);
     mine = vec2<u32>(0u, 0u);
     for (var d = lid; d < D; d = d + NORM_THREADS) {
-        let v = sd_sub(sd_from_f32(x[row + d]), mean_d);
-        mine = sd_u64_add(mine, norm_fixed_f64(sd_mul(v, v), shift2));
+        mine = sd_u64_add(mine, norm_fixed_f64(norm_square(x[row + d], mean_d), shift2));
     }
     let sq = norm_total(lid, mine);
     if (lid == 0u) {
