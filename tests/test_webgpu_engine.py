@@ -18,8 +18,8 @@ from engine.audio import load_audio
 from engine.executors import Alone
 from engine.executors.webgpu.device import MODULES, GpuKernels, shader_source
 from engine.executors.webgpu.executor import WebGpu
-from engine.executors.webgpu.mutations import GEMM_STORE, flip_one_bit, no_entry_point
-from engine.executors.webgpu.self_test import GpuRefused, cpu_digest, encoder_digest, first_difference, self_test
+from engine.executors.webgpu.mutations import DECODE_STORE, GEMM_STORE, wrong_when_decoded_once, flip_one_bit, no_entry_point
+from engine.executors.webgpu.self_test import SELF_TEST_FRAMES, GpuRefused, cpu_digest, encoder_digest, first_difference, self_test
 from engine.family import load
 from engine.kernels import KernelError, Kernels
 from engine.stream.session import stream_samples
@@ -216,6 +216,20 @@ def test_self_test_refuses_a_device_one_bit_off(tiny_gguf_path, device):
     with pytest.raises(GpuRefused, match=r"differs from the CPU's in \d+ of \d+ values; first at frame \d+, "
                                          r"channel \d+: 0x[0-9a-f]{8}, expected 0x[0-9a-f]{8}"):
         self_test(wrong, model)
+
+
+def test_the_check_covers_what_only_long_inputs_run(device):
+    """A device wrong only where a five-value linear runs over more than 32 tokens (its weights
+    decoded once, fv5_decode.wgsl) passes a check of 64 feature frames (8 encoder frames) and
+    fails the check's own SELF_TEST_FRAMES (40): the check's shape refuses it."""
+    assert DECODE_STORE in shader_source("fv5_decode", False)
+    model = load(DEFAULT_MODEL)
+    wrong = GpuKernels(device, patch=wrong_when_decoded_once)
+    short = self_test(wrong, model, frames=64)                           # against the CPU here
+    assert short["values"] == 8 * model.dims.d_model
+    with pytest.raises(GpuRefused, match=r"differs from the CPU's: digest"):
+        self_test(wrong, model, expected=cpu_digest(model, frames=SELF_TEST_FRAMES))
+    assert SELF_TEST_FRAMES // 8 > 32
 
 
 def test_first_difference_names_one_flipped_bit():

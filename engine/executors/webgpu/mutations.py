@@ -4,11 +4,19 @@ source in, WGSL source out, applied to every module.
 """
 
 GEMM_STORE = "y[n * O + o] = v;"
+DECODE_STORE = "fv5_lookup(codes, v % 3u, lut[2u * row], lut[2u * row + 1u]);"
 
 
 def flip_one_bit(source: str) -> str:
     """The GEMM stores output 0 of every call with its lowest bit flipped (a wrong device)."""
     return source.replace(GEMM_STORE, GEMM_STORE[:-1] + " ^ select(0u, 1u, n + o == 0u);")
+
+
+def wrong_when_decoded_once(source: str) -> str:
+    """The five-value weights decoded once per call (fv5_decode.wgsl: the path of a linear over
+    more than 32 tokens) get their first weight's lowest bit flipped: a device right on short
+    inputs, wrong on long ones, which a known-answer check of 32 encoder frames or fewer passes."""
+    return source.replace(DECODE_STORE, DECODE_STORE[:-1] + " ^ select(0u, 1u, row + v == 0u);")
 
 
 def no_entry_point(source: str) -> str:
@@ -21,4 +29,4 @@ def not_wgsl(source: str) -> str:
     return source + "\nthis is not WGSL;\n"
 
 
-SHADER_MUTATIONS = {f.__name__: f for f in (flip_one_bit, no_entry_point, not_wgsl)}
+SHADER_MUTATIONS = {f.__name__: f for f in (flip_one_bit, wrong_when_decoded_once, no_entry_point, not_wgsl)}
