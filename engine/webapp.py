@@ -42,27 +42,33 @@ class WebApp:
     # -- the GPU ----------------------------------------------------------------------------------
 
     async def load_gpu(self, model, tier: str, mode: str, expected=None, patch=None,
-                       hardware: bool = False) -> str:
+                       hardware: bool = False, options: str = "{}") -> str:
         """An engine with its encoder on the browser's WebGPU device, the CPU part on
         the wasm `tier`, once the device passed the known-answer check (executors/webgpu/self_test.py
         against `expected`, the digest build.py wrote in manifest.json; without one, against
         the CPU kernels here). mode "force": no device, or one that fails the check, raises
-        (GpuUnavailable, GpuRefused); "prefer": then, or when the adapter is a CPU emulation
-        (SwiftShader, llvmpipe, lavapipe: slower than the wasm kernels; told from the adapter's
-        info before any shader is compiled, which takes seconds there), nothing is loaded
-        ("tier" null: the worker loads the CPU engine as without the GPU) and the note says why.
+        (GpuUnavailable, GpuRefused); "prefer" (tier "auto"): then, or when the adapter is a CPU
+        emulation (SwiftShader, llvmpipe, lavapipe: slower than the wasm kernels; told from the
+        adapter's info before any shader is compiled, which takes seconds there), or when the
+        timed encode finds the device slower than the wasm kernels, nothing is loaded ("tier"
+        null: the worker loads the CPU engine as without the GPU) and the note says why.
         patch: a SHADER_MUTATIONS name; hardware: take the adapter for real hardware whatever it
-        says (tests: the preferred path's check on SwiftShader). An async call: the device's
-        promises are awaited through JSPI (executors/webgpu/browser.py). Returns JSON {"tier", "note", "adapter"}."""
+        says (tests). options (JSON): "timed" (prefer: time the device against the CPU,
+        self_test.time_against_cpu, with "cpuWorkers"), "verdict" (a verdict the worker kept
+        for this adapter, driver and model: {"faster", "note"}; no timing then), "testFaster"
+        (tests: take the device as faster whatever was measured). An async call: the device's promises are awaited through
+        JSPI (executors/webgpu/browser.py). Returns JSON {"tier", "note", "adapter",
+        "adapterInfo", "measured", "speed"} (measured: the timing, when made; speed: its words)."""
         from .executors.webgpu.adapter import adapter_name, cpu_emulation
         from .executors.webgpu.mutations import SHADER_MUTATIONS
-        from .executors.webgpu.self_test import GpuRefused, self_test
+        from .executors.webgpu.self_test import GpuRefused, self_test, speed_note, time_against_cpu
         from .kernels import Kernels
         from .executors.webgpu.browser import GpuUnavailable, request_device
         from .executors.webgpu.device import GpuKernels
         if mode not in ("force", "prefer"):
             raise ValueError(f"mode must be 'force' or 'prefer', got {mode!r}")
-        adapter, loaded = None, load_model(model)         # a bad model fails as without the GPU
+        opts = json.loads(options or "{}")
+        adapter, info, measured, speed, loaded = None, None, None, None, load_model(model)   # a bad model fails as without the GPU
         try:
             try:
                 device = await request_device()
@@ -70,24 +76,64 @@ class WebApp:
                 raise
             except Exception as e:      # noqa: BLE001 - requestDevice() rejected, ...
                 raise GpuUnavailable(f"the WebGPU device could not be made: {e}") from e
-            adapter = adapter_name(device.adapter_info)
-            emulation = None if hardware else cpu_emulation(device.adapter_info)
+            info = device.adapter_info
+            adapter = adapter_name(info)
+            emulation = None if hardware else cpu_emulation(info)
             if mode == "prefer" and emulation:
                 raise GpuRefused(f"the WebGPU adapter ({adapter}) is a CPU emulation ({emulation}): "
                                  "the wasm kernels are faster")
             gpu = GpuKernels(device, patch=SHADER_MUTATIONS[patch] if patch else None)
             self_test(gpu, loaded, Kernels(tier), expected=expected or None)
+            if mode == "prefer" and opts.get("timed"):
+                measured = time_against_cpu(gpu, loaded, Kernels(tier), int(opts.get("cpuWorkers") or 1))
+                speed = speed_note(measured, tier)
+                if opts.get("testFaster"):
+                    measured["faster"], speed = True, speed + ", taken as faster by the test hook gpuTestFaster"
+                if not measured["faster"]:
+                    raise GpuRefused(f"the WebGPU adapter ({adapter}) passed the known-answer check but is "
+                                     f"slower than the wasm kernels: {speed}")
+            elif mode == "prefer" and opts.get("verdict"):
+                speed = opts["verdict"]["note"]
         except (GpuUnavailable, GpuRefused) as e:
             if mode == "force":
                 raise
             self.tier_note = f"{tier}: {e}"
-            return json.dumps({"tier": None, "note": self.tier_note, "adapter": adapter})
+            return json.dumps({"tier": None, "note": self.tier_note, "adapter": adapter, "adapterInfo": info,
+                               "measured": measured, "speed": speed})
         self.gpu = gpu
         self.engine, self.model = self._gpu_engine(loaded, tier), model
         self.tier_note = (f"webgpu: {adapter} (passed the known-answer check"
                           + (f"; a CPU emulation ({emulation}), forced" if emulation else "")
+                          + (f"; {speed}" if speed else "")
                           + f"; the CPU part on {self.engine.tier})")
-        return self.tier_report(adapter)
+        return json.dumps({"tier": self.tier, "note": self.tier_note, "adapter": adapter, "adapterInfo": info,
+                           "measured": measured, "speed": speed})
+
+    def gpu_device(self):
+        """The browser's GPUDevice the encoder runs on (the worker watches its `lost`), or None."""
+        return self.gpu.device.js_device if self.gpu is not None else None
+
+    def device_lost(self, reason: str) -> None:
+        """The browser said the device is lost (GPUDevice.lost settled): from now on the CPU
+        computes, told now rather than at the next read."""
+        from .executors.webgpu.device import DeviceError
+        ex = self.engine.executor if self.engine is not None else None
+        if self.gpu is not None and getattr(ex, "lost", True) is None:
+            ex.device_failed(DeviceError(f"GPUDevice.lost: {reason}"))
+
+    def use_workers(self, workers=None) -> bool:
+        """After the device was lost: the engine on the CPU with kernel workers (a KernelPool;
+        none: alone) instead of beside the lost device, when no stream or file is open (the
+        worker retries after them). True when done; the worker then serves the pool."""
+        if self.session is not None or self.file is not None:
+            return False
+        self.engine, self.gpu = Engine(self.engine.model, self.engine.tier, workers=workers), None
+        return True
+
+    def hang_gpu(self, after_reads: int, limit_ms: int) -> None:
+        """(debug, tests) The read `after_reads` reads from now never completes (a hung device):
+        the watchdog, at `limit_ms`, gives up on it."""
+        self.gpu.device.hang_after(after_reads, limit_ms / 1000)
 
     def _gpu_engine(self, model, tier: str) -> Engine:
         engine = Engine(model, tier, gpu=self.gpu)
@@ -123,9 +169,6 @@ class WebApp:
         """"webgpu" while the device runs the encoder, else the wasm tier."""
         ex = self.engine.executor
         return "webgpu" if self.gpu is not None and getattr(ex, "lost", True) is None else self.engine.tier
-
-    def tier_report(self, adapter=None) -> str:
-        return json.dumps({"tier": self.tier, "note": self.tier_note, "adapter": adapter})
 
     # -- the model ------------------------------------------------------------------------------
 

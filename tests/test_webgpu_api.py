@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -158,17 +159,139 @@ def test_a_failed_check_rejects_when_forced_and_falls_back_when_preferred(gpu_br
     forced = skip_without_adapter(load(page, tier="webgpu", debug=True, gpuTestPatch="flip_one_bit"))
     assert forced.get("error") == "webgpu", forced
     assert "the GPU's encoder output differs from the CPU's in " in forced["message"], forced     # names the value
-    preferred = load(page, tier="auto", preferGpu=True, debug=True, gpuTestPatch="flip_one_bit", gpuTestHardware=True)
+    preferred = load(page, tier="auto", debug=True, gpuTestPatch="flip_one_bit", gpuTestHardware=True)
     assert preferred.get("tier") == "wasm_relaxed_simd", preferred
     assert preferred["tierNote"].startswith("wasm_relaxed_simd: the GPU's encoder output differs from the CPU's "
                                             "in "), preferred
-    emulated = load(page, tier="auto", preferGpu=True, debug=True, gpuTestPatch="flip_one_bit")
+    emulated = load(page, tier="auto", debug=True, gpuTestPatch="flip_one_bit")
     assert emulated.get("tier") == "wasm_relaxed_simd", emulated        # not the check's note: not run
-    assert emulated["tierNote"] == ("wasm_relaxed_simd: the WebGPU adapter (google swiftshader) is a CPU "
-                                    "emulation (swiftshader): the wasm kernels are faster"), emulated
-    plain = load(page)                                          # auto: the GPU is not tried
-    assert plain.get("tier") == "wasm_relaxed_simd" and plain["tierNote"] is None, plain
+    assert emulated["tierNote"] == EMULATION_NOTE, emulated
+    off = load(page, preferGpu=False)                           # auto without the GPU: not tried
+    assert off.get("tier") == "wasm_relaxed_simd" and off["tierNote"] is None, off
     assert not page.problems, page.problems
+
+
+EMULATION_NOTE = ("wasm_relaxed_simd: the WebGPU adapter (google swiftshader) is a CPU emulation (swiftshader): "
+                  "the wasm kernels are faster")
+
+
+def test_auto_skips_a_cpu_emulation_before_python_starts(gpu_browser, server):
+    """tier "auto" (the default) asks for the adapter and, SwiftShader being a CPU emulation,
+    stays on wasm without making a device or compiling a shader: told in the worker before the
+    runtime starts, so the start-up snapshot is still used (a runtime that makes a device cannot
+    use one) and the load takes what a wasm load takes."""
+    page = new_page(gpu_browser, server)
+    first = page.evaluate(LOAD_START, {})
+    second = page.evaluate(LOAD_START, {})
+    assert first.get("tier") == "wasm_relaxed_simd" and first["tierNote"] == EMULATION_NOTE, first
+    assert (first["snapshot"], second["snapshot"]) == ("made", "restored"), (first, second)
+    assert second["tierNote"] == EMULATION_NOTE and not page.problems, page.problems
+
+
+LOAD_START = LOAD.replace("seconds: r.timings.compile / 1000 };",
+                          "seconds: r.timings.compile / 1000, snapshot: r.details.start.snapshot };")
+
+
+def test_auto_times_the_gpu_and_keeps_the_verdict(gpu_browser, server, tiny_gguf_path):
+    """With SwiftShader taken for hardware (gpuTestHardware), "auto" runs the check, then times
+    the check's features on the device against the wasm kernels: SwiftShader is slower, so the
+    wasm tier runs and r.tierNote gives both times. The verdict is kept: the next load says so
+    and does not start the GPU (the start-up snapshot is used). With gpuTestFaster the timing is
+    taken as the GPU's win: the encoder runs there with native scalar's tokens, and the next
+    load, on the kept verdict, uses the GPU without timing again."""
+    from engine.audio import load_audio
+    from engine.transcribe import Engine
+    tiny = base64.b64encode(tiny_gguf_path.read_bytes()).decode()
+    page = new_page(gpu_browser, server)
+    load_tiny = lambda **options: page.evaluate(LOAD_START, {**options, "modelBase64": tiny, "debug": True,   # noqa: E731
+                                                             "gpuTestHardware": True})
+    slower = skip_without_adapter(load_tiny())
+    assert slower.get("tier") == "wasm_relaxed_simd", slower
+    assert re.fullmatch(r"wasm_relaxed_simd: the WebGPU adapter \(google swiftshader\) passed the known-answer "
+                        r"check but is slower than the wasm kernels: 3\.2 s of audio encoded in [\d.]+ ms, "
+                        r"wasm_relaxed_simd [\d.]+ ms", slower["tierNote"]), slower
+    kept = load_tiny()
+    assert kept.get("tier") == "wasm_relaxed_simd" and kept["snapshot"] != "none", kept
+    assert kept["tierNote"].startswith(slower["tierNote"] + " (measured 20"), kept
+    assert kept["tierNote"].endswith(", kept for this adapter, driver and model)"), kept
+
+    faster = load_tiny(gpuTestFaster=True)
+    assert faster.get("tier") == "webgpu" and faster["snapshot"] == "none", faster
+    assert re.search(r"; 3\.2 s of audio encoded in [\d.]+ ms, wasm_relaxed_simd [\d.]+ ms, taken as faster by "
+                     r"the test hook gpuTestFaster; the CPU part on wasm_relaxed_simd\)$", faster["tierNote"]), faster
+    engine = Engine.open(tiny_gguf_path, "scalar", 1)
+    clip = WAV.read_bytes()
+    want = json.loads(json.dumps(engine.transcribe(load_audio(engine.k, clip))))
+    got = page.evaluate(TRANSCRIBE, base64.b64encode(clip).decode())
+    assert want["tokens"] and (got["tokens"], got["tier"]) == (want["tokens"], "webgpu"), got
+    again = load_tiny(gpuTestFaster=True)
+    assert again.get("tier") == "webgpu", again
+    assert re.search(r"taken as faster by the test hook gpuTestFaster \(measured 20\d\d-\d\d-\d\d, kept for this "
+                     r"adapter, driver and model\); the CPU part", again["tierNote"]), again
+    assert not page.problems, page.problems
+
+
+TRANSCRIBE = """async (wav) => {
+    const bytes = Uint8Array.from(atob(wav), (c) => c.charCodeAt(0));
+    const started = performance.now();
+    const out = await r.transcribe(bytes.buffer);
+    return { ...out, wall: (performance.now() - started) / 1000, tier: r.tier, tierNote: r.tierNote };
+}"""
+
+
+def test_a_read_back_that_never_resolves_falls_back_within_the_watchdog(gpu_browser, server, native, clip):
+    """The default model forced onto the GPU; the next read-back's map never settles (debug
+    hook: a hung device) and the watchdog waits 2 s: the transcription finishes on the CPU with
+    native scalar's tokens, soon after the watchdog's time, and the page is told (gpu-lost)."""
+    page = new_page(gpu_browser, server)
+    got = skip_without_adapter(load(page, tier="webgpu", debug=True))
+    assert got.get("tier") == "webgpu", got
+    page.evaluate("""() => {
+        window.lost = [];
+        r.addEventListener("gpu-lost", (e) => lost.push(e.detail));
+        r.debug.post({ kind: "hang-gpu", afterReads: 0, limitMs: 2000 });
+    }""")
+    result = page.evaluate(TRANSCRIBE, base64.b64encode(clip).decode())
+    lost = page.evaluate("lost")
+    assert (result["tokens"], result["text"]) == (native["tokens"], native["text"]), result
+    assert result["tier"].startswith("wasm_") and len(lost) == 1, (result, lost)
+    assert "WebGPU read-back did not finish within 2 s: the device hung" in lost[0]["message"], lost
+    print(f"hung read-back: transcribed in {result['wall']:.1f} s with a 2 s watchdog; {lost[0]['message']}")
+    assert result["wall"] < 30, result
+    assert not page.problems, page.problems
+
+
+def test_a_device_lost_while_idle_is_told_and_the_kernel_workers_come_back(gpu_browser, tiny_gguf_path, clip):
+    """A cross-origin-isolated page, the tiny model forced onto the GPU with threads: 2 (one
+    worker there: the CPU part runs beside the device); the device is destroyed while nothing
+    decodes: "gpu-lost" arrives without waiting for a read, then "workers-back" with 2 threads,
+    and a transcription on the CPU gives native scalar's tokens."""
+    from engine.audio import load_audio
+    from engine.transcribe import Engine
+    from harness.server import StaticServer
+    engine = Engine.open(tiny_gguf_path, "scalar", 1)
+    want = json.loads(json.dumps(engine.transcribe(load_audio(engine.k, clip))))
+    package = build_artifact("PHONON_PACKAGE")
+    with StaticServer({"/": package, "/test/": ROOT / "tests" / "data" / "api-page"}, isolate=True) as isolated:
+        page = new_page(gpu_browser, isolated)
+        tiny = base64.b64encode(tiny_gguf_path.read_bytes()).decode()
+        got = skip_without_adapter(page.evaluate(LOAD, {"tier": "webgpu", "debug": True, "threads": 2,
+                                                        "modelBase64": tiny}))
+        assert got.get("tier") == "webgpu" and got["threads"] == 1, got
+        events = page.evaluate("""async () => {
+            const events = [];
+            const seen = new Promise((done) => {
+                r.addEventListener("gpu-lost", (e) => events.push(["gpu-lost", e.detail.tier]));
+                r.addEventListener("workers-back", (e) => { events.push(["workers-back", e.detail.threads]); done(); });
+            });
+            r.debug.post({ kind: "destroy-gpu" });
+            await seen;
+            return events;
+        }""")
+        assert events == [["gpu-lost", "wasm_relaxed_simd"], ["workers-back", 2]], events
+        result = page.evaluate(TRANSCRIBE, base64.b64encode(clip).decode())
+        assert (result["tokens"], result["tier"]) == (want["tokens"], "wasm_relaxed_simd"), result
+        assert page.evaluate("r.threads") == 2 and not page.problems, page.problems
 
 
 def test_a_stream_on_the_gpu_survives_losing_the_device(gpu_browser, server, tiny_gguf_path):

@@ -31,17 +31,20 @@ export interface LoadOptions {
   /** A URL (relative ones resolve against the page, as fetch() does, not against base), a pinned
    *  model (checked and cached; a 4xx answer rejects before the engine starts), or its bytes. */
   model?: string | URL | PinnedModel | ArrayBuffer | Uint8Array | Blob;
-  /** "auto" (the best wasm tier the browser validates), a tier name from manifest.json, or
-   *  "webgpu": the encoder's linears on the GPU once the adapter passed the known-answer check
-   *  (else the load rejects with code "webgpu"). */
+  /** "auto" (the GPU when it is real hardware, passes the known-answer check and encodes faster
+   *  than the best wasm tier, a verdict kept per adapter, driver and model; else the best wasm
+   *  tier the browser validates), a tier name from manifest.json, or "webgpu": the encoder on
+   *  the GPU once the adapter passed the known-answer check (else the load rejects with code
+   *  "webgpu"). */
   tier?: string;
-  /** With tier "auto": use the GPU too when it passes the check and is not a CPU emulation
-   *  (SwiftShader, llvmpipe, lavapipe); else the wasm tier, and tierNote says why. */
+  /** With tier "auto" (default true): false keeps it on the wasm tiers, the GPU not asked for. */
   preferGpu?: boolean;
   /** (debug, tests) A shader mutation (engine/executors/webgpu/mutations.py SHADER_MUTATIONS) that makes the check fail. */
-  gpuTestPatch?: "flip_one_bit" | "no_entry_point" | "not_wgsl";
-  /** (debug, tests) Take a CPU emulation's adapter (SwiftShader) for real hardware, so preferGpu runs the check. */
+  gpuTestPatch?: "flip_one_bit" | "wrong_when_decoded_once" | "no_entry_point" | "not_wgsl";
+  /** (debug, tests) Take a CPU emulation's adapter (SwiftShader) for real hardware, so "auto" runs the check. */
   gpuTestHardware?: boolean;
+  /** (debug, tests) The timed check takes the GPU as faster than the wasm tier, whatever it measured. */
+  gpuTestFaster?: boolean;
   /** Encoder workers 1..8 (default: the cores up to 4 when cross-origin isolated with SharedArrayBuffer). */
   threads?: number;
   onProgress?: (progress: Progress) => void;
@@ -192,6 +195,8 @@ export interface RecognizerEventMap {
   "workers-lost": CustomEvent<{ message: string; threads: number }>;
   /** The GPU failed mid-decode: that decode finished on the CPU (same result); `tier` runs now. */
   "gpu-lost": CustomEvent<{ message: string; tier: string }>;
+  /** After "gpu-lost", once no stream or file is open: the CPU engine's kernel workers are back. */
+  "workers-back": CustomEvent<{ threads: number }>;
   /** The engine worker died mid-stream; a new one is loading to take the stream over. */
   restart: CustomEvent<RestartDetail>;
   /** ... and has: the stream goes on, nothing committed lost (also fired on the stream). */

@@ -30,6 +30,12 @@ Errors: a validation and an out-of-memory error scope are kept open on the devic
 pops them (awaited with the map), raises the first error, and opens new ones, so a command the
 browser refused fails the read that follows instead of giving zeros.
 
+A watchdog on every read: a device that hangs (mapAsync never settles, a driver stuck) would
+hang the page's transcription forever. A read that takes longer than `read_limit_s()` (the
+first: WATCHDOG_FIRST_S; later ones: WATCHDOG_FACTOR times the slowest read so far, at least
+WATCHDOG_MIN_S) raises instead, and the device is destroyed; the executor then redoes that
+encode on the CPU (the same bits) and stays there (engine/executors/webgpu/executor.py).
+
 Imports nothing outside the standard library and Pyodide's own modules (js, pyodide.ffi), and
 only inside the functions, so the module imports natively too (tests check the wheel's list).
 """
@@ -40,6 +46,17 @@ from __future__ import annotations
 MAP_READ, COPY_DST = 0x0001, 0x0008
 MAP_MODE_READ = 0x0001
 SCOPES = ("validation", "out-of-memory")      # pushed in this order, popped in reverse
+
+# The read-back watchdog (seconds). The first read is the known-answer check's (on a CPU
+# emulation under load it takes ~10 s); every later read waits at most WATCHDOG_FACTOR times
+# the slowest one so far: a window of a few times the check's audio takes a few times as long.
+WATCHDOG_FIRST_S = 120.0
+WATCHDOG_MIN_S = 10.0
+WATCHDOG_FACTOR = 30.0
+
+
+class ReadTimeout(RuntimeError):
+    """A read-back did not finish within the watchdog's time: the device hung."""
 
 
 class GpuUnavailable(RuntimeError):
@@ -137,6 +154,9 @@ class BrowserDevice:
         self.language_features = tuple(language_features)
         self.queue = _Queue(self)
         self._staging = None
+        self.slowest_read_s = None                # the longest read so far (the watchdog scales with it)
+        self.fixed_limit_s = None                 # (tests) the watchdog's limit, whatever the reads took
+        self._hang_in = None                      # (tests) reads until one whose map never settles
         self._push_scopes()
 
     # -- errors ------------------------------------------------------------------------------
@@ -161,6 +181,58 @@ class BrowserDevice:
         for error in errors:
             if error:                      # null (jsnull) when the scope saw no error
                 raise RuntimeError(f"WebGPU {error.constructor.name}: {error.message}")
+
+    # -- the watchdog -------------------------------------------------------------------------
+
+    def read_limit_s(self) -> float:
+        """How long the next read may take before it counts as a hung device."""
+        if self.fixed_limit_s is not None:
+            return self.fixed_limit_s
+        if self.slowest_read_s is None:
+            return WATCHDOG_FIRST_S
+        return max(WATCHDOG_MIN_S, WATCHDOG_FACTOR * self.slowest_read_s)
+
+    def hang_after(self, reads: int, limit_s: float) -> None:
+        """(debug, tests) The read `reads` reads from now maps a promise that never settles (a
+        hung device), and the watchdog waits `limit_s` for every read."""
+        self._hang_in, self.fixed_limit_s = int(reads), float(limit_s)
+
+    def _mapped(self, padded: int):
+        """mapAsync of the staging buffer, or (hang_after) a promise that never settles."""
+        import js
+        from pyodide.ffi import create_once_callable
+        if self._hang_in is not None:
+            self._hang_in -= 1
+            if self._hang_in < 0:
+                self._hang_in = None
+                return js.Promise.new(create_once_callable(lambda resolve, reject: None))
+        return self._staging.mapAsync(MAP_MODE_READ, 0, padded)
+
+    def _within_limit(self, promise):
+        """`promise`'s results, or ReadTimeout once the watchdog's time has passed (the device
+        is destroyed then: whatever it was doing, it is not used again)."""
+        import js
+        import time
+        from pyodide.ffi import create_once_callable
+        limit = self.read_limit_s()
+        timer = []
+
+        def expire(resolve, reject):
+            timer.append(js.setTimeout(create_once_callable(lambda: resolve("timeout")), int(limit * 1000)))
+        watchdog = js.Promise.new(create_once_callable(expire))
+        started = time.perf_counter()
+        out = _wait(js.Promise.race(_js([promise, watchdog])))
+        if isinstance(out, str) and out == "timeout":
+            try:
+                self.js_device.destroy()
+            except Exception:       # noqa: BLE001 - already lost
+                pass
+            raise ReadTimeout(f"WebGPU read-back did not finish within {limit:g} s: the device hung "
+                              "(it was destroyed; the CPU computes from now on)")
+        js.clearTimeout(timer[0])
+        took = time.perf_counter() - started
+        self.slowest_read_s = max(self.slowest_read_s or 0.0, took)
+        return out
 
     # -- the calls GpuKernels makes ---------------------------------------------------------
 
@@ -213,8 +285,8 @@ class BrowserDevice:
         encoder = self.js_device.createCommandEncoder()
         encoder.copyBufferToBuffer(buffer, offset, self._staging, 0, padded)
         self.js_device.queue.submit(_js([encoder.finish()]))
-        mapped = self._staging.mapAsync(MAP_MODE_READ, 0, padded)
-        results = _wait(js.Promise.allSettled(_js([mapped, *self._pop_scopes()])))
+        mapped = self._mapped(padded)
+        results = self._within_limit(js.Promise.allSettled(_js([mapped, *self._pop_scopes()])))
         self._push_scopes()
         settled = list(results)
         self._raise_first([r.value for r in settled[1:] if r.status == "fulfilled"])

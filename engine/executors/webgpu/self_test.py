@@ -82,6 +82,34 @@ def self_test(gpu, model, k: Kernels | None = None, expected: str | None = None,
     return {"digest": digest, "values": len(got), "counters": ex.counters()}
 
 
+def time_against_cpu(gpu, model, k: Kernels, cpu_workers: int = 1, frames: int = SELF_TEST_FRAMES) -> dict:
+    """The load-time speed verdict (tier "auto"): the check's fixed features encoded on the
+    device (twice after the check, which compiled and warmed the shaders; the faster counts)
+    and once on the CPU kernels `k` alone. `cpu_workers` kernel workers would share the CPU's
+    encode: its time is divided by that count, the best split there can be, so the device must
+    beat the CPU at its best. Returns {"audio_s", "gpu_ms", "cpu_ms", "cpu_workers", "faster"}."""
+    import time
+    features = self_test_features(model.dims.n_mels, frames)
+
+    def took(net) -> float:
+        started = time.perf_counter()
+        net.encode(features, frames)
+        return time.perf_counter() - started
+    on_gpu = network(model, WebGpu(k, gpu, fallback=False))
+    gpu_s = min(took(on_gpu), took(on_gpu))
+    cpu_s = took(network(model, Alone(k))) / max(1, cpu_workers)
+    return {"audio_s": frames / 100, "gpu_ms": round(gpu_s * 1000, 1), "cpu_ms": round(cpu_s * 1000, 1),
+            "cpu_workers": max(1, cpu_workers), "faster": gpu_s < cpu_s}
+
+
+def speed_note(measured: dict, tier: str) -> str:
+    """"3.2 s of audio encoded in 41 ms, wasm_relaxed_simd 380 ms (2 workers at best)"."""
+    workers = measured["cpu_workers"]
+    split = f" ({workers} workers at best)" if workers > 1 else ""
+    return (f"{measured['audio_s']:g} s of audio encoded in {measured['gpu_ms']:g} ms, "
+            f"{tier} {measured['cpu_ms']:g} ms{split}")
+
+
 def first_difference(got, want):
     """(index, count, got bits, want bits) of the first of equally long float32 buffers' values
     that differ in bits, or None."""
