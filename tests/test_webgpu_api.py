@@ -239,12 +239,17 @@ TRANSCRIBE = """async (wav) => {
 }"""
 
 
-def test_a_read_back_that_never_resolves_falls_back_within_the_watchdog(gpu_browser, server, native, clip):
-    """The default model forced onto the GPU; the next read-back's map never settles (debug
+def test_a_read_back_that_never_resolves_falls_back_within_the_watchdog(gpu_browser, server, tiny_gguf_path, clip):
+    """The tiny model forced onto the GPU; the next read-back's map never settles (debug
     hook: a hung device) and the watchdog waits 2 s: the transcription finishes on the CPU with
     native scalar's tokens, soon after the watchdog's time, and the page is told (gpu-lost)."""
+    from engine.audio import load_audio
+    from engine.transcribe import Engine
+    engine = Engine.open(tiny_gguf_path, "scalar", 1)
+    native = json.loads(json.dumps(engine.transcribe(load_audio(engine.k, clip))))
     page = new_page(gpu_browser, server)
-    got = skip_without_adapter(load(page, tier="webgpu", debug=True))
+    tiny = base64.b64encode(tiny_gguf_path.read_bytes()).decode()
+    got = skip_without_adapter(load(page, tier="webgpu", debug=True, modelBase64=tiny))
     assert got.get("tier") == "webgpu", got
     page.evaluate("""() => {
         window.lost = [];
@@ -253,7 +258,7 @@ def test_a_read_back_that_never_resolves_falls_back_within_the_watchdog(gpu_brow
     }""")
     result = page.evaluate(TRANSCRIBE, base64.b64encode(clip).decode())
     lost = page.evaluate("lost")
-    assert (result["tokens"], result["text"]) == (native["tokens"], native["text"]), result
+    assert native["tokens"] and (result["tokens"], result["text"]) == (native["tokens"], native["text"]), result
     assert result["tier"].startswith("wasm_") and len(lost) == 1, (result, lost)
     assert "WebGPU read-back did not finish within 2 s: the device hung" in lost[0]["message"], lost
     print(f"hung read-back: transcribed in {result['wall']:.1f} s with a 2 s watchdog; {lost[0]['message']}")
@@ -369,4 +374,7 @@ def test_the_page_streams_the_microphone_on_the_gpu_as_native(gpu_browser, speec
         # SwiftShader runs each decode's shaders on the CPU, seconds per decode when the machine
         # is busy (measured: the first commit 10.4 s into 6.5 s of speech with the suite beside
         # it); live commits are the wasm tiers' property (test_site), bits are this test's
-        check_stream(app, run, speech[1], model, require_text=True, commit_slack=10.0)
+        # (the partial's slack: each decode runs the encoder in SwiftShader's emulation, slower
+        # still when the suite's other worker emulates a GPU too; the live timing on the wasm
+        # tier is test_site's)
+        check_stream(app, run, speech[1], model, require_text=True, commit_slack=10.0, partial_slack=5.0)

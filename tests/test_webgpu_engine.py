@@ -341,6 +341,43 @@ class CountingDevice:
         return getattr(self._device, name)
 
 
+def test_the_timed_verdict_decides_and_says_what_it_measured(tiny_gguf_path, device, monkeypatch):
+    """load_gpu's timed check (tier "auto"): the device against the CPU kernels, the CPU's time
+    divided by the kernel workers it would have; the faster one runs and the note gives both
+    times. Here lavapipe against native scalar: whichever wins, the verdict follows the numbers;
+    with the CPU's time divided by a huge worker count the device must lose, and with the test
+    hook it is taken as faster."""
+    import asyncio
+    import engine.executors.webgpu.browser
+    from engine.webapp import WebApp
+
+    async def request_device():
+        return CountingDevice(device, {"vendor": "mesa", "architecture": "", "device": "", "description": ""})
+    monkeypatch.setattr(engine.executors.webgpu.browser, "request_device", request_device)
+    model = tiny_gguf_path.read_bytes()
+
+    def load_gpu(**options):
+        return json.loads(asyncio.run(WebApp().load_gpu(model, "scalar", "prefer", options=json.dumps(options))))
+    out = load_gpu(timed=True)
+    m = out["measured"]
+    assert set(m) == {"audio_s", "gpu_ms", "cpu_ms", "cpu_workers", "faster"} and m["audio_s"] == 3.2, m
+    assert m["faster"] == (m["gpu_ms"] < m["cpu_ms"]) and out["tier"] == ("webgpu" if m["faster"] else None), out
+    assert out["speed"] == f"3.2 s of audio encoded in {m['gpu_ms']:g} ms, scalar {m['cpu_ms']:g} ms", out
+    assert out["speed"] in out["note"]
+    slower = load_gpu(timed=True, cpuWorkers=10**9)
+    assert slower["tier"] is None and slower["measured"]["cpu_workers"] == 10**9, slower
+    assert slower["note"].startswith("scalar: the WebGPU adapter (mesa) passed the known-answer check but is slower "
+                                     "than the wasm kernels: 3.2 s of audio encoded in "), slower
+    assert slower["note"].endswith(f" ms ({10**9} workers at best)"), slower
+    hooked = load_gpu(timed=True, cpuWorkers=10**9, testFaster=True)
+    assert hooked["tier"] == "webgpu" and hooked["measured"]["faster"], hooked
+    assert "taken as faster by the test hook gpuTestFaster; the CPU part on scalar)" in hooked["note"], hooked
+    kept = load_gpu(verdict={"faster": True, "note": "3.2 s of audio encoded in 1 ms, scalar 9 ms (measured 2026-12-06)"})
+    assert kept["tier"] == "webgpu" and kept["measured"] is None, kept
+    assert kept["note"].endswith("; 3.2 s of audio encoded in 1 ms, scalar 9 ms (measured 2026-12-06); the CPU part "
+                                 "on scalar)"), kept
+
+
 def test_the_kernels_on_one_device_compile_each_source_once(tiny_gguf_path, device):
     """A second GpuKernels on a device compiles nothing its first compiled; a mutated one (a
     known-answer check's wrong device) compiles exactly the modules its mutation changes, and
@@ -377,12 +414,13 @@ def test_preferred_a_cpu_emulation_is_refused_before_any_shader_is_compiled(tiny
     model = tiny_gguf_path.read_bytes()
     app = WebApp()
     out = json.loads(asyncio.run(app.load_gpu(model, "scalar", "prefer")))
-    assert out == {"tier": None, "adapter": "google swiftshader",
+    assert out == {"tier": None, "adapter": "google swiftshader", "adapterInfo": swiftshader,
                    "note": "scalar: the WebGPU adapter (google swiftshader) is a CPU emulation (swiftshader): "
-                           "the wasm kernels are faster"}, out
+                           "the wasm kernels are faster", "measured": None, "speed": None}, out
     assert counting.shader_modules == 0 and app.gpu is None
     out = json.loads(asyncio.run(app.load_gpu(model, "scalar", "prefer", hardware=True)))
     assert out["tier"] == "webgpu" and counting.shader_modules > 5, (out, counting.shader_modules)
+    assert out["measured"] is None                              # not asked to time it
     assert app.tier_note.startswith("webgpu: google swiftshader (passed the known-answer check; the CPU part on "), \
         app.tier_note
 
