@@ -210,6 +210,7 @@ def test_auto_times_the_gpu_and_keeps_the_verdict(gpu_browser, server, tiny_gguf
     assert re.fullmatch(r"wasm_relaxed_simd: the WebGPU adapter \(google swiftshader\) passed the known-answer "
                         r"check but is slower than the wasm kernels: 3\.2 s of audio encoded in [\d.]+ ms, "
                         r"wasm_relaxed_simd [\d.]+ ms", slower["tierNote"]), slower
+    print(f"timed on SwiftShader (taken for hardware): {slower['tierNote']}")
     kept = load_tiny()
     assert kept.get("tier") == "wasm_relaxed_simd" and kept["snapshot"] != "none", kept
     assert kept["tierNote"].startswith(slower["tierNote"] + " (measured 20"), kept

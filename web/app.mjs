@@ -5,7 +5,8 @@
 //
 // URL parameters: ?tier=scalar|wasm_simd128|wasm_relaxed_simd forces the kernel tier, ?tier=webgpu
 // the GPU (the encoder's linears on WebGPU once the adapter passed the known-answer check; else
-// the page says why it cannot); ?gpu=prefer uses the GPU when it passes and is not a CPU emulation;
+// the page says why it cannot); by default ("auto") the GPU runs when it is real hardware, passes
+// the check and is faster than the wasm tier (the API's timed verdict), and ?gpu=off never asks;
 // ?threads=N forces the number of workers the encoder is split across (1 = the engine worker
 // alone; more need cross-origin isolation, which the service worker provides);
 // ?debug=1 keeps an event log and the captured samples for tests (window.phonon.debug).
@@ -16,7 +17,7 @@ import { Recognizer, bestTier, captureNode } from "./phonon.mjs";
 const params = new URLSearchParams(location.search);
 const DEBUG = params.get("debug") === "1";
 const FORCED_TIER = params.get("tier");
-const PREFER_GPU = params.get("gpu") === "prefer";
+const GPU_OFF = params.get("gpu") === "off";      // ?gpu=off: the wasm tiers only, the GPU not asked for
 const GPU_TEST_PATCH = (DEBUG && params.get("gpu_test_patch")) || undefined;   // tests: a failing check
 const FORCED_THREADS = params.has("threads") ? Math.max(1, Math.min(8, Math.floor(Number(params.get("threads"))) || 1)) : null;
 const MAX_DEFAULT_THREADS = 4;              // past this a 2-core phone gains nothing and pays memory
@@ -128,9 +129,10 @@ function captureSupport() {
   return { ok: true };
 }
 
-// The best tier this browser validates (engine/tiers.py via manifest.json), unless ?tier= forces one
-// ("webgpu": the API picks the CPU part's tier; ?gpu=prefer: "auto", the API may pick the GPU).
-const chooseTier = () => FORCED_TIER || (PREFER_GPU ? "auto" : bestTier(engine.manifest.tiers));
+// "auto": the API takes the GPU when it is real, right and faster, else the best tier this
+// browser validates (engine/tiers.py via manifest.json); ?tier= forces one ("webgpu": the API
+// picks the CPU part's tier); ?gpu=off: the best wasm tier, the GPU not asked for.
+const chooseTier = () => FORCED_TIER || (GPU_OFF ? bestTier(engine.manifest.tiers) : "auto");
 
 // ------------------------------------------------------------------------------------------
 // start-up: service worker (offline shell), then the engine worker
@@ -161,7 +163,7 @@ async function main() {
   try {
     engine.recognizer = await Recognizer.load({
       manifest: engine.manifest, tier: engine.tier, debug: DEBUG, localModel: storedLocalModel(), silenceMs: SILENCE_MS,
-      preferGpu: PREFER_GPU, gpuTestPatch: GPU_TEST_PATCH,
+      preferGpu: !GPU_OFF, gpuTestPatch: GPU_TEST_PATCH,
       threads: FORCED_THREADS ?? undefined, isolationNote: threads.note, onProgress: onLoadProgress,
       onWorkerMessage: DEBUG ? (data) => phonon.log.push({ t: performance.now(), ...data }) : null,
     });
@@ -174,6 +176,8 @@ async function main() {
   engine.recognizer.addEventListener("error", (e) => onEngineError(e.detail));
   engine.recognizer.addEventListener("workers-lost", (e) => onWorkersLost(e.detail));
   engine.recognizer.addEventListener("gpu-lost", (e) => onGpuLost(e.detail));
+  engine.recognizer.addEventListener("workers-back", () => showTier({ tier: engine.recognizer.tier,
+    threads: engine.recognizer.threads, threadsNote: engine.recognizer.threadsNote }));
   engine.recognizer.addEventListener("restart", (e) => onRestart(e.detail, false));
   engine.recognizer.addEventListener("restarted", (e) => onRestart(e.detail, true));
   onReady(engine.recognizer.details);

@@ -6,13 +6,16 @@
 //                                                           (localModel: {sha256, name} of a file the
 //                                                           user opened before, if cached; modelBytes:
 //                                                           {name, bytes} to use instead)
-//                  (gpu: {mode: "force" | "prefer", patch}: the encoder's linears on WebGPU once
-//                  the device passed the known-answer check, manifest.model.gpu_self_test)
+//                  (gpu: {mode: "force" | "prefer", patch, hardware, faster}: the encoder on WebGPU
+//                  once the device passed the known-answer check, manifest.model.gpu_self_test;
+//                  "prefer": and was faster than the wasm kernels, a verdict kept per adapter)
 //                  {kind: "open-model", name, bytes}         switch to a local .gguf (kept on failure)
 //                  {kind: "cancel-file"}                     stop the file being transcribed
 //                  {kind: "cancel-stream"}                   drop the open stream (no final)
 //                  {kind: "kill-kernel-worker", slot}        (debug) a kernel worker stops, as if crashed
 //                  {kind: "lose-gpu", afterReads}            (debug) the WebGPU device is destroyed mid-decode
+//                  {kind: "destroy-gpu"}                     (debug) ... now, while idle (GPUDevice.lost)
+//                  {kind: "hang-gpu", afterReads, limitMs}   (debug) a later read never settles (the watchdog)
 //                  {kind: "start", rate, port, ring, maxPending, resume}  open a stream; audio arrives
 //                                                           on port (resume: the JSON of the newest
 //                                                           checkpoint of a stream whose worker died,
@@ -28,7 +31,7 @@
 //                  checkpoint's "from", never earlier
 // worker -> page   stage, progress, ready, model-switched, started, partial, final, file-busy,
 //                  file-progress, file-result, file-cancelled, stream-cancelled, workers-lost,
-//                  gpu-lost, pong, error (recoverable), fatal (the worker cannot go on)
+//                  gpu-lost, workers-back, pong, error (recoverable), fatal (the worker cannot go on)
 //
 // The worker is six objects, each with one job and its own state: Runtime (Pyodide and the
 // engine's Python side), ModelCache (the site's model and opened files: download, check,
