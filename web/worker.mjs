@@ -920,6 +920,7 @@ class LiveStream {
     this.close();
     this.app.cancel_stream();
     post({ kind: "stream-cancelled", id: this.id });
+    this.host.gpu.restoreWorkers();
   }
 
   close() {
@@ -962,6 +963,7 @@ class FileJob {
       await job.steps(host, total);
     } finally {
       host.file = null;
+      host.gpu.restoreWorkers();               // the GPU lost during the file: the workers now
     }
   }
 
