@@ -56,8 +56,8 @@ class WebApp:
         says (tests). options (JSON): "timed" (prefer: time the device against the CPU,
         self_test.time_against_cpu, with "cpuWorkers"), "verdict" (a verdict the worker kept
         for this adapter, driver and model: {"faster", "note"}; no timing then), "testFaster"
-        (tests: take the device as faster whatever was measured). An async call: the device's promises are awaited through
-        JSPI (executors/webgpu/browser.py). Returns JSON {"tier", "note", "adapter",
+        (tests: take the device as faster whatever was measured). An async call: the device's
+        promises are awaited through JSPI (executors/webgpu/browser.py). Returns JSON {"tier", "note", "adapter",
         "adapterInfo", "measured", "speed"} (measured: the timing, when made; speed: its words)."""
         from .executors.webgpu.adapter import adapter_name, cpu_emulation
         from .executors.webgpu.mutations import SHADER_MUTATIONS
@@ -68,7 +68,8 @@ class WebApp:
         if mode not in ("force", "prefer"):
             raise ValueError(f"mode must be 'force' or 'prefer', got {mode!r}")
         opts = json.loads(options or "{}")
-        adapter, info, measured, speed, loaded = None, None, None, None, load_model(model)   # a bad model fails as without the GPU
+        loaded = load_model(model)                        # a bad model fails as without the GPU
+        adapter = info = measured = speed = None
         try:
             try:
                 device = await request_device()
@@ -87,26 +88,36 @@ class WebApp:
             if mode == "prefer" and opts.get("timed"):
                 measured = time_against_cpu(gpu, loaded, Kernels(tier), int(opts.get("cpuWorkers") or 1))
                 speed = speed_note(measured, tier)
-                if opts.get("testFaster"):
-                    measured["faster"], speed = True, speed + ", taken as faster by the test hook gpuTestFaster"
-                if not measured["faster"]:
-                    raise GpuRefused(f"the WebGPU adapter ({adapter}) passed the known-answer check but is "
-                                     f"slower than the wasm kernels: {speed}")
+                speed = self._speed_verdict(measured, speed, adapter, bool(opts.get("testFaster")))
             elif mode == "prefer" and opts.get("verdict"):
                 speed = opts["verdict"]["note"]
         except (GpuUnavailable, GpuRefused) as e:
             if mode == "force":
                 raise
             self.tier_note = f"{tier}: {e}"
-            return json.dumps({"tier": None, "note": self.tier_note, "adapter": adapter, "adapterInfo": info,
-                               "measured": measured, "speed": speed})
+            return self._gpu_report(None, adapter, info, measured, speed)
         self.gpu = gpu
         self.engine, self.model = self._gpu_engine(loaded, tier), model
         self.tier_note = (f"webgpu: {adapter} (passed the known-answer check"
                           + (f"; a CPU emulation ({emulation}), forced" if emulation else "")
                           + (f"; {speed}" if speed else "")
                           + f"; the CPU part on {self.engine.tier})")
-        return json.dumps({"tier": self.tier, "note": self.tier_note, "adapter": adapter, "adapterInfo": info,
+        return self._gpu_report(self.tier, adapter, info, measured, speed)
+
+    @staticmethod
+    def _speed_verdict(measured: dict, speed: str, adapter: str, test_faster: bool) -> str:
+        """The timing's words (`speed`) when the device won (or the test hook says it did);
+        GpuRefused with them when it lost."""
+        from .executors.webgpu.self_test import GpuRefused
+        if test_faster:
+            measured["faster"], speed = True, speed + ", taken as faster by the test hook gpuTestFaster"
+        if not measured["faster"]:
+            raise GpuRefused(f"the WebGPU adapter ({adapter}) passed the known-answer check but is "
+                             f"slower than the wasm kernels: {speed}")
+        return speed
+
+    def _gpu_report(self, tier, adapter, info, measured, speed) -> str:
+        return json.dumps({"tier": tier, "note": self.tier_note, "adapter": adapter, "adapterInfo": info,
                            "measured": measured, "speed": speed})
 
     def gpu_device(self):
