@@ -427,7 +427,7 @@ class Gpu {
 
   // Preferred: whether the GPU is worth trying here, told without Python or any shader. Sets
   // `note` (prefixed with the wasm `tier`) and clears `wanted` when it is not.
-  async probe(tier, modelDigest, build) {
+  async probe(tier, modelDigest, build) {          // modelDigest: () => sha256 hex (or its promise) or null
     const skip = (why) => { this.note = `${tier}: ${why}`; this.wanted = null; };
     const wanted = this.wanted;
     if (typeof WebAssembly.Suspending !== "function" && typeof WebAssembly.promising !== "function") {
@@ -448,9 +448,11 @@ class Gpu {
     if (emulation) {
       return skip(`the WebGPU adapter (${adapterName(info)}) is a CPU emulation (${emulation}): the wasm kernels are faster`);
     }
-    if (!modelDigest || !self.caches) return;
+    if (!self.caches) return;                 // no Cache Storage (an opaque origin): measured each time
+    const model = await modelDigest();
+    if (!model) return;
     const hooks = [wanted.patch, wanted.hardware && "hardware", wanted.faster && "faster"].filter(Boolean).join("+");
-    const key = JSON.stringify({ ...info, model: modelDigest, build, tier, hooks });
+    const key = JSON.stringify({ ...info, model, build, tier, hooks });
     this.verdictKey = new URL(`phonon-gpu-verdict/${await sha256Hex(new TextEncoder().encode(key))}`, self.location.href).href;
     try {
       const kept = await (await caches.open(VERDICT_CACHE)).match(this.verdictKey);
@@ -581,8 +583,10 @@ class Host {
     const base = new URL("./", self.location.href);
     const t = { start: performance.now() };
     if (gpu && gpu.mode === "prefer") {          // before the runtime starts: a snapshot unless the GPU is tried
-      const digest = modelBytes ? await sha256Hex(modelBytes.bytes).catch(() => null)
-        : localModel ? localModel.sha256 : manifest.model && manifest.model.sha256;
+      // (the digest of bytes given to load() only if an adapter is worth a verdict: hashing a
+      // full-size model takes a second or two)
+      const digest = () => (modelBytes ? sha256Hex(modelBytes.bytes).catch(() => null)
+        : localModel ? localModel.sha256 : manifest.model && manifest.model.sha256);
       await this.gpu.probe(tier, digest, manifest.build);
       gpu = this.gpu.wanted;
     }
