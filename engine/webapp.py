@@ -54,8 +54,8 @@ class WebApp:
         null: the worker loads the CPU engine as without the GPU) and the note says why.
         patch: a SHADER_MUTATIONS name; hardware: take the adapter for real hardware whatever it
         says (tests). options (JSON): "timed" (prefer: time the device against the CPU,
-        self_test.time_against_cpu, with "cpuWorkers"), "verdict" (a verdict the worker kept
-        for this adapter, driver and model: {"faster", "note"}; no timing then), "testFaster"
+        self_test.time_against_cpu, with "cpuWorkers"), "kept" (the words of a faster verdict
+        the worker kept for this adapter, driver and model; no timing then), "testFaster"
         (tests: take the device as faster whatever was measured). An async call: the device's
         promises are awaited through JSPI (executors/webgpu/browser.py). Returns JSON {"tier", "note", "adapter",
         "adapterInfo", "measured", "speed"} (measured: the timing, when made; speed: its words)."""
@@ -89,8 +89,8 @@ class WebApp:
                 measured = time_against_cpu(gpu, loaded, Kernels(tier), int(opts.get("cpuWorkers") or 1))
                 speed = speed_note(measured, tier)
                 speed = self._speed_verdict(measured, speed, adapter, bool(opts.get("testFaster")))
-            elif mode == "prefer" and opts.get("verdict"):
-                speed = opts["verdict"]["note"]
+            elif mode == "prefer" and opts.get("kept"):
+                speed = opts["kept"]
         except (GpuUnavailable, GpuRefused) as e:
             if mode == "force":
                 raise
@@ -128,9 +128,8 @@ class WebApp:
         """The browser said the device is lost (GPUDevice.lost settled): from now on the CPU
         computes, told now rather than at the next read."""
         from .executors.webgpu.device import DeviceError
-        ex = self.engine.executor if self.engine is not None else None
-        if self.gpu is not None and getattr(ex, "lost", True) is None:
-            ex.device_failed(DeviceError(f"GPUDevice.lost: {reason}"))
+        if self.tier == "webgpu":
+            self.engine.executor.device_failed(DeviceError(f"GPUDevice.lost: {reason}"))
 
     def use_workers(self, workers=None) -> bool:
         """After the device was lost: the engine on the CPU with kernel workers (a KernelPool;

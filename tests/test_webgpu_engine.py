@@ -372,10 +372,20 @@ def test_the_timed_verdict_decides_and_says_what_it_measured(tiny_gguf_path, dev
     hooked = load_gpu(timed=True, cpuWorkers=10**9, testFaster=True)
     assert hooked["tier"] == "webgpu" and hooked["measured"]["faster"], hooked
     assert "taken as faster by the test hook gpuTestFaster; the CPU part on scalar)" in hooked["note"], hooked
-    kept = load_gpu(verdict={"faster": True, "note": "3.2 s of audio encoded in 1 ms, scalar 9 ms (measured 2026-12-06)"})
+    kept = load_gpu(kept="3.2 s of audio encoded in 1 ms, scalar 9 ms (measured 2026-12-06)")
     assert kept["tier"] == "webgpu" and kept["measured"] is None, kept
     assert kept["note"].endswith("; 3.2 s of audio encoded in 1 ms, scalar 9 ms (measured 2026-12-06); the CPU part "
                                  "on scalar)"), kept
+
+
+def test_the_worker_knows_the_cpu_emulations_this_module_knows():
+    """web/worker.mjs names the CPU emulations before Python starts (its probe); adapter.py
+    names them for the engine: the same list."""
+    import re
+    from engine.executors.webgpu.adapter import CPU_EMULATIONS
+    worker = (ROOT / "web" / "worker.mjs").read_text()
+    listed = re.search(r"const CPU_EMULATIONS = \[([^\]]*)\]", worker).group(1)
+    assert tuple(re.findall(r'"(\w+)"', listed)) == CPU_EMULATIONS
 
 
 def test_the_kernels_on_one_device_compile_each_source_once(tiny_gguf_path, device):

@@ -324,21 +324,31 @@ class KernelWorkers {
     this.note = this.noteFromPage = note;
   }
 
+  // Why one worker runs an engine of `modelBytes` (a note, or null when the count asked for is
+  // one and the page gave no note), or undefined: a pool may start. (start and expected.)
+  whyOneWorker(modelBytes) {
+    if (this.wanted <= 1) return this.noteFromPage || null;
+    if (!this.forced && modelBytes < SPLIT_MIN_BYTES) {
+      return "one worker: this model is small enough that splitting it across workers would cost more than it saves";
+    }
+    if (this.noteFromPage) return this.noteFromPage;          // the page knows why memory cannot be shared
+    if (!self.crossOriginIsolated || typeof SharedArrayBuffer === "undefined") {
+      return self.crossOriginIsolated
+        ? "one worker: this browser offers no SharedArrayBuffer, even to this cross-origin-isolated page, so workers cannot share memory"
+        : "one worker: this page is not cross-origin isolated, so it cannot share memory between workers";
+    }
+    return undefined;
+  }
+
+  // How many workers would share the encoder of a model of `modelBytes`, without starting them:
+  // the GPU's timed check compares with the CPU at this count.
+  expected(modelBytes) { return this.whyOneWorker(modelBytes) === undefined ? this.wanted : 1; }
+
   // A new pool for an engine about to load, or null (one worker; this.note says why).
   async start(tier, modelBytes) {
-    this.note = this.noteFromPage;
-    if (this.wanted <= 1) return null;
-    if (!this.forced && modelBytes < SPLIT_MIN_BYTES) {
-      this.note = "one worker: this model is small enough that splitting it across workers would cost more than it saves";
-      return null;
-    }
-    if (this.noteFromPage) return null;       // the page knows why memory cannot be shared
-    if (!self.crossOriginIsolated || typeof SharedArrayBuffer === "undefined") {
-      this.note = this.note || (self.crossOriginIsolated
-        ? "one worker: this browser offers no SharedArrayBuffer, even to this cross-origin-isolated page, so workers cannot share memory"
-        : "one worker: this page is not cross-origin isolated, so it cannot share memory between workers");
-      return null;
-    }
+    const why = this.whyOneWorker(modelBytes);
+    this.note = why === undefined ? this.noteFromPage : why;
+    if (why !== undefined) return null;
     const pyodide = this.runtime.pyodide;
     try {
       return await KernelPool.forPyodide({ pyodide, tier, workers: this.wanted - 1,
@@ -348,14 +358,6 @@ class KernelWorkers {
       this.note = `one worker: the kernel workers did not start (${lastLine(e)})`;
       return null;
     }
-  }
-
-  // How many workers would share the encoder of a model of `modelBytes` (start's rules, without
-  // starting them): the GPU's timed check compares with the CPU at this count.
-  expected(modelBytes) {
-    if (this.wanted <= 1 || this.noteFromPage) return 1;
-    if (!this.forced && modelBytes < SPLIT_MIN_BYTES) return 1;
-    return self.crossOriginIsolated && typeof SharedArrayBuffer !== "undefined" ? this.wanted : 1;
   }
 
   // The pool the engine now runs with (null: none); the one before is closed.
@@ -460,9 +462,12 @@ class Gpu {
     } catch {
       this.verdict = null;                    // a cache that cannot be read: measure again
     }
-    if (this.verdict && !this.verdict.faster) {
-      return skip(`${this.verdict.note} (measured ${this.verdict.at.slice(0, 10)}, kept for this adapter, driver and model)`);
-    }
+    if (this.verdict && !this.verdict.faster) return skip(this.keptNote());
+  }
+
+  // The kept verdict's words and when it was measured.
+  keptNote() {
+    return `${this.verdict.note} (measured ${this.verdict.at.slice(0, 10)}, kept for this adapter, driver and model)`;
   }
 
   // The verdict load_gpu measured, kept for the next visit (a failure to keep it costs only a
@@ -494,9 +499,9 @@ class Gpu {
   // Python as None; null would be JsNull.)
   async load(buffer, tier, digest, cpuWorkers) {
     const wanted = this.wanted;
-    const kept = this.verdict;                // a faster verdict (probe turned the slower ones away)
-    const options = { timed: wanted.mode === "prefer" && !kept, cpuWorkers, testFaster: Boolean(wanted.faster),
-                      verdict: kept ? { faster: true, note: `${kept.note} (measured ${kept.at.slice(0, 10)}, kept for this adapter, driver and model)` } : null };
+    // (a kept verdict here is a faster one: probe turned the slower ones away)
+    const options = { timed: wanted.mode === "prefer" && !this.verdict, cpuWorkers, testFaster: Boolean(wanted.faster),
+                      kept: this.verdict ? this.keptNote() : null };
     let out;
     try {
       out = JSON.parse(await this.runtime.app.load_gpu(buffer, tier, wanted.mode, digest || undefined,

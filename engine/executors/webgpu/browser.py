@@ -47,8 +47,8 @@ MAP_READ, COPY_DST = 0x0001, 0x0008
 MAP_MODE_READ = 0x0001
 SCOPES = ("validation", "out-of-memory")      # pushed in this order, popped in reverse
 
-# The read-back watchdog (seconds). The first read is the known-answer check's (on a CPU
-# emulation under load it takes ~10 s); every later read waits at most WATCHDOG_FACTOR times
+# The read-back watchdog (seconds). The first read is the known-answer check's (its whole
+# encode waits in that read: seconds on a CPU emulation under load); every later read waits at most WATCHDOG_FACTOR times
 # the slowest one so far: a window of a few times the check's audio takes a few times as long.
 WATCHDOG_FIRST_S = 120.0
 WATCHDOG_MIN_S = 10.0

@@ -103,7 +103,8 @@ def time_against_cpu(gpu, model, k: Kernels, cpu_workers: int = 1, frames: int =
 
 
 def speed_note(measured: dict, tier: str) -> str:
-    """"3.2 s of audio encoded in 41 ms, wasm_relaxed_simd 380 ms (2 workers at best)"."""
+    """The timing in words: "3.2 s of audio encoded in <gpu_ms> ms, <tier> <cpu_ms> ms", and
+    "(N workers at best)" when the CPU's time was divided by N kernel workers."""
     workers = measured["cpu_workers"]
     split = f" ({workers} workers at best)" if workers > 1 else ""
     return (f"{measured['audio_s']:g} s of audio encoded in {measured['gpu_ms']:g} ms, "
