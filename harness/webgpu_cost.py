@@ -11,13 +11,14 @@ shapes, and counted instead of submitted) and prints the operations per kernel.
 
 What one "operation" is: one WGSL integer or logical operation of a shader's path for finite,
 normal operands (an add, multiply, shift, mask, compare, select, min/max, a storage or
-workgroup load or store with its address arithmetic), and dot4I8Packed. Integer division or
-remainder by a value not known to the compiler counts DIV (20: GPUs emulate it). The
+workgroup load or store with its address arithmetic), and dot4I8Packed. An integer division
+or remainder counts as one operation too (GPUs emulate division by a runtime value: a known
+undercount, not priced apart). The
 soft-float primitives' costs (SOFT) are their functions' operation counts on that path, written
 down by reading kernels/webgpu/softfloat.wgsl, silu.wgsl and softdouble.wgsl; composites
 (expf, sigmoid, SiLU, the GEMM epilogue) are summed from their calls here, not stated apart.
 `--check` times the soft-float operations one by one on the adapter (softfloat_check.wgsl,
-1M elements each) and prints the measured time per element beside the stated costs: on a CPU
+65,536 elements each) and prints the measured time per element beside the stated costs: on a CPU
 emulation the ratios should roughly follow.
 
 The per-dispatch functions follow the shaders' loops: invocations that do work x trips x the
@@ -29,16 +30,13 @@ not instruction counts of any compiler's output.
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHADERS = ROOT / "kernels" / "webgpu"
 
-DIV = 20                  # u32 / or % by a runtime value (GPUs have no integer divider)
 
 # Soft-float primitives: operations on the finite, normal path (see the module docstring).
 SOFT = {
@@ -101,7 +99,7 @@ def gemm(p, groups, packed, fused_decode: bool):
     block of dot4 + add over the chunk's words; then the epilogue once per output."""
     N, O, K, flags = p[:4]
     rows, tokens = wgsl_const("gemm_tile", "GEMM_ROWS"), wgsl_const("gemm_tile", "GEMM_TOKENS")
-    threads, chunk_kb = wgsl_const("gemm_tile", "GEMM_THREADS"), wgsl_const("gemm_tile", "GEMM_CHUNK_KB")
+    chunk_kb = wgsl_const("gemm_tile", "GEMM_CHUNK_KB")
     chunk_words = 2 * chunk_kb
     chunks = cdiv(K // 8, chunk_kb)
     workgroups = cdiv(O, rows) * cdiv(N, tokens)

@@ -8,7 +8,7 @@
 It takes over the GpuKernels instance's `run` (same command buffers: one compute pass per
 dispatch, in order, one submission per call) and `uniform` (to note each pass's parameters, the
 uniform values it was given: binding 0 of every module). Where the device was made with the
-"timestamp-query" feature (open_device(timestamps=True) in harness/bench_webgpu.py; lavapipe has
+"timestamp-query" feature (open_device in harness/bench_webgpu.py requests it; lavapipe has
 it), every pass writes a timestamp at its beginning and end and `seconds` is their difference
 (the device's own clock, nanoseconds by WebGPU's definition); otherwise each pass is submitted
 alone and waited for (on_submitted_work_done), so `seconds` includes a submission's overhead.

@@ -153,8 +153,8 @@ def main(argv=None) -> int:
     audio_file.parent.mkdir(parents=True, exist_ok=True)
     audio_file.write_bytes(memoryview(audio).cast("B"))
     tree = args.old_tree or export_tree(args.commit)
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    from harness.results import commit
+    head = commit()                                  # "+changes": the tree is what runs, not HEAD
     old_runs, new_runs = [], []
     for r in range(args.rounds):                     # alternating, so that a slow spell hits both
         print(f"round {r + 1} of {args.rounds}: {args.commit} ...", flush=True)

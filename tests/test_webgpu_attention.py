@@ -2,7 +2,7 @@
 kernels/webgpu/attention_blocks.wgsl, attention_scores.wgsl, attention_softmax.wgsl,
 attention_context.wgsl) against the C scalar tier's Kernels.attention_heads, bit for bit, on a
 shape sweep (T, dk, H) with the model's full size among them, random data with large scores
-(exp underflowing to 0, subnormal weights), ties, signed zeros, infinities; the scores pass
+(exp underflowing to 0, weights below a block's mantissa resolution), ties, signed zeros, infinities; the scores pass
 against pk_rel_scores and the softmax and weighted sum against pk_attention_context; permuted
 inputs (the sums' order is free); and shader mutations the comparison must catch. Natively
 through PyPI wgpu on lavapipe, as tests/test_webgpu_kernels.py."""
@@ -44,7 +44,7 @@ def assert_same_bits(got, want, what):
 
 def attention_inputs(T, D, seed):
     """q, k, v [T][D], p [2T-1][D], u, vb [D] float32: a mix of scales so that some rows'
-    scores spread by hundreds (exp underflows to 0 and to subnormals), equal rows (tied
+    scores spread by hundreds (exp underflows to 0, or below the block's mantissa resolution), equal rows (tied
     scores: the first maximum), signed zeros, subnormal values."""
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((T, D)).astype(np.float32)

@@ -50,9 +50,10 @@ class GpuAttention:
         check_gpu_dims(T=T)
         if 2 * T - 1 > MAX_DIM:
             raise KernelError(f"T = {T}: the 2T-1 = {2 * T - 1} positions exceed {MAX_DIM}")
-        if 4 * self.H * T * T > MAX_SCORES_BYTES:
-            raise KernelError(f"T = {T}: the scores of {self.H} heads need {4 * self.H * T * T} bytes, "
-                              f"above {MAX_SCORES_BYTES} (one storage binding)")
+        for what, nbytes in (("scores", 4 * self.H * T * T), ("quantised operands", 4 * self.D * (6 * T - 1))):
+            if nbytes > MAX_SCORES_BYTES:
+                raise KernelError(f"T = {T}: the {what} of {self.H} heads need {nbytes} bytes, "
+                                  f"above {MAX_SCORES_BYTES} (one storage binding)")
         tiles = -(-T // SCORE_TILE)
         rows = self.H * T
         gx = min(rows, MAX_GROUPS)
