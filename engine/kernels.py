@@ -215,7 +215,7 @@ _COMMON_SIGNATURES = {
     "pk_frontend": (_i, [_i, _vp, _vp, _i, _i, _i, _vp, _i, ctypes.c_float, ctypes.c_float,
                          ctypes.c_float, _i, _vp, _vp, _sz]),
 }
-MATH_OPS = {"exp": 0, "log": 1, "tanh": 2, "sigmoid": 3}
+MATH_OPS = {"exp": 0, "log": 1, "tanh": 2, "sigmoid": 3, "expq": 4, "sigmoidq": 5}
 _TIER_SIGNATURES = {
     "fv5_decode_block": (_i, [_i, _vp, _vp, _vp]),
     "fv5_decode_blocks": (_i, [_i, _i, _vp, _vp, _vp, _sz]),

@@ -16,7 +16,7 @@ or remainder counts as one operation too (GPUs emulate division by a runtime val
 undercount, not priced apart). The
 soft-float primitives' costs (SOFT) are their functions' operation counts on that path, written
 down by reading kernels/webgpu/softfloat.wgsl, silu.wgsl and softdouble.wgsl; composites
-(expf, sigmoid, SiLU, the GEMM epilogue) are summed from their calls here, not stated apart.
+(expq, sigmoid, SiLU, the GEMM epilogue) are summed from their calls here, not stated apart.
 `--check` times the soft-float operations one by one on the adapter (softfloat_check.wgsl,
 65,536 elements each) and prints the measured time per element beside the stated costs: on a CPU
 emulation the ratios should roughly follow.
@@ -52,15 +52,15 @@ SOFT = {
 }
 
 
-def expf() -> float:
-    """sf_expf: x * log2e, rint, (float)k, r = (x - k ln2_hi) - k ln2_lo, the degree-7 Horner
-    polynomial (7 multiply-adds), one scaling multiply, and the range tests."""
-    return (SOFT["sf_mul"] * (1 + 2 + 7 + 1) + SOFT["sf_add"] * (2 + 7)
-            + SOFT["sf_rint"] + SOFT["sf_from_i32_scaled"] + 10)
+def expq() -> float:
+    """silu.wgsl sf_expq: the range tests, x * log2(e) 2^16 (one soft-float multiply), its rint,
+    k and f, five Horner steps of 32-bit integer arithmetic (two products, three shifts, a mask,
+    two adds each) and the bits of the result."""
+    return 10 + SOFT["sf_mul"] + SOFT["sf_rint"] + 4 + 5 * 8 + 4
 
 
 def sigmoid() -> float:
-    return expf() + SOFT["sf_add"] + SOFT["sf_div"]
+    return expq() + SOFT["sf_add"] + SOFT["sf_div"]
 
 
 def silu() -> float:
@@ -139,15 +139,18 @@ def fv5_decode(p, groups, packed):
 
 def layer_norm(p, groups, packed):
     """layer_norm.wgsl per row: the largest field, the exact int64 sum of x, the mean (one
-    soft-double division), the largest field of (x - mean)^2 and its exact sum (each
-    recomputing the soft-double square), the variance, 1/sqrt, and the output's four float steps."""
+    soft-double division), the largest field of (x - mean)^2 (the soft-double square, kept in
+    workgroup memory for the first NORM_KEPT elements) and its exact sum (the kept square read
+    back, or computed again past NORM_KEPT), the variance, 1/sqrt, and the output's four float
+    steps."""
     N, D = p[:2]
     threads = wgsl_const("layer_norm", "NORM_THREADS")
+    kept = min(D, wgsl_const("layer_norm", "NORM_KEPT"))
     square = SOFT["sd_from_f32"] + SOFT["sd_add"] + SOFT["sd_mul"] + 3
-    per_element = 4 + (25 + SOFT["u64_add"] + 1) + (square + 4) + (square + 30 + SOFT["u64_add"]) \
+    per_element = 4 + (25 + SOFT["u64_add"] + 1) + (square + 4 + 4) + (30 + SOFT["u64_add"] + 4) \
         + (2 * SOFT["sf_add"] + 2 * SOFT["sf_mul"] + 4)
     average = SOFT["sd_div"] + SOFT["sd_to_f32"] + 60
-    per_row = (D * per_element + 2 * average
+    per_row = (D * per_element + (D - kept) * square + 2 * average
                + SOFT["sf_sqrt"] + SOFT["sf_div"] + SOFT["sf_add"] + threads * 6 * 4 * 10)
     return N * per_row
 
@@ -183,7 +186,7 @@ def attention_softmax(p, groups, packed):
     """attention_softmax.wgsl per score: the ordered-key max, exp(x - max) with its field, the
     mantissa and its sum; per row three 64-wide trees."""
     rows, T = p[:2]
-    per_score = 10 + (SOFT["sf_add"] + expf() + 8) + (15 + 4)
+    per_score = 10 + (SOFT["sf_add"] + expq() + 8) + (15 + 4)
     return rows * (T * per_score + 3 * 64 * 6 * 8)
 
 
@@ -350,7 +353,7 @@ def check_soft_costs(device, n: int = 1 << 16, reps: int = 64) -> list:
         return sorted(times)[1]
 
     stated = {"mul": SOFT["sf_mul"], "add": SOFT["sf_add"], "from_i32": SOFT["sf_from_i32_scaled"],
-              "div": SOFT["sf_div_finite"], "expf": expf(), "sigmoid": sigmoid(), "silu": silu()}
+              "div": SOFT["sf_div_finite"], "expq": expq(), "sigmoid": sigmoid(), "silu": silu()}
     empty = seconds(255, a)                       # no such operation: loads, switch, store
     lines = [f"soft-float operations on this adapter, {n} elements x {reps} each (an empty pass: "
              f"{1e9 * empty / n / reps:.2f} ns per operation, subtracted):",

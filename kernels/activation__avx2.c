@@ -1,4 +1,4 @@
-/* SiLU, GLU and the softmax's exponentials, AVX2 tier (contract in activation.h): pk_expf's main
+/* SiLU, GLU and the softmax's exponentials, AVX2 tier (contract in activation.h): pk_expq's main
  * path on 8 lanes (activation_impl.h). */
 #include "f32_lanes__avx2.h"
 

@@ -9,7 +9,7 @@ int silu__scalar(int n, const float *x, float *y) {
 }
 
 void softmax_exp_row__scalar(int n, float *row, float mx) {
-    for (int i = 0; i < n; i++) row[i] = pk_expf(row[i] - mx);
+    for (int i = 0; i < n; i++) row[i] = pk_expq(row[i] - mx);
 }
 
 int glu__scalar(int N, int C, const float *x, float *y) { return pk_glu(N, C, x, y); }

@@ -1,6 +1,6 @@
 /* SiLU, GLU and the softmax's exponentials (contract in activation.h), written once for the
  * SIMD tiers on their float32 lanes (f32_lanes__<tier>.h): each activation__<tier>.c includes
- * its lanes header, defines PK_TIER, then includes this file. pk_expf's main path runs
+ * its lanes header, defines PK_TIER, then includes this file. pk_expq's main path runs
  * lane-wise, step by step as pk_math.h writes it, on groups whose every input is within +-87;
  * other groups and the tail run the scalar steps. */
 #ifndef PK_TIER
@@ -13,19 +13,23 @@
 #define PK_IV PK_TIER_HELPER(i32v)
 #define PK_LANES PK_TIER_HELPER(f32_lanes)
 
-/* pk_expf(v) for lanes with |v| <= 87: pk_math.h's steps (2^k from its bits: k is an integer
- * in [-126, 126], so the conversion is exact). */
-static inline PK_V PK_TIER_HELPER(expf_main_path)(PK_V v) {
-    PK_V k = PK_TIER_HELPER(f32_round)(v * PK_EXPF_LOG2E);
-    PK_V r = PK_EXPF_REDUCED(v, k);
-    PK_V p = PK_EXPF_TAYLOR(r);
-    PK_IV bits = (__builtin_convertvector(k, PK_IV) + 127) << 23;
-    return p * (PK_V)bits;
+/* Unsigned 32-bit lanes for pk_expq's integer steps (logical shifts, products modulo 2^32). */
+typedef uint32_t PK_TIER_HELPER(u32v) __attribute__((vector_size(sizeof(PK_IV))));
+#define PK_UV PK_TIER_HELPER(u32v)
+
+/* pk_expq(v) for lanes with |v| <= 87: pk_math.h's steps. Then |t| < 2^23 and k = t >> 16 is in
+ * [-126, 125], so neither limit applies and (k + 126) << 23 is a normal exponent. */
+static inline PK_V PK_TIER_HELPER(expq_main_path)(PK_V v) {
+    PK_IV t = __builtin_convertvector(PK_TIER_HELPER(f32_round)(v * PK_EXPQ_SCALE), PK_IV);
+    PK_UV f = (PK_UV)t & 0xffffu;
+    PK_UV p = PK_EXPQ_POLY(f);
+    PK_IV bits = (((t >> 16) + 126) << 23) + (PK_IV)(p >> 7);
+    return (PK_V)bits;
 }
 
-/* pk_sigmoidf(v) = 1 / (1 + pk_expf(-v)), lane-wise (every |v| <= 87). */
+/* pk_sigmoidq(v) = 1 / (1 + pk_expq(-v)), lane-wise (every |v| <= 87). */
 static inline PK_V PK_TIER_HELPER(sigmoid_main_path)(PK_V v) {
-    return 1.0f / (1.0f + PK_TIER_HELPER(expf_main_path)(-v));
+    return 1.0f / (1.0f + PK_TIER_HELPER(expq_main_path)(-v));
 }
 
 int PK_TIER_FN(silu)(int n, const float *x, float *y) {
@@ -48,12 +52,12 @@ void PK_TIER_FN(softmax_exp_row)(int n, float *row, float mx) {
     for (; i + PK_LANES <= n; i += PK_LANES) {
         PK_V v = PK_TIER_HELPER(f32_load)(row + i) - mx;
         if (!PK_TIER_HELPER(f32_all_within)(v, PK_SILU_FAST_LIMIT)) {
-            for (int j = i; j < i + PK_LANES; j++) row[j] = pk_expf(row[j] - mx);
+            for (int j = i; j < i + PK_LANES; j++) row[j] = pk_expq(row[j] - mx);
             continue;
         }
-        PK_TIER_HELPER(f32_store)(row + i, PK_TIER_HELPER(expf_main_path)(v));
+        PK_TIER_HELPER(f32_store)(row + i, PK_TIER_HELPER(expq_main_path)(v));
     }
-    for (; i < n; i++) row[i] = pk_expf(row[i] - mx);
+    for (; i < n; i++) row[i] = pk_expq(row[i] - mx);
 }
 
 int PK_TIER_FN(glu)(int N, int C, const float *x, float *y) {
@@ -65,13 +69,13 @@ int PK_TIER_FN(glu)(int N, int C, const float *x, float *y) {
         for (; c + PK_LANES <= C; c += PK_LANES) {
             PK_V v = PK_TIER_HELPER(f32_load)(g + c);
             if (!PK_TIER_HELPER(f32_all_within)(v, PK_SILU_FAST_LIMIT)) {
-                for (int j = c; j < c + PK_LANES; j++) out[j] = a[j] * pk_sigmoidf(g[j]);
+                for (int j = c; j < c + PK_LANES; j++) out[j] = a[j] * pk_sigmoidq(g[j]);
                 continue;
             }
             PK_V sigmoid = PK_TIER_HELPER(sigmoid_main_path)(v);
             PK_TIER_HELPER(f32_store)(out + c, PK_TIER_HELPER(f32_load)(a + c) * sigmoid);
         }
-        for (; c < C; c++) out[c] = a[c] * pk_sigmoidf(g[c]);
+        for (; c < C; c++) out[c] = a[c] * pk_sigmoidq(g[c]);
     }
     return PK_OK;
 }
@@ -79,3 +83,4 @@ int PK_TIER_FN(glu)(int N, int C, const float *x, float *y) {
 #undef PK_V
 #undef PK_IV
 #undef PK_LANES
+#undef PK_UV

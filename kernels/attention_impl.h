@@ -1,7 +1,7 @@
 /* Relative-position self-attention (contracts in ops.h: pk_rel_scores, pk_attention_context,
  * pk_attention_heads), written once and compiled twice: in ops__scalar.c as the exported pk_
  * functions every module has, and per tier in one_call_impl.h for the one-call layer, with that
- * tier's compiler flags and the tier's exp for the softmax (pk_expf's steps lane-wise:
+ * tier's compiler flags and the tier's exp for the softmax (pk_expq's steps lane-wise:
  * activation.h softmax_exp_row__<tier>).
  *
  * Both reductions are exact integer sums over block-quantised operands (attention_blocks.h;
@@ -11,7 +11,7 @@
  * every tier gets the same bits by construction.
  *
  * The includer defines PK_ATTENTION(name), the (static) name of each function, and
- * PK_ATTENTION_EXP_ROW(n, row, mx), which sets row[i] = pk_expf(row[i] - mx) for i < n. */
+ * PK_ATTENTION_EXP_ROW(n, row, mx), which sets row[i] = pk_expq(row[i] - mx) for i < n. */
 
 #include <string.h>
 #include "attention_blocks.h"
@@ -65,7 +65,7 @@ static void PK_ATTENTION(rel_scores)(int T, int dk, const float *qu, const float
 
 /* softmax(scores) v for one head, out [T][dk] (scores [T][T] are overwritten with the
  * exponentials; scratch: pk_attention_context_scratch_bytes(T, dk)). Per row i:
- *   mx = max_j x[j]; e[j] = pk_expf(x[j] - mx); m = Q(e) (b = pk_block_bits(T)), total = sum_j m[j];
+ *   mx = max_j x[j]; e[j] = pk_expq(x[j] - mx); m = Q(e) (b = pk_block_bits(T)), total = sum_j m[j];
  *   out[i][d] = float(sum_j m[j] Q(v)[j][d], E(v_d)) / (float)total
  * with each column d of v quantised on its own. The exponentials' block exponent cancels in the
  * ratio, so the weights are exactly m[j] / total. A row of scores holding an inf or NaN, or a

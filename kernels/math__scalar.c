@@ -11,6 +11,8 @@ PK_API int pk_math_array(int op, int n, const float *x, float *y) {
         case 1: y[i] = pk_logf(x[i]); break;
         case 2: y[i] = pk_tanhf(x[i]); break;
         case 3: y[i] = pk_sigmoidf(x[i]); break;
+        case 4: y[i] = pk_expq(x[i]); break;
+        case 5: y[i] = pk_sigmoidq(x[i]); break;
         default: return PK_E_RANGE;
         }
     }

@@ -6,9 +6,9 @@
 #include "pk_math.h"
 #include "subsampling.h"
 
-/* The attention functions (attention_impl.h) as this file's static ops_*, with pk_expf. */
+/* The attention functions (attention_impl.h) as this file's static ops_*, with pk_expq. */
 static void exp_row_scalar(int n, float *row, float mx) {
-    for (int i = 0; i < n; i++) row[i] = pk_expf(row[i] - mx);
+    for (int i = 0; i < n; i++) row[i] = pk_expq(row[i] - mx);
 }
 #define PK_ATTENTION(name) ops_##name
 #define PK_ATTENTION_EXP_ROW(n, row, mx) exp_row_scalar(n, row, mx)
@@ -138,13 +138,13 @@ int pk_glu(int N, int C, const float *x, float *y) {
     if (N <= 0 || C <= 0) return PK_E_SHAPE;
     for (int n = 0; n < N; n++)
         for (int c = 0; c < C; c++)
-            y[(size_t)n * C + c] = x[(size_t)n * 2 * C + c] * pk_sigmoidf(x[(size_t)n * 2 * C + C + c]);
+            y[(size_t)n * C + c] = x[(size_t)n * 2 * C + c] * pk_sigmoidq(x[(size_t)n * 2 * C + C + c]);
     return PK_OK;
 }
 
 int pk_glu_split(int N, int C, const float *a, const float *b, float *y) {
     if (N <= 0 || C <= 0) return PK_E_SHAPE;
-    for (size_t i = 0; i < (size_t)N * C; i++) y[i] = a[i] * pk_sigmoidf(b[i]);
+    for (size_t i = 0; i < (size_t)N * C; i++) y[i] = a[i] * pk_sigmoidq(b[i]);
     return PK_OK;
 }
 

@@ -9,7 +9,9 @@
  *                log(m) = 2 atanh(s), s = (m-1)/(m+1), series to s^9.
  *   pk_sin(x), pk_cos(x)   float64, for |x| < 2^20; reduction by pi/2 with a 3-part
  *                constant, Taylor series to x^15 / x^16 on [-pi/4, pi/4].
- *   pk_tanhf, pk_sigmoidf   from pk_expf, in the order written.
+ *   pk_tanhf, pk_sigmoidf   from pk_expf, in the order written (the decoder's LSTM).
+ *   pk_expq(x), pk_sigmoidq(x)   exp with a fixed-point core, the encoder's (softmax, SiLU,
+ *                GLU): one float multiply, then 32-bit integer steps; relative error < 1e-5.
  * Special values: expf(NaN) = NaN, expf(+inf) = +inf, expf(-inf) = 0, overflow -> +inf,
  * underflow -> 0 or a subnormal; logf(0) = -inf, logf(x < 0) = NaN, logf(+inf) = +inf.
  */
@@ -166,5 +168,49 @@ static inline float pk_tanhf(float x) {
 }
 
 static inline float pk_sigmoidf(float x) { return 1.0f / (1.0f + pk_expf(-x)); }
+
+/* pk_expq: the encoder's exponential (the softmax's e = exp(x - max), the SiLU's and the GLU's
+ * sigmoids), defined so that after one float multiply every step is 32-bit integer arithmetic:
+ * a GPU then runs it in a few dozen integer operations where pk_expf's float reduction and
+ * polynomial cost it about 1,500 in float emulation (issue 47; docs/kernels.md "exp with a
+ * fixed-point core").
+ *
+ *   x is NaN: x.   x > 88.72f: +inf.   x < -88.0f: 0.
+ *   t = (int32)nearbyintf(x * PK_EXPQ_SCALE)      x log2(e) in Q16, |t| < 2^23 (exact)
+ *   k = t >> 16 (floor), f = t & 0xffff           x log2(e) = k + f / 2^16
+ *   k < -126: 0.
+ *   p = PK_EXPQ_POLY(f)                           2^(f / 2^16) in Q30, in [2^30, 2^31)
+ *   bits = ((k + 126) << 23) + (p >> 7)           2^k p / 2^30, the mantissa truncated: the
+ *                                                 carry of p's leading bit makes the exponent k + 127
+ *
+ * Relative error below 1e-5 (9.2e-6 measured, near x = 87): the Q16 argument's rounding (at most
+ * 2^-17 ln 2 = 5.3e-6) plus the float multiply's (up to 2^-25 of |t|: 2.7e-6 at the range's
+ * ends), the degree-5 polynomial (8.4e-8; fitted for relative error with 2^0 exact, so
+ * pk_expq(0) = 1 exactly), the truncations (< 2^-23 each). The int8 activations the encoder's
+ * linears take are 2^-8 steps. tests/test_frontend_math.py measures it against float64. */
+#define PK_EXPQ_SCALE 94548.4609375f          /* log2(e) * 2^16, rounded to float */
+
+/* One Horner step in Q30: p * f / 2^16 + c for p < 2^31, f < 2^16, with p split in 16-bit halves
+ * so that each product fits 32 bits (p_hi f < 2^31, p_lo f < 2^32), the low product's fraction
+ * truncated. Any unsigned 32-bit operand type: uint32_t, u32 in WGSL, a SIMD tier's lanes. */
+#define PK_EXPQ_STEP(p, f, c) (((p) >> 16) * (f) + ((((p) & 0xffffu) * (f)) >> 16) + (c))
+#define PK_EXPQ_POLY(f)                                                                      \
+    PK_EXPQ_STEP(PK_EXPQ_STEP(PK_EXPQ_STEP(PK_EXPQ_STEP(PK_EXPQ_STEP(                       \
+        2004792u, f, 9682152u), f, 59914413u), f, 257874763u), f, 744265531u), f, 1073741824u)
+
+static inline float pk_expq(float x) {
+    if (x != x) return x;                                    /* NaN */
+    if (x > 88.72f) return pk_bits_to_float(0x7f800000u);
+    if (x < -88.0f) return 0.0f;
+    int32_t t = (int32_t)nearbyintf(x * PK_EXPQ_SCALE);
+    int32_t k = t >> 16;                                     /* arithmetic shift: floor */
+    if (k < -126) return 0.0f;
+    uint32_t f = (uint32_t)t & 0xffffu;
+    uint32_t p = PK_EXPQ_POLY(f);
+    return pk_bits_to_float(((uint32_t)(k + 126) << 23) + (p >> 7));
+}
+
+/* The encoder's sigmoid: 1 / (1 + pk_expq(-x)), in that order. */
+static inline float pk_sigmoidq(float x) { return 1.0f / (1.0f + pk_expq(-x)); }
 
 #endif

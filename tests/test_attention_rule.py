@@ -77,7 +77,7 @@ def written_scores(qu, k, qv, p, s, sums: str = "integer"):
 
 
 def written_context(scalar, scores, v, sums: str = "integer"):
-    """pk_attention_context's rule (pk_expf from the kernels: it is elementwise, not under test).
+    """pk_attention_context's rule (pk_expq from the kernels: it is elementwise, not under test).
     sums="float" is the rule it replaced: exp, a float64 sum, e / (float)sum, then float32 sums
     over j in order."""
     T, dk = v.shape
@@ -89,7 +89,7 @@ def written_context(scalar, scores, v, sums: str = "integer"):
         if not np.isfinite(row).all():
             out[i] = np.uint32(NAN_BITS).view(np.float32)
             continue
-        e = np.frombuffer(scalar.math("exp", f32(row - row.max()), T), np.float32)
+        e = np.frombuffer(scalar.math("expq", f32(row - row.max()), T), np.float32)
         if sums == "float":
             w = e / np.float32(sum(float(x) for x in e))       # the double sum, in order
             for d in range(dk):

@@ -667,7 +667,7 @@ def test_webgpu_cost_model(tmp_path, tiny_bench_model):
     printed = run("harness.webgpu_cost", "--size", "tiny", "--check")
     assert "| int8_gemm |" in printed and "| layer_norm |" in printed and "| total |" in printed
     assert "GEMM integer products + staging" in printed
-    for op in ("mul", "add", "div", "expf", "silu"):
+    for op in ("mul", "add", "div", "expq", "silu"):
         assert f"| {op} |" in printed, op
 
 

@@ -23,7 +23,7 @@ def test_tile_shapes_come_from_the_shaders():
 
 
 def test_counts_follow_the_loops():
-    """A GEMM's products double with K and its epilogue with N*O; SiLU costs an expf and more;
+    """A GEMM's products double with K and its epilogue with N*O; SiLU costs an expq and more;
     the packed dot product is cheaper than the plain one; attention scores grow as T^2."""
     full = (125, 4096, 1024, 1)
     products, epilogue = webgpu_cost.gemm_split("int8_gemm", full, (64, 4))
@@ -33,7 +33,9 @@ def test_counts_follow_the_loops():
     assert 0.4 < products / macs < 1.0                       # dot4 + add and the staging per 4 MACs
     _, with_silu = webgpu_cost.gemm_split("int8_gemm", (125, 4096, 1024, 3), (64, 4))
     assert with_silu - epilogue == pytest.approx(125 * 4096 * webgpu_cost.silu())
-    assert webgpu_cost.silu() > webgpu_cost.expf() > 10 * webgpu_cost.SOFT["sf_mul"]
+    assert webgpu_cost.silu() == pytest.approx(webgpu_cost.expq() + webgpu_cost.SOFT["sf_add"]
+                                           + webgpu_cost.SOFT["sf_div"] + webgpu_cost.SOFT["sf_mul"])
+    assert webgpu_cost.SOFT["sf_mul"] < webgpu_cost.expq() < 3 * webgpu_cost.SOFT["sf_mul"]
     plain = webgpu_cost.dispatch_ops("int8_gemm", full, (64, 4), packed_dot=False)
     assert plain > webgpu_cost.dispatch_ops("int8_gemm", full, (64, 4), packed_dot=True)
     scores = [webgpu_cost.dispatch_ops("attention_scores", (T, 1024, 128, 8, 0), (1, 1)) for T in (128, 256)]

@@ -252,7 +252,7 @@ def norm_data(rng, kind, N, D):
 
 
 SHAPES = [(N, D) for N in (1, 3, 17, 125) for D in (8, 24, 176, 1024) if N * D <= 17 * 1024] + \
-    [(3, 1), (2, 63), (3, 65), (2, 1025)]
+    [(3, 1), (2, 63), (3, 65), (2, 1025), (1, 3001)]      # past 1024: squares not kept (NORM_KEPT)
 
 
 @pytest.mark.parametrize("kind", ["ordinary", "offset", "wide", "tiny"])

@@ -1,12 +1,12 @@
 // The attention's softmax weights (kernels/attention_impl.h `context`, its per-row steps), in
 // place on the scores [rows][T] of every head, bit for bit:
 //     mx = row[0]; for n = 1.. : if (row[n] > mx) mx = row[n];
-//     e[n] = pk_expf(row[n] - mx);   m = the block mantissas of e (b = att_bits(T));
+//     e[n] = pk_expq(row[n] - mx);   m = the block mantissas of e (b = att_bits(T));
 //     row[n] = m[n] (as i32 bits);   totals[row] = sum_n m[n]   (an exact int32 sum, < 2^24)
 // and totals[row] = 0 (never a real total: the largest e is 1) for a row holding an inf or
 // NaN, which attention_context.wgsl turns into 0x7fc00000. The exponentials' own exponent
 // cancels in attention_context.wgsl's ratio, so only the mantissas are kept.
-// Needs softfloat.wgsl, silu.wgsl (sf_sub, sf_expf: pk_expf step by step) and
+// Needs softfloat.wgsl, silu.wgsl (sf_sub, sf_expq: pk_expq step by step) and
 // attention_common.wgsl (att_mantissa).
 //
 // One workgroup of 64 per row (a 2-D grid past 65,535 rows). The maximum: C keeps the first
@@ -96,7 +96,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     for (var n = lid; n < T; n = n + SM_THREADS) {
         let x = scores[base + n];
         bad = bad | select(0u, 1u, ((x >> 23u) & 0xffu) == 0xffu);
-        let e = sf_expf(sf_sub(x, mx));
+        let e = sf_expq(sf_sub(x, mx));
         scores[base + n] = e;
         largest = max(largest, (e >> 23u) & 0xffu);
     }

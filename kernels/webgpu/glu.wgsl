@@ -1,6 +1,6 @@
 // The conv module's GLU (kernels/ops__scalar.c pk_glu): for h [T][2D] (each row D value columns,
-// then D gate columns), g[t][c] = h[t][c] * pk_sigmoidf(h[t][D + c]), pk_sigmoidf(v) =
-// 1 / (1 + pk_expf(-v)) (silu.wgsl sf_sigmoid), then the product: the C order, in softfloat.wgsl's
+// then D gate columns), g[t][c] = h[t][c] * pk_sigmoidq(h[t][D + c]), pk_sigmoidq(v) =
+// 1 / (1 + pk_expq(-v)) (silu.wgsl sf_sigmoid), then the product: the C order, in softfloat.wgsl's
 // binary32 steps. One invocation per output element; a 2-D grid of 64-wide workgroups past
 // 65,535 groups (i = x + y * 64 * groups.x). g may not alias h.
 

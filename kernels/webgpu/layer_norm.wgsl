@@ -9,7 +9,9 @@
 // float steps are softdouble.wgsl's and softfloat.wgsl's (no FMA, no reassociation).
 //
 // One workgroup per row (a 2-D grid past 65,535 rows); each invocation takes the elements
-// d = lid, lid + 64, ... . y may not alias x.
+// d = lid, lid + 64, ... . y may not alias x. The variance's squares are computed once and kept
+// in workgroup memory for the sum (for d < NORM_KEPT; further elements, in rows longer than any
+// model's, compute theirs again).
 
 struct NormParams {
     N: u32,
@@ -30,6 +32,8 @@ var<workgroup> norm_part: array<vec2<u32>, NORM_THREADS>;   // int64 partial sum
 var<workgroup> norm_fields: array<u32, NORM_THREADS>;        // partial maxima
 var<workgroup> norm_inv: u32;
 var<workgroup> norm_mean: u32;
+const NORM_KEPT: u32 = 1024u;                                // squares kept: 8 KiB
+var<workgroup> norm_squares: array<vec2<u32>, NORM_KEPT>;    // ((double)x[d] - mean)^2, d < NORM_KEPT
 
 // a >> s, the bits shifted out dropped (truncation); any s.
 fn norm_u64_shr(a: vec2<u32>, s: u32) -> vec2<u32> {
@@ -90,8 +94,7 @@ fn norm_average(sum: vec2<u32>, shift: i32, dd: vec2<u32>) -> u32 {
     return sd_to_f32(sd_div(value, dd));
 }
 
-// ((double)x - mean)^2 in soft-double, the variance's term (computed in both of its passes:
-// the largest field, then the sum)
+// ((double)x - mean)^2 in soft-double, the variance's term
 fn norm_square(x: u32, mean_d: vec2<u32>) -> vec2<u32> {
     let v = sd_sub(sd_from_f32(x), mean_d);
     return sd_mul(v, v);
@@ -165,13 +168,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     // the variance: the squares' bound (at least 2^-300: field 722), then their sum
     field = 722u;
     for (var d = lid; d < D; d = d + NORM_THREADS) {
-        field = max(field, (norm_square(x[row + d], mean_d).x >> 20u) & 0x7ffu);
+        let square = norm_square(x[row + d], mean_d);
+        if (d < NORM_KEPT) {
+            norm_squares[d] = square;               // read back by this invocation only
+        }
+        field = max(field, (square.x >> 20u) & 0x7ffu);
     }
     let largest2 = norm_largest(lid, field);
     let shift2 = B - (i32(largest2) - 1022);
     mine = vec2<u32>(0u, 0u);
     for (var d = lid; d < D; d = d + NORM_THREADS) {
-        mine = sd_u64_add(mine, norm_fixed_f64(norm_square(x[row + d], mean_d), shift2));
+        var square: vec2<u32>;
+        if (d < NORM_KEPT) {
+            square = norm_squares[d];
+        } else {
+            square = norm_square(x[row + d], mean_d);
+        }
+        mine = sd_u64_add(mine, norm_fixed_f64(square, shift2));
     }
     let sq = norm_total(lid, mine);
     if (lid == 0u) {

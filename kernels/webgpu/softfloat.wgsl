@@ -118,8 +118,38 @@ fn sf_mul_24x24(a: u32, b: u32) -> vec2<u32> {
     return vec2<u32>(a1 * b1 + (mid >> 16u) + carry, lo);
 }
 
-// a * b, IEEE-754 binary32, round to nearest even, subnormals kept.
+// a * b, IEEE-754 binary32, round to nearest even, subnormals kept. Almost every product in
+// the encoder has normal operands and a normal result: that path (sf_mul_normal) skips the
+// special cases' tests; the rest take sf_mul_any, which gives the same bits on that path too.
 fn sf_mul(a: u32, b: u32) -> u32 {
+    let fa = (a >> 23u) & 0xffu;
+    let fb = (b >> 23u) & 0xffu;
+    let e = i32(fa + fb) - 127;                      // the product's exponent before normalising
+    // both fields in 1..254 (normal, finite), and e in 1..253: e or e + 1 is a normal exponent,
+    // and a rounding carry out of 254 packs as infinity, as sf_round_pack's would
+    if (fa - 1u < 254u && fb - 1u < 254u && u32(e - 1) < 253u) {
+        return sf_mul_normal((a ^ b) & F32_SIGN, e, (a & 0x7fffffu) | 0x800000u, (b & 0x7fffffu) | 0x800000u);
+    }
+    return sf_mul_any(a, b);
+}
+
+// sf_mul's path for significands ma, mb in [2^23, 2^24) and a product exponent e in 1..253:
+// sf_round_pack without its zero, overflow and subnormal tests (none can apply).
+fn sf_mul_normal(sign: u32, e: i32, ma: u32, mb: u32) -> u32 {
+    let p = sf_mul_24x24(ma, mb);                    // in [2^46, 2^48)
+    let top = p.x >= 0x8000u;                        // >= 2^47: one place more
+    let sig = select((p.x << 16u) | (p.y >> 16u) | select(0u, 1u, (p.y & 0xffffu) != 0u),
+                     (p.x << 15u) | (p.y >> 17u) | select(0u, 1u, (p.y & 0x1ffffu) != 0u), top);
+    let round_bits = sig & 0x7fu;
+    var r = (sig + 0x40u) >> 7u;
+    if (round_bits == 0x40u) {
+        r = r & ~1u;                                 // a tie: to even
+    }
+    return sign | ((u32(e + select(0, 1, top) - 1) << 23u) + r);
+}
+
+// sf_mul for any operands: NaN, infinities, zeros, subnormals, results out of the normal range.
+fn sf_mul_any(a: u32, b: u32) -> u32 {
     let sign = (a ^ b) & F32_SIGN;
     let ma = a & 0x7fffffffu;
     let mb = b & 0x7fffffffu;

@@ -2,8 +2,8 @@
 // the host's IEEE float32) and for a known-answer check of an adapter.
 //   op 0: a * b   1: a + b   2: (float)(i32)a   3: a / b (finite, non-zero)
 //   op 4: clamp(nearbyint(a), -127, 127) as i32   5: dequant(i32 a, b, c) without bias
-//   op 6: dequant(i32 a, b, c) + 1.0f (bias 0x3f800000)   7: pk_silu_one(a)   8: pk_expf(a)
-//   op 9: a / b (any)   10: pk_sigmoidf(a)
+//   op 6: dequant(i32 a, b, c) + 1.0f (bias 0x3f800000)   7: pk_silu_one(a)   8: pk_expq(a)
+//   op 9: a / b (any)   10: pk_sigmoidq(a)
 // Needs silu.wgsl too.
 
 struct CheckParams {
@@ -36,7 +36,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             case 5u: { r = sf_dequant(bitcast<i32>(x), b[i], c[i], false, 0u); }
             case 6u: { r = sf_dequant(bitcast<i32>(x), b[i], c[i], true, 0x3f800000u); }
             case 7u: { r = sf_silu(x); }
-            case 8u: { r = sf_expf(x); }
+            case 8u: { r = sf_expq(x); }
             case 9u: { r = sf_div(x, b[i]); }
             case 10u: { r = sf_sigmoid(x); }
             default: { r = 0u; }

@@ -85,7 +85,7 @@ MODULES = {
     "flatten_relu": ("softfloat", "flatten_relu"),
 }
 FLOAT_OPS = {"mul": 0, "add": 1, "from_i32": 2, "div": 3, "rint_clamp127": 4, "dequant": 5,
-             "dequant_bias1": 6, "silu": 7, "expf": 8,
+             "dequant_bias1": 6, "silu": 7, "expq": 8,
              "div_any": 9, "sigmoid": 10}
 ACTIVATIONS = (None, "silu")             # engine/executors/linear.py's: SiLU is the GEMM epilogue's last step
 
