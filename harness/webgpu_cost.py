@@ -40,8 +40,10 @@ SHADERS = ROOT / "kernels" / "webgpu"
 
 # Soft-float primitives: operations on the finite, normal path (see the module docstring).
 SOFT = {
-    "sf_mul": 75,             # unpack x2, 24x24 product from 16-bit limbs, normalise, round, pack
-    "sf_add": 72,             # order, align with jam, add or subtract, normalise, round, pack
+    "sf_mul": 52,             # normal operands and result (sf_mul_normal): fields and range test,
+                              # 24x24 product from 16-bit limbs, normalise, round, pack (sf_mul_any: 75)
+    "sf_add": 52,             # two normal operands (sf_add_normal): fields and range test, order,
+                              # align with jam, add or subtract, normalise, round, pack (sf_add_any: 72)
     "sf_div_finite": 215,     # 31 steps of restoring division (6 each) + unpack, round, pack
     "sf_div": 230,            # sf_div_finite + the special-case tests
     "sf_from_i32_scaled": 30,

@@ -137,15 +137,20 @@ fn sf_mul(a: u32, b: u32) -> u32 {
 // sf_round_pack without its zero, overflow and subnormal tests (none can apply).
 fn sf_mul_normal(sign: u32, e: i32, ma: u32, mb: u32) -> u32 {
     let p = sf_mul_24x24(ma, mb);                    // in [2^46, 2^48)
-    let top = p.x >= 0x8000u;                        // >= 2^47: one place more
-    let sig = select((p.x << 16u) | (p.y >> 16u) | select(0u, 1u, (p.y & 0xffffu) != 0u),
-                     (p.x << 15u) | (p.y >> 17u) | select(0u, 1u, (p.y & 0x1ffffu) != 0u), top);
+    var sig: u32;                                    // leading bit at 30, the rest jammed into bit 0
+    var field = u32(e - 1);
+    if (p.x >= 0x8000u) {                            // >= 2^47: one place more
+        sig = (p.x << 15u) | (p.y >> 17u) | select(0u, 1u, (p.y & 0x1ffffu) != 0u);
+        field = field + 1u;
+    } else {
+        sig = (p.x << 16u) | (p.y >> 16u) | select(0u, 1u, (p.y & 0xffffu) != 0u);
+    }
     let round_bits = sig & 0x7fu;
     var r = (sig + 0x40u) >> 7u;
     if (round_bits == 0x40u) {
         r = r & ~1u;                                 // a tie: to even
     }
-    return sign | ((u32(e + select(0, 1, top) - 1) << 23u) + r);
+    return sign | ((field << 23u) + r);
 }
 
 // sf_mul for any operands: NaN, infinities, zeros, subnormals, results out of the normal range.
@@ -178,8 +183,45 @@ fn sf_mul_any(a: u32, b: u32) -> u32 {
 }
 
 // a + b, IEEE-754 binary32, round to nearest even, subnormals kept; x + (-x) is +0 and
-// -0 + -0 is -0, as in C's default rounding mode.
+// -0 + -0 is -0, as in C's default rounding mode. Two normal operands (almost every sum) take
+// sf_add_normal, without the tests for NaN, infinities, zeros and subnormals.
 fn sf_add(a: u32, b: u32) -> u32 {
+    let fa = (a >> 23u) & 0xffu;
+    let fb = (b >> 23u) & 0xffu;
+    if (fa - 1u < 254u && fb - 1u < 254u) {
+        return sf_add_normal(a, b, fa, fb);
+    }
+    return sf_add_any(a, b);
+}
+
+// sf_add_any's last steps for operands with fields fa, fb in 1..254 (the result may still be
+// zero, subnormal or infinite: sf_round_pack handles those).
+fn sf_add_normal(a: u32, b: u32, fa: u32, fb: u32) -> u32 {
+    let swap = (b & 0x7fffffffu) > (a & 0x7fffffffu);
+    let x = select(a, b, swap);                                 // the larger magnitude
+    let y = select(b, a, swap);
+    let ex = select(fa, fb, swap);
+    let ey = select(fb, fa, swap);
+    let sign = x & F32_SIGN;
+    let sx = ((x & 0x7fffffu) | 0x800000u) << 7u;
+    let sy = sf_shr_jam(((y & 0x7fffffu) | 0x800000u) << 7u, ex - ey);
+    if ((x ^ y) & F32_SIGN) == 0u {
+        let s = sx + sy;                                        // < 2^32
+        if (s >= 0x80000000u) {
+            return sf_round_pack(sign, i32(ex) + 1, sf_shr_jam(s, 1u));
+        }
+        return sf_round_pack(sign, i32(ex), s);
+    }
+    let d = sx - sy;                                            // >= 0: |x| >= |y|
+    if (d == 0u) {
+        return 0u;
+    }
+    let lz = countLeadingZeros(d) - 1u;                         // leading bit to bit 30
+    return sf_round_pack(sign, i32(ex) - i32(lz), d << lz);
+}
+
+// sf_add for any operands.
+fn sf_add_any(a: u32, b: u32) -> u32 {
     let ma = a & 0x7fffffffu;
     let mb = b & 0x7fffffffu;
     if (sf_is_nan(a) || sf_is_nan(b)) {
