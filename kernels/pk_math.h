@@ -172,8 +172,8 @@ static inline float pk_sigmoidf(float x) { return 1.0f / (1.0f + pk_expf(-x)); }
 /* pk_expq: the encoder's exponential (the softmax's e = exp(x - max), the SiLU's and the GLU's
  * sigmoids), defined so that after one float multiply every step is 32-bit integer arithmetic:
  * a GPU then runs it in a few dozen integer operations where pk_expf's float reduction and
- * polynomial cost it about 1,500 in float emulation (issue 47; docs/kernels.md "exp with a
- * fixed-point core").
+ * polynomial cost it about 1,500 in float emulation (docs/kernels.md, "The encoder's
+ * exponential: a fixed-point core").
  *
  *   x is NaN: x.   x > 88.72f: +inf.   x < -88.0f: 0.
  *   t = (int32)nearbyintf(x * PK_EXPQ_SCALE)      x log2(e) in Q16, |t| < 2^23 (exact)
