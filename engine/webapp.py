@@ -84,9 +84,10 @@ class WebApp:
                 raise GpuRefused(f"the WebGPU adapter ({adapter}) is a CPU emulation ({emulation}): "
                                  "the wasm kernels are faster")
             gpu = GpuKernels(device, patch=SHADER_MUTATIONS[patch] if patch else None)
-            self_test(gpu, loaded, Kernels(tier), expected=expected or None)
+            k = Kernels(tier)
+            self_test(gpu, loaded, k, expected=expected or None)
             if mode == "prefer" and opts.get("timed"):
-                measured = time_against_cpu(gpu, loaded, Kernels(tier), int(opts.get("cpuWorkers") or 1))
+                measured = time_against_cpu(gpu, loaded, k, int(opts.get("cpuWorkers") or 1))
                 speed = speed_note(measured, tier)
                 speed = self._speed_verdict(measured, speed, adapter, bool(opts.get("testFaster")))
             elif mode == "prefer" and opts.get("kept"):

@@ -228,24 +228,19 @@ def main(argv=None) -> int:
         return 2
     print(f"adapter: {describe(info)}", flush=True)
     cpu_tier = available_tiers()[0]
-    if args.size == "tiny":
-        from harness.bench_e2e import tiny_model
-        small = ("tiny", tiny_model())
-    else:
-        small = ("default", DEFAULT_MODEL)
-    wav = WAV.read_bytes()
-    print(f"{small[0]} model on {WAV.name}: GPU vs {cpu_tier} (1 thread) ...", flush=True)
-    rows = [measure(*small, load_audio(Kernels("scalar"), wav), device, args.repeats, cpu_tier)]
+    small = "tiny" if args.size == "tiny" else "default"
+    small_model, audio = model_and_audio(small)
+    print(f"{small} model on {WAV.name}: GPU vs {cpu_tier} (1 thread) ...", flush=True)
+    rows = [measure(small, small_model, audio, device, args.repeats, cpu_tier)]
     if args.size == "full":
-        from harness.bench_e2e import full_model, speechlike
         print(f"full-size model on {args.seconds:g} s of speech-like audio (one encode each) ...", flush=True)
-        rows.append(measure("full-size synthetic", full_model(), speechlike(args.seconds), device, 0, cpu_tier))
+        rows.append(measure("full-size synthetic", *model_and_audio("full", args.seconds), device, 0, cpu_tier))
     figures = {"adapter": info, "adapter_text": describe(info), "emulation": cpu_emulation(info),
                "cpu_tier": cpu_tier, "rows": rows}
     browser = None
     if args.browser:
         print("Chromium, WebGPU on SwiftShader ...", flush=True)
-        b_rows, b_info, browser = browser_rows({small[0]: small[1]}, wav)
+        b_rows, b_info, browser = browser_rows({small: small_model}, WAV.read_bytes())
         figures["browser"] = {"adapter": b_info, "adapter_text": describe(b_info) if b_info else browser,
                               "rows": b_rows}
     figures["wall_seconds"] = round(time.perf_counter() - started, 1)

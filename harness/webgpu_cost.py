@@ -42,7 +42,7 @@ SHADERS = ROOT / "kernels" / "webgpu"
 SOFT = {
     "sf_mul": 52,             # normal operands and result (sf_mul_normal): fields and range test,
                               # 24x24 product from 16-bit limbs, normalise, round, pack (sf_mul_any: 75)
-    "sf_add": 52,             # two normal operands (sf_add_normal): fields and range test, order,
+    "sf_add": 52,             # two normal operands (sf_add to sf_add_ordered): fields and range test, order,
                               # align with jam, add or subtract, normalise, round, pack (sf_add_any: 72)
     "sf_div_finite": 215,     # 31 steps of restoring division (6 each) + unpack, round, pack
     "sf_div": 230,            # sf_div_finite + the special-case tests
@@ -87,15 +87,15 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-# -- one function per module: (params, groups, packed_dot) -> operations ---------------------
+# -- one function per module: (params, packed_dot) -> operations ---------------------
 
-def quantize_act(p, groups, packed):
+def quantize_act(p, packed):
     N, K = p[:2]
     per_row = 2 * K + 2 * SOFT["sf_div_finite"] + K * (SOFT["sf_mul"] + SOFT["sf_rint"] + 3)
     return N * per_row
 
 
-def gemm(p, groups, packed, fused_decode: bool):
+def gemm(p, packed, fused_decode: bool):
     """gemm_tile.wgsl (+ fv5_weights.wgsl when fused_decode): per workgroup and K chunk, the
     staging of 32 tokens' and 64 rows' words, the fused decode, and every busy invocation's 4x4
     block of dot4 + add over the chunk's words; then the epilogue once per output."""
@@ -132,14 +132,14 @@ def fv5_word() -> float:
     return 4 * (2 + 2 + 5 + 3 + 2) + 4
 
 
-def fv5_decode(p, groups, packed):
+def fv5_decode(p, packed):
     """fv5_decode.wgsl: per (block, group, quarter) seven loads and the top-bit gather, then
     eight codes x three vectors, each a word of four weights with its row and column."""
     from engine.executors.webgpu.device import fv5_decode_items
     return fv5_decode_items(*p[:2]) * (7 * 6 + 8 * 3 * (12 + fv5_word()))
 
 
-def layer_norm(p, groups, packed):
+def layer_norm(p, packed):
     """layer_norm.wgsl per row: the largest field, the exact int64 sum of x, the mean (one
     soft-double division), the largest field of (x - mean)^2 (the soft-double square, kept in
     workgroup memory for the first NORM_KEPT elements) and its exact sum (the kept square read
@@ -157,7 +157,7 @@ def layer_norm(p, groups, packed):
     return N * per_row
 
 
-def attention_blocks(p, groups, packed):
+def attention_blocks(p, packed):
     """attention_blocks.wgsl: one invocation per operand vector reads it once (its largest
     field; q + u and q + v cost a soft-float add and multiply), stores the values, then reads
     them back for the mantissas."""
@@ -171,7 +171,7 @@ def attention_blocks(p, groups, packed):
     return work + vectors * 20
 
 
-def attention_scores(p, groups, packed):
+def attention_scores(p, packed):
     """attention_scores.wgsl: 16x16 tiles, 2x2 outputs per invocation; per staged d: 8 loads,
     8 multiplies, 8 adds; staging qu, qv, k (16 rows) and p (31 rows) per chunk; the epilogue
     two scaled conversions, an add and the division by sqrt(dk) per score."""
@@ -184,7 +184,7 @@ def attention_scores(p, groups, packed):
     return workgroups * chunks * per_chunk + H * T * T * epilogue
 
 
-def attention_softmax(p, groups, packed):
+def attention_softmax(p, packed):
     """attention_softmax.wgsl per score: the ordered-key max, exp(x - max) with its field, the
     mantissa and its sum; per row three 64-wide trees."""
     rows, T = p[:2]
@@ -192,7 +192,7 @@ def attention_softmax(p, groups, packed):
     return rows * (T * per_score + 3 * 64 * 6 * 8)
 
 
-def attention_context(p, groups, packed):
+def attention_context(p, packed):
     """attention_context.wgsl: 16x16 tiles of (i, d), 2x2 per invocation; per staged j: 4
     loads, 4 multiplies, 4 adds; the epilogue a scaled conversion, (float)total, a division."""
     T, D, dk, H = p[:4]
@@ -204,12 +204,12 @@ def attention_context(p, groups, packed):
     return workgroups * chunks * per_chunk + T * H * dk * epilogue
 
 
-def glu(p, groups, packed):
+def glu(p, packed):
     T, D = p[:2]
     return T * D * (sigmoid() + SOFT["sf_mul"] + 8)
 
 
-def dwconv_silu(p, groups, packed):
+def dwconv_silu(p, packed):
     """dwconv_silu.wgsl per output: K taps of multiply + add (from staged rows), the bias add and
     SiLU; per workgroup the staging of 31 rows and 16 taps per lane and chunk."""
     T, D, K = p[:3]
@@ -218,7 +218,7 @@ def dwconv_silu(p, groups, packed):
     return T * D * (K * tap + SOFT["sf_add"] + silu() + 4) + staging
 
 
-def conv3x3(p, groups, packed, n_at: int):
+def conv3x3(p, packed, n_at: int):
     """subsampling_head.wgsl / dwconv2d.wgsl per output: 9 taps of multiply + add with their
     bounds and addresses, the bias add, ReLU."""
     n = p[n_at]
@@ -227,38 +227,38 @@ def conv3x3(p, groups, packed, n_at: int):
 
 MODULE_COSTS = {
     "quantize_act": quantize_act,
-    "int8_gemm": lambda p, g, packed: gemm(p, g, packed, fused_decode=False),
-    "fv5_gemm": lambda p, g, packed: gemm(p, g, packed, fused_decode=True),
+    "int8_gemm": lambda p, packed: gemm(p, packed, fused_decode=False),
+    "fv5_gemm": lambda p, packed: gemm(p, packed, fused_decode=True),
     "fv5_decode": fv5_decode,
     "layer_norm": layer_norm,
     "attention_blocks": attention_blocks,
     "attention_scores": attention_scores,
     "attention_softmax": attention_softmax,
     "attention_context": attention_context,
-    "add_scaled": lambda p, g, packed: p[0] * (SOFT["sf_mul"] + SOFT["sf_add"] + 5),
-    "copy_values": lambda p, g, packed: p[0] * 3,
-    "flatten_relu": lambda p, g, packed: p[3] * 14,
+    "add_scaled": lambda p, packed: p[0] * (SOFT["sf_mul"] + SOFT["sf_add"] + 5),
+    "copy_values": lambda p, packed: p[0] * 3,
+    "flatten_relu": lambda p, packed: p[3] * 14,
     "glu": glu,
     "dwconv_silu": dwconv_silu,
-    "subsampling_head": lambda p, g, packed: conv3x3(p, g, packed, n_at=3),
-    "dwconv2d": lambda p, g, packed: conv3x3(p, g, packed, n_at=3),
+    "subsampling_head": lambda p, packed: conv3x3(p, packed, n_at=3),
+    "dwconv2d": lambda p, packed: conv3x3(p, packed, n_at=3),
 }
 
 # kernels grouped as the issue's criterion reads them: the GEMMs' integer products against the rest
 GEMM_MODULES = ("int8_gemm", "fv5_gemm")
 
 
-def dispatch_ops(module: str, params: tuple, groups: tuple, packed_dot: bool = True) -> float:
+def dispatch_ops(module: str, params: tuple, packed_dot: bool = True) -> float:
     """The operations of one dispatch (KeyError for a module the model does not know)."""
     if module not in MODULE_COSTS:
         raise KeyError(f"the cost model has no formula for module {module!r} (harness/webgpu_cost.py)")
-    return float(MODULE_COSTS[module](params, groups, packed_dot))
+    return float(MODULE_COSTS[module](params, packed_dot))
 
 
-def gemm_split(module: str, params: tuple, groups: tuple, packed_dot: bool = True) -> tuple:
+def gemm_split(module: str, params: tuple, packed_dot: bool = True) -> tuple:
     """(the GEMM's integer products and staging, its epilogue) of a GEMM dispatch."""
     epilogue = gemm_epilogue(*params[:2], params[3])
-    return dispatch_ops(module, params, groups, packed_dot) - epilogue, epilogue
+    return dispatch_ops(module, params, packed_dot) - epilogue, epilogue
 
 
 def by_module(records, packed_dot: bool = True) -> dict:
@@ -268,26 +268,26 @@ def by_module(records, packed_dot: bool = True) -> dict:
     for row in rows.values():
         row["ops"] = 0.0
     for r in records:
-        rows[r.module]["ops"] += dispatch_ops(r.module, r.params, r.groups, packed_dot)
+        rows[r.module]["ops"] += dispatch_ops(r.module, r.params, packed_dot)
     return rows
 
 
 def split_totals(records, packed_dot: bool = True) -> dict:
-    """{"gemm_products": ops, "gemm_epilogues": ops, "other": ops, "total": ops} and the same
-    for seconds where the records were timed (the epilogue's time is not apart from its GEMM's)."""
+    """{"gemm_products": ops, "gemm_epilogues": ops, "other": ops, "total": ops} of the records
+    (a GEMM's epilogue is counted apart from its products; its time is not)."""
     products = epilogues = other = 0.0
     for r in records:
         if r.module in GEMM_MODULES:
-            a, b = gemm_split(r.module, r.params, r.groups, packed_dot)
+            a, b = gemm_split(r.module, r.params, packed_dot)
             products, epilogues = products + a, epilogues + b
         else:
-            other += dispatch_ops(r.module, r.params, r.groups, packed_dot)
+            other += dispatch_ops(r.module, r.params, packed_dot)
     return {"gemm_products": products, "gemm_epilogues": epilogues, "other": other,
             "total": products + epilogues + other}
 
 
 def table(rows: dict) -> list:
-    """Markdown lines: kernel, dispatches, G operations, share, and ms and ns per operation
+    """Markdown lines: kernel, dispatches, G operations, share, and ms and ps per operation
     where timed."""
     total = sum(r["ops"] for r in rows.values()) or 1.0
     timed = any(r["seconds"] for r in rows.values())
@@ -309,21 +309,15 @@ def table(rows: dict) -> list:
 
 # -- recording an encode's dispatches ---------------------------------------------------------
 
-def record_encode(path: Path, audio, device, execute: bool = True):
-    """(DispatchProfile of one encode after a warm-up encode, GpuKernels). execute=False records
-    without submitting anything (the encoder output read back is then meaningless)."""
+def record_encode(path: Path, audio, device):
+    """(DispatchProfile of one encode's passes, recorded without submitting any, GpuKernels)."""
     from engine.executors.webgpu.device import GpuKernels
     from engine.transcribe import Engine
     from harness.webgpu_profile import DispatchProfile
     gpu = GpuKernels(device)
     engine = Engine.open(path, "scalar", gpu=gpu)
-    profile = DispatchProfile(gpu, dry=not execute)
-    if execute:
-        profile.recording = False
-        engine.encode(audio)                   # the positional table and shader compiles apart
-        profile.recording = True
-    profile.clear()
-    engine.encode(audio)
+    profile = DispatchProfile(gpu, dry=True)
+    engine.encode(audio)                       # what it reads back is meaningless: nothing ran
     return profile, gpu
 
 
@@ -335,7 +329,7 @@ def check_soft_costs(device, n: int = 1 << 16, reps: int = 64) -> list:
     even, the stated costs' ratios hold."""
     import random
     from array import array
-    from engine.executors.webgpu.device import FLOAT_OPS, MAX_GROUPS, GpuKernels
+    from engine.executors.webgpu.device import FLOAT_OPS, GpuKernels, element_groups
     from harness.webgpu_profile import DispatchProfile
     gpu = GpuKernels(device)
     profile = DispatchProfile(gpu)
@@ -344,7 +338,7 @@ def check_soft_costs(device, n: int = 1 << 16, reps: int = 64) -> list:
     b = gpu.upload(array("f", [rng.uniform(0.5, 4.0) for _ in range(n)]))      # divisors, addends
     ints = gpu.upload(array("i", [rng.getrandbits(20) for _ in range(n)]))
     out = gpu.storage(4 * n)
-    groups = (min(n // 64, MAX_GROUPS), -(-(n // 64) // MAX_GROUPS))
+    groups = element_groups(n)
 
     def seconds(op_id: int, x) -> float:
         times = []
@@ -380,7 +374,7 @@ def main(argv=None) -> int:
         print(f"no adapter: {e}")
         return 2
     path, audio = model_and_audio(args.size, args.seconds)
-    profile, gpu = record_encode(path, audio, device, execute=False)
+    profile, gpu = record_encode(path, audio, device)
     rows = by_module(profile.records, gpu.packed_dot)
     split = split_totals(profile.records, gpu.packed_dot)
     print(f"cost model: one encode of {len(audio) / 16000:g} s, model {path.name} "

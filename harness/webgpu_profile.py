@@ -38,12 +38,10 @@ class Dispatch:
 class DispatchProfile:
     """Records (and times) every pass a GpuKernels runs; `recording` False pauses it."""
 
-    def __init__(self, gpu, timestamps: bool | None = None, dry: bool = False):
+    def __init__(self, gpu, dry: bool = False):
         self.gpu = gpu
         self.dry = dry
-        device = gpu.device
-        features = set(getattr(device, "features", ()) or ())
-        self.timestamps = ("timestamp-query" in features) if timestamps is None else timestamps
+        self.timestamps = "timestamp-query" in set(getattr(gpu.device, "features", ()) or ())
         self.records: list[Dispatch] = []
         self.recording = True
         self._params = {}                      # id(uniform buffer) -> its values

@@ -48,14 +48,20 @@ fn sf_round_pack(sign: u32, e_in: i32, sig_in: u32) -> u32 {
         sig = sf_shr_jam(sig, u32(1 - e));
         e = 1;
     }
-    let round_bits = sig & 0x7fu;
+    // the rounded significand holds the implicit bit at bit 23 (or is below 2^23 for a
+    // subnormal): adding it to (e - 1) << 23 carries a rounding overflow into the exponent, up
+    // to infinity.
+    return sign | ((u32(e - 1) << 23u) + sf_round_sig(sig));
+}
+
+// sig (7 rounding bits below the 24 kept) rounded to nearest, ties to even: sig >> 7 or one
+// more (a carry can reach 2^24).
+fn sf_round_sig(sig: u32) -> u32 {
     var r = (sig + 0x40u) >> 7u;
-    if (round_bits == 0x40u) {
+    if ((sig & 0x7fu) == 0x40u) {
         r = r & ~1u;                        // a tie: to even
     }
-    // r holds the implicit bit at bit 23 (or is below 2^23 for a subnormal): adding it to
-    // (e - 1) << 23 carries a rounding overflow into the exponent, up to infinity.
-    return sign | ((u32(e - 1) << 23u) + r);
+    return r;
 }
 
 struct SfUnpacked {
@@ -133,24 +139,22 @@ fn sf_mul(a: u32, b: u32) -> u32 {
     return sf_mul_any(a, b);
 }
 
+// The product of significands ma, mb in [2^23, 2^24) as (sig, 1 when the product was >= 2^47
+// and its exponent is one more, else 0): sig keeps 31 bits, leading bit at 30, the rest jammed
+// into bit 0.
+fn sf_product_sig(ma: u32, mb: u32) -> vec2<u32> {
+    let p = sf_mul_24x24(ma, mb);                    // in [2^46, 2^48)
+    if (p.x >= 0x8000u) {
+        return vec2<u32>((p.x << 15u) | (p.y >> 17u) | select(0u, 1u, (p.y & 0x1ffffu) != 0u), 1u);
+    }
+    return vec2<u32>((p.x << 16u) | (p.y >> 16u) | select(0u, 1u, (p.y & 0xffffu) != 0u), 0u);
+}
+
 // sf_mul's path for significands ma, mb in [2^23, 2^24) and a product exponent e in 1..253:
 // sf_round_pack without its zero, overflow and subnormal tests (none can apply).
 fn sf_mul_normal(sign: u32, e: i32, ma: u32, mb: u32) -> u32 {
-    let p = sf_mul_24x24(ma, mb);                    // in [2^46, 2^48)
-    var sig: u32;                                    // leading bit at 30, the rest jammed into bit 0
-    var field = u32(e - 1);
-    if (p.x >= 0x8000u) {                            // >= 2^47: one place more
-        sig = (p.x << 15u) | (p.y >> 17u) | select(0u, 1u, (p.y & 0x1ffffu) != 0u);
-        field = field + 1u;
-    } else {
-        sig = (p.x << 16u) | (p.y >> 16u) | select(0u, 1u, (p.y & 0xffffu) != 0u);
-    }
-    let round_bits = sig & 0x7fu;
-    var r = (sig + 0x40u) >> 7u;
-    if (round_bits == 0x40u) {
-        r = r & ~1u;                                 // a tie: to even
-    }
-    return sign | ((field << 23u) + r);
+    let p = sf_product_sig(ma, mb);
+    return sign | (((u32(e - 1) + p.y) << 23u) + sf_round_sig(p.x));
 }
 
 // sf_mul for any operands: NaN, infinities, zeros, subnormals, results out of the normal range.
@@ -172,39 +176,33 @@ fn sf_mul_any(a: u32, b: u32) -> u32 {
     }
     let ua = sf_unpack(a);
     let ub = sf_unpack(b);
-    let p = sf_mul_24x24(ua.m, ub.m);                // in [2^46, 2^48)
-    let e = ua.e + ub.e - 127;
-    if (p.x >= 0x8000u) {                            // >= 2^47: keep 31 bits, jam the rest
-        let sig = (p.x << 15u) | (p.y >> 17u) | select(0u, 1u, (p.y & 0x1ffffu) != 0u);
-        return sf_round_pack(sign, e + 1, sig);
-    }
-    let sig = (p.x << 16u) | (p.y >> 16u) | select(0u, 1u, (p.y & 0xffffu) != 0u);
-    return sf_round_pack(sign, e, sig);
+    let p = sf_product_sig(ua.m, ub.m);
+    return sf_round_pack(sign, ua.e + ub.e - 127 + i32(p.y), p.x);
 }
 
 // a + b, IEEE-754 binary32, round to nearest even, subnormals kept; x + (-x) is +0 and
 // -0 + -0 is -0, as in C's default rounding mode. Two normal operands (almost every sum) take
-// sf_add_normal, without the tests for NaN, infinities, zeros and subnormals.
+// the path to sf_add_ordered without the tests for NaN, infinities, zeros and subnormals.
 fn sf_add(a: u32, b: u32) -> u32 {
     let fa = (a >> 23u) & 0xffu;
     let fb = (b >> 23u) & 0xffu;
     if (fa - 1u < 254u && fb - 1u < 254u) {
-        return sf_add_normal(a, b, fa, fb);
+        let swap = (b & 0x7fffffffu) > (a & 0x7fffffffu);      // x: the larger magnitude
+        let x = select(a, b, swap);
+        let y = select(b, a, swap);
+        return sf_add_ordered(x, y, select(fa, fb, swap), select(fb, fa, swap),
+                              (x & 0x7fffffu) | 0x800000u, (y & 0x7fffffu) | 0x800000u);
     }
     return sf_add_any(a, b);
 }
 
-// sf_add_any's last steps for operands with fields fa, fb in 1..254 (the result may still be
-// zero, subnormal or infinite: sf_round_pack handles those).
-fn sf_add_normal(a: u32, b: u32, fa: u32, fb: u32) -> u32 {
-    let swap = (b & 0x7fffffffu) > (a & 0x7fffffffu);
-    let x = select(a, b, swap);                                 // the larger magnitude
-    let y = select(b, a, swap);
-    let ex = select(fa, fb, swap);
-    let ey = select(fb, fa, swap);
+// x + y for finite non-zero x, y with |x| >= |y|: their exponents ex >= ey (a subnormal's is 1)
+// and significands mx, my (the implicit bit included where there is one). The result may be
+// zero, subnormal or infinite: sf_round_pack handles those.
+fn sf_add_ordered(x: u32, y: u32, ex: u32, ey: u32, mx: u32, my: u32) -> u32 {
     let sign = x & F32_SIGN;
-    let sx = ((x & 0x7fffffu) | 0x800000u) << 7u;
-    let sy = sf_shr_jam(((y & 0x7fffffu) | 0x800000u) << 7u, ex - ey);
+    let sx = mx << 7u;
+    let sy = sf_shr_jam(my << 7u, ex - ey);
     if ((x ^ y) & F32_SIGN) == 0u {
         let s = sx + sy;                                        // < 2^32
         if (s >= 0x80000000u) {
@@ -242,27 +240,11 @@ fn sf_add_any(a: u32, b: u32) -> u32 {
     // x: the larger magnitude (for finite values the bit order is the magnitude order)
     let x = select(a, b, mb > ma);
     let y = select(b, a, mb > ma);
-    let sign = x & F32_SIGN;
     let fx = (x >> 23u) & 0xffu;
     let fy = (y >> 23u) & 0xffu;
     // subnormals as they are: exponent 1, no implicit bit
-    let ex = i32(max(fx, 1u));
-    let ey = i32(max(fy, 1u));
-    let sx = ((x & 0x7fffffu) | select(0u, 0x800000u, fx != 0u)) << 7u;
-    let sy = sf_shr_jam(((y & 0x7fffffu) | select(0u, 0x800000u, fy != 0u)) << 7u, u32(ex - ey));
-    if ((x ^ y) & F32_SIGN) == 0u {
-        let s = sx + sy;                                        // < 2^32
-        if (s >= 0x80000000u) {
-            return sf_round_pack(sign, ex + 1, sf_shr_jam(s, 1u));
-        }
-        return sf_round_pack(sign, ex, s);
-    }
-    let d = sx - sy;                                            // >= 0: |x| >= |y|
-    if (d == 0u) {
-        return 0u;
-    }
-    let lz = countLeadingZeros(d) - 1u;                         // leading bit to bit 30
-    return sf_round_pack(sign, ex - i32(lz), d << lz);
+    return sf_add_ordered(x, y, max(fx, 1u), max(fy, 1u), (x & 0x7fffffu) | select(0u, 0x800000u, fx != 0u),
+                          (y & 0x7fffffu) | select(0u, 0x800000u, fy != 0u));
 }
 
 // a / b for finite non-zero a and b (the only divisions: 127 / amax and amax / 127 in

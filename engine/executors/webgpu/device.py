@@ -56,6 +56,7 @@ def element_groups(n: int) -> tuple:
         raise KernelError(f"{n} outputs need more than {MAX_GROUPS} x {MAX_GROUPS} workgroups")
     return gx, gy
 
+
 def fv5_decode_items(O: int, K: int) -> int:
     """fv5_decode.wgsl's invocations: one per (block of 8 rows, group of 8 code vectors, quarter)."""
     code_vectors = (K // 2 + 2) // 3
@@ -286,10 +287,8 @@ class GpuKernels:
         if not n or len(b) != n or len(c) != n:
             raise KernelError("float_op needs equal, non-empty a, b and c")
         out = self.scratch("float_out", 4 * n)
-        groups = -(-n // 64)
-        gx = min(groups, MAX_GROUPS)
         self.run([("softfloat_check", [self.uniform(FLOAT_OPS[op], n), self.upload(a),
-                                       self.upload(b), self.upload(c), out], (gx, -(-groups // gx)))])
+                                       self.upload(b), self.upload(c), out], element_groups(n))])
         return array("I", self.read(out, 4 * n))
 
     # -- quantisation -----------------------------------------------------------------------
