@@ -223,8 +223,8 @@ def test_soak_in_chromium_through_the_api(tmp_path):
     """`build.py bench --soak --engine chromium` (harness.bench_soak_browser) short: two minutes
     of speech at twice real time, a row every 30 s. The worker keeps up (polls without a
     decode every period, the lag under 3 s), the message does not grow, the engine worker's heap
-    is flat after the first row, the page's live heap grows by less than 2 MB (the committed
-    words are a few KB), the final tokens are native `engine stream`'s, and the table renders."""
+    is flat after the first row, the page's live heap's floor rises by less than 2 MB (the
+    committed words are a few KB), the final tokens are native `engine stream`'s, and the table renders."""
     build_artifact("PHONON_PACKAGE")
     out = tmp_path / "soak.json"
     run("harness.bench_soak_browser", "--engine", "chromium", "--minutes", "2", "--every", "0.5", "--pace", "2",
@@ -237,7 +237,12 @@ def test_soak_in_chromium_through_the_api(tmp_path):
     assert all(r["polls_without_decode"] > 0 and r["commit_lag_last"] < 3 for r in rows), rows
     assert rows[-1]["message_bytes_median"] < 1.5 * rows[0]["message_bytes_median"] < 4500
     assert rows[-1]["worker_heap_bytes"] == rows[1]["worker_heap_bytes"]
-    assert rows[-1]["page_heap_bytes"] - rows[0]["page_heap_bytes"] < 2e6
+    # the page heap's floor: a leak lifts every later row, a transient (a message or a promise in
+    # flight at the moment of one gc) one row only; rows after the first vary by 1.3 MB in
+    # results/soak-browser.json's 12-row Chromium run, and one fresh-clone run's last row
+    # stood 2.27 MB over its first
+    heap = [r["page_heap_bytes"] for r in rows]
+    assert min(heap[2:]) - min(heap[:2]) < 2e6, heap
     assert not soak["problems"] and soak["restarts"] == 0
     from harness.results import soak_browser_table
     table = soak_browser_table({"figures": {"runs": [soak | {"date": "2026-12-06", "commit": "abc1234", "cpu": "CPU",

@@ -94,6 +94,24 @@ def test_a_stream_matches_a_session_fed_the_same_way(app):
     assert app.session is None
 
 
+def test_the_next_decode_is_announced_before_partial_drains_the_audio_that_makes_it_due(app):
+    """The worker announces the next decode's window before calling partial() so that the
+    page's heartbeat allows for it; audio fed since the last partial() is drained inside that
+    call, so the announcement must count it (a decode it makes due runs unannounced otherwise,
+    and a slow machine's busy worker is taken for a dead one)."""
+    engine = Engine.open(MODEL, "scalar", 1)
+    audio = load_audio(engine.k, WAV.read_bytes())
+    app.start(16000)
+    json.loads(app.partial(0))
+    assert app.next_window_seconds() == 0                    # nothing fed: nothing due
+    app.feed(memoryview(audio)[:3 * 16000])
+    announced = app.next_window_seconds()
+    assert announced > 0                                     # fed, not drained: due all the same
+    before = json.loads(app.partial(0))["metrics"]["decodes"]
+    assert before == 1                                       # and partial() ran it
+    app.cancel_stream()
+
+
 def test_a_stream_fed_at_once_is_decoded_a_step_at_a_time_and_loses_nothing(app):
     """A worker far behind: every due decode runs, a budgeted step at a time (the worker reads
     its messages between steps), and the final equals a stream fed as the audio plays."""

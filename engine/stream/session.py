@@ -282,8 +282,10 @@ class StreamSession:
 
     def next_window_seconds(self) -> float:
         """The length of the window the next due decode would run on (at most max_window), 0
-        if none is due: how long the next partial() may take, for a caller's watchdog."""
-        p = self.schedule.due(self.window.total) if self._state == "open" else None
+        if none is due: how long the next partial() may take, for a caller's watchdog. Counts
+        the audio fed but not yet drained: partial() drains it first, so a decode it makes due
+        runs in that call and must be announced before it."""
+        p = self.schedule.due(self.window.fed) if self._state == "open" else None
         if p is None:
             return 0.0
         return min(p - self.window.start, self.config.samples("max_window_ms")) / MODEL_RATE
