@@ -211,7 +211,6 @@ _COMMON_SIGNATURES = {
     "pk_rel_positions": (_i, [_i, _i, _vp]),
     "pk_subsampling_head": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
     "pk_argmax": (_i, [_i, _vp]),
-    "pk_add_div": (_i, [_i, _vp, _vp, ctypes.c_float, _vp]),
     "pk_frontend": (_i, [_i, _vp, _vp, _i, _i, _i, _vp, _i, ctypes.c_float, ctypes.c_float,
                          ctypes.c_float, _i, _vp, _vp, _sz]),
 }
@@ -765,16 +764,6 @@ class Kernels:
             Arg(u, D, "float32", "u").pointer, Arg(vb, D, "float32", "vb").pointer, s,
             Arg(scratch, need, "float32", "scratch", True).pointer,
             Arg(out, T * D, "float32", "out", True).pointer), "pk_attention_heads")
-
-    def add_div(self, a, b, s: float, n: int, out=None) -> array:
-        """(a + b) / s elementwise."""
-        _check_count(n)
-        y = self._f32(n, out)
-        if n:
-            raise_status(self._fn["pk_add_div"](n, Arg(a, n, "float32", "a").pointer,
-                                                 Arg(b, n, "float32", "b").pointer, s,
-                                                 Arg(y, n, "float32", "y", True).pointer), "pk_add_div")
-        return y
 
     def conv2d_s2(self, x, Cin: int, H: int, W: int, w, b, Cout: int, groups: int = 1, out=None) -> tuple:
         """3x3 stride-2 padding-1 conv: returns (y [Cout][ceil(H/2)][ceil(W/2)], Ho, Wo)."""

@@ -175,7 +175,7 @@ def attention_scores(p, packed):
     """attention_scores.wgsl: 16x16 tiles, 2x2 outputs per invocation; per staged d: 8 loads,
     8 multiplies, 8 adds; staging qu, qv, k (16 rows) and p (31 rows) per chunk; the epilogue
     two scaled conversions, an add and the division by sqrt(dk) per score."""
-    T, D, dk, H = p[:4]
+    T, dk, H = p[:3]
     tile, chunk = wgsl_const("attention_scores", "SCORE_TILE"), wgsl_const("attention_scores", "SCORE_CHUNK")
     workgroups = H * cdiv(T, tile) ** 2
     chunks = cdiv(dk, chunk)

@@ -74,7 +74,6 @@
  *                                   NeMo's float32 steps: c = (float)(-ln(10000) / D),
  *                                   w_i = pk_expf((float)(2i) * c), a = (float)p * w_i,
  *                                   pe[k][2i] = (float)pk_sin(a), pe[k][2i+1] = (float)pk_cos(a)
- * pk_add_div(n, a, b, s, y)         y = (a + b) / s
  * pk_conv2d_s2(Cin, Cout, H, W, x, w, b, groups, y)   3x3, stride 2, padding 1, x [Cin][H][W],
  *                                   w [Cout][Cin/groups][3][3], y [Cout][ceil(H/2)][ceil(W/2)]:
  *                                   y = (sum over (ci, a, e) ascending of w * x) + b
@@ -118,7 +117,6 @@ PK_API int pk_glu_split(int N, int C, const float *a, const float *b, float *y);
 PK_API int pk_take_cols(int N, int O, int c0, int W, const float *x, float *y);
 PK_API int pk_block_power(int n, int B, const float *x, float *y);
 PK_API int pk_block_sums(int n, int B, const float *x, double *y);
-PK_API int pk_add_div(int n, const float *a, const float *b, float s, float *y);
 PK_API int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,
                         int groups, float *y);
 

@@ -339,12 +339,6 @@ int pk_take_cols(int N, int O, int c0, int W, const float *x, float *y) {
     return PK_OK;
 }
 
-int pk_add_div(int n, const float *a, const float *b, float s, float *y) {
-    if (n < 0) return PK_E_SHAPE;
-    for (int i = 0; i < n; i++) y[i] = (a[i] + b[i]) / s;
-    return PK_OK;
-}
-
 int pk_lstm_cell(int P, const float *gates, float *c, float *h) {
     if (P <= 0) return PK_E_SHAPE;
     for (int j = 0; j < P; j++) {

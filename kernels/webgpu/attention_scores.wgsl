@@ -15,7 +15,6 @@
 
 struct AttentionScoresParams {
     T: u32,
-    D: u32,
     dk: u32,
     H: u32,
     s: u32,          // the divisor's float32 bit pattern (sqrt(dk) as the engine rounds it)

@@ -79,7 +79,7 @@ class GpuAttention:
         return [("attention_blocks", [gpu.uniform(T, D, dk, H), q_buf, k_buf,
                                       v_buf, p_buf, self._u, self._vb, mantissas, exponents],
                  grids["attention_blocks"]),
-                ("attention_scores", [gpu.uniform(T, D, dk, H, self.s_bits), mantissas, exponents, scores],
+                ("attention_scores", [gpu.uniform(T, dk, H, self.s_bits), mantissas, exponents, scores],
                  grids["attention_scores"]),
                 ("attention_softmax", [gpu.uniform(H * T, T), scores, totals],
                  grids["attention_softmax"]),
