@@ -51,25 +51,15 @@ static int norm_value_bits(int D) {                /* B = 62 - ceil(log2 D) */
     return NORM_SUM_BITS - k;
 }
 
-/* trunc(|m| * 2^s) for a mantissa m < 2^53 and s <= 9 (the value stays below 2^62) */
-static uint64_t norm_shift(uint64_t m, int s) {
-    return s >= 0 ? m << s : (s > -64 ? m >> -s : 0);
-}
-
-/* x in fixed point: trunc(x * 2^shift) toward zero; x finite */
-static int64_t norm_fixed_f32(float x, int shift) {
-    uint32_t u = pk_float_to_bits(x), e = (u >> 23) & 0xffu, m = u & 0x7fffffu;
-    int k = e ? (int)e - 150 : -149;               /* |x| = m' * 2^k, m' with the hidden bit */
-    uint64_t q = norm_shift(e ? (m | 0x800000u) : m, k + shift);
-    return (u >> 31) ? -(int64_t)q : (int64_t)q;
-}
-
-static int64_t norm_fixed_f64(double x, int shift) {  /* x >= 0 finite */
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    int e = (int)((u >> 52) & 0x7ffu);
-    uint64_t m = u & ((1ull << 52) - 1);
-    return (int64_t)norm_shift(e ? (m | (1ull << 52)) : m, (e ? e - 1075 : -1074) + shift);
+/* A value in fixed point: trunc(v * 2^shift) toward zero, for v a float32 value or a square of
+ * a difference of two (a double at least 2^-298 when nonzero) with |v * 2^shift| < 2^62. Scaling
+ * a double by a power of two is exact while the result stays normal, which it does here (the
+ * scaled values lie between 2^-504 and 2^62), and C's (and WebAssembly's) double -> int64
+ * conversion truncates toward zero: so this is the integer shift of the value's significand
+ * the rule describes, done by the FPU's one conversion instead of a per-element variable shift
+ * (which no SIMD tier vectorises). kernels/webgpu/layer_norm.wgsl does the shifts in integers. */
+static int64_t norm_fixed(double v, double scale) {
+    return (int64_t)(v * scale);
 }
 
 /* exponent fields: the row's bound is |x| < 2^(field - 126) (float32, pk_f32_field, at least 1)
@@ -98,22 +88,31 @@ int pk_layernorm(int N, int D, const float *x, const float *g, const float *b, f
             for (int d = 0; d < D; d++) out[d] = pk_bits_to_float(0x7fc00000u);
             continue;
         }
-        const int shift = B - ((int)largest - 126);
-        int64_t sum = 0;
-        for (int d = 0; d < D; d++) sum += norm_fixed_f32(row[d], shift);
-        float mean = norm_average(sum, shift, D);
-        /* the squares' bound: v is 0 or a multiple of 2^-149 (both sides are floats), so a
-         * nonzero square is at least 2^-298 and field 722 (2^-300) bounds a row of zeros */
-        unsigned largest2 = 722;
-        for (int d = 0; d < D; d++) {
-            double v = (double)row[d] - (double)mean;
-            if (norm_field_f64(v * v) > largest2) largest2 = norm_field_f64(v * v);
+        float lo = row[0], hi = row[0];             /* finite: the row's extremes */
+        for (int d = 1; d < D; d++) {
+            lo = row[d] < lo ? row[d] : lo;
+            hi = row[d] > hi ? row[d] : hi;
         }
+        const int shift = B - ((int)largest - 126);
+        const double scale = pk_pow2d(shift);
+        int64_t sum = 0;
+        for (int d = 0; d < D; d++) sum += norm_fixed((double)row[d], scale);
+        float mean = norm_average(sum, shift, D);
+        /* the squares' bound: the largest field among the D rounded squares v * v. v is 0 or
+         * a multiple of 2^-149 (both sides are floats), so a nonzero square is at least 2^-298
+         * and field 722 (2^-300) bounds a row of zeros. Rounding is monotone, so |v| is largest
+         * at the row's largest or smallest value, and the largest square (and field) is that
+         * |v|'s square: two squares, not D. */
+        const double v_hi = (double)hi - (double)mean, v_lo = (double)mean - (double)lo;
+        const double v_max = v_hi > v_lo ? v_hi : v_lo;
+        unsigned largest2 = norm_field_f64(v_max * v_max);
+        if (largest2 < 722) largest2 = 722;
         const int shift2 = B - ((int)largest2 - 1022);
+        const double scale2 = pk_pow2d(shift2);
         int64_t sq = 0;
         for (int d = 0; d < D; d++) {
             double v = (double)row[d] - (double)mean;
-            sq += norm_fixed_f64(v * v, shift2);
+            sq += norm_fixed(v * v, scale2);
         }
         float var = norm_average(sq, shift2, D);
         float inv = 1.0f / sqrtf(var + eps);

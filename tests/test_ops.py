@@ -36,8 +36,8 @@ def test_layernorm(scalar):
 
 def norm_rows(kind: str, N: int, D: int, seed: int):
     """Rows a layer norm meets and the awkward ones: residual-stream-like values, a wide dynamic
-    range (a few large values among tiny ones: where a float sum's order matters most),
-    constant rows (variance 0), zeros, subnormals."""
+    range (a few large values among tiny ones: where a float sum's order matters most), values
+    close around a large one, constant rows (variance 0), zeros, subnormals."""
     r = np.random.default_rng(seed)
     if kind == "normal":
         return f32(r.standard_normal((N, D)) * 3 + 1)
@@ -48,6 +48,10 @@ def norm_rows(kind: str, N: int, D: int, seed: int):
         x = r.standard_normal((N, D))
         big = np.exp2(r.integers(30, 45, (N, D // 8)))
         x[:, : D // 8], x[:, D // 8: D // 4] = big, -big
+        return f32(x)
+    if kind == "offset":                    # a large common value, a tiny spread: the mean's rounding
+        x = 1000 + r.standard_normal((N, D)) * 1e-3   # decides which end holds the largest square
+        x[0::2, 0], x[1::2, 0] = 1000.5, 999.5        # one far value, above or below
         return f32(x)
     if kind == "constant":
         return f32(np.repeat(r.standard_normal((N, 1)), D, 1))
@@ -103,7 +107,7 @@ def written_layernorm(x, g, b, eps: float, sums: str = "fixed"):
 
 
 @pytest.mark.parametrize("D", [1, 3, 64, 65, 640, 1024, 1025])
-@pytest.mark.parametrize("kind", ["normal", "wide", "cancelling", "constant", "zeros", "subnormal"])
+@pytest.mark.parametrize("kind", ["normal", "wide", "cancelling", "offset", "constant", "zeros", "subnormal"])
 def test_layernorm_is_its_written_rule_bit_for_bit(scalar, kind, D):
     """The C layer norm against the rule written out independently (integer row sums)."""
     N = 3
