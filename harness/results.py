@@ -218,6 +218,29 @@ def webgpu_versus_table(result: dict) -> str:
     return "\n".join([head, "", *side_by_side(f["old"], f["new"], f["old_commit"][:7], f["new_commit"])]) + "\n"
 
 
+def webgpu_estimates_table(result: dict) -> str:
+    """harness/webgpu_estimates.py's figures: the estimates per GPU class beside the measured CPU
+    encode, the assumptions, and that CPU encode beside an older commit's."""
+    from harness.webgpu_estimates import DISPATCH_SECONDS, EFFICIENCY, table
+    f = result["figures"]
+    ops = f["ops"]
+    head = (f"{measured(result)}: `{result['command']}`. The cost model's integer operations for one encode of the "
+            f"{ops['model']} model on {f['audio_seconds']} s ({ops['dispatches']:,} dispatches, recorded on "
+            f"{ops['adapter']}, not run), turned into time with stated assumptions: {EFFICIENCY:.0%} of each class's "
+            f"peak integer rate sustained and {DISPATCH_SECONDS * 1e6:g} µs per dispatch; 32-bit integer multiplies "
+            "(a quarter rate on Xe-LP and Apple GPUs), memory traffic and the serial chains' latency are not priced. "
+            f"The CPU figure: the encoder alone on {f['audio_seconds']} s of features in {result['browser']}, tier "
+            f"wasm_relaxed_simd, one worker, on this machine (the least of {len(f['new']['runs'])} sessions' medians "
+            f"of {f['repeats']}): a laptop's own CPU would give its own figure.")
+    lines = [head, "", *table(f)]
+    if "old" in f:
+        lines += ["", f"The relaxed-SIMD encode side by side, sessions alternating: {f['new']['seconds']} s here, "
+                  f"{f['old']['seconds']} s at {f['old_commit']} (this checkout / {f['old_commit']} = "
+                  f"{f['new']['seconds'] / f['old']['seconds']:.3f}; sessions: {f['new']['runs']} and "
+                  f"{f['old']['runs']})."]
+    return "\n".join(lines) + "\n"
+
+
 def suite_table(result: dict) -> str:
     """harness/suite_report.py's figures: the run, then each module's cost and the slowest tests."""
     f = result["figures"]
@@ -297,7 +320,7 @@ def soak_browser_table(result: dict) -> str:
 
 
 RENDERERS = {"soak-native": soak_table, "soak-browser": soak_browser_table, "behind": behind_table, "engines": engines_table, "webgpu": webgpu_table,
-             "webgpu-versus": webgpu_versus_table, "suite": suite_table}
+             "webgpu-versus": webgpu_versus_table, "webgpu-estimates": webgpu_estimates_table, "suite": suite_table}
 
 
 def rendered(name: str, folder: Path = RESULTS) -> str:

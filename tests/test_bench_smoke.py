@@ -251,6 +251,31 @@ def test_soak_in_chromium_through_the_api(tmp_path):
 
 
 @pytest.mark.browser
+def test_webgpu_estimates(tmp_path, tiny_bench_model):
+    """harness.webgpu_estimates short: the tiny model's cost counted both ways (a packed int8 dot
+    is one operation, its plain form more), its encoder timed in Chromium on relaxed SIMD with one
+    worker, the estimates per GPU class, and BENCHMARKS.md's part renders from the figures."""
+    from harness.bench_webgpu import NoAdapter, open_device
+    try:
+        open_device()
+    except NoAdapter as e:
+        pytest.skip(str(e))
+    browser_artifacts()
+    out = tmp_path / "estimates.json"
+    printed = run("harness.webgpu_estimates", "--size", "tiny", "--seconds", "1", "--rounds", "1", "--repeats", "1",
+                  "--no-result", "--json", out)
+    got = json.loads(out.read_text())
+    assert got["ops"]["plain"] > got["ops"]["packed"] > 0 and got["ops"]["dispatches"] > 0, got
+    assert got["new"]["seconds"] > 0 and got["new"]["runs"] == [got["new"]["seconds"]], got
+    from harness.webgpu_estimates import GPU_CLASSES
+    assert "| GPU class |" in printed and all(gpu.name in printed for gpu in GPU_CLASSES)
+    from harness.results import webgpu_estimates_table
+    table = webgpu_estimates_table({"date": "D", "commit": "C", "cpu": "CPU", "cores": 2, "cpu_flags": [],
+                                    "command": "X", "browser": got["chromium"], "figures": got})
+    assert len([line for line in table.splitlines() if line.startswith("| ")]) == len(GPU_CLASSES) + 1
+
+
+@pytest.mark.browser
 def test_stream(tmp_path):
     """harness.bench_stream natively and in Chromium: the tiny model, two utterances, one hop."""
     browser_artifacts()
