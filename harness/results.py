@@ -229,7 +229,7 @@ def webgpu_estimates_table(result: dict) -> str:
             f"{ops['adapter']}, not run), turned into time with stated assumptions: {EFFICIENCY:.0%} of each class's "
             f"peak integer rate sustained and {DISPATCH_SECONDS * 1e6:g} µs per dispatch; 32-bit integer multiplies "
             "(a quarter rate on Xe-LP and Apple GPUs), memory traffic and the serial chains' latency are not priced. "
-            f"The CPU figure: the encoder alone on {f['audio_seconds']} s of features in {result['browser']}, tier "
+            f"The CPU figure: the encoder alone on {f['audio_seconds']} s of features in Chromium {result['browser']}, tier "
             f"wasm_relaxed_simd, one worker, on this machine (the least of {len(f['new']['runs'])} sessions' medians "
             f"of {f['repeats']}): a laptop's own CPU would give its own figure.")
     lines = [head, "", *table(f)]
