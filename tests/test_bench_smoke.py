@@ -96,6 +96,15 @@ def clipped(text: str, head: int = 2000, tail: int = 3000) -> str:
     return f"{text[:head]}\n[... {len(text) - head - tail:,} characters ...]\n{text[-tail:]}"
 
 
+def skip_without_adapter():
+    """Skip the test, saying why, where wgpu or a WebGPU adapter is missing."""
+    from harness.bench_webgpu import NoAdapter, open_device
+    try:
+        open_device()
+    except NoAdapter as e:
+        pytest.skip(str(e))
+
+
 def browser_artifacts():
     for name in ("PHONON_PYODIDE_DIR", "PHONON_WHEEL", "PHONON_CHECKS_WHEEL"):
         build_artifact(name)
@@ -255,11 +264,7 @@ def test_webgpu_estimates(tmp_path, tiny_bench_model):
     """harness.webgpu_estimates short: the tiny model's cost counted both ways (a packed int8 dot
     is one operation, its plain form more), its encoder timed in Chromium on relaxed SIMD with one
     worker, the estimates per GPU class, and BENCHMARKS.md's part renders from the figures."""
-    from harness.bench_webgpu import NoAdapter, open_device
-    try:
-        open_device()
-    except NoAdapter as e:
-        pytest.skip(str(e))
+    skip_without_adapter()
     browser_artifacts()
     out = tmp_path / "estimates.json"
     printed = run("harness.webgpu_estimates", "--size", "tiny", "--seconds", "1", "--rounds", "1", "--repeats", "1",
@@ -649,11 +654,7 @@ def test_webgpu(tmp_path, tiny_bench_model):
     counters and the GPU buffers' bytes are there, the encoder output and tokens are native
     scalar's, and BENCHMARKS.md's table renders from the figures. Skipped, saying why, without
     wgpu or an adapter."""
-    from harness.bench_webgpu import NoAdapter, open_device
-    try:
-        open_device()
-    except NoAdapter as e:
-        pytest.skip(str(e))
+    skip_without_adapter()
     out = tmp_path / "webgpu.json"
     printed = run("harness.bench_webgpu", "--size", "tiny", "--repeats", "1", "--no-result", "--json", out)
     got = json.loads(out.read_text())
@@ -689,11 +690,7 @@ def test_webgpu(tmp_path, tiny_bench_model):
 def test_webgpu_cost_model(tmp_path, tiny_bench_model):
     """harness.webgpu_cost: one encode's dispatches recorded without running them, counted per
     kernel; --check times the soft-float operations on the adapter."""
-    from harness.bench_webgpu import NoAdapter, open_device
-    try:
-        open_device()
-    except NoAdapter as e:
-        pytest.skip(str(e))
+    skip_without_adapter()
     printed = run("harness.webgpu_cost", "--size", "tiny", "--check")
     assert "| int8_gemm |" in printed and "| layer_norm |" in printed and "| total |" in printed
     assert "GEMM integer products + staging" in printed
@@ -705,11 +702,7 @@ def test_webgpu_versus(tmp_path, tiny_bench_model):
     """harness.webgpu_versus with this checkout as both sides (--old-tree: exporting and building an
     older commit is the same child on another tree): every kernel timed on both, the groups and
     the encode's wall time."""
-    from harness.bench_webgpu import NoAdapter, open_device
-    try:
-        open_device()
-    except NoAdapter as e:
-        pytest.skip(str(e))
+    skip_without_adapter()
     out = tmp_path / "versus.json"
     printed = run("harness.webgpu_versus", "HEAD", "--size", "tiny", "--old-tree", ROOT, "--no-result", "--json", out,
                   "--rounds", "1", "--repeats", "2")
@@ -727,11 +720,7 @@ def test_webgpu_in_chromium(tmp_path, tiny_bench_model):
     """harness.bench_webgpu --browser: the tiny model also through the GPU executor in Chromium
     with WebGPU on SwiftShader (checks/jobs.py gpu_digest), named an emulation; its row is native
     scalar's bits. Skipped, saying why, without a native adapter (the native part runs first)."""
-    from harness.bench_webgpu import NoAdapter, open_device
-    try:
-        open_device()
-    except NoAdapter as e:
-        pytest.skip(str(e))
+    skip_without_adapter()
     browser_artifacts()
     out = tmp_path / "webgpu.json"
     run("harness.bench_webgpu", "--size", "tiny", "--repeats", "1", "--browser", "--no-result", "--json", out)
