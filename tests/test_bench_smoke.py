@@ -64,6 +64,7 @@ SMOKED = {
     "harness.bench_webgpu": "test_webgpu",
     "harness.webgpu_cost": "test_webgpu_cost_model",
     "harness.webgpu_versus": "test_webgpu_versus",
+    "harness.webgpu_estimates": "test_webgpu_estimates",
     "harness.profile_crossings": "test_profile_crossings",
     "harness.bench_stream": "test_stream, test_soak",
     "harness.bench_soak": "test_soak_through_the_worker_s_webapp",
