@@ -225,10 +225,10 @@ def webgpu_estimates_table(result: dict) -> str:
     f = result["figures"]
     ops = f["ops"]
     head = (f"{measured(result)}: `{result['command']}`. The cost model's integer operations for one encode of the "
-            f"{ops['model']} model on {f['audio_seconds']} s ({ops['dispatches']:,} dispatches, recorded on "
+            f"{ops['model']} model on {ops.get('audio_seconds', f['audio_seconds'])} s ({ops['dispatches']:,} dispatches, recorded on "
             f"{ops['adapter']}, not run), turned into time with stated assumptions: {EFFICIENCY:.0%} of each class's "
             f"peak integer rate sustained and {DISPATCH_SECONDS * 1e6:g} µs per dispatch; 32-bit integer multiplies "
-            "(a quarter rate on Xe-LP and Apple GPUs), memory traffic and the serial chains' latency are not priced. "
+            "(slower than adds on many GPUs), memory traffic and the serial chains' latency are not priced. "
             f"The CPU figure: the encoder alone on {f['audio_seconds']} s of features in Chromium {result['browser']}, tier "
             f"wasm_relaxed_simd, one worker, on this machine (the least of {len(f['new']['runs'])} sessions' medians "
             f"of {f['repeats']}): a laptop's own CPU would give its own figure.")

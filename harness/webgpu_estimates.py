@@ -22,10 +22,9 @@ least median is its figure.
 The estimate per class: operations / (EFFICIENCY x peak integer operations per second) plus
 DISPATCH_SECONDS per dispatch. Peak = integer lanes x boost clock (one 32-bit integer operation
 per lane per clock, as the vendors publish their ALU counts). What it leaves out, stated with
-the table: 32-bit integer multiplies run at a fraction of the add rate on some of these (a
-quarter on Intel Xe-LP and Apple GPUs), memory bandwidth (the GEMMs read 180 MiB of weights
-per encode: under 2 ms at H100's bandwidth, about 4 ms on a laptop's shared LPDDR), and the
-serial chains' latency. The figures say what the operation count allows, not what was run.
+the table: 32-bit integer multiplies (slower than adds on many GPUs), memory bandwidth (the
+GEMMs read the model's weights once per encode) and the serial chains' latency. The figures say
+what the operation count allows, not what was run.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -73,7 +71,9 @@ def estimate_seconds(ops: float, dispatches: int, gpu: GpuClass) -> float:
 
 def cost_totals(size: str = "full", seconds: float = 10) -> dict:
     """The cost model's totals for one encode: {"packed": ops, "plain": ops, "dispatches": n,
-    "adapter": description} (recorded on this machine's adapter, nothing run)."""
+    "adapter": description, "model": file name, "audio_seconds": what was encoded} (recorded
+    on this machine's adapter, nothing run; --size tiny encodes the committed sample, not
+    `seconds`)."""
     from harness.bench_webgpu import describe, model_and_audio, open_device
     from harness.webgpu_cost import record_encode, split_totals
     device, info = open_device()
@@ -81,7 +81,8 @@ def cost_totals(size: str = "full", seconds: float = 10) -> dict:
     profile, _ = record_encode(path, audio, device)
     return {"packed": split_totals(profile.records, True)["total"],
             "plain": split_totals(profile.records, False)["total"],
-            "dispatches": len(profile.records), "adapter": describe(info), "model": path.name}
+            "dispatches": len(profile.records), "adapter": describe(info), "model": path.name,
+            "audio_seconds": round(len(audio) / 16000, 2)}
 
 
 # Run in a tree (cwd = the tree, its build.py's test environment): one Chromium session, the

@@ -56,8 +56,8 @@ static int norm_value_bits(int D) {                /* B = 62 - ceil(log2 D) */
  * a double by a power of two is exact while the result stays normal, which it does here (the
  * scaled values lie between 2^-504 and 2^62), and C's (and WebAssembly's) double -> int64
  * conversion truncates toward zero: so this is the integer shift of the value's significand
- * the rule describes, done by the FPU's one conversion instead of a per-element variable shift
- * (which no SIMD tier vectorises). kernels/webgpu/layer_norm.wgsl does the shifts in integers. */
+ * the rule describes, done by the FPU's one conversion instead of a per-element variable
+ * 64-bit shift. kernels/webgpu/layer_norm.wgsl does the shifts in integers. */
 static int64_t norm_fixed(double v, double scale) {
     return (int64_t)(v * scale);
 }
@@ -88,7 +88,9 @@ int pk_layernorm(int N, int D, const float *x, const float *g, const float *b, f
             for (int d = 0; d < D; d++) out[d] = pk_bits_to_float(0x7fc00000u);
             continue;
         }
-        float lo = row[0], hi = row[0];             /* finite: the row's extremes */
+        /* the row's extremes, a pass of their own: folded into the loop above, that loop took
+         * 0.96 ms a call against 0.51-0.58 for the two (SIMD128 in Node, T = 125, D = 1024) */
+        float lo = row[0], hi = row[0];
         for (int d = 1; d < D; d++) {
             lo = row[d] < lo ? row[d] : lo;
             hi = row[d] > hi ? row[d] : hi;

@@ -107,8 +107,8 @@ def test_the_next_decode_is_announced_before_partial_drains_the_audio_that_makes
     app.feed(memoryview(audio)[:3 * 16000])
     announced = app.next_window_seconds()
     assert announced > 0                                     # fed, not drained: due all the same
-    before = json.loads(app.partial(0))["metrics"]["decodes"]
-    assert before == 1                                       # and partial() ran it
+    decodes = json.loads(app.partial(0))["metrics"]["decodes"]
+    assert decodes == 1                                      # and partial() ran it
     app.cancel_stream()
 
 
