@@ -181,12 +181,31 @@ def floats(rng: random.Random, n: int, scale: float = 1.0) -> array:
     return array("f", [v / 32768 * scale for v in array("h", rng.randbytes(2 * n))])
 
 
+def layernorm_rows(rng: random.Random, N: int, D: int) -> array:
+    """float32 [N][D]: rows of seeded values, then (N >= 6) a row spanning 2^-60..2^60, a row of
+    zeros with a -0, a constant row, a row with an inf and one with a NaN past the first lanes."""
+    x = floats(rng, N * D, 8)
+    if N >= 6:
+        for d in range(D):
+            x[D + d] = (rng.randrange(1, 1 << 20) - (1 << 19)) * 2.0 ** rng.randrange(-80, 41)
+            x[2 * D + d] = 0.0
+            x[3 * D + d] = 3.25
+        x[2 * D] = -0.0
+        x[4 * D + (D - 1) // 2] = float("inf")
+        x[5 * D + D - 1] = float("nan")
+    return x
+
+
 def run_op(kernels: Kernels, rng: random.Random, op: str) -> bytes:
     """One float op of kernels/ops.h on seeded inputs."""
     if op == "f16":
         return kernels.f16_to_f32(bytearray(rng.randbytes(2 * 4096)), 4096).tobytes()
-    if op == "layernorm":
-        return kernels.layernorm(floats(rng, 13 * 96, 8), 13, 96, floats(rng, 96), floats(rng, 96), 1e-5).tobytes()
+    if op == "layernorm":      # the SIMD tiers' lanes and tails, and the rows whose bounds are awkward
+        out = b""
+        for N, D in ((13, 96), (6, 1), (6, 5), (6, 7), (6, 1023)):
+            x = layernorm_rows(rng, N, D)
+            out += kernels.layernorm(x, N, D, floats(rng, D), floats(rng, D), 1e-5).tobytes()
+        return out
     if op == "silu":           # the SIMD tiers' fast-path limit (|x| <= 87) and specials, odd length
         x = floats(rng, 4093, 30)
         x.extend([_float_from_bits(b) for b in SILU_SPECIAL_BITS])

@@ -10,6 +10,7 @@
 #include "fv5_gemm.h"
 #include "gemm_common.h"
 #include "int8_gemm.h"
+#include "norm.h"
 #include "ops.h"
 #include "quantize_act.h"
 

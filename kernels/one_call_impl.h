@@ -90,23 +90,23 @@ int PK_TIER_FN(conformer_layer)(PK_CONFORMER_LAYER_ARGS) {
     pk_layer_carve(T, D, L->ff, L->heads, scratch, &b);
     const float *const *g = L->norm_g, *const *nb = L->norm_b;
 
-    pk_layernorm(T, D, x, g[0], nb[0], L->eps, b.z);
+    PK_TIER_FN(layernorm)(T, D, x, g[0], nb[0], L->eps, b.z);
     if ((status = feed_forward(&L->ff1_in, &L->ff1_out, T, &b))) return status;
     pk_add_scaled(n, x, 0.5f, b.out, b.r);
 
-    pk_layernorm(T, D, b.r, g[1], nb[1], L->eps, b.z);
+    PK_TIER_FN(layernorm)(T, D, b.r, g[1], nb[1], L->eps, b.z);
     if ((status = attention(L, T, pe, pos_keys, &b))) return status;
     pk_add_scaled(n, b.r, 1.0f, b.out, b.r);
 
-    pk_layernorm(T, D, b.r, g[2], nb[2], L->eps, b.z);
+    PK_TIER_FN(layernorm)(T, D, b.r, g[2], nb[2], L->eps, b.z);
     if ((status = conv_module(L, T, &b))) return status;
     pk_add_scaled(n, b.r, 1.0f, b.out, b.r);
 
-    pk_layernorm(T, D, b.r, g[3], nb[3], L->eps, b.z);
+    PK_TIER_FN(layernorm)(T, D, b.r, g[3], nb[3], L->eps, b.z);
     if ((status = feed_forward(&L->ff2_in, &L->ff2_out, T, &b))) return status;
     pk_add_scaled(n, b.r, 0.5f, b.out, b.r);
 
-    return pk_layernorm(T, D, b.r, g[4], nb[4], L->eps, y);
+    return PK_TIER_FN(layernorm)(T, D, b.r, g[4], nb[4], L->eps, y);
 }
 
 /* --- the decoder's steps (decoder_step.h) --- */

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 #include "activation.h"
+#include "norm.h"
 #include "ops.h"
 #include "pk_math.h"
 #include "subsampling.h"
@@ -42,14 +43,8 @@ int pk_f16_to_f32(int n, const uint16_t *h, float *y) {
  * the D of them sum in int64 without overflow (|sum| < 2^62). The one rounding is the sum's
  * conversion to double (round to nearest even, C's and WebAssembly's int64 -> double).
  * Truncation loses less than 2^(1-B) of the row's largest value per element (2^-51 at D = 1024),
- * below a float32's own precision. */
-#define NORM_SUM_BITS 62
-
-static int norm_value_bits(int D) {                /* B = 62 - ceil(log2 D) */
-    int k = 0;
-    while (k < 31 && (1 << k) < D) k++;
-    return NORM_SUM_BITS - k;
-}
+ * below a float32's own precision. The steps that do not depend on how the row is walked are
+ * norm.h's pk_norm_* helpers, which the SIMD tiers (norm_impl.h) share. */
 
 /* A value in fixed point: trunc(v * 2^shift) toward zero, for v a float32 value or a square of
  * a difference of two (a double at least 2^-298 when nonzero) with |v * 2^shift| < 2^62. Scaling
@@ -62,63 +57,39 @@ static int64_t norm_fixed(double v, double scale) {
     return (int64_t)(v * scale);
 }
 
-/* exponent fields: the row's bound is |x| < 2^(field - 126) (float32, pk_f32_field, at least 1)
- * and |v * v| < 2^(field - 1022) (double); a float32 field of 255 is an inf or NaN */
-static unsigned norm_field_f64(double x) {
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return (unsigned)((u >> 52) & 0x7ffu);
-}
-
-/* sum / D for the fixed-point sum of values scaled by 2^shift: (float)((double)sum * 2^-shift / D) */
-static float norm_average(int64_t sum, int shift, int D) {
-    return (float)(((double)sum * pk_pow2d(-shift)) / (double)D);
-}
-
 int pk_layernorm(int N, int D, const float *x, const float *g, const float *b, float eps, float *y) {
     if (N <= 0 || D <= 0) return PK_E_SHAPE;
-    const int B = norm_value_bits(D);
+    const int B = pk_norm_value_bits(D);
     for (int n = 0; n < N; n++) {
         const float *row = x + (size_t)n * D;
         float *out = y + (size_t)n * D;
+        /* the row's bound: |x| < 2^(field - 126) for its largest float32 exponent field (at
+         * least 1); a field of 255 is an inf or NaN */
         unsigned largest = 1;
         for (int d = 0; d < D; d++)
             if (pk_f32_field(row[d]) > largest) largest = pk_f32_field(row[d]);
         if (largest == 0xffu) {                     /* an inf or NaN: the row is NaN */
-            for (int d = 0; d < D; d++) out[d] = pk_bits_to_float(0x7fc00000u);
+            pk_norm_nan_row(D, out);
             continue;
         }
-        /* the row's extremes, a pass of their own: folded into the loop above, that loop took
-         * 0.96 ms a call against 0.51-0.58 for the two (SIMD128 in Node, T = 125, D = 1024) */
-        float lo = row[0], hi = row[0];
+        float lo = row[0], hi = row[0];             /* the extremes bound the squares */
         for (int d = 1; d < D; d++) {
             lo = row[d] < lo ? row[d] : lo;
             hi = row[d] > hi ? row[d] : hi;
         }
-        const int shift = B - ((int)largest - 126);
+        const int shift = pk_norm_shift(largest, B);
         const double scale = pk_pow2d(shift);
         int64_t sum = 0;
         for (int d = 0; d < D; d++) sum += norm_fixed((double)row[d], scale);
-        float mean = norm_average(sum, shift, D);
-        /* the squares' bound: the largest field among the D rounded squares v * v. v is 0 or
-         * a multiple of 2^-149 (both sides are floats), so a nonzero square is at least 2^-298
-         * and field 722 (2^-300) bounds a row of zeros. Rounding is monotone, so |v| is largest
-         * at the row's largest or smallest value, and the largest square (and field) is that
-         * |v|'s square: two squares, not D. */
-        const double v_hi = (double)hi - (double)mean, v_lo = (double)mean - (double)lo;
-        const double v_max = v_hi > v_lo ? v_hi : v_lo;
-        unsigned largest2 = norm_field_f64(v_max * v_max);
-        if (largest2 < 722) largest2 = 722;
-        const int shift2 = B - ((int)largest2 - 1022);
+        const float mean = pk_norm_average(sum, shift, D);
+        const int shift2 = pk_norm_square_shift(lo, hi, mean, B);
         const double scale2 = pk_pow2d(shift2);
         int64_t sq = 0;
         for (int d = 0; d < D; d++) {
             double v = (double)row[d] - (double)mean;
             sq += norm_fixed(v * v, scale2);
         }
-        float var = norm_average(sq, shift2, D);
-        float inv = 1.0f / sqrtf(var + eps);
-        for (int d = 0; d < D; d++) out[d] = ((row[d] - mean) * inv) * g[d] + b[d];
+        pk_norm_scale_row(D, row, mean, pk_norm_average(sq, shift2, D), eps, g, b, out);
     }
     return PK_OK;
 }

@@ -47,7 +47,7 @@ def norm_rows(kind: str, N: int, D: int, seed: int):
     if kind == "cancelling":                # large values that cancel in pairs among small ones
         x = r.standard_normal((N, D))
         big = np.exp2(r.integers(30, 45, (N, D // 8)))
-        x[:, : D // 8], x[:, D // 8: D // 4] = big, -big
+        x[:, : D // 8], x[:, D // 8: 2 * (D // 8)] = big, -big
         return f32(x)
     if kind == "offset":                    # a large common value, a tiny spread: the mean's rounding
         x = 1000 + r.standard_normal((N, D)) * 1e-3   # decides which end holds the largest square
@@ -142,6 +142,23 @@ def test_layernorm_of_a_row_with_inf_or_nan_is_nan(scalar):
     g, b = f32(np.ones(D)), f32(np.zeros(D))
     y = arr(scalar.layernorm(x, 3, D, g, b, 1e-5), (3, D))
     assert (y.view(np.uint32) == 0x7fc00000).all()
+
+
+@pytest.mark.parametrize("D", [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1023, 1024, 1025])
+@pytest.mark.parametrize("kind", ["normal", "wide", "cancelling", "offset", "constant", "zeros", "subnormal"])
+def test_layernorm_tiers_bit_identical_to_scalar(scalar, tier_kernels, kind, D):
+    """The SIMD tiers' layer norm (kernels/norm.h: extremes on float32 lanes, the row sums split
+    into two exact float64 lane sums) against pk_layernorm, at lengths around the lane counts
+    (where the lanes end and the scalar tail begins), on every kind of row; one row also gets
+    -0 and +0 at its ends, and one an inf or a NaN past the lanes' first group."""
+    N = 4
+    x = norm_rows(kind, N, D, seed=1000 + D)
+    x[0, 0], x[0, -1] = -0.0, 0.0
+    if D > 9:
+        x[1, 9] = np.nan if D % 2 else -np.inf
+    g, b = f32(rng.standard_normal(D)), f32(rng.standard_normal(D))
+    want = scalar.layernorm(x, N, D, g, b, 1e-5)
+    assert tier_kernels.layernorm(x, N, D, g, b, 1e-5).tobytes() == want.tobytes()
 
 
 def test_activations(scalar):
