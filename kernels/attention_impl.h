@@ -18,13 +18,22 @@
 #include "ops.h"
 #include "pk_math.h"
 
+#ifdef __wasm_simd128__
+#include "dot16__wasm_simd128.h"
+#endif
+
 /* sum_d a[d] * b[d] of block mantissas quantised with b = pk_block_bits(length) (n: the length
- * padded with zeros): |a|, |b| <= 2^b and length * 2^(2b) <= 2^30, so the int32 sum is exact in
- * any order. */
+ * padded with zeros to a multiple of 32): |a|, |b| <= 2^b and length * 2^(2b) <= 2^30, so the
+ * int32 sum is exact in any order. Compilers for x86 turn the loop into pmaddwd; for SIMD128 it
+ * is written with the instruction (dot16__wasm_simd128.h). */
 static inline int32_t PK_ATTENTION(dot16)(const int16_t *restrict a, const int16_t *restrict b, int n) {
+#ifdef __wasm_simd128__
+    return pk_dot16_wasm_simd128(a, b, n);
+#else
     int32_t acc = 0;
     for (int d = 0; d < n; d++) acc += (int32_t)a[d] * b[d];
     return acc;
+#endif
 }
 
 /* One head's scores y [T][T] (scratch: pk_rel_scores_scratch_bytes(T, dk)):
