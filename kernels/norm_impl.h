@@ -9,13 +9,15 @@
  * is by a power of two and stays normal, the truncation is exact) is split as
  *   h = trunc(t * 2^-26)   |h| < 2^36          l = t - h * 2^26   |l| < 2^26 (both exact)
  * and the h and the l are summed in float64 lanes: D of them stay below 2^53 (|sum h| < 2^36 as
- * D 2^(B - 26) <= 2^36; |sum l| < D 2^26 <= 2^42), so every partial sum is exact and
+ * D 2^(B - 26) <= 2^36; |sum l| < D 2^26 <= 2^52 for D <= 2^26, longer rows take the scalar
+ * loop), so every partial sum is exact and
  * sum t = (sum h) 2^26 + sum l, in int64, is the scalar loop's integer. */
 #ifndef PK_TIER
 #error "define PK_TIER (the tier suffix) before including norm_impl.h"
 #endif
 
 #include "norm.h"
+#include "ops.h"
 
 #define PK_V PK_TIER_HELPER(f32v)
 #define PK_IV PK_TIER_HELPER(i32v)
@@ -94,6 +96,7 @@ static inline int64_t PK_TIER_HELPER(norm_fixed_sum)(int D, const float *row, do
 
 int PK_TIER_FN(layernorm)(PK_LAYERNORM_ARGS) {
     if (N <= 0 || D <= 0) return PK_E_SHAPE;
+    if (D > (1 << 26)) return pk_layernorm(N, D, x, g, b, eps, y);     /* past the l sums' exact bound */
     const int B = pk_norm_value_bits(D);
     for (int n = 0; n < N; n++) {
         const float *row = x + (size_t)n * D;
