@@ -65,6 +65,7 @@ SMOKED = {
     "harness.webgpu_cost": "test_webgpu_cost_model",
     "harness.webgpu_versus": "test_webgpu_versus",
     "harness.webgpu_estimates": "test_webgpu_estimates",
+    "harness.cpu_versus": "test_cpu_versus",
     "harness.profile_crossings": "test_profile_crossings",
     "harness.bench_stream": "test_stream, test_soak",
     "harness.bench_soak": "test_soak_through_the_worker_s_webapp",
@@ -279,6 +280,22 @@ def test_webgpu_estimates(tmp_path, tiny_bench_model):
     table = webgpu_estimates_table({"date": "D", "commit": "C", "cpu": "CPU", "cores": 2, "cpu_flags": [],
                                     "command": "X", "browser": got["chromium"], "figures": got})
     assert len([line for line in table.splitlines() if line.startswith("| ")]) == len(GPU_CLASSES) + 1
+
+
+def test_cpu_versus(tmp_path, tiny_bench_model):
+    """harness.cpu_versus with this checkout as both sides (--old-tree: an older commit's tree runs
+    the same child with its own Pyodide and wheel): the tiny model's encoder, its parts and the
+    layer's kernels timed in Pyodide under Node on relaxed SIMD, and the ratio table."""
+    browser_artifacts()
+    out = tmp_path / "cpu.json"
+    printed = run("harness.cpu_versus", "HEAD", "--size", "tiny", "--seconds", "1", "--rounds", "1", "--repeats", "1",
+                  "--old-tree", ROOT, "--json", out)
+    got = json.loads(out.read_text())
+    from harness.cpu_versus import FIGURES
+    for side in ("old", "new"):
+        assert all(got["best"][side][name] > 0 for name in FIGURES), got
+        assert got["best"][side]["frames"] == 13, got           # 1 s: ceil(100 / 8) frames
+    assert all(f"| {name} |" in printed for name in FIGURES) and "this / HEAD" in printed
 
 
 @pytest.mark.browser

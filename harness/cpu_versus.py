@@ -1,0 +1,162 @@
+"""The CPU tiers in Pyodide under Node, this checkout beside an older commit's tree: the encoder,
+its parts and the float kernels a layer calls, timed in each tree with the same inputs, to find
+where a browser-side CPU difference comes from (Chromium's figure for the whole encoder:
+harness.webgpu_estimates).
+
+    python3 -m harness.cpu_versus 6464175 [--size full|tiny] [--tier wasm_relaxed_simd]
+                                          [--rounds 2] [--repeats 3] [--old-tree DIR] [--json F]
+
+Each tree runs the same child in its own Node process (its own Pyodide and its own wheel, built
+by its build.py: harness.webgpu_estimates.old_tree), trees alternating for `--rounds` processes
+each; every figure is the least over a tree's processes of the least of `--repeats` calls (after
+a warm-up call), in milliseconds:
+  encoder      the encoder alone on 10 s of features (harness.bench_ort_encoder.features)
+  subsampling  its subsampling part
+  layer        one conformer layer (the middle one) on the subsampled frames
+  layernorm, attention_heads, silu, glu   the tier's kernels at the layer's shapes (T frames,
+               D, the heads, 4 D for the feed-forward), Gaussian inputs from random.Random(1)
+The child uses only what both trees have (Engine.from_buffer, network.encoder and its parts,
+Kernels' layernorm, attention_heads, silu, glu). Node 20 runs relaxed SIMD behind
+--experimental-wasm-relaxed-simd, which is passed. Pyodide under Node is V8, as Chromium is, but
+the figures are Node's: the ratios are what to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIGURES = ("encoder", "subsampling", "layer", "layernorm", "attention_heads", "silu", "glu")
+
+# The runner: Pyodide from the tree, its wheel, a folder mounted at /data, the code from stdin.
+RUNNER = r"""
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+const [pyodideDir, wheel, data] = process.argv.slice(2);
+const { loadPyodide } = await import(pathToFileURL(path.join(pyodideDir, "pyodide.mjs")).href);
+const pyodide = await loadPyodide({ indexURL: pyodideDir + path.sep });
+await pyodide.loadPackage(path.resolve(wheel));
+pyodide.FS.mkdir("/data");
+pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: data }, "/data");
+const chunks = [];
+for await (const chunk of process.stdin) chunks.push(chunk);
+console.log("@@result " + pyodide.runPython(Buffer.concat(chunks).toString("utf8")));
+"""
+
+# The child, in Pyodide (standard library only); TIER and REPEATS are prepended.
+CHILD = r"""
+import inspect, json, random, time
+from array import array
+from engine.transcribe import Engine
+
+def least_ms(call, n):
+    call()
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - started)
+    return round(min(times) * 1e3, 3)
+
+engine = Engine.from_buffer(open("/data/model.gguf", "rb").read(), TIER, 1)
+feats = array("f")
+feats.frombytes(open("/data/features.f32", "rb").read())
+frames = len(feats) // 128
+enc = engine.network.encoder
+out = {"encoder": least_ms(lambda: enc(feats, frames), REPEATS)}
+out["subsampling"] = least_ms(lambda: enc.subsampling(feats, 128, frames), REPEATS)
+x, T = enc.subsampling(feats, 128, frames)
+pe = enc.positional(T)
+layer = enc.layers[len(enc.layers) // 2]
+extra = (False,) if "float_acts" in inspect.signature(layer.__call__).parameters else ()
+out["layer"] = least_ms(lambda: layer(x, T, pe, *extra), 2 * REPEATS)
+attn = layer.self_attn
+D, H = attn.D, attn.H
+dk = D // H
+rng = random.Random(1)
+def gauss(n):
+    return array("f", [rng.gauss(0, 1) for _ in range(n)])
+k = engine.k
+rows, g, b = gauss(T * D), gauss(D), gauss(D)
+q, kk, v, p, u, vb = gauss(T * D), gauss(T * D), gauss(T * D), gauss((2 * T - 1) * D), gauss(D), gauss(D)
+o = array("f", bytes(4 * T * D))
+ff = gauss(T * 4 * D)
+ff_out = array("f", bytes(4 * T * 4 * D))
+out["layernorm"] = least_ms(lambda: k.layernorm(rows, T, D, g, b, 1e-5), 4 * REPEATS)
+out["attention_heads"] = least_ms(lambda: k.attention_heads(T, D, dk, 0, H, q, kk, v, p, u, vb, dk ** 0.5, o), REPEATS)
+out["silu"] = least_ms(lambda: k.silu(ff, T * 4 * D, out=ff_out), 4 * REPEATS)
+out["glu"] = least_ms(lambda: k.glu(ff, T * 2, D), 4 * REPEATS)
+out["frames"] = T
+json.dumps(out)
+"""
+
+
+def tree_runtime(tree: Path) -> tuple:
+    """(Pyodide folder, engine wheel) of a tree's own build."""
+    from harness.webgpu_estimates import tree_env
+    env = tree_env(tree)
+    return Path(env["PHONON_PYODIDE_DIR"]), Path(env["PHONON_WHEEL"])
+
+
+def time_tree(tree: Path, data: Path, runner: Path, tier: str, repeats: int) -> dict:
+    pyodide, wheel = tree_runtime(tree)
+    if not wheel.exists():
+        raise SystemExit(f"{tree} has no Pyodide wheel ({wheel}): run its build.py pyodide (or wheel)")
+    code = f"TIER = {tier!r}\nREPEATS = {int(repeats)}\n" + CHILD
+    done = subprocess.run(["node", "--experimental-wasm-relaxed-simd", str(runner), str(pyodide), str(wheel), str(data)],
+                          input=code, capture_output=True, text=True, timeout=3600)
+    for line in done.stdout.splitlines():
+        if line.startswith("@@result "):
+            return json.loads(line[len("@@result "):])
+    raise SystemExit(f"the child in {tree} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+
+
+def table(old: dict, new: dict, old_name: str) -> list:
+    lines = [f"| ms | {old_name} | this checkout | this / {old_name} |", "|---|---:|---:|---:|"]
+    for name in FIGURES:
+        lines.append(f"| {name} | {old[name]:.3f} | {new[name]:.3f} | {new[name] / old[name]:.3f} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m harness.cpu_versus", description=__doc__.split("\n\n")[0])
+    parser.add_argument("commit", help="the older commit")
+    parser.add_argument("--size", choices=("full", "tiny"), default="full")
+    parser.add_argument("--seconds", type=int, default=10, help="features for the encoder (10 ms frames)")
+    parser.add_argument("--tier", default="wasm_relaxed_simd")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--old-tree", type=Path, help="use this built tree as the older side")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    from harness.bench_e2e import synthetic_model
+    from harness.bench_ort_encoder import features
+    from harness.webgpu_estimates import old_tree
+    old = args.old_tree.resolve() if args.old_tree else old_tree(args.commit)
+    with tempfile.TemporaryDirectory() as folder:
+        data = Path(folder)
+        runner = data / "runner.mjs"
+        runner.write_text(RUNNER)
+        (data / "model.gguf").write_bytes(synthetic_model(args.size).read_bytes())   # NODEFS mounts no links
+        features(100 * args.seconds)[0].tofile(data / "features.f32")
+        runs = {"old": [], "new": []}
+        for round_ in range(args.rounds):
+            for side, tree in (("old", old), ("new", ROOT)):
+                runs[side].append(time_tree(tree, data, runner, args.tier, args.repeats))
+                print(f"round {round_ + 1}: {side} " + json.dumps(runs[side][-1]), flush=True)
+    best = {side: {name: min(r[name] for r in rs) for name in FIGURES} | {"frames": rs[0]["frames"]}
+            for side, rs in runs.items()}
+    print("\n".join(table(best["old"], best["new"], args.commit[:7])))
+    if args.json:
+        args.json.write_text(json.dumps({"commit": args.commit, "tier": args.tier, "size": args.size,
+                                         "seconds": args.seconds, "best": best, "runs": runs}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
