@@ -182,7 +182,7 @@ def floats(rng: random.Random, n: int, scale: float = 1.0) -> array:
 
 
 def layernorm_rows(rng: random.Random, N: int, D: int) -> array:
-    """float32 [N][D]: rows of seeded values, then (N >= 6) a row spanning 2^-60..2^60, a row of
+    """float32 [N][D]: rows of seeded values, then (N >= 6) a row of values from 2^-80 to 2^59, a row of
     zeros with a -0, a constant row, a row with an inf and one with a NaN past the first lanes."""
     x = floats(rng, N * D, 8)
     if N >= 6:

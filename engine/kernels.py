@@ -184,7 +184,6 @@ _COMMON_SIGNATURES = {
     "pk_resample": (_i, [_i, _i, _i, _vp, _vp, _i, _i, _i, _i, _vp]),
     "pk_pcm_to_mono": (_i, [_i, _i, _i, _vp, _vp]),
     "pk_f16_to_f32": (_i, [_i, _vp, _vp]),
-    "pk_layernorm": (_i, [_i, _i, _vp, _vp, _vp, ctypes.c_float, _vp]),
     "pk_silu": (_i, [_i, _vp, _vp]),
     "pk_relu": (_i, [_i, _vp, _vp]),
     "pk_glu": (_i, [_i, _i, _vp, _vp]),

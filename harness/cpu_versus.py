@@ -33,22 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = ("encoder", "subsampling", "layer", "layernorm", "attention_heads", "silu", "glu")
 
-# The runner: Pyodide from the tree, its wheel, a folder mounted at /data, the code from stdin.
-RUNNER = r"""
-import path from "node:path";
-import { pathToFileURL } from "node:url";
-const [pyodideDir, wheel, data] = process.argv.slice(2);
-const { loadPyodide } = await import(pathToFileURL(path.join(pyodideDir, "pyodide.mjs")).href);
-const pyodide = await loadPyodide({ indexURL: pyodideDir + path.sep });
-await pyodide.loadPackage(path.resolve(wheel));
-pyodide.FS.mkdir("/data");
-pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: data }, "/data");
-const chunks = [];
-for await (const chunk of process.stdin) chunks.push(chunk);
-console.log("@@result " + pyodide.runPython(Buffer.concat(chunks).toString("utf8")));
-"""
-
-# The child, in Pyodide (standard library only); TIER and REPEATS are prepended.
+# The child, in Pyodide (standard library only); TIER, REPEATS and MODEL are prepended. The
+# model's folder is mounted at /model, the features' at /data.
 CHILD = r"""
 import inspect, json, random, time
 from array import array
@@ -63,7 +49,7 @@ def least_ms(call, n):
         times.append(time.perf_counter() - started)
     return round(min(times) * 1e3, 3)
 
-engine = Engine.from_buffer(open("/data/model.gguf", "rb").read(), TIER, 1)
+engine = Engine.from_buffer(open(MODEL, "rb").read(), TIER, 1)
 feats = array("f")
 feats.frombytes(open("/data/features.f32", "rb").read())
 frames = len(feats) // 128
@@ -90,7 +76,7 @@ ff_out = array("f", bytes(4 * T * 4 * D))
 out["layernorm"] = least_ms(lambda: k.layernorm(rows, T, D, g, b, 1e-5), 4 * REPEATS)
 out["attention_heads"] = least_ms(lambda: k.attention_heads(T, D, dk, 0, H, q, kk, v, p, u, vb, dk ** 0.5, o), REPEATS)
 out["silu"] = least_ms(lambda: k.silu(ff, T * 4 * D, out=ff_out), 4 * REPEATS)
-out["glu"] = least_ms(lambda: k.glu(ff, T * 2, D), 4 * REPEATS)
+out["glu"] = least_ms(lambda: k.glu(ff, T, D), 4 * REPEATS)                    # [T][2D] -> [T][D]
 out["frames"] = T
 json.dumps(out)
 """
@@ -103,13 +89,17 @@ def tree_runtime(tree: Path) -> tuple:
     return Path(env["PHONON_PYODIDE_DIR"]), Path(env["PHONON_WHEEL"])
 
 
-def time_tree(tree: Path, data: Path, runner: Path, tier: str, repeats: int) -> dict:
+def time_tree(tree: Path, model: Path, data: Path, tier: str, repeats: int) -> dict:
+    """The child's figures in `tree`'s own Pyodide with its own wheel (harness/pyodide_node.mjs,
+    this checkout's: it only loads what it is given)."""
     pyodide, wheel = tree_runtime(tree)
     if not wheel.exists():
         raise SystemExit(f"{tree} has no Pyodide wheel ({wheel}): run its build.py pyodide (or wheel)")
-    code = f"TIER = {tier!r}\nREPEATS = {int(repeats)}\n" + CHILD
-    done = subprocess.run(["node", "--experimental-wasm-relaxed-simd", str(runner), str(pyodide), str(wheel), str(data)],
-                          input=code, capture_output=True, text=True, timeout=3600)
+    code = f"TIER = {tier!r}\nREPEATS = {int(repeats)}\nMODEL = {'/model/' + model.name!r}\n" + CHILD
+    request = {"code": code, "mounts": {"/model": str(model.parent), "/data": str(data)}}
+    done = subprocess.run(["node", "--experimental-wasm-relaxed-simd", str(ROOT / "harness" / "pyodide_node.mjs"),
+                           str(pyodide), str(wheel)], input=json.dumps(request), capture_output=True, text=True,
+                          timeout=3600)
     for line in done.stdout.splitlines():
         if line.startswith("@@result "):
             return json.loads(line[len("@@result "):])
@@ -138,16 +128,14 @@ def main(argv=None) -> int:
     from harness.bench_ort_encoder import features
     from harness.webgpu_estimates import old_tree
     old = args.old_tree.resolve() if args.old_tree else old_tree(args.commit)
+    model = synthetic_model(args.size).resolve()
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder)
-        runner = data / "runner.mjs"
-        runner.write_text(RUNNER)
-        (data / "model.gguf").write_bytes(synthetic_model(args.size).read_bytes())   # NODEFS mounts no links
         features(100 * args.seconds)[0].tofile(data / "features.f32")
         runs = {"old": [], "new": []}
         for round_ in range(args.rounds):
             for side, tree in (("old", old), ("new", ROOT)):
-                runs[side].append(time_tree(tree, data, runner, args.tier, args.repeats))
+                runs[side].append(time_tree(tree, model, data, args.tier, args.repeats))
                 print(f"round {round_ + 1}: {side} " + json.dumps(runs[side][-1]), flush=True)
     best = {side: {name: min(r[name] for r in rs) for name in FIGURES} | {"frames": rs[0]["frames"]}
             for side, rs in runs.items()}
