@@ -44,8 +44,11 @@ SOFT = {
                               # 24x24 product from 16-bit limbs, normalise, round, pack (sf_mul_any: 75)
     "sf_add": 52,             # two normal operands (sf_add to sf_add_ordered): fields and range test, order,
                               # align with jam, add or subtract, normalise, round, pack (sf_add_any: 72)
-    "sf_div_finite": 215,     # 31 steps of restoring division (6 each) + unpack, round, pack
-    "sf_div": 230,            # sf_div_finite + the special-case tests
+    "sf_div_finite": 105,     # unpack, round, pack (~30) + sf_div_sig's path for an estimate within
+                              # 2^27 of the quotient (~55 WGSL operations, and two f32 divisions
+                              # priced at 10 each: GPUs divide in several instructions); the long
+                              # division it falls back to (26 steps of 6) is not priced
+    "sf_div": 120,            # sf_div_finite + the special-case tests
     "sf_from_i32_scaled": 30,
     "sf_rint": 20,            # sf_rint_small / sf_rint_clamp127
     "sf_sqrt": 300,           # 27 digit-by-digit steps

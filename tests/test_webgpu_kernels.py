@@ -149,9 +149,7 @@ def test_softfloat_matches_ieee_float32(gpu, scalar, op):
             want = (f32(a) * f32(b)) if op == "mul" else (f32(a) + f32(b))
             got = gpu.float_op(op, a, b)
         elif op == "div":
-            a, b = special_f32(rng, n), special_f32(rng, n)
-            ok = ((a & 0x7FFFFFFF) - 1 < 0x7F7FFFFF) & ((b & 0x7FFFFFFF) - 1 < 0x7F7FFFFF)  # finite, non-zero
-            a, b = a[ok], b[ok]
+            a, b = division_cases(rng, n)
             got, want = gpu.float_op(op, a, b), f32(a) / f32(b)
         elif op == "div_any":           # zeros, infinities and NaN included
             a, b = special_f32(rng, n), special_f32(rng, n)
@@ -178,6 +176,41 @@ def test_softfloat_matches_ieee_float32(gpu, scalar, op):
             got = gpu.float_op("dequant_bias1", acc.view(np.uint32), xs, ws)
             want = want + np.float32(1)
     assert_same_floats(got, np.asarray(want, np.float32).view(np.uint32), op)
+
+
+def division_cases(rng, n):
+    """Finite non-zero (a, b) bit patterns: special_f32's, and exact quotients (a = b c with
+    short significands: a remainder of zero) across the exponent range."""
+    a, b = special_f32(rng, n), special_f32(rng, n)
+    ok = ((a & 0x7FFFFFFF) - 1 < 0x7F7FFFFF) & ((b & 0x7FFFFFFF) - 1 < 0x7F7FFFFF)
+    short = lambda: (rng.integers(1 << 11, 1 << 12, n // 4) * 2.0 ** rng.integers(-60, 50, n // 4))
+    bb, c = short(), short() * rng.choice([-1.0, 1.0], n // 4)
+    ea = (bb * c).astype(np.float32).view(np.uint32)
+    return np.concatenate([a[ok], ea]), np.concatenate([b[ok], bb.astype(np.float32).view(np.uint32)])
+
+
+# softfloat.wgsl's division takes an f32 estimate of the quotient and proves or discards it in
+# integers: estimates a few units off, thousands of units off, and corrections one or two units
+# off must all give the same bits (the last two by the correction step and by the long division).
+DIV_ESTIMATE = "f32(ma) / f32(mb) * 33554432.0"
+DIV_CORRECTION = "floor(f32(r) / f32(mb))"
+WRONG_ESTIMATES = {
+    "estimate-a-few-units-high": (DIV_ESTIMATE, "f32(ma) / f32(mb) * 33554440.0"),
+    "estimate-thousands-low": (DIV_ESTIMATE, "f32(ma) / f32(mb) * 33550000.0"),
+    "correction-one-high": (DIV_CORRECTION, "(floor(f32(r) / f32(mb)) + 1.0)"),
+    "correction-two-low": (DIV_CORRECTION, "(floor(f32(r) / f32(mb)) - 2.0)"),
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(WRONG_ESTIMATES))
+def test_division_bits_do_not_depend_on_the_f32_estimate(device, wrong):
+    old, new = WRONG_ESTIMATES[wrong]
+    assert old in (SHADER_DIR / "softfloat.wgsl").read_text()
+    patched = GpuKernels(device, packed_dot=False, patch=lambda source: source.replace(old, new))
+    a, b = division_cases(np.random.default_rng(7), 1 << 16)
+    with np.errstate(all="ignore"):
+        want = f32(a) / f32(b)
+    assert_same_floats(patched.float_op("div", a, b), np.asarray(want, np.float32).view(np.uint32), wrong)
 
 
 # ---------------------------------------------------------------------------------------------

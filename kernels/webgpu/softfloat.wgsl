@@ -1,7 +1,8 @@
 // binary32 arithmetic in integers: the float steps of the C scalar tier, bit for bit.
 //
-// Every value is carried as its IEEE-754 binary32 bit pattern in a u32 and no f32 appears
-// anywhere in the WebGPU tier's shaders. Reason (docs/webgpu.md): WGSL's f32 `+` and `*` are
+// Every value is carried as its IEEE-754 binary32 bit pattern in a u32, and no result of the
+// WebGPU tier's shaders depends on an f32 operation (the one f32 use, sf_div_sig's estimate of a
+// quotient, is proved or discarded in integers). Reason (docs/webgpu.md): WGSL's f32 `+` and `*` are
 // "correctly rounded" in its own sense (either neighbour: no rounding mode is specified), any
 // f32 operation may flush subnormals to zero, an implementation may ignore the sign of a zero,
 // reassociate or fuse, and `/` is only 2.5 ULP. Integer arithmetic (u32/i32, wrapping, shifts,
@@ -247,29 +248,77 @@ fn sf_add_any(a: u32, b: u32) -> u32 {
                           (y & 0x7fffffu) | select(0u, 0x800000u, fy != 0u));
 }
 
-// a / b for finite non-zero a and b (the only divisions: 127 / amax and amax / 127 in
-// quantize_act), IEEE-754 binary32, round to nearest even: 31 quotient bits by restoring long
-// division, the remainder jammed into the last.
+// a / b for finite non-zero a and b, IEEE-754 binary32, round to nearest even: the quotient's
+// 24 kept bits and 2 rounding bits (sf_div_sig), any remainder jammed into the last bit, one
+// rounding.
 fn sf_div_finite(a: u32, b: u32) -> u32 {
     let sign = (a ^ b) & F32_SIGN;
     let ua = sf_unpack(a);
     let ub = sf_unpack(b);
     var e = ua.e - ub.e + 127;
-    var rem = ua.m;
-    if (rem < ub.m) {
-        rem = rem << 1u;
+    var ma = ua.m;
+    if (ma < ub.m) {
+        ma = ma << 1u;
         e = e - 1;
     }
-    var q = 0u;                                  // rem in [m_b, 2 m_b): q in [2^30, 2^31)
-    for (var i = 0u; i < 31u; i = i + 1u) {
+    return sf_round_pack(sign, e, sf_div_sig(ma, ub.m));
+}
+
+// The significand of ma / mb for mb in [2^23, 2^24) and ma in [mb, 2 mb): q = floor(ma 2^25 / mb),
+// in [2^25, 2^26), shifted to its leading bit at 30, bit 0 set when the remainder is not zero.
+//
+// q comes from an estimate that integer arithmetic then proves or discards, so the bits never
+// depend on the adapter's f32: the estimate f32(ma) / f32(mb) (WGSL promises 2.5 ULP, about 10
+// units of q; an adapter may do worse, flush or return anything), the exact 64-bit remainder
+// R = ma 2^25 - q0 mb (16-bit limbs), and when |R| < 2^27 a second estimate d of R / mb and a last
+// unit of correction: q = q0 + d (+-1) is floor(ma 2^25 / mb) exactly when its remainder lies in
+// [0, mb), which is tested. Otherwise (a bad estimate) 26 steps of restoring division. About 60
+// integer operations against the division's ~160.
+fn sf_div_sig(ma: u32, mb: u32) -> u32 {
+    let q0 = u32(clamp(f32(ma) / f32(mb) * 33554432.0, 33554432.0, 67108860.0));
+    let a_lo = ma << 25u;                            // ma 2^25 = (ma >> 7, a_lo)
+    let p_lo = q0 * mb;                              // q0 mb, low word (mod 2^32)
+    let ql = q0 & 0xffffu;
+    let qh = q0 >> 16u;
+    let bl = mb & 0xffffu;
+    let bh = mb >> 16u;
+    let mid = qh * bl + ql * bh + ((ql * bl) >> 16u);                     // < 2^28
+    let r_lo = a_lo - p_lo;
+    let r_hi = (ma >> 7u) - (qh * bh + (mid >> 16u)) - select(0u, 1u, a_lo < p_lo);
+    // R in [-2^27, 2^27): r_lo in that range as an i32 and r_hi its sign extension
+    if (r_lo + 0x8000000u < 0x10000000u && r_hi == select(0u, 0xffffffffu, r_lo >= 0x80000000u)) {
+        let r = bitcast<i32>(r_lo);
+        let m = i32(mb);
+        let d = clamp(i32(floor(f32(r) / f32(mb))), -16, 16);          // |d mb| <= 2^28: exact
+        var q = q0 + bitcast<u32>(d);
+        var rem = r - d * m;
+        if (rem < 0) {
+            q = q - 1u;
+            rem = rem + m;
+        } else if (rem >= m) {
+            q = q + 1u;
+            rem = rem - m;
+        }
+        if (rem >= 0 && rem < m) {
+            return (q << 5u) | select(0u, 1u, rem != 0);
+        }
+    }
+    return sf_div_sig_long(ma, mb);
+}
+
+// sf_div_sig by restoring long division: 26 quotient bits, one per step.
+fn sf_div_sig_long(ma: u32, mb: u32) -> u32 {
+    var rem = ma;                                    // < 2 mb < 2^25 before every step
+    var q = 0u;
+    for (var i = 0u; i < 26u; i = i + 1u) {
         q = q << 1u;
-        if (rem >= ub.m) {
-            rem = rem - ub.m;
+        if (rem >= mb) {
+            rem = rem - mb;
             q = q | 1u;
         }
         rem = rem << 1u;
     }
-    return sf_round_pack(sign, e, q | select(0u, 1u, rem != 0u));
+    return (q << 5u) | select(0u, 1u, rem != 0u);
 }
 
 // a / b for any a and b, IEEE-754 binary32 (C's `/`): NaN operands give that NaN quieted,

@@ -3,7 +3,7 @@ bits: kernels/attention_impl.h `heads` (Kernels.attention_heads) as four compute
 every head at once: the operands' block quantisation (kernels/webgpu/attention_blocks.wgsl), the
 scores' integer dot products (attention_scores.wgsl), the softmax's exponentials and their
 mantissas (attention_softmax.wgsl) and the weighted sum (attention_context.wgsl); docs/kernels.md
-"Order-free reductions" gives the rule, docs/webgpu.md says why the shaders hold no f32.
+"Order-free reductions" gives the rule, docs/webgpu.md says why no shader result depends on an f32.
 
     att = GpuAttention(gpu, D, H, u, vb, s)      # u, vb float32 [D] uploaded once; s = sqrt(dk)
     passes = att.passes(q_buf, k_buf, v_buf, p_buf, out_buf, T)   # for gpu.run, buffers resident
