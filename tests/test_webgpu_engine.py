@@ -19,8 +19,9 @@ from engine.executors import Alone
 from engine.executors.webgpu.device import MODULES, GpuKernels, shader_source
 from engine.executors.webgpu.executor import WebGpu
 from engine.executors.webgpu.mutations import DECODE_STORE, GEMM_STORE, wrong_when_decoded_once, flip_one_bit, no_entry_point
-from engine.executors.webgpu.self_test import SELF_TEST_FRAMES, GpuRefused, cpu_digest, encoder_digest, first_difference, self_test
-from engine.family import load
+from engine.executors.webgpu.self_test import (SELF_TEST_FRAMES, GpuRefused, cpu_digest, encoder_digest, first_difference,
+                                              self_test, self_test_features)
+from engine.family import load, network
 from engine.kernels import KernelError, Kernels
 from engine.stream.session import stream_samples
 from engine.transcribe import Engine
@@ -114,6 +115,24 @@ def test_batch_matches_native_scalar(engines, samples):
     assert result["tokens"] == want["tokens"] and result["text"] == want["text"]
     counters = result["timing"]["gpu"]
     assert counters["submissions"] > 0 and counters["uploaded_bytes"] > 0 and counters["read_bytes"] > 0
+
+
+def test_resident_weights_give_native_bits(tiny_gguf_path, gpu, samples):
+    """WebGpu(resident_weights=True): every five-value linear decoded once at load; an encode
+    then runs no decode pass and gives the native scalar tier's output."""
+    model = load(tiny_gguf_path)
+    features = self_test_features(model.dims.n_mels, SELF_TEST_FRAMES)
+    ex = WebGpu(Kernels("scalar"), gpu, fallback=False, resident_weights=True)
+    net = network(model, ex)
+    layers = net.encoder.layers
+    fv5 = [lin._run.gpu for layer in layers for lin in (layer.feed_forward1.linear1, layer.self_attn.q,
+                                                         layer.conv.pw2) if lin._run.gpu.kind == "fv5"]
+    assert fv5 and all(lin.resident for lin in fv5)
+    assert ex.gpu.counters["dispatches"] >= len(fv5)          # the decode passes, at load
+    got, _ = net.encode(features, SELF_TEST_FRAMES)
+    want, _ = network(model, Alone(Kernels("scalar"))).encode(features, SELF_TEST_FRAMES)
+    assert first_difference(got, want) is None
+    assert ex.lost is None
 
 
 def test_the_float_debug_path_is_refused_on_the_gpu(engines, gpu):

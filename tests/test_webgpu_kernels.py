@@ -245,12 +245,15 @@ def fv5_linear(rng, O, K, bias=True, special=False, scale=1.0):
     return pack_b5x3t7(codes), lo, hi, b
 
 
-def fv5_differences(gpu, scalar, O, K, N, seed, bias, special=False, scale=1.0, act_scale=1.0):
+def fv5_differences(gpu, scalar, O, K, N, seed, bias, special=False, scale=1.0, act_scale=1.0,
+                    resident=False):
     """Outputs of the WebGPU fv5 linear (quantise + GEMM) that differ from the C scalar tier."""
     rng = np.random.default_rng(seed)
     packed, lo, hi, b = fv5_linear(rng, O, K, bias, special, scale)
     x = (random_acts(rng, N, K, extreme=special) * np.float32(act_scale)).astype(np.float32)
-    y = GpuLinear(gpu, "fv5", O, K, packed, lo, hi, b, kernels=scalar)(x, N)
+    lin = GpuLinear(gpu, "fv5", O, K, packed, lo, hi, b, kernels=scalar, resident=resident)
+    assert lin.resident == resident
+    y = lin(x, N)
     xq, xs = scalar.quantize(x, N, K)
     want = scalar.fv5_gemm(xq, xs, N, scalar.prepare_fv5(packed, lo, hi, O, K), bias=b)
     return differing(y, want)
@@ -262,6 +265,15 @@ def test_fv5_gemm_bit_identical_to_scalar(gpu, scalar, O, K, N):
         for special in (False, True):
             seed = 7 * O + 3 * K + N + bias + 2 * special
             assert fv5_differences(gpu, scalar, O, K, N, seed, bias, special) == 0, (bias, special)
+
+
+@pytest.mark.parametrize("O, K, N", [(8, 24, 1), (40, 1032, 7), (40, 1032, 33), (8, 184, 40), (1024, 1024, 33)])
+def test_fv5_resident_weights_bit_identical_to_scalar(gpu, scalar, O, K, N):
+    """Weights decoded once when the linear is made (GpuLinear resident): the int8 GEMM on them
+    for every N, one tile of tokens or several, gives the scalar tier's bits."""
+    for special in (False, True):
+        assert fv5_differences(gpu, scalar, O, K, N, seed=O + K + N, bias=True, special=special,
+                               resident=True) == 0, special
 
 
 @pytest.mark.parametrize("scale, act_scale", [(1e-36, 1.0), (1e-30, 1e-8), (2.0 ** -140, 1.0),

@@ -338,11 +338,17 @@ class GpuLinear:
     "int8": weights = int8 [O][K], scales = float32 [O], no hi. bias: float32 [O] or None.
     activation: None or "silu" (kernels/activation.h's SiLU of each output, on the device in
     soft-float: silu.wgsl). Shapes as the C kernels: K % 8 == 0, and O % 8 == 0 for fv5.
+
+    resident (fv5 only): decode the weights once, here, into int8 rows kept on the device
+    (O*K bytes, about 3.4x the packed blocks; the packed buffers are let go), so that no GEMM
+    decodes them again: every call is then the int8 GEMM on them, the same weights and bits.
+    This submits the decode pass (make no passes of these GpuKernels that are not yet run).
+    Without it a call over more than one tile of tokens decodes into a shared scratch first.
     """
 
     def __init__(self, gpu: GpuKernels, kind: str, O: int, K: int, weights, scales, hi=None,
                  bias=None, kernels: Kernels | None = None, prepared: Fv5Weights | None = None,
-                 activation: str | None = None):
+                 activation: str | None = None, resident: bool = False):
         check_gpu_dims(O=O, K=K)
         if activation not in ACTIVATIONS:
             raise KernelError(f"unknown activation {activation!r}")
@@ -371,16 +377,26 @@ class GpuLinear:
         self.has_bias, self.activation = bias is not None, activation
         self._bias = gpu.upload(float32_view(bias, O, "bias") if self.has_bias else bytes(4))
         self.module = f"{kind}_gemm"
+        self.resident = False
+        if kind == "fv5" and resident:
+            self._decode_once()
+
+    def _decode_once(self) -> None:
+        """fv5_decode.wgsl into int8 rows w8 [O][K] of this linear's own: its weights from now on."""
+        w8 = self.gpu.buffer(-(-self.O * self.K // 16) * 16, STORAGE)
+        self.gpu.run([("fv5_decode", [self.gpu.uniform(self.O, self.K), *self._weights, w8],
+                       element_groups(fv5_decode_items(self.O, self.K)))])
+        self._weights, self.module, self.resident = [w8], "int8_gemm", True
 
     @classmethod
     def from_weights(cls, gpu: GpuKernels, w, kernels: Kernels | None = None,
-                     activation: str | None = None) -> "GpuLinear":
+                     activation: str | None = None, resident: bool = False) -> "GpuLinear":
         """From an engine.executors.linear.LinearWeights (a linear as the model file stores it); with
         `kernels`, the fv5 grid is the one the weights keep (LinearWeights.prepared)."""
         if w.kind == "fv5":
             prepared = w.prepared(kernels) if kernels is not None else None
             return cls(gpu, "fv5", w.O, w.K, w.packed, w.lo, w.hi, w.bias, prepared=prepared,
-                       activation=activation)
+                       activation=activation, resident=resident)
         return cls(gpu, "int8", w.O, w.K, w.q, w.scale, None, w.bias, activation=activation)
 
     def gemm_passes(self, xq, xs, N: int, ybuf=None):
@@ -394,7 +410,7 @@ class GpuLinear:
         groups = (-(-self.O // GEMM_ROWS), -(-N // GEMM_TOKENS))
         if groups[1] > MAX_GROUPS:
             raise KernelError(f"N = {N} needs {groups[1]} workgroups, above {MAX_GROUPS}")
-        if self.kind == "fv5" and N > GEMM_TOKENS:
+        if self.kind == "fv5" and not self.resident and N > GEMM_TOKENS:
             w8 = self.gpu.scratch("fv5_decoded", self.O * self.K)
             decode = ("fv5_decode", [self.gpu.uniform(self.O, self.K), *self._weights, w8],
                       element_groups(fv5_decode_items(self.O, self.K)))

@@ -95,10 +95,19 @@ class WebGpu(Alone):
     bits), and so is every later one; `lost` then says why and `on_lost(reason)` is called once.
     The decode in progress finishes, nothing is lost. fallback=False: a device failure raises
     instead (self_test: a device that cannot run the check must fail it, not pass on the CPU's
-    bits)."""
+    bits).
 
-    def __init__(self, k: Kernels, gpu, on_lost=None, fallback: bool = True):
+    resident_weights=True: each five-value linear is decoded to int8 once, when it is made, and
+    kept on the device (GpuLinear `resident`), so no encode decodes a weight again (11 G of a
+    full-size encode's ~140 G operations, harness/webgpu_cost.py), at the price of memory: the
+    full-size model then holds about 0.6 GB of int8 weights on the device instead of 0.18 GB of
+    packed blocks, above the bound the default keeps (the model file + 100 MiB). Default False:
+    the packed blocks stay, decoded into a scratch by every GEMM over more than 32 tokens."""
+
+    def __init__(self, k: Kernels, gpu, on_lost=None, fallback: bool = True,
+                 resident_weights: bool = False):
         super().__init__(k)
+        self.resident_weights = resident_weights
         self.gpu = gpu_kernels(gpu)
         self.lost: str | None = None
         self.on_lost, self.fallback = on_lost, fallback
@@ -243,7 +252,9 @@ class WebGpu(Alone):
 
     def linear(self, w: LinearWeights, activation=None):
         check_activation(activation)
-        lin = GpuLinear.from_weights(self.gpu, w, kernels=self.k, activation=activation)
+        self.flush()                     # the decode of a resident linear submits at once
+        lin = GpuLinear.from_weights(self.gpu, w, kernels=self.k, activation=activation,
+                                     resident=self.resident_weights)
         cpu = Alone.linear(self, w, activation)          # the redo: the same bits
 
         def run(x, N: int):
