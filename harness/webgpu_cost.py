@@ -129,10 +129,11 @@ def gemm_epilogue(N: int, O: int, flags: int) -> float:
 
 
 def fv5_word() -> float:
-    """One word (four weights) of fv5_codes.wgsl fv5_lookup: per byte the code, code / place by
-    multiply and shift, its digit (t - 5 (t / 5), multiply and shift), the grid entry, the insert;
-    the multiplier and shift once per word."""
-    return 4 * (2 + 2 + 5 + 3 + 2) + 4
+    """One word (four weights) of fv5_codes.wgsl: a third of fv5_digits (the three digit words
+    of four codes: two halves, c / 5 and c / 25 by multiply, shift and mask, the remainders,
+    the halves merged: 29), picking the word's digit (2), its row's grid words (one load), and
+    fv5_levels (three bit masks, the +-q choice, four byte masks and their merge: 21)."""
+    return 29 / 3 + 2 + 1 + 21
 
 
 def fv5_decode(p, packed):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from engine.kernels import KernelError, Kernels
-from engine.executors.webgpu.device import MODULES, SHADER_DIR, GpuKernels, GpuLinear, shader_source
+from engine.executors.webgpu.device import MODULES, SHADER_DIR, GpuKernels, GpuLinear, fv5_grid_words, shader_source
 from modeltools.fv5 import pack_b5x3t7
 from test_kernels_native import random_acts, random_fv5
 from test_kernels_native import test_quantize_names_the_nonfinite_row as native_nonfinite_row_check
@@ -351,19 +351,37 @@ MUTATIONS = {
     # ties rounded away from zero instead of to even
     "ties away": ("r = r & ~1u;", "r = r;"),
     # the last fv5 digit read from the wrong place value
-    "fv5 digit": ("select(select(1u, 205u, which == 1u), 41u", "select(select(1u, 205u, which == 1u), 205u"),
+    "fv5 digit": ("let even25 = ((even5 * 205u) >> 10u)", "let even25 = ((even5 * 41u) >> 10u)"),
+    # digits 1 and 3 built on the wrong grid entry
+    "fv5 level": ("let lo_level = grid.y ^", "let lo_level = grid.x ^"),
 }
 
 
+def test_fv5_grid_words_repeat_each_entry():
+    lut = bytes([0xFD, 0xFF, 0, 1, 3, 0, 0, 0]) + bytes([0x81, 0xC0, 0, 0x40, 0x7F, 0, 0, 0])   # -3 -1 0 1 3; -127 -64 0 64 127
+    words = np.frombuffer(fv5_grid_words(lut, 2), np.uint32)
+    assert [hex(w) for w in words] == ["0xfdfdfdfd", "0xffffffff", "0xfefefefe", "0x3030303",
+                                       "0x81818181", "0xc0c0c0c0", "0x80808080", "0x7f7f7f7f"]
+    with pytest.raises(KernelError, match="need 8 \\* O = 24"):
+        fv5_grid_words(lut, 3)
+
+
 def test_fv5_digit_arithmetic_holds_for_every_code():
-    """fv5_codes.wgsl's division-free digits: c / 5 and c / 25 by multiply and shift, exact
-    for every 7-bit code (the shader masks codes to 7 bits)."""
+    """fv5_codes.wgsl's division-free digits, two codes per word (one per 16-bit half): c / 5 and
+    (c / 5) / 5 by multiply, shift and mask, exact for every pair of 7-bit codes (the shader
+    masks codes to 7 bits), neither half disturbing the other."""
     source = (SHADER_DIR / "fv5_codes.wgsl").read_text()
-    assert "select(select(1u, 205u, which == 1u), 41u, which == 2u)" in source
-    for c in range(128):
-        for which, (mult, bits) in enumerate([(1, 0), (205, 10), (41, 10)]):
-            t = (c * mult) >> bits
-            assert t == c // 5 ** which and t - 5 * ((t * 205) >> 10) == (c // 5 ** which) % 5, (c, which)
+    assert "let even5 = ((even * 205u) >> 10u) & 0x003f003fu;" in source
+    assert "let even25 = ((even5 * 205u) >> 10u) & 0x003f003fu;" in source
+    c = np.arange(128, dtype=np.uint64)
+    lo, hi = np.meshgrid(c, c)
+    word = (lo | (hi << 16)).ravel()
+    fives = ((word * 205) >> 10) & 0x003F003F
+    twentyfives = ((fives * 205) >> 10) & 0x003F003F
+    assert ((word * 205) < 2 ** 32).all()
+    for got, want in [(fives, c // 5), (twentyfives, c // 25)]:
+        np.testing.assert_array_equal(got & 0xFFFF, np.meshgrid(want, want)[0].ravel())
+        np.testing.assert_array_equal(got >> 16, np.meshgrid(want, want)[1].ravel())
 
 
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
@@ -385,11 +403,11 @@ def test_mutated_shader_fails_the_comparison(device, scalar, name):
         a = exp_inputs(np.random.default_rng(1), 1 << 14)
         assert (bits(bad.float_op("silu", a)) != bits(project_math(scalar, "silu", a))).any(), name
         return
-    # one shape decoding in the GEMM (N <= 32), one in the decode pass: the fv5 digit must be
-    # caught on both, the epilogue's mutations on either
+    # one shape decoding in the GEMM (N <= 32), one in the decode pass: the fv5 mutations must be
+    # caught on both, the epilogue's on either
     found = [fv5_differences(bad, scalar, O, K, N, seed=O + K + N, bias=True)
              for O, K, N in [(40, 1032, 7), (8, 24, 33)]]
-    assert all(found) if name == "fv5 digit" else any(found), f"mutation {name!r} went unnoticed: {found}"
+    assert all(found) if name.startswith("fv5") else any(found), f"mutation {name!r} went unnoticed: {found}"
 
 
 def test_from_linear_weights(gpu, scalar):

@@ -7,23 +7,43 @@
 // vectors of 4 words, the eighth in their top bits; a short last group is plain bytes. Word q
 // of a vector holds lanes 4q .. 4q+3: row 8b + 2p + q / 2, columns 8kb + 4 (q % 2) + 0..3.
 
-// Four codes -> four int8 weights of one row: digit `which` (0, 1, 2: the vector's index in its
-// code, v % 3) of each code c picks the row's grid entry (lut_lo holds entries 0..3, lut_hi
-// entry 4 in its low byte). The digit without integer division (GPUs emulate it): for c < 128,
-// c / 5 = (c * 205) >> 10 and c / 25 = (c * 41) >> 10 exactly, and t % 5 = t - 5 (t / 5).
-// (A 128-entry constant table of the digits was 12x slower on lavapipe: a runtime index into
-// a const array is compiled as a copy of the array per lookup.)
-fn fv5_lookup(codes: u32, which: u32, lut_lo: u32, lut_hi: u32) -> u32 {
-    let mult = select(select(1u, 205u, which == 1u), 41u, which == 2u);
-    let bits = select(0u, 10u, which != 0u);
-    var out = 0u;
-    for (var i = 0u; i < 4u; i = i + 1u) {
-        let t = (((codes >> (8u * i)) & 0x7fu) * mult) >> bits;     // c / place
-        let shift = 8u * (t - 5u * ((t * 205u) >> 10u));          // 8 x the digit
-        let entry = select(lut_lo >> shift, lut_hi, shift == 32u) & 0xffu;
-        out = out | (entry << (8u * i));
-    }
-    return out;
+// The three level digits of four codes (one per byte, each < 125): word s holds digit s (place
+// 1, 5, 25) of code i in byte i. Two codes at a time, one per 16-bit half of a word, so the
+// products never carry from one into the other (127 x 205 < 2^16): c / 5 = (c 205) >> 10 and
+// (c / 5) / 5 = c / 25 exactly for c < 128, and c % 5 = c - 5 (c / 5). No integer division (GPUs
+// emulate it) and no table (a runtime index into a const array is compiled as a copy of the
+// array per lookup: 12x slower on lavapipe).
+fn fv5_digits(codes: u32) -> vec3<u32> {
+    let even = codes & 0x00ff00ffu;                              // codes 0 and 2
+    let odd = (codes >> 8u) & 0x00ff00ffu;                       // codes 1 and 3
+    let even5 = ((even * 205u) >> 10u) & 0x003f003fu;            // c / 5
+    let odd5 = ((odd * 205u) >> 10u) & 0x003f003fu;
+    let even25 = ((even5 * 205u) >> 10u) & 0x003f003fu;          // c / 25
+    let odd25 = ((odd5 * 205u) >> 10u) & 0x003f003fu;
+    return vec3<u32>((even - 5u * even5) | ((odd - 5u * odd5) << 8u),
+                     (even5 - 5u * even25) | ((odd5 - 5u * odd25) << 8u),
+                     even25 | (odd25 << 8u));
+}
+
+// Four digits (one per byte, 0..4) -> four int8 weights of one row, all bytes at once. `grid`
+// is the row's grid entries repeated in every byte, made on the host (engine GpuLinear
+// `fv5_grid_words`): x = entry 0 (-Q), y = entry 1 (-q), z = entry 1 ^ entry 3 (-q ^ q),
+// w = entry 4 (Q); entry 2 is zero (fv5_row_grid), so digit 2 needs none. Digit 0 has no bit set,
+// 1 bit 0, 2 bit 1, 3 bits 0 and 1, 4 bit 2; each bit becomes a byte mask (byte_masks).
+fn fv5_levels(digits: u32, grid: vec4<u32>) -> u32 {
+    let ones = 0x01010101u;
+    let bit0 = digits & ones;
+    let bit1 = (digits >> 1u) & ones;
+    let bit2 = (digits >> 2u) & ones;
+    let lo_level = grid.y ^ (grid.z & byte_masks(bit1));           // -q, or q for digit 3
+    return (byte_masks((bit0 | bit1 | bit2) ^ ones) & grid.x) | (byte_masks(bit0) & lo_level)
+        | (byte_masks(bit2) & grid.w);
+}
+
+// Bytes 0 or 1 -> bytes 0 or 0xff: b 0xff as (b << 8) - b (no borrow crosses a byte; the top
+// byte's carry leaves the word), a shift and a subtraction instead of a multiply.
+fn byte_masks(b: u32) -> u32 {
+    return (b << 8u) - b;
 }
 
 // Code vectors of a block with K columns: ceil((K / 2) / 3).

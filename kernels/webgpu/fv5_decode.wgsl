@@ -15,20 +15,22 @@ struct DecodeParams {
 
 @group(0) @binding(0) var<uniform> dp: DecodeParams;
 @group(0) @binding(1) var<storage, read> packed: array<u32>;     // [O/8][block bytes / 4]
-@group(0) @binding(2) var<storage, read> lut: array<u32>;        // [O][2] (8 int8 each)
+@group(0) @binding(2) var<storage, read> grid: array<vec4<u32>>; // [O] (fv5_levels' grid words)
 @group(0) @binding(3) var<storage, read_write> w8: array<u32>;   // [O][K/4]
 
 // Code vector t's (four lanes of quarter q) weights into w8: vectors 3t .. 3t+2 below K/2.
 fn emit_code(codes: u32, t: u32, b: u32, q: u32) {
-    let vectors = dp.K / 2u;
-    let words = dp.K / 4u;
-    for (var s = 0u; s < 3u; s = s + 1u) {
-        let v = 3u * t + s;
-        if (v < vectors) {
-            let row = 8u * b + 2u * (v % 4u) + q / 2u;
-            w8[row * words + 2u * (v / 4u) + q % 2u] =
-                fv5_lookup(codes, v % 3u, lut[2u * row], lut[2u * row + 1u]);
-        }
+    let digits = fv5_digits(codes);
+    emit_word(3u * t, digits.x, b, q);
+    emit_word(3u * t + 1u, digits.y, b, q);
+    emit_word(3u * t + 2u, digits.z, b, q);
+}
+
+// Word q of panel vector v (four weights of row 8b + 2 (v % 4) + q / 2) from its digits.
+fn emit_word(v: u32, digits: u32, b: u32, q: u32) {
+    if (v < dp.K / 2u) {
+        let row = 8u * b + 2u * (v % 4u) + q / 2u;
+        w8[row * (dp.K / 4u) + 2u * (v / 4u) + q % 2u] = fv5_levels(digits, grid[row]);
     }
 }
 

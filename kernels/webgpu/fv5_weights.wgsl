@@ -1,6 +1,7 @@
 // Five-value weights for gemm_tile.wgsl, decoded in the shader from the fv5-b5x3t7-v1 blocks
 // exactly as the model file stores them (fv5_codes.wgsl has the layout), with the per-row int8
-// grid of kernels/fv5_grid.h (lut [O][8] int8, built on the host by fv5_row_grid). The engine
+// grid of kernels/fv5_grid.h (built on the host by fv5_row_grid; each row's entries as
+// fv5_levels' four words, fv5_grid_words). The engine
 // uses this fused decode for one tile of tokens (N <= 32); for more, fv5_decode.wgsl decodes
 // the linear once into int8 rows and the int8 GEMM runs on them (the same bits, a quarter of
 // the decoding at N = 125).
@@ -8,12 +9,12 @@
 // A GEMM chunk (12 kb: 48 panel vectors = code vectors 16c .. 16c+15 of chunk c, two whole
 // groups) of the workgroup's 8 blocks is 14 stored vectors = 56 contiguous words per block:
 // stage_weights copies them (consecutive invocations, consecutive words) into fv5_raw, and on
-// the first chunk the 64 rows' grids into fv5_lut; decode_weights then turns each (block,
+// the first chunk the 64 rows' grids into fv5_grid; decode_weights then turns each (block,
 // code vector, quarter of 4 lanes) into its up to three words of int8 weights in w_tile, once
 // per workgroup and chunk.
 
 @group(0) @binding(6) var<storage, read> packed: array<u32>;     // [O/8][block bytes / 4]
-@group(0) @binding(7) var<storage, read> lut: array<u32>;        // [O][2] (8 int8 each)
+@group(0) @binding(7) var<storage, read> grid: array<vec4<u32>>; // [O] (fv5_levels' grid words)
 
 const WEIGHTS_DECODE: bool = true;
 const FV5_BLOCKS: u32 = GEMM_ROWS / 8u;                          // 8 blocks per workgroup
@@ -21,7 +22,7 @@ const FV5_CHUNK_CODES: u32 = GEMM_CHUNK_KB * 4u / 3u;           // 16 code vecto
 const FV5_CHUNK_WORDS: u32 = FV5_CHUNK_CODES / 8u * 28u;        // 56 stored words per block
 
 var<workgroup> fv5_raw: array<u32, FV5_BLOCKS * FV5_CHUNK_WORDS>;   // [block][56]
-var<workgroup> fv5_lut: array<u32, GEMM_ROWS * 2u>;                // [row][2]
+var<workgroup> fv5_grid: array<vec4<u32>, GEMM_ROWS>;              // [row]
 
 fn stage_weights(o0: u32, kb0: u32, lid: u32) {
     let block_words = 4u * fv5_stored_vectors(gp.K);
@@ -38,13 +39,12 @@ fn stage_weights(o0: u32, kb0: u32, lid: u32) {
         fv5_raw[i] = v;
     }
     if (kb0 == 0u) {
-        for (var i = lid; i < GEMM_ROWS * 2u; i = i + GEMM_THREADS) {
-            let o = o0 + i / 2u;
-            var v = 0u;
-            if (o < gp.O) {
-                v = lut[2u * o + i % 2u];
+        for (var i = lid; i < GEMM_ROWS; i = i + GEMM_THREADS) {
+            var v = vec4<u32>(0u);
+            if (o0 + i < gp.O) {
+                v = grid[o0 + i];
             }
-            fv5_lut[i] = v;
+            fv5_grid[i] = v;
         }
     }
 }
@@ -75,13 +75,13 @@ fn decode_weights(o0: u32, kb0: u32, lid: u32) {
                 codes = codes | (((fv5_raw[base + s * 4u] >> 7u) & 0x01010101u) << s);
             }
         }
+        let digits = fv5_digits(codes);
         for (var s = 0u; s < 3u; s = s + 1u) {
             let v = 3u * t + s;
             if (v < v_end) {
                 let row = 8u * b + 2u * (v % 4u) + q / 2u;
                 let kw = 2u * (v / 4u - kb0) + q % 2u;
-                w_tile[kw * W_STRIDE + row] = fv5_lookup(codes, v % 3u, fv5_lut[2u * row],
-                                                         fv5_lut[2u * row + 1u]);
+                w_tile[kw * W_STRIDE + row] = fv5_levels(digits[s], fv5_grid[row]);
             }
         }
     }

@@ -20,7 +20,7 @@
 //   3. every invocation multiplies its sub-tile out of workgroup memory, then a barrier.
 // Both tiles are stored column word major ([word][row], [word][token]) with an odd stride, so
 // the sub-tile reads (consecutive rows) and the staging writes (consecutive words) hit
-// distinct banks. Workgroup memory: w_tile 6,240 + x_tile 3,168 bytes (+ 2,304 for fv5).
+// distinct banks. Workgroup memory: w_tile 6,240 + x_tile 3,168 bytes (+ 2,816 for fv5).
 // Every barrier is in uniform control flow: the chunk loop runs to K from the uniform params.
 
 struct GemmParams {

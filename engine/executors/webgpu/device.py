@@ -329,6 +329,21 @@ class GpuKernels:
         return self.read(xq, N * K), array("f", self.read(xs, 4 * N))
 
 
+def fv5_grid_words(lut, O: int) -> bytes:
+    """The rows' int8 grids (lut [O][8], kernels/fv5_grid.h: entries -Q, -q, 0, q, Q) as
+    fv5_codes.wgsl fv5_levels takes them: per row four u32 words, each an entry repeated in all
+    four bytes: entry 0, entry 1, entry 1 ^ entry 3, entry 4 ([O][16] bytes)."""
+    lut = bytes(memoryview(lut).cast("B"))
+    if len(lut) != 8 * O:
+        raise KernelError(f"the grid holds {len(lut)} bytes, need 8 * O = {8 * O}")
+    minus_q, plus_q = lut[1::8], lut[3::8]
+    flip = (int.from_bytes(minus_q, "little") ^ int.from_bytes(plus_q, "little")).to_bytes(O, "little")
+    words = bytearray(16 * O)
+    for word, entries in enumerate((lut[0::8], minus_q, flip, lut[4::8])):
+        for byte in range(4):
+            words[4 * word + byte::16] = entries
+    return bytes(words)
+
 class GpuLinear:
     """One linear's weights on the device and its quantise + GEMM.
 
@@ -361,7 +376,8 @@ class GpuLinear:
             if prepared is None:
                 prepared = (kernels or Kernels("scalar")).prepare_fv5(weights, scales, hi, O, K)
             packed = memoryview(weights).cast("B")
-            self._weights = [gpu.upload(packed[:(O // 8) * fv5_block_bytes(K)]), gpu.upload(prepared.lut)]
+            self._weights = [gpu.upload(packed[:(O // 8) * fv5_block_bytes(K)]),
+                             gpu.upload(fv5_grid_words(prepared.lut, O))]
             ws = prepared.ws
         elif kind == "int8":
             if hi is not None:

@@ -4,7 +4,7 @@ source in, WGSL source out, applied to every module.
 """
 
 GEMM_STORE = "y[n * O + o] = v;"
-DECODE_STORE = "fv5_lookup(codes, v % 3u, lut[2u * row], lut[2u * row + 1u]);"
+DECODE_STORE = "fv5_levels(digits, grid[row]);"
 
 
 def flip_one_bit(source: str) -> str:
