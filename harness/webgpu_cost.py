@@ -115,11 +115,12 @@ def gemm(p, packed, fused_decode: bool):
         stage += (rows // 8) * codes * 4 * (15 + 3 * (12 + fv5_word()))
     dot = 1 if packed else 15                             # dot4I8Packed, or unpack + 4 multiply-adds
     # the busy invocations (first row and token inside the matrix: gemm_tile.wgsl `busy`), each
-    # per word 8 loads + 16 dot4 + 16 adds + addressing
+    # per word 2 loads (a vec4 of four rows' words, one of four tokens') + 16 dot4 + 16 adds +
+    # addressing
     sub_rows, sub_tokens = rows // 4, tokens // 4
-    busy = (sum(min(sub_rows, O - o0) for o0 in range(0, O, rows))
-            * sum(min(sub_tokens, N - n0) for n0 in range(0, N, tokens)))
-    macs = busy * chunks * chunk_words * (8 + 16 * dot + 16 + 4)
+    busy = (sum(min(sub_rows, cdiv(O - o0, 4)) for o0 in range(0, O, rows))
+            * sum(min(sub_tokens, cdiv(N - n0, 4)) for n0 in range(0, N, tokens)))
+    macs = busy * chunks * chunk_words * (2 + 16 * dot + 16 + 4)
     return workgroups * chunks * stage + macs + gemm_epilogue(N, O, flags)
 
 

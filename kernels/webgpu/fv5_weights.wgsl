@@ -81,7 +81,7 @@ fn decode_weights(o0: u32, kb0: u32, lid: u32) {
             if (v < v_end) {
                 let row = 8u * b + 2u * (v % 4u) + q / 2u;
                 let kw = 2u * (v / 4u - kb0) + q % 2u;
-                w_tile[kw * W_STRIDE + row] = fv5_levels(digits[s], fv5_grid[row]);
+                put_weight_word(kw, row, fv5_levels(digits[s], fv5_grid[row]));
             }
         }
     }

@@ -6,8 +6,8 @@
 // file.
 //
 // A workgroup of GEMM_THREADS (128) invocations computes GEMM_ROWS (64) output rows for
-// GEMM_TOKENS (32) tokens; invocation lid owns the 4 x 4 sub-tile of rows rg + 16 i and tokens
-// tg + 8 j (rg = lid % 16, tg = lid / 16, i, j in 0..3): 16 int32 sums in registers, exact in
+// GEMM_TOKENS (32) tokens; invocation lid owns the 4 x 4 sub-tile of rows 4 rg + i and tokens
+// 4 tg + j (rg = lid % 16, tg = lid / 16, i, j in 0..3): 16 int32 sums in registers, exact in
 // any order (|sum| < 2^31 for K <= 65536), and the float epilogue once per output in integer
 // soft-float. K goes in chunks of GEMM_CHUNK_KB * 8 = 96 columns (GEMM_CHUNK_WORDS = 24 words
 // of four int8 per row or token). Per chunk, all invocations together, consecutive ones
@@ -18,9 +18,12 @@
 //   2. fv5 only (WEIGHTS_DECODE): decode the packed codes once into int8 panels in w_tile,
 //      then a barrier;
 //   3. every invocation multiplies its sub-tile out of workgroup memory, then a barrier.
-// Both tiles are stored column word major ([word][row], [word][token]) with an odd stride, so
-// the sub-tile reads (consecutive rows) and the staging writes (consecutive words) hit
-// distinct banks. Workgroup memory: w_tile 6,240 + x_tile 3,168 bytes (+ 2,816 for fv5).
+// Both tiles are stored column word major ([word][row], [word][token]) as vec4s of four
+// consecutive rows or tokens, so an invocation reads its sub-tile's four weight words and four
+// activation words of a column word in two loads (16 dot products per two loads, where one
+// load per word took eight); each word's line is padded by one vec4 so that the staging writes
+// (consecutive invocations, consecutive words of one row or token) spread over the banks.
+// Workgroup memory: w_tile 6,528 + x_tile 3,456 bytes (+ 2,816 for fv5).
 // Every barrier is in uniform control flow: the chunk loop runs to K from the uniform params.
 
 struct GemmParams {
@@ -44,16 +47,19 @@ const GEMM_SUB_ROWS: u32 = 16u;                         // row groups: GEMM_ROWS
 const GEMM_SUB_TOKENS: u32 = 8u;                        // token groups: GEMM_TOKENS / 4
 const GEMM_CHUNK_KB: u32 = 12u;                         // 96 columns: 4 * 12 panel vectors
 const GEMM_CHUNK_WORDS: u32 = 2u * GEMM_CHUNK_KB;       // 24 words per row or token
-const W_STRIDE: u32 = GEMM_ROWS + 1u;                   // w_tile[word * W_STRIDE + row]
-const X_STRIDE: u32 = GEMM_TOKENS + 1u;                 // x_tile[word * X_STRIDE + token]
+const W_STRIDE: u32 = GEMM_SUB_ROWS + 1u;               // w_tile[word * W_STRIDE + row / 4][row % 4]
+const X_STRIDE: u32 = GEMM_SUB_TOKENS + 1u;             // x_tile[word * X_STRIDE + token / 4][token % 4]
 
-var<workgroup> w_tile: array<u32, GEMM_CHUNK_WORDS * W_STRIDE>;
-var<workgroup> x_tile: array<u32, GEMM_CHUNK_WORDS * X_STRIDE>;
+var<workgroup> w_tile: array<vec4<u32>, GEMM_CHUNK_WORDS * W_STRIDE>;
+var<workgroup> x_tile: array<vec4<u32>, GEMM_CHUNK_WORDS * X_STRIDE>;
 
-// Tokens tg + 8 j of the chunk's word kw, one per component.
-fn x_words(kw: u32, tg: u32) -> vec4<u32> {
-    let at = kw * X_STRIDE + tg;
-    return vec4<u32>(x_tile[at], x_tile[at + 8u], x_tile[at + 16u], x_tile[at + 24u]);
+// The staging's writes: word kw of a row (0..63) or token (0..31) of the tile.
+fn put_weight_word(kw: u32, row: u32, v: u32) {
+    w_tile[kw * W_STRIDE + row / 4u][row % 4u] = v;
+}
+
+fn put_token_word(kw: u32, t: u32, v: u32) {
+    x_tile[kw * X_STRIDE + t / 4u][t % 4u] = v;
 }
 
 fn dot4x4(w: u32, x: vec4<u32>) -> vec4<i32> {
@@ -71,11 +77,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let rg = lid % GEMM_SUB_ROWS;
     let tg = lid / GEMM_SUB_ROWS;
     // an invocation whose first row or token is outside the matrix has nothing to sum
-    let busy = o0 + rg < O && n0 + tg < N;
-    var acc0 = vec4<i32>(0);           // row rg, tokens tg + 8 j
-    var acc1 = vec4<i32>(0);           // row rg + 16
-    var acc2 = vec4<i32>(0);           // row rg + 32
-    var acc3 = vec4<i32>(0);           // row rg + 48
+    let busy = o0 + 4u * rg < O && n0 + 4u * tg < N;
+    var acc0 = vec4<i32>(0);           // row 4 rg, tokens 4 tg + j
+    var acc1 = vec4<i32>(0);           // row 4 rg + 1
+    var acc2 = vec4<i32>(0);           // row 4 rg + 2
+    var acc3 = vec4<i32>(0);           // row 4 rg + 3
     for (var kb0 = 0u; kb0 < kb_total; kb0 = kb0 + GEMM_CHUNK_KB) {
         let chunk_words = 2u * min(GEMM_CHUNK_KB, kb_total - kb0);
         for (var i = lid; i < GEMM_TOKENS * GEMM_CHUNK_WORDS; i = i + GEMM_THREADS) {
@@ -86,7 +92,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             if (n < N && kw < chunk_words) {
                 v = xq[n * words + 2u * kb0 + kw];
             }
-            x_tile[kw * X_STRIDE + t] = v;
+            put_token_word(kw, t, v);
         }
         stage_weights(o0, kb0, lid);
         workgroupBarrier();
@@ -96,12 +102,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         if (busy) {
             for (var kw = 0u; kw < chunk_words; kw = kw + 1u) {
-                let x = x_words(kw, tg);
-                let at = kw * W_STRIDE + rg;
-                acc0 = acc0 + dot4x4(w_tile[at], x);
-                acc1 = acc1 + dot4x4(w_tile[at + 16u], x);
-                acc2 = acc2 + dot4x4(w_tile[at + 32u], x);
-                acc3 = acc3 + dot4x4(w_tile[at + 48u], x);
+                let x = x_tile[kw * X_STRIDE + tg];
+                let w = w_tile[kw * W_STRIDE + rg];
+                acc0 = acc0 + dot4x4(w.x, x);
+                acc1 = acc1 + dot4x4(w.y, x);
+                acc2 = acc2 + dot4x4(w.z, x);
+                acc3 = acc3 + dot4x4(w.w, x);
             }
         }
         workgroupBarrier();
@@ -113,13 +119,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let has_bias = (gp.flags & 1u) != 0u;
     let silu = (gp.flags & 2u) != 0u;
     for (var i = 0u; i < 4u; i = i + 1u) {
-        let o = o0 + rg + GEMM_SUB_ROWS * i;
+        let o = o0 + 4u * rg + i;
         if (o >= O) {
             break;
         }
         let b = select(0u, bias[min(o, arrayLength(&bias) - 1u)], has_bias);
         for (var j = 0u; j < 4u; j = j + 1u) {
-            let n = n0 + tg + GEMM_SUB_TOKENS * j;
+            let n = n0 + 4u * tg + j;
             if (n < N) {
                 var v = sf_dequant(acc[i][j], xs[n], ws[o], has_bias, b);
                 if (silu) {

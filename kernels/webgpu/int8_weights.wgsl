@@ -18,7 +18,7 @@ fn stage_weights(o0: u32, kb0: u32, lid: u32) {
         if (o < gp.O && kw < chunk_words) {
             v = w8[o * words + 2u * kb0 + kw];
         }
-        w_tile[kw * W_STRIDE + r] = v;
+        put_weight_word(kw, r, v);
     }
 }
 
