@@ -108,10 +108,12 @@ def gemm(p, packed, fused_decode: bool):
     chunk_words = 2 * chunk_kb
     chunks = cdiv(K // 8, chunk_kb)
     workgroups = cdiv(O, rows) * cdiv(N, tokens)
-    stage = (tokens + rows) * chunk_words * 10            # index split, bounds, load, store
+    # per pair of words (one kb, a vec2 load): index split, bounds, the load and its address,
+    # two stores and their addresses
+    stage = (tokens + rows) * chunk_kb * 14
     if fused_decode:
         codes = chunk_kb * 4 // 3                         # code vectors per chunk
-        stage = tokens * chunk_words * 10 + (rows // 8) * (codes // 8 * 28) * 10
+        stage = tokens * chunk_kb * 14 + (rows // 8) * (codes // 8 * 28) * 10
         stage += (rows // 8) * codes * 4 * (15 + 3 * (12 + fv5_word()))
     dot = 1 if packed else 15                             # dot4I8Packed, or unpack + 4 multiply-adds
     # the busy invocations (first row and token inside the matrix: gemm_tile.wgsl `busy`), each

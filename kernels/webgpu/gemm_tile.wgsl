@@ -34,7 +34,7 @@ struct GemmParams {
 }
 
 @group(0) @binding(0) var<uniform> gp: GemmParams;
-@group(0) @binding(1) var<storage, read> xq: array<u32>;         // [N][K/4] int8 x4
+@group(0) @binding(1) var<storage, read> xq: array<vec2<u32>>;   // [N][K/8] int8 x8 (eight columns, kb)
 @group(0) @binding(2) var<storage, read> xs: array<u32>;         // [N] float32 bits
 @group(0) @binding(3) var<storage, read> ws: array<u32>;         // [O] float32 bits
 @group(0) @binding(4) var<storage, read> bias: array<u32>;       // [O] float32 bits (or 1 word)
@@ -53,13 +53,21 @@ const X_STRIDE: u32 = GEMM_SUB_TOKENS + 1u;             // x_tile[word * X_STRID
 var<workgroup> w_tile: array<vec4<u32>, GEMM_CHUNK_WORDS * W_STRIDE>;
 var<workgroup> x_tile: array<vec4<u32>, GEMM_CHUNK_WORDS * X_STRIDE>;
 
-// The staging's writes: word kw of a row (0..63) or token (0..31) of the tile.
+// The staging's writes: word kw of a row (0..63) or token (0..31) of the tile; the staging
+// reads the storage buffers two words (one kb, eight columns) at a time.
 fn put_weight_word(kw: u32, row: u32, v: u32) {
     w_tile[kw * W_STRIDE + row / 4u][row % 4u] = v;
 }
 
-fn put_token_word(kw: u32, t: u32, v: u32) {
-    x_tile[kw * X_STRIDE + t / 4u][t % 4u] = v;
+fn put_weight_words(kb: u32, row: u32, v: vec2<u32>) {
+    put_weight_word(2u * kb, row, v.x);
+    put_weight_word(2u * kb + 1u, row, v.y);
+}
+
+fn put_token_words(kb: u32, t: u32, v: vec2<u32>) {
+    let at = 2u * kb * X_STRIDE + t / 4u;
+    x_tile[at][t % 4u] = v.x;
+    x_tile[at + X_STRIDE][t % 4u] = v.y;
 }
 
 fn dot4x4(w: u32, x: vec4<u32>) -> vec4<i32> {
@@ -70,7 +78,6 @@ fn dot4x4(w: u32, x: vec4<u32>) -> vec4<i32> {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let N = gp.N;
     let O = gp.O;
-    let words = gp.K / 4u;
     let kb_total = gp.K / 8u;
     let o0 = wid.x * GEMM_ROWS;
     let n0 = wid.y * GEMM_TOKENS;
@@ -84,15 +91,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc3 = vec4<i32>(0);           // row 4 rg + 3
     for (var kb0 = 0u; kb0 < kb_total; kb0 = kb0 + GEMM_CHUNK_KB) {
         let chunk_words = 2u * min(GEMM_CHUNK_KB, kb_total - kb0);
-        for (var i = lid; i < GEMM_TOKENS * GEMM_CHUNK_WORDS; i = i + GEMM_THREADS) {
-            let t = i / GEMM_CHUNK_WORDS;
-            let kw = i % GEMM_CHUNK_WORDS;
+        for (var i = lid; i < GEMM_TOKENS * GEMM_CHUNK_KB; i = i + GEMM_THREADS) {
+            let t = i / GEMM_CHUNK_KB;
+            let kb = i % GEMM_CHUNK_KB;
             let n = n0 + t;
-            var v = 0u;
-            if (n < N && kw < chunk_words) {
-                v = xq[n * words + 2u * kb0 + kw];
+            var v = vec2<u32>(0u);
+            if (n < N && 2u * kb < chunk_words) {
+                v = xq[n * kb_total + kb0 + kb];
             }
-            put_token_word(kw, t, v);
+            put_token_words(kb, t, v);
         }
         stage_weights(o0, kb0, lid);
         workgroupBarrier();
