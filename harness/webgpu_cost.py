@@ -148,14 +148,17 @@ def fv5_decode(p, packed):
 
 def layer_norm(p, packed):
     """layer_norm.wgsl per row: the largest field, the exact int64 sum of x, the mean (one
-    soft-double division), the largest field of (x - mean)^2 (the soft-double square, kept in
+    soft-double division), the largest field of (x - mean)^2 (the double square, kept in
     workgroup memory for the first NORM_KEPT elements) and its exact sum (the kept square read
     back, or computed again past NORM_KEPT), the variance, 1/sqrt, and the output's four float
     steps."""
     N, D = p[:2]
     threads = wgsl_const("layer_norm", "NORM_THREADS")
     kept = min(D, wgsl_const("layer_norm", "NORM_KEPT"))
-    square = SOFT["sd_from_f32"] + SOFT["sd_add"] + SOFT["sd_mul"] + 3
+    # norm_square's path for x and mean at most 29 binades apart: the difference's significand
+    # in integers (~75: fields, alignment, the 64-bit difference, normalisation) and sd_mul_sig
+    # (four 32x32 products, their sum, jam, sd_round_pack: ~105)
+    square = 75 + 105
     per_element = 4 + (25 + SOFT["u64_add"] + 1) + (square + 4 + 4) + (30 + SOFT["u64_add"] + 4) \
         + (2 * SOFT["sf_add"] + 2 * SOFT["sf_mul"] + 4)
     average = SOFT["sd_div"] + SOFT["sd_to_f32"] + 60

@@ -285,6 +285,30 @@ def test_layer_norm_special_rows(gpu, scalar):
         assert_same(np.frombuffer(got, np.uint32), np.frombuffer(want, np.uint32), f"special rows eps {eps}", 32)
 
 
+def test_layer_norm_squares_around_the_exact_difference_bound(gpu, scalar):
+    """layer_norm.wgsl forms x - mean in integers when they are at most 29 binades apart (the
+    difference then fits 53 bits) and takes the soft-double steps beyond: rows whose mean is in
+    [1, 2) and whose outliers +-V (cancelling in the sum) lie 26..32 binades above it, with the
+    longest significands (the largest differences) and random ones; elements equal to the mean
+    and subnormal elements."""
+    rng = np.random.default_rng(29)
+    D, rows = 64, []
+    for k in range(26, 33):
+        for top in (np.float32(2) - np.float32(2.0 ** -23), np.float32(rng.uniform(1, 2))):
+            row = rng.uniform(1, 2, D).astype(np.float32)
+            row[0], row[1] = -top * np.float32(2.0 ** k), top * np.float32(2.0 ** k)
+            rows.append(row)
+    row = np.full(D, np.float32(1.25))
+    row[0], row[1], row[2] = 1e-40, -1e-40, 1.5        # subnormals; the rest equal the mean
+    rows.append(row)
+    x = np.ascontiguousarray(rows, np.float32)
+    N = len(rows)
+    g, b = rng.normal(1, 0.5, D).astype(np.float32), np.zeros(D, np.float32)
+    got = GpuLayerNorm(gpu, g, b, 1e-5)(x, N)
+    want = scalar.layernorm(x, N, D, g, b, 1e-5)
+    assert_same(np.frombuffer(got, np.uint32), np.frombuffer(want, np.uint32), "squares around 29 binades", 32)
+
+
 def test_layer_norm_2d_grid(gpu, scalar):
     """More rows than one grid dimension holds (65,535 workgroups): a 2-D grid."""
     N, D = 65_536, 8

@@ -94,8 +94,32 @@ fn norm_average(sum: vec2<u32>, shift: i32, dd: vec2<u32>) -> u32 {
     return sd_to_f32(sd_div(value, dd));
 }
 
-// ((double)x - mean)^2 in soft-double, the variance's term
-fn norm_square(x: u32, mean_d: vec2<u32>) -> vec2<u32> {
+// ((double)x - (double)mean)^2, the variance's term (mean_d = (double)mean). When x and the
+// mean are normal floats at most 29 binades apart, both are integers below 2^53 on the smaller
+// one's scale (significand << exponent difference), and so is their difference D (at most
+// (2^24 - 1) 2^29 + 2^24 - 1 < 2^53 in magnitude): x - mean = D 2^(e0 - 150) exactly, which is
+// what the double subtraction gives. D is normalised here and squared by sd_mul_sig, without
+// packing and unpacking the difference. The rest (zeros, subnormals, non-finite values, more
+// than 29 binades apart) take sd_sub and sd_mul. Either way the same bits.
+fn norm_square(x: u32, mean: u32, mean_d: vec2<u32>) -> vec2<u32> {
+    let fx = (x >> 23u) & 0xffu;
+    let fm = (mean >> 23u) & 0xffu;
+    let e0 = min(fx, fm);
+    if (fx - 1u < 254u && fm - 1u < 254u && max(fx, fm) - e0 <= 29u) {
+        let a = sd_u64_shl(vec2<u32>(0u, (x & 0x7fffffu) | 0x800000u), fx - e0);
+        let b = sd_u64_shl(vec2<u32>(0u, (mean & 0x7fffffu) | 0x800000u), fm - e0);
+        var d = sd_u64_add(a, b);                   // opposite signs: |x - mean| = |x| + |mean|
+        if (((x ^ mean) & F32_SIGN) == 0u) {
+            d = select(sd_u64_sub(a, b), sd_u64_sub(b, a), sd_u64_lt(a, b));
+        }
+        if (sd_u64_is_zero(d)) {
+            return vec2<u32>(0u, 0u);               // x == mean: +0, and +0 * +0
+        }
+        let s = sd_u64_clz(d) - 11u;                // the leading bit to 52
+        let e = i32(e0) + 925 - i32(s);             // |x - mean| = (m / 2^52) 2^(e - 1023)
+        let m = sd_u64_shl(d, s);
+        return sd_mul_sig(0u, 2 * e - 1023, m, m);
+    }
     let v = sd_sub(sd_from_f32(x), mean_d);
     return sd_mul(v, v);
 }
@@ -168,7 +192,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     // the variance: the squares' bound (at least 2^-300: field 722), then their sum
     field = 722u;
     for (var d = lid; d < D; d = d + NORM_THREADS) {
-        let square = norm_square(x[row + d], mean_d);
+        let square = norm_square(x[row + d], mean, mean_d);
         if (d < NORM_KEPT) {
             norm_squares[d] = square;               // read back by this invocation only
         }
@@ -182,7 +206,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
         if (d < NORM_KEPT) {
             square = norm_squares[d];
         } else {
-            square = norm_square(x[row + d], mean_d);
+            square = norm_square(x[row + d], mean, mean_d);
         }
         mine = sd_u64_add(mine, norm_fixed_f64(square, shift2));
     }

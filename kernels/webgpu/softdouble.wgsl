@@ -293,14 +293,19 @@ fn sd_mul(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     }
     let ua = sd_unpack(a);
     let ub = sd_unpack(b);
+    return sd_mul_sig(sign, ua.e + ub.e - 1023, ua.m, ub.m);
+}
+
+// The product of significands ma, mb in [2^52, 2^53) with exponent e (the operands' biased
+// exponents summed, less 1023), rounded once and packed with `sign`: sd_mul's finite path.
+fn sd_mul_sig(sign: u32, e: i32, ma: vec2<u32>, mb: vec2<u32>) -> vec2<u32> {
     // the 106-bit product in words w3 w2 w1 w0 (high words below 2^21: no 64-bit overflow)
-    let ll = sd_mul_32x32(ua.m.y, ub.m.y);
-    let mid = sd_u64_add(sd_mul_32x32(ua.m.y, ub.m.x), sd_mul_32x32(ua.m.x, ub.m.y));   // < 2^54
-    let hh = sd_mul_32x32(ua.m.x, ub.m.x);
+    let ll = sd_mul_32x32(ma.y, mb.y);
+    let mid = sd_u64_add(sd_mul_32x32(ma.y, mb.x), sd_mul_32x32(ma.x, mb.y));   // < 2^54
+    let hh = sd_mul_32x32(ma.x, mb.x);
     let w0 = ll.y;
     let w1 = ll.x + mid.y;
     let upper = sd_u64_add(hh, vec2<u32>(0u, mid.x + select(0u, 1u, w1 < ll.x)));       // w3 w2
-    let e = ua.e + ub.e - 1023;
     // product in [2^104, 2^106): keep 63 bits (leading at 62), jam the rest
     var s = 10u;                                      // >> 42
     var e_out = e;
