@@ -112,14 +112,15 @@ fn sf_from_i32(v: i32) -> u32 {
     return sf_from_i32_scaled(v, 0);
 }
 
-// The 48-bit product of two 24-bit significands as (high, low) words, from 16-bit limbs.
+// The product of two 24-bit significands (48 bits; or a < 2^26 and b < 2^24: 50 bits) as
+// (high, low) words, from 16-bit limbs.
 fn sf_mul_24x24(a: u32, b: u32) -> vec2<u32> {
     let a0 = a & 0xffffu;
     let a1 = a >> 16u;
     let b0 = b & 0xffffu;
     let b1 = b >> 16u;
     let p00 = a0 * b0;
-    let mid = a0 * b1 + a1 * b0;                      // < 2^25
+    let mid = a0 * b1 + a1 * b0;                      // < 2^25 (< 2^27 for a < 2^26)
     let lo = p00 + (mid << 16u);
     let carry = select(0u, 1u, lo < p00);
     return vec2<u32>(a1 * b1 + (mid >> 16u) + carry, lo);
@@ -270,21 +271,16 @@ fn sf_div_finite(a: u32, b: u32) -> u32 {
 // q comes from an estimate that integer arithmetic then proves or discards, so the bits never
 // depend on the adapter's f32: the estimate f32(ma) / f32(mb) (WGSL promises 2.5 ULP, about 10
 // units of q; an adapter may do worse, flush or return anything), the exact 64-bit remainder
-// R = ma 2^25 - q0 mb (16-bit limbs), and when |R| < 2^27 a second estimate d of R / mb and a last
+// R = ma 2^25 - q0 mb (sf_mul_24x24), and when |R| < 2^27 a second estimate d of R / mb and a last
 // unit of correction: q = q0 + d (+-1) is floor(ma 2^25 / mb) exactly when its remainder lies in
 // [0, mb), which is tested. Otherwise (a bad estimate) 26 steps of restoring division. About 60
 // integer operations against the division's ~160.
 fn sf_div_sig(ma: u32, mb: u32) -> u32 {
     let q0 = u32(clamp(f32(ma) / f32(mb) * 33554432.0, 33554432.0, 67108860.0));
     let a_lo = ma << 25u;                            // ma 2^25 = (ma >> 7, a_lo)
-    let p_lo = q0 * mb;                              // q0 mb, low word (mod 2^32)
-    let ql = q0 & 0xffffu;
-    let qh = q0 >> 16u;
-    let bl = mb & 0xffffu;
-    let bh = mb >> 16u;
-    let mid = qh * bl + ql * bh + ((ql * bl) >> 16u);                     // < 2^28
-    let r_lo = a_lo - p_lo;
-    let r_hi = (ma >> 7u) - (qh * bh + (mid >> 16u)) - select(0u, 1u, a_lo < p_lo);
+    let p = sf_mul_24x24(q0, mb);                    // q0 mb < 2^50
+    let r_lo = a_lo - p.y;
+    let r_hi = (ma >> 7u) - p.x - select(0u, 1u, a_lo < p.y);
     // R in [-2^27, 2^27): r_lo in that range as an i32 and r_hi its sign extension
     if (r_lo + 0x8000000u < 0x10000000u && r_hi == select(0u, 0xffffffffu, r_lo >= 0x80000000u)) {
         let r = bitcast<i32>(r_lo);

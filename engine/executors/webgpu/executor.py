@@ -98,9 +98,9 @@ class WebGpu(Alone):
     bits).
 
     resident_weights=True: each five-value linear is decoded to int8 once, when it is made, and
-    kept on the device (GpuLinear `resident`), so no encode decodes a weight again (11 G of a
-    full-size encode's ~140 G operations, harness/webgpu_cost.py), at the price of memory: the
-    full-size model then holds about 0.6 GB of int8 weights on the device instead of 0.18 GB of
+    kept on the device (GpuLinear `resident`), so no encode decodes a weight again (7.3 G of a
+    full-size encode's 122 G operations, harness/webgpu_cost.py), at the price of memory: the
+    full-size model then holds 0.60 GB of int8 weights on the device instead of 0.18 GB of
     packed blocks, above the bound the default keeps (the model file + 100 MiB). Default False:
     the packed blocks stay, decoded into a scratch by every GEMM over more than 32 tokens."""
 
