@@ -210,13 +210,13 @@ def run_op(kernels: Kernels, rng: random.Random, op: str) -> bytes:
         x = floats(rng, 4093, 30)
         x.extend([_float_from_bits(b) for b in SILU_SPECIAL_BITS])
         return kernels.silu(x, len(x)).tobytes()
-    if op == "subsampling_head":   # the SIMD tiers' lanes, edges and tails: odd and even sizes
+    if op == "subsampling_head":   # the tier's channel-last head: odd and even sizes, channel blocks
         out = b""
         for T, F, C in ((37, 29, 3), (64, 128, 2), (5, 40, 1), (2, 3, 2)):
             x = floats(rng, T * F, 4)
             x[::7] = array("f", [-0.0]) * len(x[::7])
             w0, b0, w2, b2 = floats(rng, 9 * C), floats(rng, C), floats(rng, 9 * C), floats(rng, C)
-            out += kernels.subsampling_head(x, T, F, C, w0, b0, w2, b2)[0].tobytes()
+            out += kernels.subsampling_head_cl(x, T, F, C, w0, b0, w2, b2)[0].tobytes()
         return out
     if op == "block_sums":     # the stream's 80 ms frame energies and 20 ms quiet blocks, a short tail
         x = floats(rng, 1280 * 7 + 333, 1.0)
@@ -240,9 +240,8 @@ def run_op(kernels: Kernels, rng: random.Random, op: str) -> bytes:
         return out
     if op == "matmul_nt":
         return kernels.matmul_nt(floats(rng, 9 * 128), floats(rng, 17 * 128), 9, 17, 128, 0.088).tobytes()
-    groups = 8 if op == "dwconv2d" else 1
-    y, _, _ = kernels.conv2d_s2(floats(rng, 8 * 21 * 32), 8, 21, 32, floats(rng, 8 * (8 // groups) * 9),
-                                floats(rng, 8), 8, groups)
+    cin = 8 if op == "dwconv2d" else 1                 # depthwise, or conv0's one input channel
+    y, _, _ = kernels.conv2d_s2(floats(rng, cin * 21 * 32), cin, 21, 32, floats(rng, 8 * 9), floats(rng, 8), 8, cin)
     return y.tobytes()
 
 

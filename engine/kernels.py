@@ -195,7 +195,8 @@ _COMMON_SIGNATURES = {
     "pk_transpose_last2": (_i, [_i, _i, _i, _i, _vp, _vp]),
     "pk_subsampling_head_cl_scratch_floats": (_sz, [_i]),
     "pk_subsampling_head_cl": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
-    "pk_dwconv2d_s2_cl": (_i, [_i, _i, _i, _i, _i, _i, _vp, _vp, _vp, _vp]),
+    "pk_dwconv2d_s2_cl_scratch_bytes": (_sz, [_i]),
+    "pk_dwconv2d_s2_cl": (_i, [_i, _i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp]),
     "pk_copy_cols": (_i, [_i, _i, _vp, _i, _i, _vp]),
     "pk_glu_split": (_i, [_i, _i, _vp, _vp, _vp]),
     "pk_attention_scratch_floats": (_sz, [_i, _i]),
@@ -220,7 +221,6 @@ _TIER_SIGNATURES = {
     "quantize_act": (_i, [_i, _i, _vp, _vp, _vp]),
     "silu": (_i, [_i, _vp, _vp]),
     "layernorm": (_i, [_i, _i, _vp, _vp, _vp, ctypes.c_float, _vp]),
-    "subsampling_head": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
     "fv5_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
     "int8_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
     "subsampling_head_cl": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
@@ -603,17 +603,19 @@ class Kernels:
         return c
 
     def subsampling_head(self, x, T: int, F: int, C: int, w0, b0, w2, b2, out=None) -> tuple:
-        """relu(conv0) then depthwise conv2, fused per channel: (y [C][H2][W2], H2, W2)."""
+        """relu(conv0) then depthwise conv2, channel-first, by the plain reference loops
+        (pk_subsampling_head: pk_conv2d_s2, pk_relu, pk_conv2d_s2 per channel): (y [C][H2][W2],
+        H2, W2). The engine runs subsampling_head_cl, the same bits channel-last."""
         check_dims(T=T, F=F, C=C)
         H1, W1 = (T + 1) // 2, (F + 1) // 2
         H2, W2 = (H1 + 1) // 2, (W1 + 1) // 2
         scratch = zeros_f32(H1 * W1)
         y = self._f32(C * H2 * W2, out)
-        raise_status(self._fn["subsampling_head"](                  # the tier's code, pk_subsampling_head's bits
+        raise_status(self._fn["pk_subsampling_head"](
             T, F, C, Arg(x, T * F, "float32", "x").pointer, Arg(w0, C * 9, "float32", "w0").pointer,
             Arg(b0, C, "float32", "b0").pointer, Arg(w2, C * 9, "float32", "w2").pointer,
             Arg(b2, C, "float32", "b2").pointer, Arg(scratch, H1 * W1, "float32", "scratch", True).pointer,
-            Arg(y, C * H2 * W2, "float32", "y", True).pointer), "subsampling_head")
+            Arg(y, C * H2 * W2, "float32", "y", True).pointer), "pk_subsampling_head")
         return y, H2, W2
 
     def subsampling_head_cl(self, x, T: int, F: int, C: int, w0, b0, w2, b2, c0: int = 0, c1: int | None = None,
@@ -714,11 +716,13 @@ class Kernels:
         if not (isinstance(c0, int) and isinstance(c1, int) and 0 <= c0 < c1 <= C):
             raise KernelError(f"dwconv2d_s2_cl: channels {c0!r}..{c1!r} of {C}")
         Ho, Wo = (H + 1) // 2, (W + 1) // 2
+        need = -(-self.scratch_size("pk_dwconv2d_s2_cl_scratch_bytes", W) // 4)
+        scratch = self.staging(need, "dwconv2d")
         y = self._f32(Ho * Wo * C, out)
         raise_status(self._fn["pk_dwconv2d_s2_cl"](
             H, W, C, c0, c1, 1 if relu_input else 0, Arg(x, H * W * C, "float32", "x").pointer,
-            Arg(w, C * 9, "float32", "w").pointer,
-            Arg(b, C, "float32", "b").pointer, Arg(y, Ho * Wo * C, "float32", "y", True).pointer),
+            Arg(w, C * 9, "float32", "w").pointer, Arg(b, C, "float32", "b").pointer,
+            Arg(scratch, need, "float32", "scratch", True).pointer, Arg(y, Ho * Wo * C, "float32", "y", True).pointer),
             "pk_dwconv2d_s2_cl")
         return y, Ho, Wo
 
@@ -767,10 +771,12 @@ class Kernels:
             Arg(out, T * D, "float32", "out", True).pointer), "pk_attention_heads")
 
     def conv2d_s2(self, x, Cin: int, H: int, W: int, w, b, Cout: int, groups: int = 1, out=None) -> tuple:
-        """3x3 stride-2 padding-1 conv: returns (y [Cout][ceil(H/2)][ceil(W/2)], Ho, Wo)."""
+        """3x3 stride-2 padding-1 conv with one input channel per group (kernels/conv_blocks.h's
+        rule, plainly): returns (y [Cout][ceil(H/2)][ceil(W/2)], Ho, Wo)."""
         check_dims(Cin=Cin, H=H, W=W, Cout=Cout, groups=groups)
-        if Cin % groups or Cout % groups:
-            raise KernelError(f"groups {groups} must divide Cin {Cin} and Cout {Cout}")
+        if groups != Cin or Cout % groups:
+            raise KernelError(f"conv2d_s2 takes one input channel per group (groups {groups} = Cin {Cin}) "
+                              f"and groups dividing Cout {Cout}")
         Ho, Wo = (H + 1) // 2, (W + 1) // 2
         y = self._f32(Cout * Ho * Wo, out)
         raise_status(self._fn["pk_conv2d_s2"](Cin, Cout, H, W, Arg(x, Cin * H * W, "float32", "x").pointer,

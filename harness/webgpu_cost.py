@@ -228,11 +228,21 @@ def dwconv_silu(p, packed):
     return T * D * (K * tap + SOFT["sf_add"] + silu() + 4) + staging
 
 
-def conv3x3(p, packed, n_at: int):
-    """subsampling_head.wgsl / dwconv2d.wgsl per output: 9 taps of multiply + add with their
-    bounds and addresses, the bias add, ReLU."""
-    n = p[n_at]
-    return n * (9 * (SOFT["sf_mul"] + SOFT["sf_add"] + 12) + SOFT["sf_add"] + 20)
+def conv_rows(p, packed):
+    """conv_rows.wgsl per block of W values: the largest field (a strided load, the ReLU's select,
+    shift, mask, max: ~8 a value), then each mantissa (the load again, block_mantissa's fields,
+    shift and rounding: ~16) and its store."""
+    R, W, L = p[:3]
+    return R * L * (W * (8 + 16 + 3) + 10)
+
+
+def conv_s2(p, packed):
+    """conv_s2.wgsl per output: index split (~10), per row inside the map its unit and the tests
+    (~8) and three taps of two loads with their addresses, a multiply and an add (~10 each), the
+    join (per row a shift by the capped unit difference and an add: ~5), the scaled conversion of
+    the i32 sum, the bias add and ReLU."""
+    n = p[3]
+    return n * (10 + 3 * (8 + 3 * 10) + 3 * 5 + SOFT["sf_from_i32_scaled"] + SOFT["sf_add"] + 3)
 
 
 MODULE_COSTS = {
@@ -250,8 +260,8 @@ MODULE_COSTS = {
     "flatten_relu": lambda p, packed: p[3] * 14,
     "glu": glu,
     "dwconv_silu": dwconv_silu,
-    "subsampling_head": lambda p, packed: conv3x3(p, packed, n_at=3),
-    "dwconv2d": lambda p, packed: conv3x3(p, packed, n_at=3),
+    "conv_rows": conv_rows,
+    "conv_s2": conv_s2,
 }
 
 # kernels grouped as the issue's criterion reads them: the GEMMs' integer products against the rest

@@ -33,6 +33,18 @@ static inline int pk_block_bits(int n) {
  * vectors: no scalar tail in the dot products; zeros add nothing to an integer sum). */
 static inline int pk_block_padded(int n) { return (n + 31) & ~31; }
 
+/* One value's mantissa (bits u, finite) in a block whose largest exponent field is F (>= the
+ * value's, >= 1): |x| / 2^(F - 126 - b) rounded to the nearest integer, halves away from zero,
+ * with x's sign: the 24-bit significand shifted right by F - f + 24 - b >= 13 places. */
+static inline int16_t pk_block_mantissa(uint32_t u, unsigned F, int b) {
+    uint32_t f = (u >> 23) & 0xffu;
+    uint32_t sig = (u & 0x7fffffu) | (f ? 0x800000u : 0u);
+    int shift = (int)F - (int)(f ? f : 1) + 24 - b;
+    shift = shift > 25 ? 25 : shift;                    /* from 25 places on every sig gives 0 */
+    int32_t q = (int32_t)((sig + (1u << (shift - 1))) >> shift);
+    return (int16_t)(u >> 31 ? -q : q);
+}
+
 /* x[0], x[stride], ..., x[(n - 1) * stride] -> m[0..n) with value ~ m * 2^E; returns E, or
  * PK_BLOCK_NONFINITE (m all 0) when a value is inf or NaN. With F = max(1, the largest exponent
  * field), every |x| < 2^(F - 126) and E = F - 126 - b; each m rounds |x| / 2^E to the nearest
@@ -48,14 +60,8 @@ static inline int32_t pk_block_quantise(int n, const float *x, size_t stride, in
         memset(m, 0, (size_t)n * sizeof *m);
         return PK_BLOCK_NONFINITE;
     }
-    for (int i = 0; i < n; i++) {                       /* branch-free: compilers vectorise it */
-        uint32_t u = pk_float_to_bits(x[(size_t)i * stride]), f = (u >> 23) & 0xffu;
-        uint32_t sig = (u & 0x7fffffu) | (f ? 0x800000u : 0u);
-        int shift = (int)F - (int)(f ? f : 1) + 24 - b;
-        shift = shift > 25 ? 25 : shift;                /* from 25 places on every sig gives 0 */
-        int32_t q = (int32_t)((sig + (1u << (shift - 1))) >> shift);
-        m[i] = (int16_t)(u >> 31 ? -q : q);
-    }
+    for (int i = 0; i < n; i++)                         /* branch-free: compilers vectorise it */
+        m[i] = pk_block_mantissa(pk_float_to_bits(x[(size_t)i * stride]), F, b);
     return (int32_t)F - 126 - b;
 }
 

@@ -1,5 +1,5 @@
 /* float32 lanes of the AVX2 tier (internal header) for the float kernels written once
- * (activation_impl.h, subsampling_impl.h): 8 lanes as a vector-extension type, whose + - * /
+ * (activation_impl.h, norm_impl.h): 8 lanes as a vector-extension type, whose + - * /
  * are lane-wise IEEE operations (never fused: -ffp-contract=off), and the few steps that need
  * the ISA's own instructions. */
 #ifndef PK_F32_LANES_AVX2_H
@@ -41,25 +41,6 @@ static inline pk_f64v_avx2 pk_f64_trunc_avx2(pk_f64v_avx2 v) {
 static inline int pk_f32_all_within_avx2(pk_f32v_avx2 v, float limit) {
     __m256 abs = _mm256_and_ps((__m256)v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
     return _mm256_movemask_ps(_mm256_cmp_ps(abs, _mm256_set1_ps(limit), _CMP_LE_OQ)) == 0xff;
-}
-
-/* The even and odd samples of x[0..15]: lanes k = x[2k] and x[2k + 1]. */
-static inline void pk_deinterleave_avx2(const float *x, __m256 *even, __m256 *odd) {
-    __m256 lo = _mm256_loadu_ps(x), hi = _mm256_loadu_ps(x + 8);
-    __m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));   /* lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6 */
-    __m256 o = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
-    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
-    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
-}
-
-/* The three taps of a stride-2 row: lanes k = x[2k], x[2k + 1], x[2k + 2] (reads x[0..17]). */
-static inline void pk_f32_s2_taps_avx2(const float *x, pk_f32v_avx2 t[3]) {
-    __m256 even, odd, next, unused;
-    pk_deinterleave_avx2(x, &even, &odd);
-    pk_deinterleave_avx2(x + 2, &next, &unused);
-    t[0] = (pk_f32v_avx2)even;
-    t[1] = (pk_f32v_avx2)odd;
-    t[2] = (pk_f32v_avx2)next;
 }
 
 #endif

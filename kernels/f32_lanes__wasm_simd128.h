@@ -46,12 +46,4 @@ static inline int pk_f32_all_within_wasm_simd128(pk_f32v_wasm_simd128 v, float l
     return wasm_i32x4_all_true(wasm_f32x4_le(wasm_f32x4_abs((v128_t)v), wasm_f32x4_splat(limit)));
 }
 
-/* The three taps of a stride-2 row: lanes k = x[2k], x[2k + 1], x[2k + 2] (reads x[0..9]). */
-static inline void pk_f32_s2_taps_wasm_simd128(const float *x, pk_f32v_wasm_simd128 t[3]) {
-    v128_t lo = wasm_v128_load(x), hi = wasm_v128_load(x + 4), far = wasm_v128_load(x + 6);
-    t[0] = (pk_f32v_wasm_simd128)wasm_i32x4_shuffle(lo, hi, 0, 2, 4, 6);
-    t[1] = (pk_f32v_wasm_simd128)wasm_i32x4_shuffle(lo, hi, 1, 3, 5, 7);
-    t[2] = (pk_f32v_wasm_simd128)wasm_i32x4_shuffle(wasm_i32x4_shuffle(lo, hi, 2, 4, 6, 6), far, 0, 1, 2, 6);
-}
-
 #endif

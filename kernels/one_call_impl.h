@@ -22,11 +22,6 @@
 
 /* The channel-last subsampling head with this tier's flags (head_impl.h). */
 #define PK_HEAD(name) tier_head_##name
-#ifdef __AVX2__
-#define PK_HEAD_LANES 8
-#else
-#define PK_HEAD_LANES 4
-#endif
 #include "head_impl.h"
 
 int PK_TIER_FN(subsampling_head_cl)(PK_SUBSAMPLING_HEAD_CL_ARGS) {
@@ -223,7 +218,7 @@ int PK_TIER_FN(subsampling_frames)(PK_SUBSAMPLING_FRAMES_ARGS) {
     int H2 = ((T + 1) / 2 + 1) / 2, W2 = ((F + 1) / 2 + 1) / 2, H3 = (H2 + 1) / 2, W3 = (W2 + 1) / 2;
     tier_head_channel_last(T, F, C, 0, C, x, S->w0, S->b0, S->w2, S->b2, b.ring, b.head);
     if ((status = linear_forward(&S->pw3, H2 * W2, b.head, &b.lin, b.a))) return status;
-    pk_dwconv2d_s2_cl(H2, W2, C, 0, C, 1, b.a, S->w5, S->b5, b.b);
+    pk_dwconv2d_s2_cl(H2, W2, C, 0, C, 1, b.a, S->w5, S->b5, b.ring, b.b);   /* the head's rings, free now */
     if ((status = linear_forward(&S->pw6, H3 * W3, b.b, &b.lin, b.c))) return status;
     pk_transpose_last2(H3, W3, C, 1, b.c, b.flat);
     return linear_forward(&S->linear, H3, b.flat, &b.lin, y);

@@ -33,12 +33,11 @@
  *                                   (c and h updated in place)
  * pk_argmax(n, x)                   the first index of the largest value (NaN never wins)
  * pk_subsampling_head(T, F, C, x, w0, b0, w2, b2, scratch, y)   the first two subsampling
- *                                   convs fused per channel (same per-output order as
- *                                   pk_conv2d_s2 + pk_relu + pk_conv2d_s2 with groups = C, so the
- *                                   same bits): x [T][F] -> relu(conv0) -> depthwise conv2 ->
+ *                                   convs per channel, channel-first: pk_conv2d_s2 (conv0),
+ *                                   pk_relu, pk_conv2d_s2 (conv2): x [T][F] ->
  *                                   y [C][ceil(ceil(T/2)/2)][ceil(ceil(F/2)/2)]; scratch holds one
- *                                   channel of conv0's output (ceil(T/2) * ceil(F/2) floats),
- *                                   instead of all C of them
+ *                                   channel of conv0's output (ceil(T/2) * ceil(F/2) floats). The
+ *                                   plain reference; the engine runs pk_subsampling_head_cl
  * pk_attention_heads(T, D, dk, h0, h1, q, k, v, p, u, vb, s, scratch, out)   heads h0..h1-1 of
  *                                   relative-position self-attention, in one call (one per thread):
  *                                   q, k, v, out [T][D], p [2T-1][D], u, vb [D] (bias_u, bias_v);
@@ -54,12 +53,11 @@
  *                                   untouched); scratch: pk_subsampling_head_cl_scratch_floats(F)
  * pk_transpose_last2(N, A, B, relu, x, y)   x [N][A][B] -> y [N][B][A] (data movement; with
  *                                   relu != 0 each value passes pk_relu's formula on the way)
- * pk_dwconv2d_s2_cl(H, W, C, c0, c1, relu_input, x, w, b, y)   pk_conv2d_s2 with groups = C on
- *                                   channel-last maps: x [H][W][C], w [C][3][3],
+ * pk_dwconv2d_s2_cl(H, W, C, c0, c1, relu_input, x, w, b, scratch, y)   pk_conv2d_s2's bits
+ *                                   with groups = C on channel-last maps: x [H][W][C], w [C][3][3],
  *                                   y [ceil(H/2)][ceil(W/2)][C], channels c0..c1-1 only (the
- *                                   others of y untouched); each output summed in pk_conv2d_s2's
- *                                   order, of pk_relu(x) when relu_input != 0: the bits of
- *                                   pk_relu then pk_conv2d_s2, without the pass over x
+ *                                   others of y untouched), of pk_relu(x) when relu_input != 0;
+ *                                   scratch: pk_dwconv2d_s2_cl_scratch_bytes(W)
  * pk_block_power(n, B, x, y)      y[i] = mean of x^2 over block i = x[iB, min(iB + B, n)): a double
  *                                   sum in sample order over the block, divided by its length,
  *                                   rounded to float (ceil(n / B) outputs; pauses in long files)
@@ -74,9 +72,11 @@
  *                                   NeMo's float32 steps: c = (float)(-ln(10000) / D),
  *                                   w_i = pk_expf((float)(2i) * c), a = (float)p * w_i,
  *                                   pe[k][2i] = (float)pk_sin(a), pe[k][2i+1] = (float)pk_cos(a)
- * pk_conv2d_s2(Cin, Cout, H, W, x, w, b, groups, y)   3x3, stride 2, padding 1, x [Cin][H][W],
- *                                   w [Cout][Cin/groups][3][3], y [Cout][ceil(H/2)][ceil(W/2)]:
- *                                   y = (sum over (ci, a, e) ascending of w * x) + b
+ * pk_conv2d_s2(Cin, Cout, H, W, x, w, b, groups, y)   3x3, stride 2, padding 1, one input
+ *                                   channel per group (groups = Cin): x [Cin][H][W],
+ *                                   w [Cout][1][3][3], y [Cout][ceil(H/2)][ceil(W/2)] by
+ *                                   conv_blocks.h's rule (block-quantised rows, exact integer sums,
+ *                                   one rounding), written out one output at a time
  */
 #ifndef PK_OPS_H
 #define PK_OPS_H
@@ -105,8 +105,9 @@ PK_API size_t pk_subsampling_head_cl_scratch_floats(int F);
 PK_API int pk_subsampling_head_cl(int T, int F, int C, int c0, int c1, const float *x, const float *w0,
                                   const float *b0, const float *w2, const float *b2, float *scratch, float *y);
 PK_API int pk_transpose_last2(int N, int A, int B, int relu, const float *x, float *y);
+PK_API size_t pk_dwconv2d_s2_cl_scratch_bytes(int W);
 PK_API int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, int relu_input, const float *x,
-                             const float *w, const float *b, float *y);
+                             const float *w, const float *b, void *scratch, float *y);
 PK_API int pk_transpose3(int A, int B, int C, const float *x, float *y);
 PK_API int pk_copy_cols(int N, int W, const float *x, int O, int c0, float *y);
 PK_API size_t pk_attention_scratch_floats(int T, int dk);

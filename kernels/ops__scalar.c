@@ -178,51 +178,84 @@ int pk_matmul_nt(int M, int N, int K, const float *a, const float *b, float s, f
 
 int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,
                  int groups, float *y) {
-    if (Cin <= 0 || Cout <= 0 || H <= 0 || W <= 0 || groups <= 0 || Cin % groups || Cout % groups)
-        return PK_E_SHAPE;
-    int Ho = (H + 1) / 2, Wo = (W + 1) / 2, cig = Cin / groups, cog = Cout / groups;
+    /* conv_blocks.h's rule written out plainly, one output at a time (each row's unit found
+     * again for every output that reads it): the reference the channel-last convs are tested
+     * against. One input channel per group (conv0, and the depthwise conv2 and conv5). */
+    if (Cin <= 0 || Cout <= 0 || H <= 0 || W <= 0 || groups != Cin || Cout % groups) return PK_E_SHAPE;
+    int Ho = (H + 1) / 2, Wo = (W + 1) / 2, cog = Cout / groups;
     for (int co = 0; co < Cout; co++) {
-        int g = co / cog;
+        const float *plane = x + (size_t)(co / cog) * H * W;
+        int16_t t[9];
+        int32_t Ew = pk_conv_quantise(9, w + (size_t)co * 9, 1, 0, t, 1);
         for (int i = 0; i < Ho; i++)
             for (int j = 0; j < Wo; j++) {
-                float acc = 0.0f;
-                for (int ci = 0; ci < cig; ci++)
-                    acc = pk_conv_s2_taps(acc, H, W, x + (size_t)(g * cig + ci) * H * W,
-                                          w + ((size_t)co * cig + ci) * 9, i, j);
-                y[((size_t)co * Ho + i) * Wo + j] = acc + b[co];
+                int32_t P[3] = {0, 0, 0}, E[3] = {0, 0, 0};
+                int present = 0;
+                for (int a = 0; a < 3; a++) {
+                    int r = 2 * i + a - 1;
+                    if (r < 0 || r >= H) continue;
+                    const float *row = plane + (size_t)r * W;
+                    present |= 1 << a;
+                    E[a] = pk_conv_unit(W, row, 1, 0);
+                    if (E[a] == PK_BLOCK_NONFINITE) continue;
+                    for (int e = 0; e < 3; e++) {
+                        int col = 2 * j + e - 1;
+                        if (col >= 0 && col < W) P[a] += (int32_t)t[a * 3 + e] * pk_conv_mantissa(row[col], E[a], 0);
+                    }
+                }
+                y[((size_t)co * Ho + i) * Wo + j] = pk_conv_join(P, E, present, Ew, b[co], 0);
             }
     }
     return PK_OK;
 }
 
+size_t pk_dwconv2d_s2_cl_scratch_bytes(int W) {
+    if (W <= 0 || W > PK_MAX_DIM) return 0;
+    return (size_t)3 * PK_CHANNEL_BLOCK * (sizeof(int32_t) + (size_t)(W + 2) * sizeof(float));
+}
+
 int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, int relu_input, const float *x, const float *w,
-                      const float *b, float *y) {
+                      const float *b, void *scratch, float *y) {
     if (H <= 0 || W <= 0 || C <= 0 || c0 < 0 || c1 > C || c0 >= c1) return PK_E_SHAPE;
-    /* Lanes = channels, in blocks of CB with the block's taps transposed to [9][CB]: every
-     * output still adds its taps in pk_conv_s2_taps' order (rows, then columns, those outside
-     * the map skipped), so compilers may vectorise over the channels. */
+    /* Blocks of CB channels in lanes; the input rows quantised per channel as the head's conv2
+     * reads them (head_impl.h), three at a time in the scratch: units [3][CB], mantissas
+     * [3][W + 2][CB] (integers as floats) with a zero column on each side (the padding). */
     enum { CB = PK_CHANNEL_BLOCK };
     int Ho = (H + 1) / 2, Wo = (W + 1) / 2;
-    float taps[9 * CB];
+    size_t row = (size_t)(W + 2) * CB;
+    int32_t *units = scratch, Ew[CB];
+    float *mantissas = (float *)(units + 3 * CB), t[9 * CB];
+    for (int slot = 0; slot < 3; slot++) {
+        memset(mantissas + slot * row, 0, CB * sizeof *mantissas);
+        memset(mantissas + slot * row + (size_t)(W + 1) * CB, 0, CB * sizeof *mantissas);
+    }
     for (int cb0 = c0; cb0 < c1; cb0 += CB) {
         int cb = c1 - cb0 < CB ? c1 - cb0 : CB;
-        for (int t = 0; t < 9; t++)
-            for (int c = 0; c < cb; c++) taps[t * CB + c] = w[(size_t)(cb0 + c) * 9 + t];
+        pk_conv_taps(cb, w, cb0, t, Ew);
+        int have = -1;                                    /* input rows 0..have quantised */
         for (int i = 0; i < Ho; i++) {
-            const float *rows[3];
+            for (int r = have + 1; r <= 2 * i + 1 && r < H; r++, have++)
+                pk_conv_quantise_lanes(W, cb, x + (size_t)r * W * C + cb0, (size_t)C, relu_input,
+                                       mantissas + (r % 3) * row + CB, units + (r % 3) * CB);
+            const float *m[3];
+            const int32_t *E[3];
             for (int a = 0; a < 3; a++) {
                 int r = 2 * i + a - 1;
-                rows[a] = r >= 0 && r < H ? x + (size_t)r * W * C + cb0 : NULL;
+                int inside = r >= 0 && r < H;
+                m[a] = inside ? mantissas + (r % 3) * row + CB : NULL;
+                E[a] = inside ? units + (r % 3) * CB : NULL;
             }
-            for (int j = 0; j < Wo; j++)
-                pk_dw_s2_pixel_cl(cb, rows, (size_t)C, W, j, taps, relu_input, b + cb0, y + ((size_t)i * Wo + j) * C + cb0);
+            pk_conv_s2_row(cb, m, E, CB, 1, Wo, t, Ew, b + cb0, 0, y + (size_t)i * Wo * C + cb0, (size_t)C);
         }
     }
     return PK_OK;
 }
 
 size_t pk_subsampling_head_cl_scratch_floats(int F) {
-    return (size_t)3 * ((F + 1) / 2) * PK_CHANNEL_BLOCK;      /* 3 rows of conv0, one block */
+    /* head_impl.h's rings: conv0's row [W1][CB] floats, units [3][CB] + [4] int32, mantissas
+     * [3][W1 + 2][CB] + [3][F + 2] floats */
+    size_t W1 = (size_t)(F + 1) / 2, CB = PK_CHANNEL_BLOCK;
+    return W1 * CB + 3 * CB + 4 + 3 * (W1 + 2) * CB + 3 * ((size_t)F + 2);
 }
 
 /* The channel-last head (head_impl.h) as this file's static ops_head_*. */

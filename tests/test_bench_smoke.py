@@ -695,7 +695,7 @@ def test_webgpu(tmp_path, tiny_bench_model):
     assert len(rows_of(main_table.splitlines())) == 2
     assert f"Adapter: {got['adapter_text']}." in table
     kernels = row["kernels"]
-    assert {"int8_gemm", "layer_norm", "attention_scores", "subsampling_head"} <= set(kernels), kernels
+    assert {"int8_gemm", "layer_norm", "attention_scores", "conv_s2"} <= set(kernels), kernels
     assert sum(k["dispatches"] for k in kernels.values()) == row["dispatches"]    # the same passes as an encode
     assert all(k["ops"] > 0 for k in kernels.values()), kernels
     if row["timestamps"]:            # GPU time inside the passes: positive, and within the encode's wall

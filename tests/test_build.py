@@ -52,9 +52,8 @@ RUNTIME_WHEEL = {f"engine/{m}.py" for m in (
     f"engine/_lib/phonon_kernels_{t}.wasm" for t in ("scalar", "simd128", "relaxed_simd")} | {
     f"engine/_wgsl/{name}.wgsl" for name in (          # the WebGPU tier's shaders (kernels/webgpu)
         "add_scaled", "attention_blocks", "attention_common", "attention_context", "attention_scores",
-        "attention_softmax", "copy_values", "dot4_packed", "dot4_plain", "dwconv2d", "dwconv_silu", "flatten_relu", "fv5_codes", "fv5_decode", "fv5_weights", "gemm_tile", "glu", "int8_weights",
-        "layer_norm", "quantize_act", "silu", "softdouble", "softdouble_check", "softfloat", "softfloat_check",
-        "subsampling_head")}
+        "attention_softmax", "blocks", "conv_rows", "conv_s2", "copy_values", "dot4_packed", "dot4_plain", "dwconv_silu", "flatten_relu", "fv5_codes", "fv5_decode", "fv5_weights", "gemm_tile", "glu", "int8_weights",
+        "layer_norm", "quantize_act", "silu", "softdouble", "softdouble_check", "softfloat", "softfloat_check")}
 
 
 def test_runtime_wheel_holds_the_runtime_only(build):

@@ -1,10 +1,10 @@
 """The subsampling's convolutions on a WebGPU device (engine/executors/webgpu/subsampling.py,
-kernels/webgpu/subsampling_head.wgsl, dwconv2d.wgsl, flatten_relu.wgsl) against the C scalar
+kernels/webgpu/conv_rows.wgsl, conv_s2.wgsl, flatten_relu.wgsl) against the C scalar
 tier, bit for bit: the head (Kernels.subsampling_head_cl), the depthwise conv5
 (Kernels.dwconv2d_s2_cl with relu_input) and the flatten (Kernels.transpose_last2 with relu) on
 awkward shapes and data (zeros of both signs, negatives, subnormals, products that underflow or
 overflow); the whole stack against Subsampling._frames on the tiny model; shader mutations the
-comparisons must catch.
+comparisons must catch, and one they must not (the integer sums in another order).
 
 Natively through PyPI wgpu on Mesa lavapipe here (a CPU emulation). Skipped, saying why,
 without wgpu or an adapter."""
@@ -171,27 +171,55 @@ def test_shapes_are_checked(gpu, tiny):
 # the comparisons can fail: shader mutations they must catch
 
 MUTATIONS = {
-    # the taps of a row summed right to left: the same terms, another order (a reassociation)
-    "tap order": ("for (var e = 0; e < 3; e++) {", "for (var e = 2; e >= 0; e--) {"),
     # ReLU keeping the sign of a negative input (-0 instead of +0, as a max(v, 0) may give)
     "relu sign": ("select(0u, v, v - 1u < F32_INF)", "select(v & F32_SIGN, v, v - 1u < F32_INF)"),
+    # mantissas of 10 bits where the rule has 11 (a coarser block)
+    "mantissa bits": ("F, 11u);", "F, 10u);"),
+    # a lower row's partial sum rounded to the highest row's unit instead of floored
+    "floor": ("S += P[a] >> u32(min(Eh - Ea[a], 31));", "S += (P[a] + select(0, 1 << u32(min(Eh - Ea[a], 31) - 1), Eh > Ea[a])) >> u32(min(Eh - Ea[a], 31));"),
 }
+# the taps of a row summed right to left, and the rows joined last to first: integer sums, so
+# another order must give the same bits
+REORDER = [("for (var e = 0; e < 3; e++) {", "for (var e = 2; e >= 0; e--) {"),
+           ("for (var a = 0; a < 3; a++) {\n            if (present[a])", "for (var a = 2; a >= 0; a--) {\n            if (present[a])")]
+
+
+def conv_differences(kernels: GpuKernels, scalar) -> int:
+    """Outputs of the head, conv5 and the flatten on kernels that differ from the C: ordinary
+    data whose rows span more than the join's 20 binades."""
+    rng = np.random.default_rng(7)
+    T, F, C = 17, 80, 16
+    w = weights(rng, C, special=False)
+    convs = GpuSubsamplingConvs(kernels, C, F, *w)
+    x = awkward(rng, T * F, special=False).reshape(T, F)
+    x[1::4] *= np.float32(2.0 ** -24)                # rows far under their neighbours
+    x = x.reshape(-1)
+    found = differing(convs.head(x, T), scalar.subsampling_head_cl(x, T, F, C, *w[:4])[0])
+    H, W = 9, 20
+    a = awkward(rng, H * W * C, special=False).reshape(H, W * C)
+    a[::3] *= np.float32(2.0 ** -30)
+    a = a.reshape(-1)
+    found += differing(convs.dw(a, H, W), scalar.dwconv2d_s2_cl(a, H, W, C, w[4], w[5], relu_input=True)[0])
+    found += differing(convs.flatten(a, H, W), scalar.transpose_last2(a, H, W, C, relu=True))
+    return found
+
+
+def patched(device, edits) -> GpuKernels:
+    sources = [shader_source(m, False) for m in ("conv_rows", "conv_s2", "flatten_relu")]
+    for old, _ in edits:
+        assert any(old in source for source in sources), f"{old!r} is no longer in the shaders"
+
+    def patch(source):
+        for old, new in edits:
+            source = source.replace(old, new)
+        return source
+    return GpuKernels(device, packed_dot=False, patch=patch)
 
 
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
 def test_mutated_shader_fails_the_comparison(device, scalar, name):
-    old, new = MUTATIONS[name]
-    modules = ("subsampling_head", "dwconv2d", "flatten_relu")
-    assert any(old in shader_source(m, False) for m in modules), f"mutation {name!r} no longer applies"
-    bad = GpuKernels(device, packed_dot=False, patch=lambda source: source.replace(old, new))
-    rng = np.random.default_rng(7)
-    T, F, C = 17, 80, 16
-    w = weights(rng, C, special=False)
-    convs = GpuSubsamplingConvs(bad, C, F, *w)
-    x = awkward(rng, T * F, special=False)
-    found = differing(convs.head(x, T), scalar.subsampling_head_cl(x, T, F, C, *w[:4])[0])
-    H, W = 9, 20
-    a = awkward(rng, H * W * C, special=False)
-    found += differing(convs.dw(a, H, W), scalar.dwconv2d_s2_cl(a, H, W, C, w[4], w[5], relu_input=True)[0])
-    found += differing(convs.flatten(a, H, W), scalar.transpose_last2(a, H, W, C, relu=True))
-    assert found > 0, f"mutation {name!r} went unnoticed"
+    assert conv_differences(patched(device, [MUTATIONS[name]]), scalar) > 0, f"mutation {name!r} went unnoticed"
+
+
+def test_the_convs_sums_in_another_order_give_the_same_bits(device, scalar):
+    assert conv_differences(patched(device, REORDER), scalar) == 0

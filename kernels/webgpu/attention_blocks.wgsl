@@ -5,7 +5,7 @@
 //   kind 4: columns of v (dk columns of T values, written as rows: [H][dk][T])
 // each vector with its own unit 2^E from its largest exponent field F (at least 1):
 //   E = F - 126 - b,  m = round(|x| / 2^E) halves away from zero, signed,
-// and E = ATT_NONFINITE (m all 0) for a vector holding an inf or NaN. b = att_bits(the vector's
+// and E = BLOCK_NONFINITE (m all 0) for a vector holding an inf or NaN. b = att_bits(the vector's
 // length): pk_block_bits(dk) for rows, pk_block_bits(T) for v's columns. Integer steps
 // only: each mantissa is its own value's.
 //
@@ -79,9 +79,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var i = 0u; i < n; i = i + 1u) {
         var m = 0;
         if (F != 0xffu) {
-            m = att_mantissa(bitcast<u32>(mantissas[base + i]), F, b);
+            m = block_mantissa(bitcast<u32>(mantissas[base + i]), F, b);
         }
         mantissas[base + i] = m;
     }
-    exponents[att_exponent_offset(kind, T, dk, bp.H) + vec] = select(i32(F) - 126 - i32(b), ATT_NONFINITE, F == 0xffu);
+    exponents[att_exponent_offset(kind, T, dk, bp.H) + vec] = select(i32(F) - 126 - i32(b), BLOCK_NONFINITE, F == 0xffu);
 }

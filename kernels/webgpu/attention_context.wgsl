@@ -4,7 +4,7 @@
 //     out[i][c0+d] = scaled(C, E_v[d]) / (float)totals[h][i]
 // over attention_softmax.wgsl's mantissas of the exponentials (in the scores buffer) and
 // attention_blocks.wgsl's mantissas of v's columns; 0x7fc00000 where the row of scores or the
-// column of v held an inf or NaN (a total of 0, an exponent ATT_NONFINITE). The sum is of
+// column of v held an inf or NaN (a total of 0, an exponent BLOCK_NONFINITE). The sum is of
 // integers, so its order is free; the rounding and the division are softfloat.wgsl's.
 //
 // A workgroup of 8 x 8 invocations owns 16 rows i x 16 columns d of one head, each invocation
@@ -90,7 +90,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             let total = totals[wrow + i];
             let ev = exponents[att_exponent_offset(4u, T, dk, H) + h * dk + d];
             var y = 0x7fc00000u;
-            if (total != 0u && ev != ATT_NONFINITE) {
+            if (total != 0u && ev != BLOCK_NONFINITE) {
                 y = sf_div(sf_from_i32_scaled(acc[q], ev), sf_from_i32(i32(total)));
             }
             out[i * D + h * dk + d] = y;

@@ -120,7 +120,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             let ek = exponents[att_exponent_offset(2u, T, dk, H) + h * T + j];
             let ep = exponents[att_exponent_offset(3u, T, dk, H) + h * P + r];
             var y = 0x7fc00000u;
-            if (ea != ATT_NONFINITE && ec != ATT_NONFINITE && ek != ATT_NONFINITE && ep != ATT_NONFINITE) {
+            if (ea != BLOCK_NONFINITE && ec != BLOCK_NONFINITE && ek != BLOCK_NONFINITE && ep != BLOCK_NONFINITE) {
                 y = sf_div(sf_add(sf_from_i32_scaled(ac[q], ea + ek), sf_from_i32_scaled(bt[q], ec + ep)), sp.s);
             }
             scores[(h * T + i) * T + j] = y;

@@ -115,7 +115,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     let row_bad = sm_idx[0] != 0u;
     var part = 0;
     for (var n = lid; n < T; n = n + SM_THREADS) {
-        let m = att_mantissa(scores[base + n], F, att_bits(T));
+        let m = block_mantissa(scores[base + n], F, att_bits(T));
         scores[base + n] = bitcast<u32>(m);
         part = part + m;
     }

@@ -1,21 +1,23 @@
 """The subsampling's convolutions on a WebGPU device, the C scalar tier's float32 bits:
-kernels/webgpu/subsampling_head.wgsl, dwconv2d.wgsl and flatten_relu.wgsl through
-engine/executors/webgpu/device.py's GpuKernels (docs/webgpu.md: every float step in integer soft-float).
+kernels/webgpu/conv_rows.wgsl, conv_s2.wgsl and flatten_relu.wgsl through
+engine/executors/webgpu/device.py's GpuKernels. The convolutions follow kernels/conv_blocks.h's
+rule (block-quantised rows, exact integer sums, one rounding per output; docs/kernels.md), so each
+output is one invocation's integer sums and a single soft-float rounding and add.
 
 What engine/parakeet_tdt/encoder.py Subsampling._frames computes on one slice of time, stage by
 stage (channel-last maps; the pointwise convs and the output linear are GpuLinear's):
 
-    head   conv0 3x3/2 + ReLU  -> [H1][W1][C]   subsampling_head  (head_impl.h's conv0 rows)
-           depthwise 3x3/2     -> [H2][W2][C]   dwconv2d, relu_input 0 (head_impl.h's conv2 rows)
+    head   rows of x quantised               [T] units, [T][n_mels] mantissas     conv_rows
+           conv0 3x3/2 + ReLU  -> [H1][W1][C]                                      conv_s2, one input lane
+           its rows quantised per channel    [H1][C] units, [H1][W1][C] mantissas conv_rows
+           depthwise 3x3/2     -> [H2][W2][C]                                      conv_s2
     pw3    linear C -> C                        GpuLinear
-    conv5  depthwise 3x3/2 of relu(pw3)          dwconv2d, relu_input 1 (pk_dwconv2d_s2_cl)
+    conv5  rows of relu(pw3) quantised, then depthwise 3x3/2   conv_rows (relu), conv_s2
     pw6    linear C -> C                        GpuLinear
     flat   relu, [H3][W3][C] -> [H3][C][W3]     flatten_relu (pk_transpose_last2)
     linear C * W3 -> d_model                    GpuLinear
 
-The head is two passes (conv0's ReLU map in a scratch buffer of H1 * W1 * C floats, then the
-depthwise conv) rather than one invocation per head output recomputing its nine conv0 pixels:
-half the soft-float work, the same bits (each value is computed once, by the same steps).
+The three convs' taps are quantised once, at construction (conv_rows on [C] rows of nine).
 
 The transpose of the front end's features ([n_mels][frames] -> [frames][n_mels], Kernels
 .transpose3 on the CPU in _forward) can be left to the head's indexing: head_passes reads its
@@ -66,12 +68,15 @@ class GpuSubsamplingConvs:
     def __init__(self, gpu: GpuKernels, C: int, n_mels: int, w0, b0, w2, b2, w5, b5):
         _check_ints(C=C, n_mels=n_mels)
         self.gpu, self.C, self.n_mels = gpu, C, n_mels
-        up = {}
-        for name, value, count in (("w0", w0, 9 * C), ("b0", b0, C), ("w2", w2, 9 * C), ("b2", b2, C),
-                                   ("w5", w5, 9 * C), ("b5", b5, C)):
-            up[name] = gpu.upload(float32_view(value, count, name))
-        self._w0, self._b0, self._w2, self._b2, self._w5, self._b5 = (
-            up[n] for n in ("w0", "b0", "w2", "b2", "w5", "b5"))
+        self._b0, self._b2, self._b5 = (gpu.upload(float32_view(b, C, name))
+                                        for b, name in ((b0, "b0"), (b2, "b2"), (b5, "b5")))
+        # each conv's taps as conv_rows.wgsl quantises them: [C][9] mantissas, [C] units
+        self._t0, self._t2, self._t5 = taps = [(gpu.storage(4 * 9 * C), gpu.storage(4 * C)) for _ in range(3)]
+        passes = []
+        for (tm, tE), w, name in zip(taps, (w0, w2, w5), ("w0", "w2", "w5")):
+            wbuf = gpu.upload(float32_view(w, 9 * C, name))
+            passes.append(self._rows_pass(wbuf, tm, tE, C, 9, 1, 0, 9, 1, 0, False))
+        gpu.run(passes)
 
     # -- shapes -----------------------------------------------------------------------------
 
@@ -81,13 +86,32 @@ class GpuSubsamplingConvs:
 
     # -- passes -----------------------------------------------------------------------------
 
-    def _dw_pass(self, x_buf, out_buf, H: int, W: int, w, b, relu_input: bool) -> tuple:
-        C = self.C
-        n = _half(H) * _half(W) * C
-        _check_buffer(x_buf, 4 * H * W * C, "x")
+    def _rows_pass(self, x_buf, m_buf, E_buf, R: int, W: int, L: int, off: int, row_stride: int,
+                   col_stride: int, lane_stride: int, relu: bool) -> tuple:
+        """conv_rows.wgsl: R x L blocks of W values -> m [R][W][L] mantissas, E [R][L] units."""
+        params = self.gpu.uniform(R, W, L, off, row_stride, col_stride, lane_stride, 1 if relu else 0)
+        return ("conv_rows", [params, x_buf, m_buf, E_buf], element_groups(R * L))
+
+    def _conv_pass(self, m_buf, E_buf, taps, b, out_buf, H: int, W: int, lanes: int, relu_out: bool) -> tuple:
+        """conv_s2.wgsl: the quantised rows [H][W][lanes] -> out [ceil(H/2)][ceil(W/2)][C]."""
+        n = _half(H) * _half(W) * self.C
         _check_buffer(out_buf, 4 * n, "out")
-        params = self.gpu.uniform(H, W, C, n, 1 if relu_input else 0)
-        return ("dwconv2d", [params, x_buf, w, b, out_buf], element_groups(n))
+        params = self.gpu.uniform(H, W, self.C, n, lanes, 1 if relu_out else 0)
+        return ("conv_s2", [params, m_buf, E_buf, *taps, b, out_buf], element_groups(n))
+
+    def _rows(self, name: str, R: int, W: int, L: int) -> tuple:
+        """Scratch mantissas and units for R x L blocks of W values."""
+        if R * W * L >= 2 ** 30:
+            raise KernelError(f"{R} x {W} x {L} mantissas are too many for one buffer")
+        return self.gpu.scratch(f"conv_mantissas_{name}", 4 * R * W * L), self.gpu.scratch(f"conv_units_{name}", 4 * R * L)
+
+    def _dw_passes(self, x_buf, out_buf, H: int, W: int, taps, b, relu_input: bool) -> list:
+        """The depthwise conv of channel-last x [H][W][C]: its rows quantised, then conv_s2."""
+        C = self.C
+        _check_buffer(x_buf, 4 * H * W * C, "x")
+        m, E = self._rows("maps", H, W, C)
+        return [self._rows_pass(x_buf, m, E, H, W, C, 0, W * C, C, 1, relu_input),
+                self._conv_pass(m, E, taps, b, out_buf, H, W, C, False)]
 
     def head_passes(self, x_buf, out_buf, T: int, frames_total: int | None = None, t0: int = 0) -> list:
         """conv0 + ReLU + depthwise conv2 (Kernels.subsampling_head_cl's bits): x [T][n_mels] ->
@@ -107,19 +131,20 @@ class GpuSubsamplingConvs:
             t_stride, f_stride, need = 1, frames_total, F * frames_total
         H1, W1 = _half(T), _half(F)
         n = H1 * W1 * C
-        if n >= 2 ** 31:
+        if n >= 2 ** 30:
             raise KernelError(f"conv0's map of {n} floats is too large")
         _check_buffer(x_buf, 4 * need, "x")
         conv0 = self.gpu.scratch("subsampling_conv0", 4 * n)
-        params = self.gpu.uniform(T, F, C, n, t_stride, f_stride, t0)
-        return [("subsampling_head", [params, x_buf, self._w0, self._b0, conv0], element_groups(n)),
-                self._dw_pass(conv0, out_buf, H1, W1, self._w2, self._b2, False)]
+        xm, xE = self._rows("input", T, F, 1)
+        return [self._rows_pass(x_buf, xm, xE, T, F, 1, t0, t_stride, f_stride, 0, False),
+                self._conv_pass(xm, xE, self._t0, self._b0, conv0, T, F, 1, True),
+                *self._dw_passes(conv0, out_buf, H1, W1, self._t2, self._b2, False)]
 
     def dw_passes(self, x_buf, out_buf, H: int, W: int) -> list:
         """conv5 (Kernels.dwconv2d_s2_cl with relu_input): x [H][W][C] -> out
         [ceil(H/2)][ceil(W/2)][C] of relu(x)."""
         _check_ints(H=H, W=W)
-        return [self._dw_pass(x_buf, out_buf, H, W, self._w5, self._b5, True)]
+        return self._dw_passes(x_buf, out_buf, H, W, self._t5, self._b5, True)
 
     def flatten_passes(self, x_buf, out_buf, H: int, W: int) -> list:
         """relu and [H][W][C] -> [H][C][W] (Kernels.transpose_last2(x, H, W, C, relu=True))."""
