@@ -191,6 +191,7 @@ _COMMON_SIGNATURES = {
     "pk_dwconv1d": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp]),
     "pk_matmul_nt": (_i, [_i, _i, _i, _vp, _vp, ctypes.c_float, _vp]),
     "pk_conv2d_s2": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
+    "pk_conv2d_s2_f32": (_i, [_i, _i, _i, _i, _vp, _vp, _vp, _i, _vp]),
     "pk_transpose3": (_i, [_i, _i, _i, _vp, _vp]),
     "pk_transpose_last2": (_i, [_i, _i, _i, _i, _vp, _vp]),
     "pk_subsampling_head_cl_scratch_floats": (_sz, [_i]),
@@ -783,6 +784,21 @@ class Kernels:
                                                Arg(w, Cout * (Cin // groups) * 9, "float32", "w").pointer,
                                                Arg(b, Cout, "float32", "b").pointer, groups,
                                                Arg(y, Cout * Ho * Wo, "float32", "y", True).pointer), "pk_conv2d_s2")
+        return y, Ho, Wo
+
+    def conv2d_s2_f32(self, x, Cin: int, H: int, W: int, w, b, Cout: int, groups: int = 1, out=None) -> tuple:
+        """The same conv in float32 sums, taps in order (pk_conv2d_s2_f32: the graph check's
+        executor, engine/executors/cpu.py FloatActivations): (y [Cout][ceil(H/2)][ceil(W/2)], Ho, Wo)."""
+        check_dims(Cin=Cin, H=H, W=W, Cout=Cout, groups=groups)
+        if Cin % groups or Cout % groups:
+            raise KernelError(f"groups {groups} must divide Cin {Cin} and Cout {Cout}")
+        Ho, Wo = (H + 1) // 2, (W + 1) // 2
+        y = self._f32(Cout * Ho * Wo, out)
+        raise_status(self._fn["pk_conv2d_s2_f32"](Cin, Cout, H, W, Arg(x, Cin * H * W, "float32", "x").pointer,
+                                                   Arg(w, Cout * (Cin // groups) * 9, "float32", "w").pointer,
+                                                   Arg(b, Cout, "float32", "b").pointer, groups,
+                                                   Arg(y, Cout * Ho * Wo, "float32", "y", True).pointer),
+                     "pk_conv2d_s2_f32")
         return y, Ho, Wo
 
     # -- activations ------------------------------------------------------------------------

@@ -77,6 +77,9 @@
  *                                   w [Cout][1][3][3], y [Cout][ceil(H/2)][ceil(W/2)] by
  *                                   conv_blocks.h's rule (block-quantised rows, exact integer sums,
  *                                   one rounding), written out one output at a time
+ * pk_conv2d_s2_f32(Cin, Cout, H, W, x, w, b, groups, y)   the same conv in float32 (any grouping):
+ *                                   y = (sum over (ci, a, e) ascending of w * x, taps outside the
+ *                                   map skipped, from 0) + b; the graph check's executor's
  */
 #ifndef PK_OPS_H
 #define PK_OPS_H
@@ -120,5 +123,7 @@ PK_API int pk_block_power(int n, int B, const float *x, float *y);
 PK_API int pk_block_sums(int n, int B, const float *x, double *y);
 PK_API int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,
                         int groups, float *y);
+PK_API int pk_conv2d_s2_f32(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,
+                            int groups, float *y);
 
 #endif

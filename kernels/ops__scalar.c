@@ -209,6 +209,36 @@ int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w
     return PK_OK;
 }
 
+int pk_conv2d_s2_f32(int Cin, int Cout, int H, int W, const float *x, const float *w, const float *b,
+                     int groups, float *y) {
+    /* The float32 form, for the graph check's executor (engine/executors/cpu.py
+     * FloatActivations): y = (sum over (ci, a, e) ascending, taps outside the map skipped, of
+     * w * x from 0) + b, each step rounded (-ffp-contract=off). */
+    if (Cin <= 0 || Cout <= 0 || H <= 0 || W <= 0 || groups <= 0 || Cin % groups || Cout % groups)
+        return PK_E_SHAPE;
+    int Ho = (H + 1) / 2, Wo = (W + 1) / 2, cig = Cin / groups, cog = Cout / groups;
+    for (int co = 0; co < Cout; co++) {
+        int g = co / cog;
+        for (int i = 0; i < Ho; i++)
+            for (int j = 0; j < Wo; j++) {
+                float acc = 0.0f;
+                for (int ci = 0; ci < cig; ci++) {
+                    const float *plane = x + (size_t)(g * cig + ci) * H * W, *taps = w + ((size_t)co * cig + ci) * 9;
+                    for (int a = 0; a < 3; a++) {
+                        int r = 2 * i + a - 1;
+                        if (r < 0 || r >= H) continue;
+                        for (int e = 0; e < 3; e++) {
+                            int col = 2 * j + e - 1;
+                            if (col >= 0 && col < W) acc = acc + taps[a * 3 + e] * plane[(size_t)r * W + col];
+                        }
+                    }
+                }
+                y[((size_t)co * Ho + i) * Wo + j] = acc + b[co];
+            }
+    }
+    return PK_OK;
+}
+
 size_t pk_dwconv2d_s2_cl_scratch_bytes(int W) {
     if (W <= 0 || W > PK_MAX_DIM) return 0;
     return (size_t)3 * PK_CHANNEL_BLOCK * (sizeof(int32_t) + (size_t)(W + 2) * sizeof(float));

@@ -58,6 +58,7 @@ function instantiate(module) {
     __table_base: new WebAssembly.Global({ value: "i32", mutable: false }, 0),
     __stack_pointer: new WebAssembly.Global({ value: "i32", mutable: true }, stackTop),
     memset: (p, v, n) => { new Uint8Array(memory.buffer, p, n).fill(v); return p; },
+    memcpy: (d, s, n) => { new Uint8Array(memory.buffer).copyWithin(d, s, s + n); return d; },
   };
   const imports = { env };
   for (const imp of WebAssembly.Module.imports(module)) {

@@ -81,6 +81,24 @@ class SubsamplingConvs:
         return self.ex.k.transpose_last2(x, H, W, self.C, relu=True)
 
 
+class FloatSubsamplingConvs(SubsamplingConvs):
+    """SubsamplingConvs' maps with the convolutions in float32 sums, taps in order
+    (Kernels.conv2d_s2_f32, channel-first, then back to channel-last): the graph check's, held
+    to the float64 reference (the shipped path's convs are block-quantised: docs/kernels.md)."""
+
+    def head(self, x, T: int) -> array:
+        k, C, F, (w0, b0), (w2, b2) = self.ex.k, self.C, self.F, self.conv0, self.conv2
+        y0, H1, W1 = k.conv2d_s2_f32(x, 1, T, F, w0, b0, C, 1)                 # [C][H1][W1]
+        y2, H2, W2 = k.conv2d_s2_f32(k.relu(y0, C * H1 * W1), C, H1, W1, w2, b2, C, C)
+        return k.transpose3(y2, C, H2 * W2, 1)                                 # [H2 W2][C]
+
+    def dw(self, x, H: int, W: int) -> array:
+        k, C, (w5, b5) = self.ex.k, self.C, self.conv5
+        planes = k.transpose3(k.relu(x, H * W * C), H * W, C, 1)              # [C][H][W]
+        y, Ho, Wo = k.conv2d_s2_f32(planes, C, H, W, w5, b5, C, C)
+        return k.transpose3(y, C, Ho * Wo, 1)
+
+
 # -- the executors ---------------------------------------------------------------------------
 
 class Alone:
@@ -202,8 +220,9 @@ class Alone:
 
 class FloatActivations(Alone):
     """The graph check's executor: every linear in float32 on the dequantised weights (the
-    native C++ runtime's PK_DEBUG_F32_ACTS), so the graph itself can be held tightly to the
-    float64 reference (tests/test_encoder.py); one thread, block by block, no keys kept."""
+    native C++ runtime's PK_DEBUG_F32_ACTS) and the subsampling's convs in float32 sums, so the
+    graph itself can be held tightly to the float64 reference (tests/test_encoder.py); one
+    thread, block by block, no keys kept."""
 
     def __init__(self, k: Kernels):
         super().__init__(k, one_call=False)
@@ -222,6 +241,9 @@ class FloatActivations(Alone):
 
     def position_keys(self, project, D: int, max_T: int):
         return lambda pe, T: None
+
+    def subsampling_convs(self, C: int, n_mels: int, conv0, conv2, conv5) -> "FloatSubsamplingConvs":
+        return FloatSubsamplingConvs(self, C, n_mels, conv0, conv2, conv5)
 
     @property
     def unsplit(self) -> "FloatActivations":
