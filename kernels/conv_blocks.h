@@ -62,30 +62,20 @@ static inline int16_t pk_conv_mantissa(float x, int32_t E, int relu) {
 }
 
 /* n values x[0], x[xs], ... -> mantissas m[0], m[ms], ... on their unit, which it returns
- * (PK_BLOCK_NONFINITE: m all 0). */
-static inline int32_t pk_conv_quantise(int n, const float *x, size_t xs, int relu, int16_t *m, size_t ms) {
+ * (PK_BLOCK_NONFINITE: m all 0). The mantissas are integers of at most 11 bits, kept as floats
+ * (exact), as the channel-last loops multiply them. */
+static inline int32_t pk_conv_quantise(int n, const float *x, size_t xs, int relu, float *m, size_t ms) {
     int32_t E = pk_conv_unit(n, x, xs, relu);
-    for (int i = 0; i < n; i++) m[(size_t)i * ms] = E == PK_BLOCK_NONFINITE ? 0 : pk_conv_mantissa(x[(size_t)i * xs], E, relu);
+    for (int i = 0; i < n; i++)
+        m[(size_t)i * ms] = E == PK_BLOCK_NONFINITE ? 0.0f : (float)pk_conv_mantissa(x[(size_t)i * xs], E, relu);
     return E;
 }
 
-/* One row of n values (conv0's input) quantised, the mantissas as floats m[0..n); returns the unit. */
-static inline int32_t pk_conv_quantise_row(int n, const float *x, float *m) {
-    int32_t E = pk_conv_unit(n, x, 1, 0);
-    for (int i = 0; i < n; i++) m[i] = E == PK_BLOCK_NONFINITE ? 0.0f : (float)pk_conv_mantissa(x[i], E, 0);
-    return E;
-}
-
-/* The taps of channels c0 .. c0 + cb - 1 (w [C][3][3]) quantised per channel, transposed, as
- * floats (integers of at most 11 bits: exact): t [9][PK_CHANNEL_BLOCK] (lanes past cb 0), units
- * E [cb]. */
+/* The taps of channels c0 .. c0 + cb - 1 (w [C][3][3]) quantised per channel, transposed:
+ * t [9][PK_CHANNEL_BLOCK] (lanes past cb 0), units E [cb]. */
 static inline void pk_conv_taps(int cb, const float *w, int c0, float *t, int32_t *E) {
-    int16_t m[9];
     for (int i = 0; i < 9 * PK_CHANNEL_BLOCK; i++) t[i] = 0.0f;
-    for (int c = 0; c < cb; c++) {
-        E[c] = pk_conv_quantise(9, w + (size_t)(c0 + c) * 9, 1, 0, m, 1);
-        for (int i = 0; i < 9; i++) t[i * PK_CHANNEL_BLOCK + c] = (float)m[i];
-    }
+    for (int c = 0; c < cb; c++) E[c] = pk_conv_quantise(9, w + (size_t)(c0 + c) * 9, 1, 0, t + c, PK_CHANNEL_BLOCK);
 }
 
 /* Steps 3 and 4 for one output: the rows' partial sums P and units E (present: bit a set for a
@@ -112,6 +102,9 @@ typedef int32_t pk_conv_vi __attribute__((vector_size(4 * PK_CONV_LANES)));
 typedef uint32_t pk_conv_vu __attribute__((vector_size(4 * PK_CONV_LANES)));
 typedef float pk_conv_vf __attribute__((vector_size(4 * PK_CONV_LANES)));
 
+/* pk_relu_bits lane-wise (a comparison gives all ones or 0 per lane) */
+#define PK_CONV_RELU_LANES(u) ((u) & (pk_conv_vu)((u) - 1u < 0x7f800000u))
+
 /* A row of n columns x cb channels (x[col * xs + c], through pk_relu's formula with relu)
  * quantised per channel, eight channels at a time: mantissas as floats m[col * PK_CHANNEL_BLOCK
  * + c], units E[c] - pk_conv_quantise's values for each channel (lanes past cb, up to the next
@@ -130,7 +123,7 @@ PK_ALWAYS_INLINE void pk_conv_quantise_lanes(int n, int cb, const float *x, size
         for (int col = 0; col < n; col++) {
             pk_conv_vu u;
             memcpy(&u, x + (size_t)col * xs + c, sizeof u);
-            if (relu) u &= (pk_conv_vu)(u - 1u < 0x7f800000u);
+            if (relu) u = PK_CONV_RELU_LANES(u);
             pk_conv_vu f = (u >> 23) & 0xffu, more = (pk_conv_vu)(f > F);
             F = (f & more) | (F & ~more);
         }
@@ -146,7 +139,7 @@ PK_ALWAYS_INLINE void pk_conv_quantise_lanes(int n, int cb, const float *x, size
         for (int col = 0; col < n; col++) {
             pk_conv_vu u;
             memcpy(&u, x + (size_t)col * xs + c, sizeof u);
-            if (relu) u &= (pk_conv_vu)(u - 1u < 0x7f800000u);
+            if (relu) u = PK_CONV_RELU_LANES(u);
             pk_conv_vu low = u & 0x7fffffffu;
             low &= (pk_conv_vu)(low <= 0x7f800000u) & (pk_conv_vu)(s1 != 0.0f);   /* NaN, a marked block: 0 */
             pk_conv_vf mag;
@@ -188,6 +181,7 @@ PK_ALWAYS_INLINE void pk_conv_s2_row(int cb, const float *const m[3], const int3
     float f[3][CB], k[CB], bias[CB], out[CB];
     uint32_t marked[CB];
     int32_t Ec[3][CB];
+    unsigned char plain_join[CB];                    /* k out of float's normal range: pk_conv_join */
     int lanes = (cb + L - 1) / L * L, slow = 0, present = (m[0] ? 1 : 0) | (m[1] ? 2 : 0) | (m[2] ? 4 : 0);
     for (int c = 0; c < lanes; c++) {
         int32_t Eh = INT32_MIN;
@@ -203,7 +197,8 @@ PK_ALWAYS_INLINE void pk_conv_s2_row(int cb, const float *const m[3], const int3
         for (int a = 0; a < 3; a++)
             f[a][c] = m[a] && !bad ? pk_pow2i(-(Eh - Ec[a][c] < 31 ? Eh - Ec[a][c] : 31)) : 0.0f;
         k[c] = e >= -126 && e <= 127 ? pk_pow2i(e) : 0.0f;
-        slow |= !bad && (e < -126 || e > 127);
+        plain_join[c] = !bad && (e < -126 || e > 127);
+        slow |= plain_join[c];
         marked[c] = bad ? ~0u : 0u;
         bias[c] = c < cb ? b[c] : 0.0f;
     }
@@ -228,7 +223,7 @@ PK_ALWAYS_INLINE void pk_conv_s2_row(int cb, const float *const m[3], const int3
                 }
                 pk_conv_vf fa;
                 memcpy(&fa, f[a] + c, sizeof fa);
-                memcpy(Pj[a] + c, &P, sizeof P);
+                if (slow) memcpy(Pj[a] + c, &P, sizeof P);
                 pk_conv_vf q = P * fa;                                   /* exact */
                 pk_conv_vi whole = __builtin_convertvector(q, pk_conv_vi);      /* toward 0, exact */
                 whole += (pk_conv_vi)(__builtin_convertvector(whole, pk_conv_vf) > q);   /* -1: the floor */
@@ -242,17 +237,16 @@ PK_ALWAYS_INLINE void pk_conv_s2_row(int cb, const float *const m[3], const int3
             memcpy(&u, &v, sizeof u);
             memcpy(&mk, marked + c, sizeof mk);
             u = (u & ~mk) | (0x7fc00000u & mk);
-            if (relu) u &= (pk_conv_vu)(u - 1u < 0x7f800000u);      /* pk_relu's formula */
+            if (relu) u = PK_CONV_RELU_LANES(u);
             memcpy(out + c, &u, sizeof u);
         }
         if (slow)
-            for (int c = 0; c < cb; c++) {
-                int32_t Ehc = INT32_MIN, P[3] = {(int32_t)Pj[0][c], (int32_t)Pj[1][c], (int32_t)Pj[2][c]};
-                int32_t Ea[3] = {Ec[0][c], Ec[1][c], Ec[2][c]};
-                for (int a = 0; a < 3; a++) Ehc = m[a] && Ea[a] > Ehc ? Ea[a] : Ehc;
-                int32_t e = Ehc + Ew[c];
-                if (!marked[c] && (e < -126 || e > 127)) out[c] = pk_conv_join(P, Ea, present, Ew[c], b[c], relu);
-            }
+            for (int c = 0; c < cb; c++)
+                if (plain_join[c]) {
+                    int32_t P[3] = {(int32_t)Pj[0][c], (int32_t)Pj[1][c], (int32_t)Pj[2][c]};
+                    int32_t Ea[3] = {Ec[0][c], Ec[1][c], Ec[2][c]};
+                    out[c] = pk_conv_join(P, Ea, present, Ew[c], b[c], relu);
+                }
         memcpy(y + (size_t)j * y_stride, out, (size_t)cb * sizeof *out);
     }
 }

@@ -61,8 +61,8 @@ static int PK_HEAD(channel_last)(int T, int F, int C, int c0, int c1, const floa
         for (int i = 0; i < H2; i++) {
             for (int r = have + 1; r <= 2 * i + 1 && r < H1; r++, have++) {
                 for (int q = x_have + 1; q <= 2 * r + 1 && q < T; q++, x_have++)
-                    ring.x_units[q % 3] = pk_conv_quantise_row(F, x + (size_t)q * F,
-                                                               ring.x_mantissas + (size_t)(q % 3) * (F + 2) + 1);
+                    ring.x_units[q % 3] = pk_conv_quantise(F, x + (size_t)q * F, 1, 0,
+                                                           ring.x_mantissas + (size_t)(q % 3) * (F + 2) + 1, 1);
                 const float *m[3];
                 const int32_t *E[3];
                 for (int a = 0; a < 3; a++) {

@@ -185,7 +185,7 @@ int pk_conv2d_s2(int Cin, int Cout, int H, int W, const float *x, const float *w
     int Ho = (H + 1) / 2, Wo = (W + 1) / 2, cog = Cout / groups;
     for (int co = 0; co < Cout; co++) {
         const float *plane = x + (size_t)(co / cog) * H * W;
-        int16_t t[9];
+        float t[9];
         int32_t Ew = pk_conv_quantise(9, w + (size_t)co * 9, 1, 0, t, 1);
         for (int i = 0; i < Ho; i++)
             for (int j = 0; j < Wo; j++) {

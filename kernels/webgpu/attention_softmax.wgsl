@@ -7,7 +7,7 @@
 // NaN, which attention_context.wgsl turns into 0x7fc00000. The exponentials' own exponent
 // cancels in attention_context.wgsl's ratio, so only the mantissas are kept.
 // Needs softfloat.wgsl, silu.wgsl (sf_sub, sf_expq: pk_expq step by step) and
-// attention_common.wgsl (att_mantissa).
+// blocks.wgsl (block_mantissa).
 //
 // One workgroup of 64 per row (a 2-D grid past 65,535 rows). The maximum: C keeps the first
 // of the largest values (`>` is false for equal ones: +0 and -0 are equal), so each invocation

@@ -28,7 +28,7 @@ struct RowsParams {
 
 fn rows_value(at: u32) -> u32 {
     let v = x[at];
-    return select(v, select(0u, v, v - 1u < F32_INF), rp.relu != 0u);
+    return select(v, sf_relu(v), rp.relu != 0u);
 }
 
 @compute @workgroup_size(64)

@@ -74,7 +74,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         v = sf_add(sf_from_i32_scaled(S, Eh + Et), b[c]);
     }
     if (cp.relu_out != 0u) {
-        v = select(0u, v, v - 1u < F32_INF);
+        v = sf_relu(v);
     }
     y[k] = v;
 }

@@ -28,5 +28,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let bb = rest / fp.A;
     let aa = rest % fp.A;
     let v = x[n * plane + aa * fp.B + bb];
-    y[i] = select(v, select(0u, v, v - 1u < F32_INF), fp.relu != 0u);
+    y[i] = select(v, sf_relu(v), fp.relu != 0u);
 }

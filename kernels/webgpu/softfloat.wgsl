@@ -21,6 +21,11 @@ const F32_INF: u32 = 0x7f800000u;
 const F32_QUIET: u32 = 0x00400000u;
 const F32_DEFAULT_NAN: u32 = 0xffc00000u;
 
+// pk_relu's formula on bits: v when 0 < v <= +inf (positive, non-zero, not NaN), else +0.
+fn sf_relu(v: u32) -> u32 {
+    return select(0u, v, v - 1u < F32_INF);
+}
+
 // x >> s with every bit shifted out ORed into bit 0 ("jam"); any s (WGSL takes a runtime
 // shift amount modulo 32, so s = 0 and s >= 32 are handled apart).
 fn sf_shr_jam(x: u32, s: u32) -> u32 {
