@@ -17,7 +17,7 @@ stage (channel-last maps; the pointwise convs and the output linear are GpuLinea
     flat   relu, [H3][W3][C] -> [H3][C][W3]     flatten_relu (pk_transpose_last2)
     linear C * W3 -> d_model                    GpuLinear
 
-The three convs' taps are quantised once, by the first passes built (conv_rows on [C] rows of nine).
+Each conv's taps are quantised by a conv_rows pass in the same command buffer (C rows of nine).
 
 The transpose of the front end's features ([n_mels][frames] -> [frames][n_mels], Kernels
 .transpose3 on the CPU in _forward) can be left to the head's indexing: head_passes reads its
@@ -71,17 +71,15 @@ class GpuSubsamplingConvs:
         self._b0, self._b2, self._b5 = (gpu.upload(float32_view(b, C, name))
                                         for b, name in ((b0, "b0"), (b2, "b2"), (b5, "b5")))
         self._w = [gpu.upload(float32_view(w, 9 * C, name)) for w, name in ((w0, "w0"), (w2, "w2"), (w5, "w5"))]
-        self._taps = None           # each conv's taps quantised: made by the first passes built
 
-    def _tap_passes(self) -> list:
-        """The first time: conv_rows.wgsl over each conv's [C] rows of nine taps into [C][9]
-        mantissas and [C] units (passes that go first in the caller's command buffer, so loading
-        submits nothing); after that, nothing."""
-        if self._taps is not None:
-            return []
-        C, gpu = self.C, self.gpu
-        self._taps = [(gpu.storage(4 * 9 * C), gpu.storage(4 * C)) for _ in range(3)]
-        return [self._rows_pass(w, tm, tE, C, 9, 1, 0, 9, 1, 0, False) for w, (tm, tE) in zip(self._w, self._taps)]
+    def _taps(self, conv: int) -> tuple:
+        """conv's (0: conv0, 1: conv2, 2: conv5) taps quantised by conv_rows.wgsl into scratch
+        [C][9] mantissas and [C] units: (the pass, its buffers). Each command buffer that uses
+        them quantises them again first (C rows of nine: a few hundred invocations), so no state
+        says whether they are there, and loading submits nothing."""
+        C = self.C
+        tm, tE = self.gpu.scratch(f"conv_taps_{conv}", 4 * 9 * C), self.gpu.scratch(f"conv_tap_units_{conv}", 4 * C)
+        return self._rows_pass(self._w[conv], tm, tE, C, 9, 1, 0, 9, 1, 0, False), (tm, tE)
 
     # -- shapes -----------------------------------------------------------------------------
 
@@ -110,14 +108,15 @@ class GpuSubsamplingConvs:
             raise KernelError(f"{R} x {W} x {L} mantissas are too many for one buffer")
         return self.gpu.scratch(f"conv_mantissas_{name}", 4 * R * W * L), self.gpu.scratch(f"conv_units_{name}", 4 * R * L)
 
-    def _dw_passes(self, x_buf, out_buf, H: int, W: int, taps: int, b, relu_input: bool) -> list:
-        """The depthwise conv of channel-last x [H][W][C] with conv `taps` (1: conv2, 2: conv5):
-        its rows quantised, then conv_s2."""
+    def _dw_passes(self, x_buf, out_buf, H: int, W: int, conv: int, b, relu_input: bool) -> list:
+        """The depthwise conv of channel-last x [H][W][C] with conv's taps (1: conv2, 2: conv5):
+        the taps and x's rows quantised, then conv_s2."""
         C = self.C
         _check_buffer(x_buf, 4 * H * W * C, "x")
         m, E = self._rows("maps", H, W, C)
-        return [self._rows_pass(x_buf, m, E, H, W, C, 0, W * C, C, 1, relu_input),
-                self._conv_pass(m, E, self._taps[taps], b, out_buf, H, W, C, False)]
+        tap_pass, taps = self._taps(conv)
+        return [tap_pass, self._rows_pass(x_buf, m, E, H, W, C, 0, W * C, C, 1, relu_input),
+                self._conv_pass(m, E, taps, b, out_buf, H, W, C, False)]
 
     def head_passes(self, x_buf, out_buf, T: int, frames_total: int | None = None, t0: int = 0) -> list:
         """conv0 + ReLU + depthwise conv2 (Kernels.subsampling_head_cl's bits): x [T][n_mels] ->
@@ -142,17 +141,16 @@ class GpuSubsamplingConvs:
         _check_buffer(x_buf, 4 * need, "x")
         conv0 = self.gpu.scratch("subsampling_conv0", 4 * n)
         xm, xE = self._rows("input", T, F, 1)
-        taps = self._tap_passes()
-        return [*taps, self._rows_pass(x_buf, xm, xE, T, F, 1, t0, t_stride, f_stride, 0, False),
-                self._conv_pass(xm, xE, self._taps[0], self._b0, conv0, T, F, 1, True),
+        tap_pass, taps = self._taps(0)
+        return [tap_pass, self._rows_pass(x_buf, xm, xE, T, F, 1, t0, t_stride, f_stride, 0, False),
+                self._conv_pass(xm, xE, taps, self._b0, conv0, T, F, 1, True),
                 *self._dw_passes(conv0, out_buf, H1, W1, 1, self._b2, False)]
 
     def dw_passes(self, x_buf, out_buf, H: int, W: int) -> list:
         """conv5 (Kernels.dwconv2d_s2_cl with relu_input): x [H][W][C] -> out
         [ceil(H/2)][ceil(W/2)][C] of relu(x)."""
         _check_ints(H=H, W=W)
-        taps = self._tap_passes()
-        return [*taps, *self._dw_passes(x_buf, out_buf, H, W, 2, self._b5, True)]
+        return self._dw_passes(x_buf, out_buf, H, W, 2, self._b5, True)
 
     def flatten_passes(self, x_buf, out_buf, H: int, W: int) -> list:
         """relu and [H][W][C] -> [H][C][W] (Kernels.transpose_last2(x, H, W, C, relu=True))."""
