@@ -100,7 +100,7 @@ def quantize_act(p, packed):
 
 def gemm(p, packed, fused_decode: bool):
     """gemm_tile.wgsl (+ fv5_weights.wgsl when fused_decode): per workgroup and K chunk, the
-    staging of 32 tokens' and 64 rows' words, the fused decode, and every busy invocation's 4x4
+    staging of 64 tokens' and 64 rows' words, the fused decode, and every busy invocation's 4x8
     block of dot4 + add over the chunk's words; then the epilogue once per output."""
     N, O, K, flags = p[:4]
     rows, tokens = wgsl_const("gemm_tile", "GEMM_ROWS"), wgsl_const("gemm_tile", "GEMM_TOKENS")
@@ -117,12 +117,12 @@ def gemm(p, packed, fused_decode: bool):
         stage += (rows // 8) * codes * 4 * (15 + 3 * (12 + fv5_word()))
     dot = 1 if packed else 15                             # dot4I8Packed, or unpack + 4 multiply-adds
     # the busy invocations (first row and token inside the matrix: gemm_tile.wgsl `busy`), each
-    # per word 2 loads (a vec4 of four rows' words, one of four tokens') + 16 dot4 + 16 adds +
-    # addressing
-    sub_rows, sub_tokens = rows // 4, tokens // 4
+    # owning 4 rows x 8 tokens, per word 3 loads (a vec4 of four rows' words, two of four
+    # tokens') + 32 dot4 + 32 adds + addressing
+    sub_rows, sub_tokens = rows // 4, tokens // 8
     busy = (sum(min(sub_rows, cdiv(O - o0, 4)) for o0 in range(0, O, rows))
-            * sum(min(sub_tokens, cdiv(N - n0, 4)) for n0 in range(0, N, tokens)))
-    macs = busy * chunks * chunk_words * (2 + 16 * dot + 16 + 4)
+            * sum(min(sub_tokens, cdiv(N - n0, 8)) for n0 in range(0, N, tokens)))
+    macs = busy * chunks * chunk_words * (3 + 32 * dot + 32 + 5)
     return workgroups * chunks * stage + macs + gemm_epilogue(N, O, flags)
 
 

@@ -159,8 +159,8 @@ def test_a_failed_check_rejects_when_forced_and_falls_back_when_preferred(gpu_br
     forced = skip_without_adapter(load(page, tier="webgpu", debug=True, gpuTestPatch="flip_one_bit"))
     assert forced.get("error") == "webgpu", forced
     assert "the GPU's encoder output differs from the CPU's in " in forced["message"], forced     # names the value
-    # wrong only where a five-value linear runs over more than 32 tokens: the check's 40 encoder
-    # frames run that path (8 did not), so the load-time check refuses it too
+    # wrong only where a five-value linear runs over more than one 64-token tile: the check's 72
+    # encoder frames run that path (8 did not), so the load-time check refuses it too
     long_only = load(page, tier="webgpu", debug=True, gpuTestPatch="wrong_when_decoded_once")
     assert long_only.get("error") == "webgpu", long_only
     assert "the GPU's encoder output differs from the CPU's in " in long_only["message"], long_only

@@ -16,7 +16,7 @@ import pytest
 
 from engine.audio import load_audio
 from engine.executors import Alone
-from engine.executors.webgpu.device import MODULES, GpuKernels, shader_source
+from engine.executors.webgpu.device import GEMM_TOKENS, MODULES, GpuKernels, shader_source
 from engine.executors.webgpu.executor import WebGpu
 from engine.executors.webgpu.mutations import DECODE_STORE, GEMM_STORE, wrong_when_decoded_once, flip_one_bit, no_entry_point
 from engine.executors.webgpu.self_test import (SELF_TEST_FRAMES, GpuRefused, cpu_digest, encoder_digest, first_difference,
@@ -238,9 +238,9 @@ def test_self_test_refuses_a_device_one_bit_off(tiny_gguf_path, device):
 
 
 def test_the_check_covers_what_only_long_inputs_run(device):
-    """A device wrong only where a five-value linear runs over more than 32 tokens (its weights
-    decoded once, fv5_decode.wgsl) passes a check of 64 feature frames (8 encoder frames) and
-    fails the check's own SELF_TEST_FRAMES (40): the check's shape refuses it."""
+    """A device wrong only where a five-value linear runs over more than one tile of tokens (its
+    weights decoded once, fv5_decode.wgsl) passes a check of 64 feature frames (8 encoder frames)
+    and fails the check's own SELF_TEST_FRAMES (72): the check's shape refuses it."""
     assert DECODE_STORE in shader_source("fv5_decode", False)
     model = load(DEFAULT_MODEL)
     wrong = GpuKernels(device, patch=wrong_when_decoded_once)
@@ -248,7 +248,7 @@ def test_the_check_covers_what_only_long_inputs_run(device):
     assert short["values"] == 8 * model.dims.d_model
     with pytest.raises(GpuRefused, match=r"differs from the CPU's: digest"):
         self_test(wrong, model, expected=cpu_digest(model, frames=SELF_TEST_FRAMES))
-    assert SELF_TEST_FRAMES // 8 > 32
+    assert SELF_TEST_FRAMES // 8 > GEMM_TOKENS
 
 
 def test_first_difference_names_one_flipped_bit():
@@ -379,14 +379,14 @@ def test_the_timed_verdict_decides_and_says_what_it_measured(tiny_gguf_path, dev
         return json.loads(asyncio.run(WebApp().load_gpu(model, "scalar", "prefer", options=json.dumps(options))))
     out = load_gpu(timed=True)
     m = out["measured"]
-    assert set(m) == {"audio_s", "gpu_ms", "cpu_ms", "cpu_workers", "faster"} and m["audio_s"] == 3.2, m
+    assert set(m) == {"audio_s", "gpu_ms", "cpu_ms", "cpu_workers", "faster"} and m["audio_s"] == SELF_TEST_FRAMES / 100, m
     assert m["faster"] == (m["gpu_ms"] < m["cpu_ms"]) and out["tier"] == ("webgpu" if m["faster"] else None), out
-    assert out["speed"] == f"3.2 s of audio encoded in {m['gpu_ms']:g} ms, scalar {m['cpu_ms']:g} ms", out
+    assert out["speed"] == f"{SELF_TEST_FRAMES / 100:g} s of audio encoded in {m['gpu_ms']:g} ms, scalar {m['cpu_ms']:g} ms", out
     assert out["speed"] in out["note"]
     slower = load_gpu(timed=True, cpuWorkers=10**9)
     assert slower["tier"] is None and slower["measured"]["cpu_workers"] == 10**9, slower
     assert slower["note"].startswith("scalar: the WebGPU adapter (mesa) passed the known-answer check but is slower "
-                                     "than the wasm kernels: 3.2 s of audio encoded in "), slower
+                                     f"than the wasm kernels: {SELF_TEST_FRAMES / 100:g} s of audio encoded in "), slower
     assert slower["note"].endswith(f" ms ({10**9} workers at best)"), slower
     hooked = load_gpu(timed=True, cpuWorkers=10**9, testFaster=True)
     assert hooked["tier"] == "webgpu" and hooked["measured"]["faster"], hooked

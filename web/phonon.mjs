@@ -85,7 +85,7 @@ export class Recognizer extends EventTarget {
    *   encoder on fixed features against the digest the build computed natively); no adapter, or
    *   one that fails it, rejects with code "webgpu". "auto": the GPU when it is there, is not a
    *   CPU emulation (SwiftShader, llvmpipe, lavapipe: told by the adapter's info, before Python
-   *   starts), passes the check, and encodes the check's 3.2 s faster than the best wasm tier
+   *   starts), passes the check, and encodes the check's 5.76 s faster than the best wasm tier
    *   (with the kernel workers it would have, at their best split); else the wasm tier. The
    *   timed verdict is kept (Cache Storage) per adapter, driver and model: a later visit does
    *   not time again, and one where the wasm tier was faster does not start the GPU at all.

@@ -2,9 +2,9 @@
 // exactly as the model file stores them (fv5_codes.wgsl has the layout), with the per-row int8
 // grid of kernels/fv5_grid.h (built on the host by fv5_row_grid; each row's entries as
 // fv5_levels' four words, fv5_grid_words). The engine
-// uses this fused decode for one tile of tokens (N <= 32); for more, fv5_decode.wgsl decodes
-// the linear once into int8 rows and the int8 GEMM runs on them (the same bits, a quarter of
-// the decoding at N = 125).
+// uses this fused decode for one tile of tokens (N <= 64); for more, fv5_decode.wgsl decodes
+// the linear once into int8 rows and the int8 GEMM runs on them (the same bits, half the
+// decoding at N = 125).
 //
 // A GEMM chunk (12 kb: 48 panel vectors = code vectors 16c .. 16c+15 of chunk c, two whole
 // groups) of the workgroup's 8 blocks is 14 stored vectors = 56 contiguous words per block:

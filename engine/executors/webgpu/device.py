@@ -41,7 +41,7 @@ PACKED_DOT = "packed_4x8_integer_dot_product"     # the WGSL language extension 
 # GPUBufferUsage (WebGPU specification)
 COPY_SRC, COPY_DST, UNIFORM, STORAGE = 0x0004, 0x0008, 0x0040, 0x0080
 
-GEMM_ROWS, GEMM_TOKENS = 64, 32          # gemm_tile.wgsl's workgroup tile
+GEMM_ROWS, GEMM_TOKENS = 64, 64          # gemm_tile.wgsl's workgroup tile
 MAX_GROUPS = 65535                       # maxComputeWorkgroupsPerDimension's default
 MAX_DIM = 65536                          # the kernels' bound on N, O and K (int32 sums exact)
 

@@ -99,10 +99,10 @@ class WebGpu(Alone):
 
     resident_weights=True: each five-value linear is decoded to int8 once, when it is made, and
     kept on the device (GpuLinear `resident`), so no encode decodes a weight again (7.3 G of a
-    full-size encode's 122 G operations, harness/webgpu_cost.py), at the price of memory: the
+    full-size encode's 108 G operations, harness/webgpu_cost.py), at the price of memory: the
     full-size model then holds 0.60 GB of int8 weights on the device instead of 0.18 GB of
     packed blocks, above the bound the default keeps (the model file + 100 MiB). Default False:
-    the packed blocks stay, decoded into a scratch by every GEMM over more than 32 tokens."""
+    the packed blocks stay, decoded into a scratch by every GEMM over more than one 64-token tile."""
 
     def __init__(self, k: Kernels, gpu, on_lost=None, fallback: bool = True,
                  resident_weights: bool = False):

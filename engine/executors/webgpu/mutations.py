@@ -14,8 +14,9 @@ def flip_one_bit(source: str) -> str:
 
 def wrong_when_decoded_once(source: str) -> str:
     """The five-value weights decoded once per call (fv5_decode.wgsl: the path of a linear over
-    more than 32 tokens) get their first weight's lowest bit flipped: a device right on short
-    inputs, wrong on long ones, which a known-answer check of 32 encoder frames or fewer passes."""
+    more than one 64-token tile) get their first weight's lowest bit flipped: a device right on
+    short inputs, wrong on long ones, which a known-answer check of 64 encoder frames or fewer
+    passes."""
     return source.replace(DECODE_STORE, DECODE_STORE[:-1] + " ^ select(0u, 1u, row + v == 0u);")
 
 

@@ -22,11 +22,11 @@ class GpuRefused(RuntimeError):
     message says why."""
 
 
-# 10 ms feature frames: 40 encoder frames, so the check runs what long inputs run and short ones
-# do not: the encoder's linears over two of the GEMM's 32-token tiles, their five-value weights
-# decoded once (device.py, N > 32). 64 frames (8 encoder frames) passed a device wrong only
-# there (mutations.wrong_when_decoded_once).
-SELF_TEST_FRAMES = 320
+# 10 ms feature frames: 72 encoder frames, so the check runs what long inputs run and short ones
+# do not: the encoder's linears over two of the GEMM's 64-token tiles, their five-value weights
+# decoded once (device.py, N > GEMM_TOKENS). 64 frames (8 encoder frames) passed a device wrong
+# only there (mutations.wrong_when_decoded_once).
+SELF_TEST_FRAMES = 576
 
 
 def self_test_features(n_mels: int, T: int = SELF_TEST_FRAMES) -> array:
