@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_artifact
+from engine.executors.webgpu.self_test import SELF_TEST_FRAMES
 from test_site import check_stream
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,7 +214,7 @@ def test_auto_times_the_gpu_and_keeps_the_verdict(gpu_browser, server, tiny_gguf
     slower = skip_without_adapter(load_tiny())
     assert slower.get("tier") == "wasm_relaxed_simd", slower
     assert re.fullmatch(r"wasm_relaxed_simd: the WebGPU adapter \(google swiftshader\) passed the known-answer "
-                        r"check but is slower than the wasm kernels: 3\.2 s of audio encoded in [\d.]+ ms, "
+                        r"check but is slower than the wasm kernels: " + re.escape(f"{SELF_TEST_FRAMES / 100:g}") + r" s of audio encoded in [\d.]+ ms, "
                         r"wasm_relaxed_simd [\d.]+ ms", slower["tierNote"]), slower
     print(f"timed on SwiftShader (taken for hardware): {slower['tierNote']}")
     kept = load_tiny()
@@ -223,7 +224,7 @@ def test_auto_times_the_gpu_and_keeps_the_verdict(gpu_browser, server, tiny_gguf
 
     faster = load_tiny(gpuTestFaster=True)
     assert faster.get("tier") == "webgpu" and faster["snapshot"] == "none", faster
-    assert re.search(r"; 3\.2 s of audio encoded in [\d.]+ ms, wasm_relaxed_simd [\d.]+ ms, taken as faster by "
+    assert re.search(r"; " + re.escape(f"{SELF_TEST_FRAMES / 100:g}") + r" s of audio encoded in [\d.]+ ms, wasm_relaxed_simd [\d.]+ ms, taken as faster by "
                      r"the test hook gpuTestFaster; the CPU part on wasm_relaxed_simd\)$", faster["tierNote"]), faster
     engine = Engine.open(tiny_gguf_path, "scalar", 1)
     clip = WAV.read_bytes()
