@@ -225,6 +225,7 @@ _TIER_SIGNATURES = {
     "fv5_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
     "int8_gemm": (_i, [_i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _sz]),
     "subsampling_head_cl": (_i, [_i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp, _vp, _vp]),
+    "dwconv2d_s2_cl": (_i, [_i, _i, _i, _i, _i, _i, _vp, _vp, _vp, _vp, _vp]),
 }
 _PEAK_SIGNATURES = {  # SIMD tiers only (benchmarks)
     "int8_stage_weights": (_i, [_i, _i, _vp, _vp]),
@@ -720,7 +721,7 @@ class Kernels:
         need = -(-self.scratch_size("pk_dwconv2d_s2_cl_scratch_bytes", W) // 4)
         scratch = self.staging(need, "dwconv2d")
         y = self._f32(Ho * Wo * C, out)
-        raise_status(self._fn["pk_dwconv2d_s2_cl"](
+        raise_status(self._fn["dwconv2d_s2_cl"](                     # the tier's build of pk_dwconv2d_s2_cl
             H, W, C, c0, c1, 1 if relu_input else 0, Arg(x, H * W * C, "float32", "x").pointer,
             Arg(w, C * 9, "float32", "w").pointer, Arg(b, C, "float32", "b").pointer,
             Arg(scratch, need, "float32", "scratch", True).pointer, Arg(y, Ho * Wo * C, "float32", "y", True).pointer),

@@ -115,14 +115,17 @@ def gemm(p, packed, fused_decode: bool):
         codes = chunk_kb * 4 // 3                         # code vectors per chunk
         stage = tokens * chunk_kb * 14 + (rows // 8) * (codes // 8 * 28) * 10
         stage += (rows // 8) * codes * 4 * (15 + 3 * (12 + fv5_word()))
-    dot = 1 if packed else 15                             # dot4I8Packed, or unpack + 4 multiply-adds
+    # per column word, dot4_<variant>.wgsl word_products: 32 dot4I8Packed, or (plain) the
+    # twelve words unpacked once (7 shifts each) and 32 dot products of four lanes (4 multiplies
+    # and 3 adds)
+    products = 32 if packed else 12 * 7 + 32 * 7
     # the busy invocations (first row and token inside the matrix: gemm_tile.wgsl `busy`), each
     # owning 4 rows x 8 tokens, per word 3 loads (a vec4 of four rows' words, two of four
-    # tokens') + 32 dot4 + 32 adds + addressing
+    # tokens') + the products + 32 adds + addressing
     sub_rows, sub_tokens = rows // 4, tokens // 8
     busy = (sum(min(sub_rows, cdiv(O - o0, 4)) for o0 in range(0, O, rows))
             * sum(min(sub_tokens, cdiv(N - n0, 8)) for n0 in range(0, N, tokens)))
-    macs = busy * chunks * chunk_words * (3 + 32 * dot + 32 + 5)
+    macs = busy * chunks * chunk_words * (3 + products + 32 + 5)
     return workgroups * chunks * stage + macs + gemm_epilogue(N, O, flags)
 
 

@@ -11,8 +11,9 @@ tests/test_bench_smoke.py, on the committed tiny model.)
 
 Steps: (1) the cost model's integer operations for one encode of the full-size synthetic model
 on 10 s (dispatches recorded on this machine's adapter without running them), counted twice:
-with dot4I8Packed as one operation (GPUs with a packed int8 dot product) and as its plain
-unpack-and-multiply-add form (GPUs without one); (2) in Chromium, the encoder alone on 10 s of
+with dot4I8Packed as one operation (GPUs with a packed int8 dot product) and as the GEMM's plain
+variant (GPUs without one, which the engine gives the plain variant: kernels/webgpu/dot4_plain.wgsl,
+each word unpacked once per column word); (2) in Chromium, the encoder alone on 10 s of
 features (checks/jobs.py bench_encoder_features: one worker, tier wasm_relaxed_simd, the median
 of `--repeats` after a warm-up), in this checkout and, with --versus, in the older commit's
 tree (build/versus/<commit>/, exported and built by harness.webgpu_versus; its own wheel built
@@ -146,7 +147,7 @@ def table(figures: dict) -> list:
         ops = figures["ops"]["packed" if gpu.packed_dot else "plain"]
         est = estimate_seconds(ops, figures["ops"]["dispatches"], gpu)
         lines.append(f"| {gpu.name} ({gpu.source}) | {gpu.peak / 1e12:.2f} T | "
-                     f"{'one instruction' if gpu.packed_dot else 'unpack + 4 multiply-adds'} | "
+                     f"{'one instruction' if gpu.packed_dot else 'plain variant: words unpacked once, 4 multiply-adds a product'} | "
                      f"{ops / 1e9:.1f} | {est:.3f} | {cpu / est:.1f}x |")
     return lines
 

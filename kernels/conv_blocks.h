@@ -95,20 +95,43 @@ static inline float pk_conv_join(const int32_t P[3], const int32_t E[3], int pre
     return relu ? pk_bits_to_float(pk_relu_bits(pk_float_to_bits(y))) : y;
 }
 
-/* Lanes of eight for the channel-last loops below, as vector-extension types (GCC and Clang:
- * lane-wise operations; AVX2 or WebAssembly SIMD128 instructions, or pairs of them). */
+/* Lanes for the channel-last loops below, as vector-extension types (GCC and Clang: lane-wise
+ * operations): eight where the target has 256-bit vectors (AVX), else four, one SSE2 or
+ * WebAssembly SIMD128 register (GCC turns an eight-lane comparison without AVX into one
+ * compare and branch per lane: five times slower than the plain float conv it replaced). */
+#if defined(__AVX__)
+#include <immintrin.h>
 enum { PK_CONV_LANES = 8 };
+#else
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+#endif
+enum { PK_CONV_LANES = 4 };
+#endif
 typedef int32_t pk_conv_vi __attribute__((vector_size(4 * PK_CONV_LANES)));
 typedef uint32_t pk_conv_vu __attribute__((vector_size(4 * PK_CONV_LANES)));
 typedef float pk_conv_vf __attribute__((vector_size(4 * PK_CONV_LANES)));
+
+/* floor(q) as int32 lanes for |q| < 2^31: the target's floor instruction where it has one
+ * (AVX, WebAssembly SIMD128), else a truncating conversion less one where it went up. */
+static inline pk_conv_vi pk_conv_floor(pk_conv_vf q) {
+#if defined(__AVX__)
+    return __builtin_convertvector((pk_conv_vf)_mm256_floor_ps((__m256)q), pk_conv_vi);
+#elif defined(__wasm_simd128__)
+    return __builtin_convertvector((pk_conv_vf)wasm_f32x4_floor((v128_t)q), pk_conv_vi);
+#else
+    pk_conv_vi whole = __builtin_convertvector(q, pk_conv_vi);                 /* toward 0 */
+    return whole + (pk_conv_vi)(__builtin_convertvector(whole, pk_conv_vf) > q);   /* -1: the floor */
+#endif
+}
 
 /* pk_relu_bits lane-wise (a comparison gives all ones or 0 per lane) */
 #define PK_CONV_RELU_LANES(u) ((u) & (pk_conv_vu)((u) - 1u < 0x7f800000u))
 
 /* A row of n columns x cb channels (x[col * xs + c], through pk_relu's formula with relu)
- * quantised per channel, eight channels at a time: mantissas as floats m[col * PK_CHANNEL_BLOCK
+ * quantised per channel, PK_CONV_LANES channels at a time: mantissas as floats m[col * PK_CHANNEL_BLOCK
  * + c], units E[c] - pk_conv_quantise's values for each channel (lanes past cb, up to the next
- * multiple of eight, are read and written too). The mantissa is taken in float32 lanes:
+ * multiple of PK_CONV_LANES, are read and written too). The mantissa is taken in float32 lanes:
  * |x| 2^-E by two exact power-of-two scalings (2^-E may be past float's range; a product under
  * 2^-126, the only inexact one, is below a half and gives 0 either way), then floor(v + 1/2) as
  * the integer part (a truncating conversion) plus one where the remainder (exact) is at least a
@@ -159,9 +182,9 @@ PK_ALWAYS_INLINE void pk_conv_quantise_lanes(int n, int cb, const float *x, size
 }
 
 /* Output row i (columns 0 .. Wo - 1) of the conv for cb channels: pk_conv_join's value for each,
- * eight channels at a time. m[a], E[a]: input row 2i + a - 1 (NULL outside the map), its
+ * PK_CONV_LANES channels at a time. m[a], E[a]: input row 2i + a - 1 (NULL outside the map), its
  * mantissas (as floats) read at m[a][col * col_stride + c * lane_stride] for col = -1 .. 2 Wo - 1
- * (the padding columns -1 and W must read 0; lanes up to the next multiple of eight are read)
+ * (the padding columns -1 and W must read 0; lanes up to the next multiple of PK_CONV_LANES are read)
  * and its units at E[a][c * lane_stride]; taps t [9][CB] as floats, units Ew, biases b of the
  * block; y[j * y_stride + c].
  *
@@ -224,10 +247,7 @@ PK_ALWAYS_INLINE void pk_conv_s2_row(int cb, const float *const m[3], const int3
                 pk_conv_vf fa;
                 memcpy(&fa, f[a] + c, sizeof fa);
                 if (slow) memcpy(Pj[a] + c, &P, sizeof P);
-                pk_conv_vf q = P * fa;                                   /* exact */
-                pk_conv_vi whole = __builtin_convertvector(q, pk_conv_vi);      /* toward 0, exact */
-                whole += (pk_conv_vi)(__builtin_convertvector(whole, pk_conv_vf) > q);   /* -1: the floor */
-                S += whole;
+                S += pk_conv_floor(P * fa);                              /* P * fa exact */
             }
             pk_conv_vf kv, bv;
             pk_conv_vu u, mk;

@@ -1,7 +1,8 @@
-/* The subsampling head on channel-last maps (contract in ops.h: pk_subsampling_head_cl), written
- * once and compiled twice, as attention_impl.h: in ops__scalar.c as the exported
- * pk_subsampling_head_cl, and per tier in one_call_impl.h as subsampling_head_cl__<tier>, with the
- * tier's compiler flags. Both convolutions follow conv_blocks.h's rule (integer sums: the tiers'
+/* The subsampling head on channel-last maps (contract in ops.h: pk_subsampling_head_cl) and the
+ * depthwise conv after it (pk_dwconv2d_s2_cl), written once and compiled twice, as
+ * attention_impl.h: in ops__scalar.c as the exported pk_subsampling_head_cl and
+ * pk_dwconv2d_s2_cl, and per tier in one_call_impl.h as subsampling_head_cl__<tier> and
+ * dwconv2d_s2_cl__<tier>, with the tier's compiler flags. Both convolutions follow conv_blocks.h's rule (integer sums: the tiers'
  * compilers may vectorise them as they like, the bits cannot change).
  *
  * Blocks of PK_CHANNEL_BLOCK channels, lanes = channels. conv0 has one input channel, so every
@@ -84,6 +85,45 @@ static int PK_HEAD(channel_last)(int T, int F, int C, int c0, int c1, const floa
                 E[a] = inside ? ring.units + (r % 3) * CB : NULL;
             }
             pk_conv_s2_row(cb, m, E, CB, 1, W2, t2, E2, b2 + cb0, 0, y + (size_t)i * W2 * C + cb0, C);
+        }
+    }
+    return PK_OK;
+}
+
+/* The depthwise conv of channel-last maps (ops.h pk_dwconv2d_s2_cl: conv5, and conv2's rule on a
+ * map already in memory), with the same row kernels and this includer's flags. */
+static int PK_HEAD(dwconv)(int H, int W, int C, int c0, int c1, int relu_input, const float *x, const float *w,
+                          const float *b, void *scratch, float *y) {
+    if (H <= 0 || W <= 0 || C <= 0 || c0 < 0 || c1 > C || c0 >= c1) return PK_E_SHAPE;
+    /* Blocks of CB channels in lanes; the input rows quantised per channel as the head's conv2
+     * reads them (head_impl.h), three at a time in the scratch: units [3][CB], mantissas
+     * [3][W + 2][CB] (integers as floats) with a zero column on each side (the padding). */
+    enum { CB = PK_CHANNEL_BLOCK };
+    int Ho = (H + 1) / 2, Wo = (W + 1) / 2;
+    size_t row = (size_t)(W + 2) * CB;
+    int32_t *units = scratch, Ew[CB];
+    float *mantissas = (float *)(units + 3 * CB), t[9 * CB];
+    for (int slot = 0; slot < 3; slot++) {
+        memset(mantissas + slot * row, 0, CB * sizeof *mantissas);
+        memset(mantissas + slot * row + (size_t)(W + 1) * CB, 0, CB * sizeof *mantissas);
+    }
+    for (int cb0 = c0; cb0 < c1; cb0 += CB) {
+        int cb = c1 - cb0 < CB ? c1 - cb0 : CB;
+        pk_conv_taps(cb, w, cb0, t, Ew);
+        int have = -1;                                    /* input rows 0..have quantised */
+        for (int i = 0; i < Ho; i++) {
+            for (int r = have + 1; r <= 2 * i + 1 && r < H; r++, have++)
+                pk_conv_quantise_lanes(W, cb, x + (size_t)r * W * C + cb0, (size_t)C, relu_input,
+                                       mantissas + (r % 3) * row + CB, units + (r % 3) * CB);
+            const float *m[3];
+            const int32_t *E[3];
+            for (int a = 0; a < 3; a++) {
+                int r = 2 * i + a - 1;
+                int inside = r >= 0 && r < H;
+                m[a] = inside ? mantissas + (r % 3) * row + CB : NULL;
+                E[a] = inside ? units + (r % 3) * CB : NULL;
+            }
+            pk_conv_s2_row(cb, m, E, CB, 1, Wo, t, Ew, b + cb0, 0, y + (size_t)i * Wo * C + cb0, (size_t)C);
         }
     }
     return PK_OK;

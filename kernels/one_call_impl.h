@@ -28,6 +28,10 @@ int PK_TIER_FN(subsampling_head_cl)(PK_SUBSAMPLING_HEAD_CL_ARGS) {
     return tier_head_channel_last(T, F, C, c0, c1, x, w0, b0, w2, b2, scratch, y);
 }
 
+int PK_TIER_FN(dwconv2d_s2_cl)(PK_DWCONV2D_S2_CL_ARGS) {
+    return tier_head_dwconv(H, W, C, c0, c1, relu_input, x, w, b, scratch, y);
+}
+
 /* y = L(x) for x already quantised into b. */
 static int run_linear(const pk_linear *L, int N, const pk_linear_buffers *b, float *y) {
     if (L->kind == PK_LINEAR_FV5)
@@ -218,7 +222,7 @@ int PK_TIER_FN(subsampling_frames)(PK_SUBSAMPLING_FRAMES_ARGS) {
     int H2 = ((T + 1) / 2 + 1) / 2, W2 = ((F + 1) / 2 + 1) / 2, H3 = (H2 + 1) / 2, W3 = (W2 + 1) / 2;
     tier_head_channel_last(T, F, C, 0, C, x, S->w0, S->b0, S->w2, S->b2, b.ring, b.head);
     if ((status = linear_forward(&S->pw3, H2 * W2, b.head, &b.lin, b.a))) return status;
-    pk_dwconv2d_s2_cl(H2, W2, C, 0, C, 1, b.a, S->w5, S->b5, b.ring, b.b);   /* the head's rings, free now */
+    tier_head_dwconv(H2, W2, C, 0, C, 1, b.a, S->w5, S->b5, b.ring, b.b);   /* the head's rings, free now */
     if ((status = linear_forward(&S->pw6, H3 * W3, b.b, &b.lin, b.c))) return status;
     pk_transpose_last2(H3, W3, C, 1, b.c, b.flat);
     return linear_forward(&S->linear, H3, b.flat, &b.lin, y);

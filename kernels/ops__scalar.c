@@ -244,43 +244,6 @@ size_t pk_dwconv2d_s2_cl_scratch_bytes(int W) {
     return (size_t)3 * PK_CHANNEL_BLOCK * (sizeof(int32_t) + (size_t)(W + 2) * sizeof(float));
 }
 
-int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, int relu_input, const float *x, const float *w,
-                      const float *b, void *scratch, float *y) {
-    if (H <= 0 || W <= 0 || C <= 0 || c0 < 0 || c1 > C || c0 >= c1) return PK_E_SHAPE;
-    /* Blocks of CB channels in lanes; the input rows quantised per channel as the head's conv2
-     * reads them (head_impl.h), three at a time in the scratch: units [3][CB], mantissas
-     * [3][W + 2][CB] (integers as floats) with a zero column on each side (the padding). */
-    enum { CB = PK_CHANNEL_BLOCK };
-    int Ho = (H + 1) / 2, Wo = (W + 1) / 2;
-    size_t row = (size_t)(W + 2) * CB;
-    int32_t *units = scratch, Ew[CB];
-    float *mantissas = (float *)(units + 3 * CB), t[9 * CB];
-    for (int slot = 0; slot < 3; slot++) {
-        memset(mantissas + slot * row, 0, CB * sizeof *mantissas);
-        memset(mantissas + slot * row + (size_t)(W + 1) * CB, 0, CB * sizeof *mantissas);
-    }
-    for (int cb0 = c0; cb0 < c1; cb0 += CB) {
-        int cb = c1 - cb0 < CB ? c1 - cb0 : CB;
-        pk_conv_taps(cb, w, cb0, t, Ew);
-        int have = -1;                                    /* input rows 0..have quantised */
-        for (int i = 0; i < Ho; i++) {
-            for (int r = have + 1; r <= 2 * i + 1 && r < H; r++, have++)
-                pk_conv_quantise_lanes(W, cb, x + (size_t)r * W * C + cb0, (size_t)C, relu_input,
-                                       mantissas + (r % 3) * row + CB, units + (r % 3) * CB);
-            const float *m[3];
-            const int32_t *E[3];
-            for (int a = 0; a < 3; a++) {
-                int r = 2 * i + a - 1;
-                int inside = r >= 0 && r < H;
-                m[a] = inside ? mantissas + (r % 3) * row + CB : NULL;
-                E[a] = inside ? units + (r % 3) * CB : NULL;
-            }
-            pk_conv_s2_row(cb, m, E, CB, 1, Wo, t, Ew, b + cb0, 0, y + (size_t)i * Wo * C + cb0, (size_t)C);
-        }
-    }
-    return PK_OK;
-}
-
 size_t pk_subsampling_head_cl_scratch_floats(int F) {
     /* head_impl.h's rings: conv0's row [W1][CB] floats, units [3][CB] + [4] int32, mantissas
      * [3][W1 + 2][CB] + [3][F + 2] floats */
@@ -295,6 +258,11 @@ size_t pk_subsampling_head_cl_scratch_floats(int F) {
 int pk_subsampling_head_cl(int T, int F, int C, int c0, int c1, const float *x, const float *w0, const float *b0,
                            const float *w2, const float *b2, float *scratch, float *y) {
     return ops_head_channel_last(T, F, C, c0, c1, x, w0, b0, w2, b2, scratch, y);
+}
+
+int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, int relu_input, const float *x, const float *w,
+                      const float *b, void *scratch, float *y) {
+    return ops_head_dwconv(H, W, C, c0, c1, relu_input, x, w, b, scratch, y);
 }
 
 int pk_transpose_last2(int N, int A, int B, int relu, const float *x, float *y) {

@@ -21,6 +21,16 @@ PK_API int subsampling_head_cl__avx512vnni(PK_SUBSAMPLING_HEAD_CL_ARGS);
 PK_API int subsampling_head_cl__wasm_simd128(PK_SUBSAMPLING_HEAD_CL_ARGS);
 PK_API int subsampling_head_cl__wasm_relaxed_simd(PK_SUBSAMPLING_HEAD_CL_ARGS);
 
+/* The depthwise conv channel-last (ops.h pk_dwconv2d_s2_cl), compiled likewise per tier. */
+#define PK_DWCONV2D_S2_CL_ARGS                                                              \
+    int H, int W, int C, int c0, int c1, int relu_input, const float *x, const float *w,    \
+        const float *b, void *scratch, float *y
+PK_API int dwconv2d_s2_cl__scalar(PK_DWCONV2D_S2_CL_ARGS);
+PK_API int dwconv2d_s2_cl__avx2(PK_DWCONV2D_S2_CL_ARGS);
+PK_API int dwconv2d_s2_cl__avx512vnni(PK_DWCONV2D_S2_CL_ARGS);
+PK_API int dwconv2d_s2_cl__wasm_simd128(PK_DWCONV2D_S2_CL_ARGS);
+PK_API int dwconv2d_s2_cl__wasm_relaxed_simd(PK_DWCONV2D_S2_CL_ARGS);
+
 
 /* The whole subsampling stack on one slice of time in one call (fewer crossings),
  * the calls engine/parakeet_tdt/encoder.py's Subsampling._frames makes one by one, in its order:

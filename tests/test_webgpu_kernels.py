@@ -325,6 +325,27 @@ def test_dot_product_variant_choice(device):
     unknown.pipeline("int8_gemm")                       # the plain module compiles
 
 
+class DescribedDevice:
+    """A device with the adapter info a BrowserDevice carries."""
+    def __init__(self, device, info: dict):
+        self._device, self.adapter_info = device, info
+
+    def __getattr__(self, name):
+        return getattr(self._device, name)
+
+
+def test_gpus_without_a_packed_dot_instruction_take_the_plain_variant(device):
+    """An Apple GPU (no packed int8 dot instruction: the browser would unpack both operands of
+    every dot4I8Packed) runs the plain variant even where the language offers dot4I8Packed;
+    other vendors, and adapters that say nothing, keep the packed one."""
+    packed = {"packed_4x8_integer_dot_product"}
+    assert not GpuKernels(DescribedDevice(device, {"vendor": "apple", "architecture": "metal-3"}),
+                          language_features=packed).packed_dot
+    assert GpuKernels(DescribedDevice(device, {"vendor": "intel", "architecture": "xe-lp"}),
+                      language_features=packed).packed_dot
+    assert GpuKernels(DescribedDevice(device, {}), language_features=packed).packed_dot
+
+
 def test_gpu_linear_refuses_bad_shapes(gpu):
     with pytest.raises(KernelError, match="multiple of 8"):
         GpuLinear(gpu, "int8", 4, 12, bytes(48), np.ones(4, np.float32))

@@ -1,7 +1,7 @@
 // The WebGPU tier's GEMM driver, shared by both weight formats: y[N][O] = dequant(W . xq)
 // (kernels/fv5_gemm.h, kernels/int8_gemm.h; dequantisation order of gemm_common.h), bit for
 // bit, then SiLU when asked (the C path's silu over the GEMM's output, element by element). A
-// module is dot4_<variant>.wgsl + softfloat.wgsl + silu.wgsl + <format>_weights.wgsl (which
+// module is dot4_<variant>.wgsl (`word_products`) + softfloat.wgsl + silu.wgsl + <format>_weights.wgsl (which
 // defines the weight bindings, `WEIGHTS_DECODE`, `stage_weights` and `decode_weights`) + this
 // file.
 //
@@ -72,10 +72,6 @@ fn put_token_words(kb: u32, t: u32, v: vec2<u32>) {
     x_tile[at + X_STRIDE][t % 4u] = v.y;
 }
 
-fn dot4x4(w: u32, x: vec4<u32>) -> vec4<i32> {
-    return vec4<i32>(dot4(w, x.x), dot4(w, x.y), dot4(w, x.z), dot4(w, x.w));
-}
-
 @compute @workgroup_size(GEMM_THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let N = gp.N;
@@ -118,14 +114,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 let xa = x_tile[kw * X_STRIDE + 2u * tg];
                 let xb = x_tile[kw * X_STRIDE + 2u * tg + 1u];
                 let w = w_tile[kw * W_STRIDE + rg];
-                acc0 = acc0 + dot4x4(w.x, xa);
-                acc1 = acc1 + dot4x4(w.y, xa);
-                acc2 = acc2 + dot4x4(w.z, xa);
-                acc3 = acc3 + dot4x4(w.w, xa);
-                acc4 = acc4 + dot4x4(w.x, xb);
-                acc5 = acc5 + dot4x4(w.y, xb);
-                acc6 = acc6 + dot4x4(w.z, xb);
-                acc7 = acc7 + dot4x4(w.w, xb);
+                let p = word_products(w, xa, xb);
+                acc0 = acc0 + p[0];
+                acc1 = acc1 + p[1];
+                acc2 = acc2 + p[2];
+                acc3 = acc3 + p[3];
+                acc4 = acc4 + p[4];
+                acc5 = acc5 + p[5];
+                acc6 = acc6 + p[6];
+                acc7 = acc7 + p[7];
             }
         }
         workgroupBarrier();

@@ -29,6 +29,8 @@ from pathlib import Path
 
 from engine.kernels import Fv5Weights, KernelError, Kernels, fv5_block_bytes
 
+from .adapter import packed_dot_in_hardware
+
 # The WGSL files: the wheel ships kernels/webgpu/*.wgsl as engine/_wgsl/ (build.py
 # runtime_wheel_files), so in Pyodide they are read from the installed package; a checkout has
 # no engine/_wgsl and reads its kernels/webgpu.
@@ -158,7 +160,9 @@ class GpuKernels:
     navigator.gpu.wgslLanguageFeatures, or wgpu.gpu.wgsl_language_features; by default the
     device's `language_features`, which engine/executors/webgpu/browser.py's BrowserDevice has) lists it, else when
     the device compiles the packed module (wgpu-native reports no language features but its
-    WGSL front end has the built-in), else False.
+    WGSL front end has the built-in), else False; and False, whatever the language offers,
+    where the device's `adapter_info` (BrowserDevice) names a GPU without a packed int8 dot
+    instruction (adapter.packed_dot_in_hardware: the plain variant does less work there).
     patch: a test hook, str -> str applied to every module's source (mutation tests)."""
 
     def __init__(self, device, packed_dot: bool | None = None, language_features=(), patch=None):
@@ -166,8 +170,8 @@ class GpuKernels:
         self._patch = patch or (lambda source: source)
         if packed_dot is None:
             features = set(language_features) | set(getattr(device, "language_features", ()))
-            packed_dot = PACKED_DOT in features or self._compiles(
-                shader_source("int8_gemm", True))
+            packed_dot = packed_dot_in_hardware(getattr(device, "adapter_info", None) or {}) and (
+                PACKED_DOT in features or self._compiles(shader_source("int8_gemm", True)))
         self.packed_dot = bool(packed_dot)
         self._pipelines = {}            # module -> pipeline: pipeline() runs per pass, its source is not rebuilt
         self._device_pipelines = DEVICE_PIPELINES.setdefault(device, {})
