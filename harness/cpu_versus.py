@@ -1,10 +1,12 @@
-"""The CPU tiers in Pyodide under Node, this checkout beside an older commit's tree: the encoder,
-its parts and the float kernels a layer calls, timed in each tree with the same inputs, to find
-where a browser-side CPU difference comes from (Chromium's figure for the whole encoder:
-harness.webgpu_estimates).
+"""The CPU tiers in Pyodide under Node (or, with --native, in CPython with the native library),
+this checkout beside an older commit's tree: the encoder, its parts and the float kernels a
+layer calls, timed in each tree with the same inputs, to find where a CPU difference comes from
+(Chromium's figure for the whole encoder: harness.webgpu_estimates).
 
-    python3 -m harness.cpu_versus 6464175 [--size full|tiny] [--tier wasm_relaxed_simd]
+    python3 -m harness.cpu_versus 6464175 [--size full|tiny] [--tier T] [--native]
                                           [--rounds 2] [--repeats 3] [--old-tree DIR] [--json F]
+
+--tier: default wasm_relaxed_simd under Node, "auto" (the best this CPU runs) with --native.
 
 Each tree runs the same child in its own Node process (its own Pyodide and its own wheel, built
 by its build.py: harness.webgpu_estimates.old_tree), trees alternating for `--rounds` processes
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -33,8 +36,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = ("encoder", "subsampling", "layer", "layernorm", "attention_heads", "silu", "glu")
 
-# The child, in Pyodide (standard library only); TIER, REPEATS and MODEL are prepended. The
-# model's folder is mounted at /model, the features' at /data.
+# The child, in Pyodide or CPython (standard library only); TIER, REPEATS, MODEL and DATA (the
+# features' folder) are prepended. In Pyodide the model's folder is mounted at /model, the
+# features' at /data.
 CHILD = r"""
 import inspect, json, random, time
 from array import array
@@ -51,7 +55,7 @@ def least_ms(call, n):
 
 engine = Engine.from_buffer(open(MODEL, "rb").read(), TIER, 1)
 feats = array("f")
-feats.frombytes(open("/data/features.f32", "rb").read())
+feats.frombytes(open(DATA + "/features.f32", "rb").read())
 frames = len(feats) // 128
 enc = engine.network.encoder
 out = {"encoder": least_ms(lambda: enc(feats, frames), REPEATS)}
@@ -95,7 +99,8 @@ def time_tree(tree: Path, model: Path, data: Path, tier: str, repeats: int) -> d
     pyodide, wheel = tree_runtime(tree)
     if not wheel.exists():
         raise SystemExit(f"{tree} has no Pyodide wheel ({wheel}): run its build.py pyodide (or wheel)")
-    code = f"TIER = {tier!r}\nREPEATS = {int(repeats)}\nMODEL = {'/model/' + model.name!r}\n" + CHILD
+    code = (f"TIER = {tier!r}\nREPEATS = {int(repeats)}\nMODEL = {'/model/' + model.name!r}\n"
+            f"DATA = '/data'\n" + CHILD)
     request = {"code": code, "mounts": {"/model": str(model.parent), "/data": str(data)}}
     done = subprocess.run(["node", "--experimental-wasm-relaxed-simd", str(ROOT / "harness" / "pyodide_node.mjs"),
                            str(pyodide), str(wheel)], input=json.dumps(request), capture_output=True, text=True,
@@ -104,6 +109,18 @@ def time_tree(tree: Path, model: Path, data: Path, tier: str, repeats: int) -> d
         if line.startswith("@@result "):
             return json.loads(line[len("@@result "):])
     raise SystemExit(f"the child in {tree} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+
+
+def time_tree_native(tree: Path, model: Path, data: Path, tier: str, repeats: int) -> dict:
+    """The child's figures in CPython with `tree`'s own native library (its build.py native)."""
+    code = (f"TIER = {tier!r}\nREPEATS = {int(repeats)}\nMODEL = {str(model)!r}\nDATA = {str(data)!r}\n"
+            + CHILD + "\nprint('@@result ' + json.dumps(out))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)},
+                          capture_output=True, text=True, timeout=3600)
+    for line in done.stdout.splitlines():
+        if line.startswith("@@result "):
+            return json.loads(line[len("@@result "):])
+    raise SystemExit(f"the native child in {tree} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
 
 
 def table(old: dict, new: dict, old_name: str) -> list:
@@ -118,7 +135,8 @@ def main(argv=None) -> int:
     parser.add_argument("commit", help="the older commit")
     parser.add_argument("--size", choices=("full", "tiny"), default="full")
     parser.add_argument("--seconds", type=int, default=10, help="features for the encoder (10 ms frames)")
-    parser.add_argument("--tier", default="wasm_relaxed_simd")
+    parser.add_argument("--tier", help="the CPU tier (default wasm_relaxed_simd, or auto with --native)")
+    parser.add_argument("--native", action="store_true", help="CPython and the native library, not Pyodide")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--old-tree", type=Path, help="use this built tree as the older side")
@@ -128,6 +146,8 @@ def main(argv=None) -> int:
     from harness.bench_ort_encoder import features
     from harness.webgpu_estimates import old_tree
     old = args.old_tree.resolve() if args.old_tree else old_tree(args.commit)
+    tier = args.tier or ("auto" if args.native else "wasm_relaxed_simd")
+    timed = time_tree_native if args.native else time_tree
     model = synthetic_model(args.size).resolve()
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder)
@@ -135,13 +155,13 @@ def main(argv=None) -> int:
         runs = {"old": [], "new": []}
         for round_ in range(args.rounds):
             for side, tree in (("old", old), ("new", ROOT)):
-                runs[side].append(time_tree(tree, model, data, args.tier, args.repeats))
+                runs[side].append(timed(tree, model, data, tier, args.repeats))
                 print(f"round {round_ + 1}: {side} " + json.dumps(runs[side][-1]), flush=True)
     best = {side: {name: min(r[name] for r in rs) for name in FIGURES} | {"frames": rs[0]["frames"]}
             for side, rs in runs.items()}
     print("\n".join(table(best["old"], best["new"], args.commit[:7])))
     if args.json:
-        args.json.write_text(json.dumps({"commit": args.commit, "tier": args.tier, "size": args.size,
+        args.json.write_text(json.dumps({"commit": args.commit, "tier": tier, "native": args.native, "size": args.size,
                                          "seconds": args.seconds, "best": best, "runs": runs}, indent=1) + "\n")
     return 0
 

@@ -296,6 +296,14 @@ def test_cpu_versus(tmp_path, tiny_bench_model):
         assert all(got["best"][side][name] > 0 for name in FIGURES), got
         assert got["best"][side]["frames"] == 13, got           # 1 s: ceil(100 / 8) frames
     assert all(f"| {name} |" in printed for name in FIGURES) and "this / HEAD" in printed
+    native = tmp_path / "native.json"                    # --native: CPython and the native library
+    printed = run("harness.cpu_versus", "HEAD", "--native", "--size", "tiny", "--seconds", "1", "--rounds", "1",
+                  "--repeats", "1", "--old-tree", ROOT, "--json", native)
+    got = json.loads(native.read_text())
+    assert got["native"] and got["tier"] == "auto", got
+    for side in ("old", "new"):
+        assert all(got["best"][side][name] > 0 for name in FIGURES) and got["best"][side]["frames"] == 13, got
+    assert "this / HEAD" in printed
 
 
 @pytest.mark.browser
