@@ -185,14 +185,15 @@ def attention_blocks(p, packed):
 
 
 def attention_scores(p, packed):
-    """attention_scores.wgsl: 16x16 tiles, 2x2 outputs per invocation; per staged d: 8 loads,
-    8 multiplies, 8 adds; staging qu, qv, k (16 rows) and p (31 rows) per chunk; the epilogue
-    two scaled conversions, an add and the division by sqrt(dk) per score."""
+    """attention_scores.wgsl: 32x32 tiles, 4x4 outputs per invocation; per staged d: 19 loads
+    (four qu, four qv, four k, the seven p of its band) with their addresses, 32 multiplies, 32
+    adds; staging qu, qv, k (32 rows) and p (63 rows) per chunk; the epilogue two scaled
+    conversions, an add and the division by sqrt(dk) per score."""
     T, dk, H = p[:3]
     tile, chunk = wgsl_const("attention_scores", "SCORE_TILE"), wgsl_const("attention_scores", "SCORE_CHUNK")
     workgroups = H * cdiv(T, tile) ** 2
     chunks = cdiv(dk, chunk)
-    per_chunk = (3 * tile + 2 * tile - 1) * chunk * 12 + 64 * chunk * (24 + 3)
+    per_chunk = (3 * tile + 2 * tile - 1) * chunk * 12 + 64 * chunk * (19 + 64 + 3)
     epilogue = 2 * SOFT["sf_from_i32_scaled"] + SOFT["sf_add"] + SOFT["sf_div"] + 16
     return workgroups * chunks * per_chunk + H * T * T * epilogue
 

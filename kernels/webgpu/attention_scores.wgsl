@@ -6,11 +6,12 @@
 // an inf or NaN. The sums are of integers (|A|, |B| < 2^30), so their order is free; the two
 // roundings, the add and the division are softfloat.wgsl's.
 //
-// A workgroup of 8 x 8 invocations owns a 16 x 16 tile (rows i, columns j) of one head, each
-// invocation 2 x 2 of it (rows li and li + 8, columns lj and lj + 8: every value it loads from
-// workgroup memory serves two products); chunks of 16 d of the tile's 16 qu and qv rows, 16 k
-// rows and the 31 p rows its (i, j) pairs reach (one diagonal band) are staged there.
-// Grid: x = ceil(T/16) column tiles, y = H * ceil(T/16) (head-major row tiles).
+// A workgroup of 8 x 8 invocations owns a 32 x 32 tile (rows i, columns j) of one head, each
+// invocation 4 x 4 of it (rows li + 8a, columns lj + 8b, a and b in 0..3: per staged d it loads
+// four qu, four qv, four k and the seven p values of its band, 19 workgroup loads for 32
+// products); chunks of 16 d of the tile's 32 qu and qv rows, 32 k rows and the 63 p rows its
+// (i, j) pairs reach (one diagonal band) are staged there.
+// Grid: x = ceil(T/32) column tiles, y = H * ceil(T/32) (head-major row tiles).
 // Needs softfloat.wgsl and attention_common.wgsl.
 
 struct AttentionScoresParams {
@@ -25,14 +26,15 @@ struct AttentionScoresParams {
 @group(0) @binding(2) var<storage, read> exponents: array<i32>;
 @group(0) @binding(3) var<storage, read_write> scores: array<u32>;   // [H][T][T] float32 bits
 
-const SCORE_TILE: u32 = 16u;                      // rows and columns of a workgroup's tile
+const SCORE_TILE: u32 = 32u;                      // rows and columns of a workgroup's tile
 const SCORE_CHUNK: u32 = 16u;                     // d per staged chunk
 const SCORE_PROWS: u32 = 2u * SCORE_TILE - 1u;    // p rows one tile reaches
+const SCORE_STEP: u32 = 8u;                       // an invocation's rows (columns) are SCORE_STEP apart
 
-var<workgroup> t_qu: array<i32, 256>;             // [SCORE_TILE][SCORE_CHUNK]
-var<workgroup> t_qv: array<i32, 256>;
-var<workgroup> t_k: array<i32, 256>;
-var<workgroup> t_p: array<i32, 496>;              // [SCORE_PROWS][SCORE_CHUNK]
+var<workgroup> t_qu: array<i32, 512>;             // [SCORE_TILE][SCORE_CHUNK]
+var<workgroup> t_qv: array<i32, 512>;
+var<workgroup> t_k: array<i32, 512>;
+var<workgroup> t_p: array<i32, 1008>;             // [SCORE_PROWS][SCORE_CHUNK]
 
 @compute @workgroup_size(8, 8)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>,
@@ -52,11 +54,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let k_rows = att_mantissa_offset(2u, T, dk, H) + h * T * dk;
     let p_rows = att_mantissa_offset(3u, T, dk, H) + h * P * dk;
     // p row of tile entry (a, b): T-1-(i0+a)+(j0+b) = r_first + (SCORE_TILE-1 - a + b); for the
-    // invocation's (li, lj) that is staged row pl, for (li+8, lj) pl - 8, for (li, lj+8) pl + 8
+    // invocation's (li + 8 a, lj + 8 b) that is staged row pl + 8 (b - a): band entry 3 + b - a
     let r_first = i32(T) - 1 - i32(i0) - i32(SCORE_TILE - 1u) + i32(j0);
     let pl = (SCORE_TILE - 1u - li + lj) * SCORE_CHUNK;
-    var ac = array<i32, 4>(0, 0, 0, 0);           // (li, lj), (li, lj+8), (li+8, lj), (li+8, lj+8)
-    var bt = array<i32, 4>(0, 0, 0, 0);
+    let step = SCORE_STEP * SCORE_CHUNK;            // 8 staged rows further
+    var ac: array<vec4<i32>, 4>;                    // ac[a][b]: (li + 8 a, lj + 8 b)
+    var bt: array<vec4<i32>, 4>;
     for (var d0 = 0u; d0 < dk; d0 = d0 + SCORE_CHUNK) {       // uniform: dk from the uniform
         let n = min(SCORE_CHUNK, dk - d0);
         for (var e = lid; e < SCORE_TILE * SCORE_CHUNK; e = e + 64u) {
@@ -90,29 +93,27 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         workgroupBarrier();
         let ql = li * SCORE_CHUNK;
         let kl = lj * SCORE_CHUNK;
-        let half = 8u * SCORE_CHUNK;              // 8 staged rows further
         for (var dd = 0u; dd < n; dd = dd + 1u) {
-            let a0 = t_qu[ql + dd];
-            let a1 = t_qu[ql + half + dd];
-            let c0 = t_qv[ql + dd];
-            let c1 = t_qv[ql + half + dd];
-            let k0 = t_k[kl + dd];
-            let k1 = t_k[kl + half + dd];
-            let p_same = t_p[pl + dd];
-            ac[0] = ac[0] + a0 * k0;
-            ac[1] = ac[1] + a0 * k1;
-            ac[2] = ac[2] + a1 * k0;
-            ac[3] = ac[3] + a1 * k1;
-            bt[0] = bt[0] + c0 * p_same;
-            bt[1] = bt[1] + c0 * t_p[pl + half + dd];
-            bt[2] = bt[2] + c1 * t_p[pl - half + dd];
-            bt[3] = bt[3] + c1 * p_same;
+            let qu = vec4<i32>(t_qu[ql + dd], t_qu[ql + step + dd], t_qu[ql + 2u * step + dd], t_qu[ql + 3u * step + dd]);
+            let qv = vec4<i32>(t_qv[ql + dd], t_qv[ql + step + dd], t_qv[ql + 2u * step + dd], t_qv[ql + 3u * step + dd]);
+            let k = vec4<i32>(t_k[kl + dd], t_k[kl + step + dd], t_k[kl + 2u * step + dd], t_k[kl + 3u * step + dd]);
+            // band[3 + b - a]: staged p row pl + 8 (b - a)
+            let lo = vec4<i32>(t_p[pl - 3u * step + dd], t_p[pl - 2u * step + dd], t_p[pl - step + dd], t_p[pl + dd]);
+            let hi = vec3<i32>(t_p[pl + step + dd], t_p[pl + 2u * step + dd], t_p[pl + 3u * step + dd]);
+            ac[0] = ac[0] + qu.x * k;
+            ac[1] = ac[1] + qu.y * k;
+            ac[2] = ac[2] + qu.z * k;
+            ac[3] = ac[3] + qu.w * k;
+            bt[0] = bt[0] + qv.x * vec4<i32>(lo.w, hi.x, hi.y, hi.z);     // a = 0: b - a = 0..3
+            bt[1] = bt[1] + qv.y * vec4<i32>(lo.z, lo.w, hi.x, hi.y);     // a = 1: -1..2
+            bt[2] = bt[2] + qv.z * vec4<i32>(lo.y, lo.z, lo.w, hi.x);     // a = 2: -2..1
+            bt[3] = bt[3] + qv.w * vec4<i32>(lo.x, lo.y, lo.z, lo.w);     // a = 3: -3..0
         }
         workgroupBarrier();
     }
-    for (var q = 0u; q < 4u; q = q + 1u) {
-        let i = i0 + li + 8u * (q / 2u);
-        let j = j0 + lj + 8u * (q % 2u);
+    for (var q = 0u; q < 16u; q = q + 1u) {
+        let i = i0 + li + SCORE_STEP * (q / 4u);
+        let j = j0 + lj + SCORE_STEP * (q % 4u);
         if (i < T && j < T) {
             let r = T - 1u - i + j;
             let ea = exponents[att_exponent_offset(0u, T, dk, H) + h * T + i];
@@ -121,7 +122,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             let ep = exponents[att_exponent_offset(3u, T, dk, H) + h * P + r];
             var y = 0x7fc00000u;
             if (ea != BLOCK_NONFINITE && ec != BLOCK_NONFINITE && ek != BLOCK_NONFINITE && ep != BLOCK_NONFINITE) {
-                y = sf_div(sf_add(sf_from_i32_scaled(ac[q], ea + ek), sf_from_i32_scaled(bt[q], ec + ep)), sp.s);
+                y = sf_div(sf_add(sf_from_i32_scaled(ac[q / 4u][q % 4u], ea + ek),
+                                  sf_from_i32_scaled(bt[q / 4u][q % 4u], ec + ep)), sp.s);
             }
             scores[(h * T + i) * T + j] = y;
         }
