@@ -207,13 +207,13 @@ def attention_softmax(p, packed):
 
 
 def attention_context(p, packed):
-    """attention_context.wgsl: 16x16 tiles of (i, d), 2x2 per invocation; per staged j: 4
-    loads, 4 multiplies, 4 adds; the epilogue a scaled conversion, (float)total, a division."""
+    """attention_context.wgsl: 32x32 tiles of (i, d), 4x4 per invocation; per staged j: 8
+    loads, 16 multiplies, 16 adds; the epilogue a scaled conversion, (float)total, a division."""
     T, D, dk, H = p[:4]
     tile, chunk = wgsl_const("attention_context", "CTX_TILE"), wgsl_const("attention_context", "CTX_CHUNK")
     workgroups = H * cdiv(dk, tile) * cdiv(T, tile)
     chunks = cdiv(T, chunk)
-    per_chunk = 2 * tile * chunk * 12 + 64 * chunk * (12 + 3)
+    per_chunk = 2 * tile * chunk * 12 + 64 * chunk * (8 + 32 + 3)
     epilogue = 2 * SOFT["sf_from_i32_scaled"] + SOFT["sf_div"] + 12
     return workgroups * chunks * per_chunk + T * H * dk * epilogue
 

@@ -24,7 +24,7 @@ from test_webgpu_kernels import bits, device  # noqa: E402,F401 - the fixture: a
 pytestmark = pytest.mark.webgpu
 
 # T, dk, H: every combination of T in (1, 2, 5, 13, 40), dk in (4, 8, 64), H in (1, 2, 8);
-# tile edges (T % 8, T % 16 and T % 32: the scores' tiles are 32 square, the context's 16; dk % 8
+# tile edges (T % 8, T % 16 and T % 32: the scores' and the context's tiles are 32 square; dk % 8
 # and dk % 16: odd dk 17, 24); the full-size model's shape (D = 1024, 8 heads of 128) at T = 26;
 # T = 80: softmax rows longer than its 64 invocations; T = 33 and 67 one past whole score tiles.
 SWEEP = ([(T, dk, H) for T in (1, 2, 5, 13, 40) for dk in (4, 8, 64) for H in (1, 2, 8)]

@@ -20,7 +20,7 @@ from engine.kernels import KernelError
 from engine.executors.webgpu.device import MAX_DIM, MAX_GROUPS, GpuKernels, check_gpu_dims, float32_view
 
 SCORE_TILE = 32            # attention_scores.wgsl: a 32 x 32 tile of (i, j) per workgroup
-CONTEXT_TILE = 16          # attention_context.wgsl: 16 rows x 16 columns of a head per workgroup
+CONTEXT_TILE = 32          # attention_context.wgsl: 32 rows x 32 columns of a head per workgroup
 # the scores [H][T][T] are one storage binding: the WebGPU default of
 # maxStorageBufferBindingSize (134,217,728 bytes), which every adapter gives
 MAX_SCORES_BYTES = 1 << 27
