@@ -105,10 +105,15 @@ def time_tree(tree: Path, model: Path, data: Path, tier: str, repeats: int) -> d
     done = subprocess.run(["node", "--experimental-wasm-relaxed-simd", str(ROOT / "harness" / "pyodide_node.mjs"),
                            str(pyodide), str(wheel)], input=json.dumps(request), capture_output=True, text=True,
                           timeout=3600)
+    return child_result(done, f"the child in {tree}")
+
+
+def child_result(done: subprocess.CompletedProcess, who: str) -> dict:
+    """The figures a child printed on its `@@result ` line; SystemExit with its stderr if none."""
     for line in done.stdout.splitlines():
         if line.startswith("@@result "):
             return json.loads(line[len("@@result "):])
-    raise SystemExit(f"the child in {tree} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    raise SystemExit(f"{who} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
 
 
 def time_tree_native(tree: Path, model: Path, data: Path, tier: str, repeats: int) -> dict:
@@ -117,10 +122,7 @@ def time_tree_native(tree: Path, model: Path, data: Path, tier: str, repeats: in
             + CHILD + "\nprint('@@result ' + json.dumps(out))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)},
                           capture_output=True, text=True, timeout=3600)
-    for line in done.stdout.splitlines():
-        if line.startswith("@@result "):
-            return json.loads(line[len("@@result "):])
-    raise SystemExit(f"the native child in {tree} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return child_result(done, f"the native child in {tree}")
 
 
 def table(old: dict, new: dict, old_name: str) -> list:

@@ -83,5 +83,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         mantissas[base + i] = m;
     }
-    exponents[att_exponent_offset(kind, T, dk, bp.H) + vec] = select(i32(F) - 126 - i32(b), BLOCK_NONFINITE, F == 0xffu);
+    exponents[att_exponent_offset(kind, T, dk, bp.H) + vec] = block_unit(F, b);
 }

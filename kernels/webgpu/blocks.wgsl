@@ -4,6 +4,12 @@
 
 const BLOCK_NONFINITE: i32 = i32(-2147483647 - 1);  // INT32_MIN: the block held an inf or NaN
 
+// The block's unit E = F - 126 - b from its largest exponent field F (at least 1), or
+// BLOCK_NONFINITE when F is 255 (an inf or NaN).
+fn block_unit(F: u32, b: u32) -> i32 {
+    return select(i32(F) - 126 - i32(b), BLOCK_NONFINITE, F == 0xffu);
+}
+
 // round(|x| / 2^E) with its sign, for E = F - 126 - b (F: the vector's largest exponent field,
 // at least 1 and below 255): the 24-bit significand shifted right by F - f + 24 - b >= 13 places,
 // half added first (halves away from zero); past 25 places every significand gives 0.

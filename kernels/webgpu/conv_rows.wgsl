@@ -52,5 +52,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         }
         m[out + col * rp.L] = q;
     }
-    E[block] = select(i32(F) - 137, BLOCK_NONFINITE, F == 0xffu);
+    E[block] = block_unit(F, 11u);
 }
