@@ -191,8 +191,10 @@ MUTATIONS = {
     "scores: shift the other way": ("let pl = (SCORE_TILE - 1u - li + lj)", "let pl = (SCORE_TILE - 1u - lj + li)"),
     "softmax: the tree keeps the smaller": ("if (kb > ka || (kb == ka", "if (kb < ka || (kb == ka"),
     "softmax: the total misses a part": ("sm_val[lid] = bitcast<u32>(part);", "sm_val[lid] = bitcast<u32>(part * i32(lid != 1u));"),
-    "context: the last j of a chunk dropped": ("for (var jj = 0u; jj < n; jj = jj + 1u) {",
-                                               "for (var jj = 0u; jj + 1u < n; jj = jj + 1u) {"),
+    "context: the last eight j of a chunk dropped": ("for (var g = 0u; g < CTX_GROUPS; g = g + 1u) {",
+                                                     "for (var g = 0u; g + 1u < CTX_GROUPS; g = g + 1u) {"),
+    "packing: the odd mantissas lose their sign": ("return bitcast<vec4<i32>>(w) >> vec4<u32>(16u);",
+                                                   "return bitcast<vec4<i32>>(w >> vec4<u32>(16u));"),
 }
 
 

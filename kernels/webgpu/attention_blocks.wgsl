@@ -69,7 +69,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let row = vec % per_head;
     let n = select(dk, T, kind == 4u);            // the vector's length
     let b = att_bits(n);
-    let base = att_mantissa_offset(kind, T, dk, bp.H) + vec * n;
+    let base = att_mantissa_offset(kind, T, dk, bp.H) + vec * att_padded(n);
     var F = 1u;
     for (var i = 0u; i < n; i = i + 1u) {
         let x = ab_value(kind, h, row, i);
@@ -82,6 +82,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             m = block_mantissa(bitcast<u32>(mantissas[base + i]), F, b);
         }
         mantissas[base + i] = m;
+    }
+    for (var i = n; i < att_padded(n); i = i + 1u) {
+        mantissas[base + i] = 0;                  // the row's padding (attention_common.wgsl)
     }
     exponents[att_exponent_offset(kind, T, dk, bp.H) + vec] = block_unit(F, b);
 }

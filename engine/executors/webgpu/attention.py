@@ -26,6 +26,11 @@ CONTEXT_TILE = 32          # attention_context.wgsl: 32 rows x 32 columns of a h
 MAX_SCORES_BYTES = 1 << 27
 
 
+def _padded(n: int) -> int:
+    """n rounded up to a multiple of 4 (attention_common.wgsl att_padded)."""
+    return (n + 3) & ~3
+
+
 def _f32_bits(x: float) -> int:
     return array("I", array("f", [x]).tobytes())[0]
 
@@ -45,12 +50,18 @@ class GpuAttention:
         self._u = gpu.upload(float32_view(u, D, "u"))
         self._vb = gpu.upload(float32_view(vb, D, "vb"))
 
+    def operand_bytes(self, T: int) -> int:
+        """The quantised operands' buffer (attention_common.wgsl): rows of dk and v's columns of T
+        mantissas, each padded to a multiple of 4 (int32 each)."""
+        H, dk = self.H, self.dk
+        return 4 * H * (_padded(dk) * (5 * T - 1) + dk * _padded(T))
+
     def groups(self, T: int) -> dict:
         """Each pass's workgroup grid for T tokens (KernelError past the device's limits)."""
         check_gpu_dims(T=T)
         if 2 * T - 1 > MAX_DIM:
             raise KernelError(f"T = {T}: the 2T-1 = {2 * T - 1} positions exceed {MAX_DIM}")
-        for what, nbytes in (("scores", 4 * self.H * T * T), ("quantised operands", 4 * self.D * (6 * T - 1))):
+        for what, nbytes in (("scores", 4 * self.H * T * T), ("quantised operands", self.operand_bytes(T))):
             if nbytes > MAX_SCORES_BYTES:
                 raise KernelError(f"T = {T}: the {what} of {self.H} heads need {nbytes} bytes, "
                                   f"above {MAX_SCORES_BYTES} (one storage binding)")
@@ -72,7 +83,7 @@ class GpuAttention:
         scratch buffers (attention_common.wgsl gives the operands' layout)."""
         grids = self.groups(T)
         gpu, D, H, dk = self.gpu, self.D, self.H, self.dk
-        mantissas = gpu.scratch("attention_mantissas", 4 * H * dk * (6 * T - 1))
+        mantissas = gpu.scratch("attention_mantissas", self.operand_bytes(T))
         exponents = gpu.scratch("attention_exponents", 4 * H * (5 * T - 1 + dk))
         scores = gpu.scratch("attention_scores", 4 * H * T * T)
         totals = gpu.scratch("attention_totals", 4 * H * T)
