@@ -185,15 +185,20 @@ def attention_blocks(p, packed):
 
 
 def attention_scores(p, packed):
-    """attention_scores.wgsl: 32x32 tiles, 4x4 outputs per invocation; per staged d: 19 loads
-    (four qu, four qv, four k, the seven p of its band) with their addresses, 32 multiplies, 32
-    adds; staging qu, qv, k (32 rows) and p (63 rows) per chunk; the epilogue two scaled
-    conversions, an add and the division by sqrt(dk) per score."""
+    """attention_scores.wgsl: 32x32 tiles, 4x4 outputs per invocation; per eight d (one packed
+    vec4 per row): 19 vec4 loads (four qu, four qv, four k, the seven p of its band) with their
+    addresses, their 152 unpackings (a shift each, two for the low halves), 256 multiplies and
+    256 adds; staging per chunk of 32 d: each packed vec4 of qu, qv, k (32 rows) and p (63 rows)
+    from two storage vec4 loads, eight packings; the epilogue two scaled conversions, an add and
+    the division by sqrt(dk) per score."""
     T, dk, H = p[:3]
     tile, chunk = wgsl_const("attention_scores", "SCORE_TILE"), wgsl_const("attention_scores", "SCORE_CHUNK")
+    groups = chunk // 8
     workgroups = H * cdiv(T, tile) ** 2
     chunks = cdiv(dk, chunk)
-    per_chunk = (3 * tile + 2 * tile - 1) * chunk * 12 + 64 * chunk * (19 + 64 + 3)
+    stage = (3 * tile + 2 * tile - 1) * groups * (2 * 4 + 8 * 3 + 8)
+    compute = 64 * groups * (19 * 2 + 152 * 1.5 + 512)
+    per_chunk = stage + compute
     epilogue = 2 * SOFT["sf_from_i32_scaled"] + SOFT["sf_add"] + SOFT["sf_div"] + 16
     return workgroups * chunks * per_chunk + H * T * T * epilogue
 
@@ -207,13 +212,18 @@ def attention_softmax(p, packed):
 
 
 def attention_context(p, packed):
-    """attention_context.wgsl: 32x32 tiles of (i, d), 4x4 per invocation; per staged j: 8
-    loads, 16 multiplies, 16 adds; the epilogue a scaled conversion, (float)total, a division."""
+    """attention_context.wgsl: 32x32 tiles of (i, d), 4x4 per invocation; per eight j (one packed
+    vec4 per row): 8 vec4 loads, their 64 unpackings, 128 multiplies, 128 adds; staging per chunk
+    of 32 j: each packed vec4 of weights from eight guarded storage loads, of values from two
+    storage vec4 loads, eight packings; the epilogue a scaled conversion, (float)total, a division."""
     T, D, dk, H = p[:4]
     tile, chunk = wgsl_const("attention_context", "CTX_TILE"), wgsl_const("attention_context", "CTX_CHUNK")
+    groups = chunk // 8
     workgroups = H * cdiv(dk, tile) * cdiv(T, tile)
     chunks = cdiv(T, chunk)
-    per_chunk = 2 * tile * chunk * 12 + 64 * chunk * (8 + 32 + 3)
+    stage = tile * groups * ((8 * 4 + 8 * 3 + 4) + (2 * 4 + 8 * 3 + 4))
+    compute = 64 * groups * (8 * 2 + 64 * 1.5 + 256)
+    per_chunk = stage + compute
     epilogue = 2 * SOFT["sf_from_i32_scaled"] + SOFT["sf_div"] + 12
     return workgroups * chunks * per_chunk + T * H * dk * epilogue
 

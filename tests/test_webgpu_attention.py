@@ -24,11 +24,13 @@ from test_webgpu_kernels import bits, device  # noqa: E402,F401 - the fixture: a
 pytestmark = pytest.mark.webgpu
 
 # T, dk, H: every combination of T in (1, 2, 5, 13, 40), dk in (4, 8, 64), H in (1, 2, 8);
-# tile edges (T % 8, T % 16 and T % 32: the scores' and the context's tiles are 32 square; dk % 8
-# and dk % 16: odd dk 17, 24); the full-size model's shape (D = 1024, 8 heads of 128) at T = 26;
-# T = 80: softmax rows longer than its 64 invocations; T = 33 and 67 one past whole score tiles.
+# tile edges (T % 8, T % 16 and T % 32: the scores' and the context's tiles are 32 square, their
+# chunks 32 d or j, staged eight to a vec4 from rows padded to four; dk % 4, dk % 8: 17, 12, 5,
+# 24; dk 36: a whole chunk and half a vec4); the full-size model's shape (D = 1024, 8 heads of
+# 128) at T = 26; T = 80: softmax rows longer than its 64 invocations; T = 33 and 67 one past
+# whole score tiles.
 SWEEP = ([(T, dk, H) for T in (1, 2, 5, 13, 40) for dk in (4, 8, 64) for H in (1, 2, 8)]
-         + [(13, 17, 3), (40, 24, 2), (17, 12, 5), (80, 8, 2), (26, 128, 8), (33, 8, 2), (67, 24, 3)])
+         + [(13, 17, 3), (40, 24, 2), (17, 12, 5), (80, 8, 2), (26, 128, 8), (33, 8, 2), (67, 24, 3), (35, 36, 2)])
 
 
 @pytest.fixture(scope="module")
@@ -156,8 +158,8 @@ def test_softmax_and_context_on_awkward_scores(gpu, scalar):
 
 def test_permuted_columns_give_permuted_outputs(gpu):
     """Permuting d within every head (q, k, p, u, vb and v alike) permutes the output columns bit
-    for bit: the dot products' order is free on the device too (their chunks of 16 now hold
-    other terms)."""
+    for bit: the dot products' order is free on the device too (their chunks of 32 and
+    packed vec4s now hold other terms)."""
     T, dk, H = 26, 40, 2
     D = dk * H
     q, k, v, p, u, vb = attention_inputs(T, D, seed=21)
