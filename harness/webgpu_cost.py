@@ -158,10 +158,11 @@ def layer_norm(p, packed):
     N, D = p[:2]
     threads = wgsl_const("layer_norm", "NORM_THREADS")
     kept = min(D, wgsl_const("layer_norm", "NORM_KEPT"))
-    # norm_square's path for x and mean at most 29 binades apart: the difference's significand
-    # in integers (~75: fields, alignment, the 64-bit difference, normalisation) and sd_mul_sig
-    # (four 32x32 products, their sum, jam, sd_round_pack: ~105)
-    square = 75 + 105
+    # norm_square's path for x and mean at most 7 binades apart (the common case; a GPU's wave
+    # runs only it when all its elements take it): fields and alignment in 32 bits (~20), one
+    # 32x32 product from 16-bit limbs (~16), the leading bit and the shift (~10), sd_round_pack
+    # (~25). (Up to 29 binades the 64-bit difference and sd_mul_sig cost ~180.)
+    square = 75
     per_element = 4 + (25 + SOFT["u64_add"] + 1) + (square + 4 + 4) + (30 + SOFT["u64_add"] + 4) \
         + (2 * SOFT["sf_add"] + 2 * SOFT["sf_mul"] + 4)
     average = SOFT["sd_div"] + SOFT["sd_to_f32"] + 60

@@ -285,15 +285,12 @@ def test_layer_norm_special_rows(gpu, scalar):
         assert_same(np.frombuffer(got, np.uint32), np.frombuffer(want, np.uint32), f"special rows eps {eps}", 32)
 
 
-def test_layer_norm_squares_around_the_exact_difference_bound(gpu, scalar):
-    """layer_norm.wgsl forms x - mean in integers when they are at most 29 binades apart (the
-    difference then fits 53 bits) and takes the soft-double steps beyond: rows whose mean is in
-    [1, 2) and whose outliers +-V (cancelling in the sum) lie 26..32 binades above it, with the
-    longest significands (the largest differences) and random ones; elements equal to the mean
-    and subnormal elements."""
-    rng = np.random.default_rng(29)
-    D, rows = 64, []
-    for k in range(26, 33):
+def squares_rows(rng, D):
+    """Rows whose mean is in [1, 2) and whose outliers +-V (cancelling in the sum) lie 4..9 and
+    26..32 binades above it, with the longest significands (the largest differences) and random
+    ones; a row of elements equal to the mean and subnormal elements."""
+    rows = []
+    for k in (*range(4, 10), *range(26, 33)):
         for top in (np.float32(2) - np.float32(2.0 ** -23), np.float32(rng.uniform(1, 2))):
             row = rng.uniform(1, 2, D).astype(np.float32)
             row[0], row[1] = -top * np.float32(2.0 ** k), top * np.float32(2.0 ** k)
@@ -301,12 +298,43 @@ def test_layer_norm_squares_around_the_exact_difference_bound(gpu, scalar):
     row = np.full(D, np.float32(1.25))
     row[0], row[1], row[2] = 1e-40, -1e-40, 1.5        # subnormals; the rest equal the mean
     rows.append(row)
-    x = np.ascontiguousarray(rows, np.float32)
-    N = len(rows)
+    return np.ascontiguousarray(rows, np.float32)
+
+
+def test_layer_norm_squares_around_the_exact_difference_bounds(gpu, scalar):
+    """layer_norm.wgsl squares x - mean from one 32 x 32 product when they are at most 7
+    binades apart, forms the difference in 64-bit integers up to 29 binades (it then fits 53
+    bits) and takes the soft-double steps beyond: squares_rows straddles both bounds."""
+    rng = np.random.default_rng(29)
+    D = 64
+    x = squares_rows(rng, D)
+    N = len(x)
     g, b = rng.normal(1, 0.5, D).astype(np.float32), np.zeros(D, np.float32)
     got = GpuLayerNorm(gpu, g, b, 1e-5)(x, N)
     want = scalar.layernorm(x, N, D, g, b, 1e-5)
-    assert_same(np.frombuffer(got, np.uint32), np.frombuffer(want, np.uint32), "squares around 29 binades", 32)
+    assert_same(np.frombuffer(got, np.uint32), np.frombuffer(want, np.uint32), "squares around 7 and 29 binades", 32)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("i32(q + 2u * e0) + 723", "i32(q + 2u * e0) + 724"),                       # the exponent off by one
+    ("let q = 63u - sd_u64_clz(product);", "let q = 62u - sd_u64_clz(product);"),  # the wrong leading bit
+])
+def test_layer_norm_square_mutation_caught(device, scalar, old, new):
+    hits = []
+
+    def patch(source):
+        hits.append(old in source)
+        return source.replace(old, new)
+
+    rng = np.random.default_rng(30)
+    D = 64
+    x = squares_rows(rng, D)
+    N = len(x)
+    g, b = rng.normal(1, 0.5, D).astype(np.float32), np.zeros(D, np.float32)
+    got = GpuLayerNorm(GpuKernels(device, packed_dot=False, patch=patch), g, b, 1e-5)(x, N)
+    want = scalar.layernorm(x, N, D, g, b, 1e-5)
+    assert any(hits)
+    assert (np.frombuffer(got, np.uint32) != np.frombuffer(want, np.uint32)).any()
 
 
 def test_layer_norm_2d_grid(gpu, scalar):

@@ -101,10 +101,31 @@ fn norm_average(sum: vec2<u32>, shift: i32, dd: vec2<u32>) -> u32 {
 // what the double subtraction gives. D is normalised here and squared by sd_mul_sig, without
 // packing and unpacking the difference. The rest (zeros, subnormals, non-finite values, more
 // than 29 binades apart) take sd_sub and sd_mul. Either way the same bits.
+//
+// Within 7 binades (the usual case: the mean is rarely far below the row's values) D < 2^31 +
+// 2^24: its square is one exact 32 x 32 product P < 2^63, x - mean = D 2^(e0 - 150), so the
+// double is P 2^(2 e0 - 300) rounded once: with P's leading bit at q, the biased exponent is
+// q + 2 e0 + 723 (between 725 and 1231: normal) and the significand P with its leading bit
+// moved to 62. (On a GPU the common path is all a wave runs; lavapipe runs every path of a
+// branch under a mask, so there it saves nothing.)
 fn norm_square(x: u32, mean: u32, mean_d: vec2<u32>) -> vec2<u32> {
     let fx = (x >> 23u) & 0xffu;
     let fm = (mean >> 23u) & 0xffu;
     let e0 = min(fx, fm);
+    if (fx - 1u < 254u && fm - 1u < 254u && max(fx, fm) - e0 <= 7u) {
+        let a = ((x & 0x7fffffu) | 0x800000u) << (fx - e0);        // below 2^31
+        let b = ((mean & 0x7fffffu) | 0x800000u) << (fm - e0);
+        var d = a + b;                                              // below 2^32
+        if (((x ^ mean) & F32_SIGN) == 0u) {
+            d = max(a, b) - min(a, b);
+        }
+        if (d == 0u) {
+            return vec2<u32>(0u, 0u);
+        }
+        let product = sd_mul_32x32(d, d);
+        let q = 63u - sd_u64_clz(product);          // at most 62: one of a, b is below 2^24
+        return sd_round_pack(0u, i32(q + 2u * e0) + 723, sd_u64_shl(product, 62u - q));
+    }
     if (fx - 1u < 254u && fm - 1u < 254u && max(fx, fm) - e0 <= 29u) {
         let a = sd_u64_shl(vec2<u32>(0u, (x & 0x7fffffu) | 0x800000u), fx - e0);
         let b = sd_u64_shl(vec2<u32>(0u, (mean & 0x7fffffu) | 0x800000u), fm - e0);
