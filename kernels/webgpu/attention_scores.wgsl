@@ -78,16 +78,17 @@ fn score_four(s: ScoreSums, qu: array<vec4<i32>, 4>, qv: array<vec4<i32>, 4>, k:
                       vec3<i32>(p[4].w, p[5].w, p[6].w));
 }
 
-// eight mantissas of a padded row from storage (vec4 index `at` of the row's first word, g the
-// group of eight within the chunk), as one packed vec4; zeros past the row (`words` vec4s)
-fn score_stage(at: u32, d8: u32, words: u32, live: bool) -> vec4<u32> {
+// eight mantissas of a padded row from storage (vec4 index `at` of the row's first vec4, d4
+// that of the eight's first four), as one packed vec4; zeros past the row (`words` vec4s) and
+// for rows outside the matrix (live false)
+fn score_stage(at: u32, d4: u32, words: u32, live: bool) -> vec4<u32> {
     var a = vec4<i32>(0);
     var b = vec4<i32>(0);
-    if (live && d8 < words) {
-        a = mantissas[at + d8];
+    if (live && d4 < words) {
+        a = mantissas[at + d4];
     }
-    if (live && d8 + 1u < words) {
-        b = mantissas[at + d8 + 1u];
+    if (live && d4 + 1u < words) {
+        b = mantissas[at + d4 + 1u];
     }
     return att_pack8(a, b);
 }
@@ -117,17 +118,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let step = SCORE_STEP * SCORE_GROUPS;           // 8 staged rows further
     var sums: ScoreSums;
     for (var d0 = 0u; d0 < dk; d0 = d0 + SCORE_CHUNK) {       // uniform: dk from the uniform
-        let d8 = d0 / 4u;                                      // the chunk's first vec4 in a row
+        let c4 = d0 / 4u;                                      // the chunk's first vec4 in a row
         for (var e = lid; e < SCORE_TILE * SCORE_GROUPS; e = e + 64u) {
             let row = e / SCORE_GROUPS;
-            let g = d8 + 2u * (e % SCORE_GROUPS);
+            let g = c4 + 2u * (e % SCORE_GROUPS);
             t_qu[e] = score_stage(qu_rows + (i0 + row) * words, g, words, i0 + row < T);
             t_qv[e] = score_stage(qv_rows + (i0 + row) * words, g, words, i0 + row < T);
             t_k[e] = score_stage(k_rows + (j0 + row) * words, g, words, j0 + row < T);
         }
         for (var e = lid; e < SCORE_PROWS * SCORE_GROUPS; e = e + 64u) {
             let r = r_first + i32(e / SCORE_GROUPS);
-            let g = d8 + 2u * (e % SCORE_GROUPS);
+            let g = c4 + 2u * (e % SCORE_GROUPS);
             let live = r >= 0 && r < i32(P);
             t_p[e] = score_stage(p_rows + u32(max(r, 0)) * words, g, words, live);
         }
