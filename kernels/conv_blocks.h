@@ -36,7 +36,7 @@
 
 #define PK_CONV_BITS 11         /* |m|, |t| <= 2^11: a row's three products < 2^24, S < 2^26 */
 
-/* Channel blocks of the channel-last convs (head_impl.h, ops__scalar.c pk_dwconv2d_s2_cl). */
+/* Channel blocks of the channel-last convs (head_impl.h; its scratch sizes in ops__scalar.c). */
 #define PK_CHANNEL_BLOCK 64
 
 /* pk_relu's formula on bits: u when 0 < x <= +inf, else +0 (-0, negatives and NaN give +0). */

@@ -47,13 +47,15 @@
  *                                   into the head's columns of out: the bits of those calls made
  *                                   one by one. scratch: pk_attention_scratch_floats(T, dk) floats
  * pk_transpose3(A, B, C, x, y)     x [A][B][C] -> y [B][A][C] (data movement only)
- * pk_subsampling_head_cl(T, F, C, c0, c1, x, w0, b0, w2, b2, scratch, y)   pk_subsampling_head's
+ * pk_subsampling_head_cl(T, F, C, c0, c1, x, w0, b0, w2, b2, scratch, y)   (exported per tier as
+ *                                   subsampling_head_cl__<tier>: subsampling.h) pk_subsampling_head's
  *                                   bits for channels c0..c1-1, channel-last: y [H2][W2][C]
  *                                   (H2, W2 as pk_subsampling_head; the other channels of y
  *                                   untouched); scratch: pk_subsampling_head_cl_scratch_floats(F)
  * pk_transpose_last2(N, A, B, relu, x, y)   x [N][A][B] -> y [N][B][A] (data movement; with
  *                                   relu != 0 each value passes pk_relu's formula on the way)
- * pk_dwconv2d_s2_cl(H, W, C, c0, c1, relu_input, x, w, b, scratch, y)   pk_conv2d_s2's bits
+ * pk_dwconv2d_s2_cl(H, W, C, c0, c1, relu_input, x, w, b, scratch, y)   (exported per tier as
+ *                                   dwconv2d_s2_cl__<tier>: subsampling.h) pk_conv2d_s2's bits
  *                                   with groups = C on channel-last maps: x [H][W][C], w [C][3][3],
  *                                   y [ceil(H/2)][ceil(W/2)][C], channels c0..c1-1 only (the
  *                                   others of y untouched), of pk_relu(x) when relu_input != 0;
@@ -105,12 +107,8 @@ PK_API int pk_rel_positions(int T, int D, float *pe);
 PK_API int pk_subsampling_head(int T, int F, int C, const float *x, const float *w0, const float *b0,
                                const float *w2, const float *b2, float *scratch, float *y);
 PK_API size_t pk_subsampling_head_cl_scratch_floats(int F);
-PK_API int pk_subsampling_head_cl(int T, int F, int C, int c0, int c1, const float *x, const float *w0,
-                                  const float *b0, const float *w2, const float *b2, float *scratch, float *y);
 PK_API int pk_transpose_last2(int N, int A, int B, int relu, const float *x, float *y);
 PK_API size_t pk_dwconv2d_s2_cl_scratch_bytes(int W);
-PK_API int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, int relu_input, const float *x,
-                             const float *w, const float *b, void *scratch, float *y);
 PK_API int pk_transpose3(int A, int B, int C, const float *x, float *y);
 PK_API int pk_copy_cols(int N, int W, const float *x, int O, int c0, float *y);
 PK_API size_t pk_attention_scratch_floats(int T, int dk);

@@ -251,20 +251,6 @@ size_t pk_subsampling_head_cl_scratch_floats(int F) {
     return W1 * CB + 3 * CB + 4 + 3 * (W1 + 2) * CB + 3 * ((size_t)F + 2);
 }
 
-/* The channel-last head (head_impl.h) as this file's static ops_head_*. */
-#define PK_HEAD(name) ops_head_##name
-#include "head_impl.h"
-
-int pk_subsampling_head_cl(int T, int F, int C, int c0, int c1, const float *x, const float *w0, const float *b0,
-                           const float *w2, const float *b2, float *scratch, float *y) {
-    return ops_head_channel_last(T, F, C, c0, c1, x, w0, b0, w2, b2, scratch, y);
-}
-
-int pk_dwconv2d_s2_cl(int H, int W, int C, int c0, int c1, int relu_input, const float *x, const float *w,
-                      const float *b, void *scratch, float *y) {
-    return ops_head_dwconv(H, W, C, c0, c1, relu_input, x, w, b, scratch, y);
-}
-
 int pk_transpose_last2(int N, int A, int B, int relu, const float *x, float *y) {
     if (N <= 0 || A <= 0 || B <= 0) return PK_E_SHAPE;
     for (int n = 0; n < N; n++) {
