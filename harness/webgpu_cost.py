@@ -230,34 +230,37 @@ def attention_context(p, packed):
 
 
 def glu(p, packed):
-    T, D = p[:2]
-    return T * D * (sigmoid() + SOFT["sf_mul"] + 8)
+    """glu.wgsl per element of g [T][Dp]: a sigmoid and a product (padding columns a store)."""
+    T, D, Dp = p[:3]
+    return T * D * (sigmoid() + SOFT["sf_mul"] + 8) + T * (Dp - D) * 4
 
 
 def dwconv_silu(p, packed):
-    """dwconv_silu.wgsl per output: K taps of multiply + add (from staged rows), the bias add and
-    SiLU; per workgroup the staging of 31 rows and 16 taps per lane and chunk."""
-    T, D, K = p[:3]
-    tap = SOFT["sf_mul"] + SOFT["sf_add"] + 6
-    staging = cdiv(D, 64) * cdiv(T, 16) * cdiv(K, 16) * 64 * (31 + 16) * 8
-    return T * D * (K * tap + SOFT["sf_add"] + silu() + 4) + staging
+    """dwconv_silu.wgsl per output: K taps of multiply + add (the tap's and the input's loads and
+    addresses shared by four channels: ~2 a tap and channel), the bias add and SiLU; per
+    invocation of four channels the index split and the taps' range (~12)."""
+    T, D, K, Dp = p[:4]
+    tap = SOFT["sf_mul"] + SOFT["sf_add"] + 2
+    return T * Dp * (K * tap + SOFT["sf_add"] + silu() + 3) + T * (Dp // 4) * 12
 
 
 def conv_rows(p, packed):
     """conv_rows.wgsl per block of W values: the largest field (a strided load, the ReLU's select,
     shift, mask, max: ~8 a value), then each mantissa (the load again, block_mantissa's fields,
     shift and rounding: ~16) and its store."""
-    R, W, L = p[:3]
-    return R * L * (W * (8 + 16 + 3) + 10)
+    R, W, L, Lp = p[0], p[1], p[2], p[8]
+    return R * L * (W * (8 + 16 + 3) + 10) + R * (Lp - L) * (W + 4)
 
 
 def conv_s2(p, packed):
-    """conv_s2.wgsl per output: index split (~10), per row inside the map its unit and the tests
-    (~8) and three taps of two loads with their addresses, a multiply and an add (~10 each), the
-    join (per row a shift by the capped unit difference and an add: ~5), the scaled conversion of
-    the i32 sum, the bias add and ReLU."""
+    """conv_s2.wgsl per invocation of four channels: index split (~12), per row inside the map
+    its units and the tests (~8 + 4 a channel) and three taps of two vector loads with their
+    addresses (~8) and per channel a multiply and an add (2), the join (per row and channel a
+    shift by the capped unit difference and an add: ~5); per channel the scaled conversion of
+    the i32 sum, the bias add, ReLU and the store."""
     n = p[3]
-    return n * (10 + 3 * (8 + 3 * 10) + 3 * 5 + SOFT["sf_from_i32_scaled"] + SOFT["sf_add"] + 3)
+    per_channel = 3 * (4 + 3 * 2 + 5) + SOFT["sf_from_i32_scaled"] + SOFT["sf_add"] + 5
+    return n * (12 + 3 * (8 + 3 * 8) + 4 * per_channel)
 
 
 MODULE_COSTS = {

@@ -22,6 +22,7 @@ from test_webgpu_kernels import device  # noqa: E402,F401 - the fixture: a devic
 pytestmark = pytest.mark.webgpu
 
 SHAPES = ([(T, D, K) for T in (1, 2, 4, 9, 31, 125) for D in (8, 64) for K in (1, 3, 9, 31)]
+          + [(T, D, K) for T in (1, 9, 31) for D in (1, 6, 13) for K in (3, 9)]   # D % 4 != 0: padded lanes
           + [(9, 1024, K) for K in (1, 3, 9, 31)])
 
 
@@ -156,15 +157,15 @@ def test_shapes_refused(gpu):
 
 
 MUTATIONS = {
-    # the taps summed in reverse (within a chunk: K <= 16 here, so wholly reversed)
-    "taps_reversed": ("for (var jj = 0u; jj < jc; jj++) {\n                let s",
-                      "for (var jr = 0u; jr < jc; jr++) {\n                let jj = jc - 1u - jr;\n                let s"),
-    # the bias as the sum's start instead of added last
-    "bias_first": ("a = acc[tt];", "a = select(acc[tt], b[c0 + lane], j0 == 0u && c0 + lane < dp.d);"),
-    # taps outside [0, T) added (their staged zeros) instead of skipped: seen where such a
-    # tap is infinite (inf * 0 = NaN), never otherwise (+0 + -0 = +0)
-    "edges_added": ("if (s >= 0 && s < T) {\n                    a = sf_add",
-                    "if (true) {\n                    a = sf_add"),
+    # the taps summed in reverse
+    "taps_reversed": ("for (var j = first; j < last; j++) {\n        acc",
+                      "for (var jr = first; jr < last; jr++) {\n        let j = first + last - 1u - jr;\n        acc"),
+    # the bias as the sum's start (as well as added last)
+    "bias_first": ("var acc = vec4<u32>(0u);", "var acc = b[c4];"),
+    # the first tap inside the sequence dropped at its start (t < K/2)
+    "edge_tap_dropped": ("select(0u, half - t, t < half)", "select(0u, half - t + 1u, t < half)"),
+    # the second channel of a group multiplied by the first channel's tap
+    "lanes_swapped": ("sf_mul(taps.y, x.y)", "sf_mul(taps.x, x.y)"),
     # GLU as value * sigmoid(-gate)
     "glu_gate_negated": ("sf_sigmoid(h[row + gp.d + c])", "sf_sigmoid(h[row + gp.d + c] ^ F32_SIGN)"),
 }

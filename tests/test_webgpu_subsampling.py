@@ -62,8 +62,10 @@ def weights(rng, C: int, special: bool = True) -> list:
 
 
 # T, F, C: odd and even frames and mel bins (a map of one row or column included), channel
-# counts below, at and between the C head's 4-lane vectors and 64-channel blocks
+# counts below, at and between the C head's 4-lane vectors and 64-channel blocks (and conv_s2's
+# groups of four channels: C % 4 = 1, 2, 3 leave padding lanes)
 HEAD_SHAPES = ([(T, F, C) for T in (1, 2, 3, 9, 17, 64) for F in (8, 80) for C in (4, 13)]
+               + [(T, 8, C) for T in (3, 9) for C in (1, 2, 6)]
                + [(T, F, 16) for T in (2, 17, 64) for F in (7, 128)]
                + [(T, F, C) for T in (1, 3, 9) for F in (8, 80) for C in (100, 256)]
                + [(520, 128, 256)])          # a whole chunk's slice at Phonon-2's size (0.5 s here)
@@ -176,12 +178,18 @@ MUTATIONS = {
     # mantissas of 10 bits where the rule has 11 (a coarser block)
     "mantissa bits": ("F, 11u);", "F, 10u);"),
     # a lower row's partial sum rounded to the highest row's unit instead of floored
-    "floor": ("S += P[a] >> u32(min(Eh - Ea[a], 31));", "S += (P[a] + select(0, 1 << u32(min(Eh - Ea[a], 31) - 1), Eh > Ea[a])) >> u32(min(Eh - Ea[a], 31));"),
+    "floor": ("S += P[a] >> vec4<u32>(min(Eh - Ea[a], vec4<i32>(31)));",
+              "S += (P[a] + select(vec4<i32>(0), vec4<i32>(1) << vec4<u32>(min(Eh - Ea[a], vec4<i32>(31)) - 1), "
+              "Eh > Ea[a])) >> vec4<u32>(min(Eh - Ea[a], vec4<i32>(31)));"),
+    # conv0's one input lane read from the wrong component of its vec4 (every fourth value right)
+    "one lane": ("vec4<i32>(v[at & 3u])", "vec4<i32>(v[0])"),
+    # four channels' taps taken from the neighbouring group (only the first group right)
+    "tap group": ("tm[u32(a * 3 + e) * C4 + c4]", "tm[u32(a * 3 + e) * C4 + min(c4 + 1u, C4 - 1u)]"),
 }
 # the taps of a row summed right to left, and the rows joined last to first: integer sums, so
 # another order must give the same bits
 REORDER = [("for (var e = 0; e < 3; e++) {", "for (var e = 2; e >= 0; e--) {"),
-           ("for (var a = 0; a < 3; a++) {\n            if (present[a])", "for (var a = 2; a >= 0; a--) {\n            if (present[a])")]
+           ("for (var a = 0; a < 3; a++) {\n        if (present[a])", "for (var a = 2; a >= 0; a--) {\n        if (present[a])")]
 
 
 def conv_differences(kernels: GpuKernels, scalar) -> int:

@@ -4,11 +4,14 @@
 // value is read through pk_relu's formula first (v > 0 ? v : +0: -0, negatives and NaN give +0).
 //
 // Value (row r, column col, lane l) is x[off + r * row_stride + col * col_stride + l * lane_stride];
-// the mantissas go to m[(r * W + col) * L + l], the units to E[r * L + l]. So one shader quantises
-// conv0's input (the features read through their strides, one lane), the channel-last maps
-// conv2 and conv5 read (lanes = channels, consecutive invocations reading consecutive channels)
-// and each channel's nine taps (rows = channels, W = 9). One invocation per block; a 2-D grid of
-// 64-wide workgroups past 65,535 groups.
+// the mantissas go to m[(r * W + col) * Lp + l], the units to E[r * Lp + l], where Lp >= L is the
+// output's lane count: lanes L..Lp-1 are padding, written as mantissas 0 and unit 0, so that
+// conv_s2.wgsl reads four lanes at a time (Lp a multiple of four) from defined memory. So one
+// shader quantises conv0's input (the features read through their strides, one lane, Lp = 1),
+// the channel-last maps conv2 and conv5 read (lanes = channels, consecutive invocations reading
+// consecutive channels) and the taps (one row of W = 9 columns, lanes = channels: [9][Lp], each
+// channel's nine taps one block). One invocation per block; a 2-D grid of 64-wide workgroups
+// past 65,535 groups.
 
 struct RowsParams {
     R: u32,
@@ -19,6 +22,7 @@ struct RowsParams {
     col_stride: u32,
     lane_stride: u32,
     relu: u32,
+    Lp: u32,         // the output's lanes (>= L)
 }
 
 @group(0) @binding(0) var<uniform> rp: RowsParams;
@@ -34,23 +38,30 @@ fn rows_value(at: u32) -> u32 {
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let block = gid.x + gid.y * groups.x * 64u;
-    if (block >= rp.R * rp.L) {
+    if (block >= rp.R * rp.Lp) {
         return;
     }
-    let r = block / rp.L;
-    let l = block % rp.L;
+    let r = block / rp.Lp;
+    let l = block % rp.Lp;
+    let out = r * rp.W * rp.Lp + l;
+    if (l >= rp.L) {                                 // padding
+        for (var col = 0u; col < rp.W; col++) {
+            m[out + col * rp.Lp] = 0;
+        }
+        E[block] = 0;
+        return;
+    }
     let first = rp.off + r * rp.row_stride + l * rp.lane_stride;
     var F = 1u;
     for (var col = 0u; col < rp.W; col++) {
         F = max(F, (rows_value(first + col * rp.col_stride) >> 23u) & 0xffu);
     }
-    let out = r * rp.W * rp.L + l;
     for (var col = 0u; col < rp.W; col++) {
         var q = 0;
         if (F != 0xffu) {
             q = block_mantissa(rows_value(first + col * rp.col_stride), F, 11u);
         }
-        m[out + col * rp.L] = q;
+        m[out + col * rp.Lp] = q;
     }
     E[block] = block_unit(F, 11u);
 }

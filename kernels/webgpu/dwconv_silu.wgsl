@@ -5,91 +5,57 @@
 //   y[t][c] = pk_silu_one(acc + b[c])
 // in softfloat.wgsl's binary32 steps (sf_mul, sf_add, silu.wgsl sf_silu).
 //
-// A workgroup of 64 invocations owns a tile of TILE_T time steps x 64 channels; invocation
-// `lane` is channel c0 + lane and keeps the tile's TILE_T sums. The taps go in chunks of
-// TAPS_CHUNK: per chunk the workgroup stages the input rows the chunk reads (TILE_T +
-// TAPS_CHUNK - 1 rows of 64 channels, each row one coalesced read) and the chunk's taps
-// transposed to [tap][channel], then every sum adds the chunk's taps in ascending j. Chunks go
-// in ascending j too, so each output adds its taps exactly in the C order, for any K.
-// Workgroup memory: (31 + 16) x 64 x 4 = 12,032 bytes (the default limit is 16 KiB). The
-// chunk loop is bounded by the uniform K, so its barriers are in uniform control flow.
-// Grid: (ceil(D / 64), ceil(T / TILE_T)). y may not alias g.
-
-const TILE_T: u32 = 16u;
-const TAPS_CHUNK: u32 = 16u;
-const STAGED_ROWS: u32 = 31u;             // TILE_T + TAPS_CHUNK - 1
+// One invocation per time step t and four consecutive channels c = 4 c4 .. 4 c4 + 3: every
+// operand is one 16-byte load for the four (C4 = Dp / 4 groups, Dp = D rounded up to a multiple
+// of four). So g comes padded, [T][Dp] (glu.wgsl), the taps transposed and padded, [K][Dp], the
+// bias padded, [Dp] (uploaded so once); channels past D are computed from the zeros and not
+// stored. No workgroup memory: each value an invocation reads is its own four channels'. Grid:
+// one invocation per (t, c4), i = t * C4 + c4, a 2-D grid of 64-wide workgroups past 65,535
+// groups. y may not alias g.
 
 struct DwconvParams {
     t: u32,          // time steps T
     d: u32,          // channels D
     k: u32,          // taps K (odd)
+    dp: u32,         // padded channels Dp (a multiple of four)
 }
 
 @group(0) @binding(0) var<uniform> dp: DwconvParams;
-@group(0) @binding(1) var<storage, read> gin: array<u32>;
-@group(0) @binding(2) var<storage, read> w: array<u32>;
-@group(0) @binding(3) var<storage, read> b: array<u32>;
-@group(0) @binding(4) var<storage, read_write> y: array<u32>;
+@group(0) @binding(1) var<storage, read> gin: array<vec4<u32>>;   // [T][Dp / 4]
+@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;     // [K][Dp / 4]
+@group(0) @binding(3) var<storage, read> b: array<vec4<u32>>;     // [Dp / 4]
+@group(0) @binding(4) var<storage, read_write> y: array<u32>;     // [T][D]
 
-var<workgroup> rows: array<u32, 1984>;    // STAGED_ROWS x 64: [row][lane]
-var<workgroup> taps: array<u32, 1024>;    // TAPS_CHUNK x 64: [tap][lane]
+// acc + w * x, four channels: the product rounded, then the sum (no FMA)
+fn dw_tap(acc: vec4<u32>, taps: vec4<u32>, x: vec4<u32>) -> vec4<u32> {
+    return vec4<u32>(sf_add(acc.x, sf_mul(taps.x, x.x)), sf_add(acc.y, sf_mul(taps.y, x.y)),
+                     sf_add(acc.z, sf_mul(taps.z, x.z)), sf_add(acc.w, sf_mul(taps.w, x.w)));
+}
 
 @compute @workgroup_size(64)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    let lane = lid.x;
-    let c0 = wid.x * 64u;
-    let c = c0 + lane;
-    let t0 = wid.y * TILE_T;
-    let T = i32(dp.t);
-    let half = i32(dp.k / 2u);
-    var acc: array<u32, 16>;              // TILE_T sums, from +0.0
-    for (var tt = 0u; tt < TILE_T; tt++) {
-        acc[tt] = 0u;
-    }
-    for (var j0 = 0u; j0 < dp.k; j0 += TAPS_CHUNK) {
-        let jc = min(TAPS_CHUNK, dp.k - j0);
-        // stage: row r is input time s = t0 + j0 - half + r; zeros outside [0, T) x [0, D)
-        // (never added: those taps are skipped below)
-        let s0 = i32(t0 + j0) - half;
-        for (var r = 0u; r < STAGED_ROWS; r++) {
-            let s = s0 + i32(r);
-            var v = 0u;
-            if (s >= 0 && s < T && c < dp.d) {
-                v = gin[u32(s) * dp.d + c];
-            }
-            rows[r * 64u + lane] = v;
-        }
-        // stage the chunk's taps of the workgroup's 64 channels, [tap][lane]
-        for (var i = lane; i < 64u * TAPS_CHUNK; i += 64u) {
-            let cc = i / TAPS_CHUNK;
-            let jj = i - cc * TAPS_CHUNK;
-            var v = 0u;
-            if (jj < jc && c0 + cc < dp.d) {
-                v = w[(c0 + cc) * dp.k + j0 + jj];
-            }
-            taps[jj * 64u + cc] = v;
-        }
-        workgroupBarrier();
-        for (var tt = 0u; tt < TILE_T; tt++) {
-            var a = acc[tt];
-            for (var jj = 0u; jj < jc; jj++) {
-                let s = s0 + i32(tt + jj);
-                if (s >= 0 && s < T) {
-                    a = sf_add(a, sf_mul(taps[jj * 64u + lane], rows[(tt + jj) * 64u + lane]));
-                }
-            }
-            acc[tt] = a;
-        }
-        workgroupBarrier();               // before the next chunk overwrites the staging
-    }
-    if (c >= dp.d) {
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = gid.x + gid.y * groups.x * 64u;
+    let C4 = dp.dp / 4u;
+    if (i >= dp.t * C4) {
         return;
     }
-    let bias = b[c];
-    for (var tt = 0u; tt < TILE_T; tt++) {
-        let t = t0 + tt;
-        if (t < dp.t) {
-            y[t * dp.d + c] = sf_silu(sf_add(acc[tt], bias));
+    let t = i / C4;
+    let c4 = i - t * C4;
+    let half = dp.k / 2u;
+    // the taps that land inside [0, T): j in [first, last)
+    let first = select(0u, half - t, t < half);
+    let last = min(dp.k, dp.t + half - t);
+    var acc = vec4<u32>(0u);                         // +0.0
+    for (var j = first; j < last; j++) {
+        acc = dw_tap(acc, w[j * C4 + c4], gin[(t + j - half) * C4 + c4]);
+    }
+    let bias = b[c4];
+    let sums = vec4<u32>(sf_add(acc.x, bias.x), sf_add(acc.y, bias.y), sf_add(acc.z, bias.z), sf_add(acc.w, bias.w));
+    for (var lane = 0u; lane < 4u; lane++) {
+        let c = 4u * c4 + lane;
+        if (c >= dp.d) {
+            break;
         }
+        y[t * dp.d + c] = sf_silu(sums[lane]);
     }
 }

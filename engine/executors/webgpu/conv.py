@@ -1,6 +1,9 @@
 """The conv module's middle on the device: silu(dwconv1d(glu(h))) for pw1's output
 h [T][2D], in two WGSL passes (kernels/webgpu/glu.wgsl, dwconv_silu.wgsl) that give the C scalar
 tier's float32 bits (engine/executors/cpu.py conv_middle_alone's k.glu, k.dwconv1d, k.silu).
+Between them the GLU's output g lives in a scratch buffer with rows padded to Dp (D rounded up to
+a multiple of four), and the depthwise taps and bias are kept transposed and padded, [K][Dp] and
+[Dp]: the depthwise pass reads four channels per 16-byte load.
 
 Standard library only (it runs in Pyodide too); the device work goes through
 engine/executors/webgpu/device.py GpuKernels.
@@ -15,10 +18,17 @@ from __future__ import annotations
 from array import array
 
 from engine.kernels import KernelError
-from engine.executors.webgpu.device import MAX_GROUPS, GpuKernels, check_gpu_dims, element_groups, float32_view
+from engine.executors.webgpu.device import GpuKernels, check_gpu_dims, element_groups, float32_view
 
-DWCONV_TILE_T = 16           # dwconv_silu.wgsl's TILE_T: time steps per workgroup
-WORKGROUP = 64               # invocations per workgroup (and channels per dwconv workgroup)
+
+def padded_taps(dw, D: int, K: int) -> bytes:
+    """dw float32 [D][K] as dwconv_silu.wgsl reads it: [K][Dp] float32 bits, zeros past D."""
+    Dp = -(-D // 4) * 4
+    taps = array("I", bytes(float32_view(dw, D * K, "dw")))
+    out = array("I", bytes(4 * K * Dp))
+    for c in range(D):
+        out[c:K * Dp:Dp] = taps[c * K:(c + 1) * K]     # column c of [K][Dp]: row c of dw
+    return out.tobytes()
 
 
 class GpuConvMiddle:
@@ -35,14 +45,14 @@ class GpuConvMiddle:
             raise KernelError("dwb must be a float32 buffer (array('f'), numpy float32, ...)") from None
         check_gpu_dims(D=D)
         self.gpu, self.D, self.K = gpu, D, ksize
-        self._bias = gpu.upload(float32_view(dwb, D, "dwb"))
-        self._w = gpu.upload(float32_view(dw, D * ksize, "dw"))
+        self.Dp = -(-D // 4) * 4
+        self._bias = gpu.upload(bytes(float32_view(dwb, D, "dwb")) + bytes(4 * (self.Dp - D)))
+        self._w = gpu.upload(padded_taps(dw, D, ksize))
 
     def _check_T(self, T: int) -> None:
         check_gpu_dims(T=T)
-        if -(-T // DWCONV_TILE_T) > MAX_GROUPS or -(-self.D // WORKGROUP) > MAX_GROUPS:
-            raise KernelError(f"T = {T}, D = {self.D} need more than {MAX_GROUPS} workgroups a dimension")
-        if 2 * T * self.D >= 1 << 32:
+        element_groups(T * self.Dp)                      # raises past the grid's reach
+        if 2 * T * self.Dp >= 1 << 32:
             raise KernelError(f"T = {T}, D = {self.D}: h [T][2D] is past the shaders' u32 indices")
 
     def passes(self, h_buf, out_buf, T: int) -> list:
@@ -53,10 +63,11 @@ class GpuConvMiddle:
         for buf, need, what in ((h_buf, 8 * T * D, "h"), (out_buf, 4 * T * D, "out")):
             if buf.size < need:
                 raise KernelError(f"{what} buffer holds {buf.size} bytes, need {need}")
-        g = gpu.scratch("conv_glu", 4 * T * D)
-        return [("glu", [gpu.uniform(T, D), h_buf, g], element_groups(T * D)),
-                ("dwconv_silu", [gpu.uniform(T, D, self.K), g, self._w, self._bias, out_buf],
-                 (-(-D // WORKGROUP), -(-T // DWCONV_TILE_T)))]
+        Dp = self.Dp
+        g = gpu.scratch("conv_glu", 4 * T * Dp)
+        return [("glu", [gpu.uniform(T, D, Dp), h_buf, g], element_groups(T * Dp)),
+                ("dwconv_silu", [gpu.uniform(T, D, self.K, Dp), g, self._w, self._bias, out_buf],
+                 element_groups(T * Dp // 4))]
 
     def __call__(self, h, T: int) -> array:
         """silu(dwconv1d(glu(h))) [T][D] for h [T][2D] float32: the scalar tier's bits."""

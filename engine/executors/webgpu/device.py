@@ -44,6 +44,7 @@ PACKED_DOT = "packed_4x8_integer_dot_product"     # the WGSL language extension 
 COPY_SRC, COPY_DST, UNIFORM, STORAGE = 0x0004, 0x0008, 0x0040, 0x0080
 
 GEMM_ROWS, GEMM_TOKENS = 64, 64          # gemm_tile.wgsl's workgroup tile
+UNIFORM_WORDS = 12                       # u32 values per pass's uniform buffer (48 bytes)
 MAX_GROUPS = 65535                       # maxComputeWorkgroupsPerDimension's default
 MAX_DIM = 65536                          # the kernels' bound on N, O and K (int32 sums exact)
 
@@ -243,18 +244,19 @@ class GpuKernels:
         return bytes(self.device.queue.read_buffer(buf, 0, nbytes))
 
     def uniform(self, *values: int):
-        """A 32-byte uniform buffer holding up to eight u32 values (ints; floats as their
+        """A 48-byte uniform buffer holding up to twelve u32 values (ints; floats as their
         bit patterns), its own until the next submission: every pass of one command buffer
         gets its own parameters (writes all land before the command buffer runs). So a caller
         that builds passes must submit them (run) before anything else submits on these
         GpuKernels, and must not submit between making a pass's uniform and queueing it."""
-        if len(values) > 8:
-            raise KernelError("a uniform holds at most eight u32 values")
+        if len(values) > UNIFORM_WORDS:
+            raise KernelError(f"a uniform holds at most {UNIFORM_WORDS} u32 values")
         if self._uniforms_used == len(self._uniforms):
-            self._uniforms.append(self.buffer(32, UNIFORM | COPY_DST))
+            self._uniforms.append(self.buffer(4 * UNIFORM_WORDS, UNIFORM | COPY_DST))
         buf = self._uniforms[self._uniforms_used]
         self._uniforms_used += 1
-        self.write(buf, array("I", [v & 0xFFFFFFFF for v in values] + [0] * (8 - len(values))).tobytes())
+        words = -(-max(1, len(values)) // 4) * 4            # only what the pass's struct holds, in 16s
+        self.write(buf, array("I", [v & 0xFFFFFFFF for v in values] + [0] * (words - len(values))).tobytes())
         return buf
 
     def storage(self, nbytes: int):

@@ -51,6 +51,11 @@ def _check_ints(**dims):
             raise KernelError(f"{name} must be an int in 1..{MAX_DIM}, got {value!r}")
 
 
+def _padded_lanes(C: int) -> int:
+    """Cp: C rounded up to a multiple of four, the lanes conv_s2.wgsl reads four at a time."""
+    return -(-C // 4) * 4
+
+
 def _check_buffer(buf, nbytes: int, what: str):
     size = getattr(buf, "size", None)
     if size is not None and size < nbytes:
@@ -68,18 +73,21 @@ class GpuSubsamplingConvs:
     def __init__(self, gpu: GpuKernels, C: int, n_mels: int, w0, b0, w2, b2, w5, b5):
         _check_ints(C=C, n_mels=n_mels)
         self.gpu, self.C, self.n_mels = gpu, C, n_mels
-        self._b0, self._b2, self._b5 = (gpu.upload(float32_view(b, C, name))
+        self.Cp = _padded_lanes(C)
+        padding = bytes(4 * (self.Cp - C))                  # the biases padded to Cp (conv_s2 reads vec4)
+        self._b0, self._b2, self._b5 = (gpu.upload(bytes(float32_view(b, C, name)) + padding)
                                         for b, name in ((b0, "b0"), (b2, "b2"), (b5, "b5")))
         self._w = [gpu.upload(float32_view(w, 9 * C, name)) for w, name in ((w0, "w0"), (w2, "w2"), (w5, "w5"))]
 
     def _taps(self, conv: int) -> tuple:
         """conv's (0: conv0, 1: conv2, 2: conv5) taps quantised by conv_rows.wgsl into scratch
-        [C][9] mantissas and [C] units: (the pass, its buffers). Each command buffer that uses
+        [9][Cp] mantissas and [Cp] units (lanes padded to Cp: conv_s2.wgsl reads four channels
+        at a time; each channel's nine taps one block): (the pass, its buffers). Each command buffer that uses
         them quantises them again first (C rows of nine: a few hundred invocations), so no state
         says whether they are there, and loading submits nothing."""
-        C = self.C
-        tm, tE = self.gpu.scratch(f"conv_taps_{conv}", 4 * 9 * C), self.gpu.scratch(f"conv_tap_units_{conv}", 4 * C)
-        return self._rows_pass(self._w[conv], tm, tE, C, 9, 1, 0, 9, 1, 0, False), (tm, tE)
+        C, Cp = self.C, self.Cp
+        tm, tE = self._rows(f"taps_{conv}", 1, 9, Cp)
+        return self._rows_pass(self._w[conv], tm, tE, 1, 9, C, 0, 0, 1, 9, False, Cp), (tm, tE)
 
     # -- shapes -----------------------------------------------------------------------------
 
@@ -90,33 +98,39 @@ class GpuSubsamplingConvs:
     # -- passes -----------------------------------------------------------------------------
 
     def _rows_pass(self, x_buf, m_buf, E_buf, R: int, W: int, L: int, off: int, row_stride: int,
-                   col_stride: int, lane_stride: int, relu: bool) -> tuple:
-        """conv_rows.wgsl: R x L blocks of W values -> m [R][W][L] mantissas, E [R][L] units."""
-        params = self.gpu.uniform(R, W, L, off, row_stride, col_stride, lane_stride, 1 if relu else 0)
-        return ("conv_rows", [params, x_buf, m_buf, E_buf], element_groups(R * L))
+                   col_stride: int, lane_stride: int, relu: bool, Lp: int) -> tuple:
+        """conv_rows.wgsl: R x L blocks of W values -> m [R][W][Lp] mantissas, E [R][Lp] units
+        (lanes L..Lp-1 zeros)."""
+        params = self.gpu.uniform(R, W, L, off, row_stride, col_stride, lane_stride, 1 if relu else 0, Lp)
+        return ("conv_rows", [params, x_buf, m_buf, E_buf], element_groups(R * Lp))
 
-    def _conv_pass(self, m_buf, E_buf, taps, b, out_buf, H: int, W: int, lanes: int, relu_out: bool) -> tuple:
-        """conv_s2.wgsl: the quantised rows [H][W][lanes] -> out [ceil(H/2)][ceil(W/2)][C]."""
-        n = _half(H) * _half(W) * self.C
-        _check_buffer(out_buf, 4 * n, "out")
-        params = self.gpu.uniform(H, W, self.C, n, lanes, 1 if relu_out else 0)
+    def _conv_pass(self, m_buf, E_buf, taps, b, out_buf, H: int, W: int, one_lane: bool, relu_out: bool) -> tuple:
+        """conv_s2.wgsl: the quantised rows [H][W][Cp] (with one_lane: [H][W], every channel
+        reading them) -> out [ceil(H/2)][ceil(W/2)][C]."""
+        positions = _half(H) * _half(W)
+        _check_buffer(out_buf, 4 * positions * self.C, "out")
+        n = positions * (self.Cp // 4)                      # an invocation per position and four channels
+        params = self.gpu.uniform(H, W, self.C, n, 1 if one_lane else 0, 1 if relu_out else 0)
         return ("conv_s2", [params, m_buf, E_buf, *taps, b, out_buf], element_groups(n))
 
     def _rows(self, name: str, R: int, W: int, L: int) -> tuple:
-        """Scratch mantissas and units for R x L blocks of W values."""
+        """Scratch mantissas and units for R x L blocks of W values (L the padded lanes), their
+        sizes rounded up to 16 bytes: conv_s2.wgsl reads them as vec4."""
         if R * W * L >= 2 ** 30:
             raise KernelError(f"{R} x {W} x {L} mantissas are too many for one buffer")
-        return self.gpu.scratch(f"conv_mantissas_{name}", 4 * R * W * L), self.gpu.scratch(f"conv_units_{name}", 4 * R * L)
+        words = lambda n: -(-n // 4) * 16                   # noqa: E731
+        return (self.gpu.scratch(f"conv_mantissas_{name}", words(R * W * L)),
+                self.gpu.scratch(f"conv_units_{name}", words(R * L)))
 
     def _dw_passes(self, x_buf, out_buf, H: int, W: int, conv: int, b, relu_input: bool) -> list:
         """The depthwise conv of channel-last x [H][W][C] with conv's taps (1: conv2, 2: conv5):
         the taps and x's rows quantised, then conv_s2."""
-        C = self.C
+        C, Cp = self.C, self.Cp
         _check_buffer(x_buf, 4 * H * W * C, "x")
-        m, E = self._rows("maps", H, W, C)
+        m, E = self._rows("maps", H, W, Cp)
         tap_pass, taps = self._taps(conv)
-        return [tap_pass, self._rows_pass(x_buf, m, E, H, W, C, 0, W * C, C, 1, relu_input),
-                self._conv_pass(m, E, taps, b, out_buf, H, W, C, False)]
+        return [tap_pass, self._rows_pass(x_buf, m, E, H, W, C, 0, W * C, C, 1, relu_input, Cp),
+                self._conv_pass(m, E, taps, b, out_buf, H, W, False, False)]
 
     def head_passes(self, x_buf, out_buf, T: int, frames_total: int | None = None, t0: int = 0) -> list:
         """conv0 + ReLU + depthwise conv2 (Kernels.subsampling_head_cl's bits): x [T][n_mels] ->
@@ -142,8 +156,8 @@ class GpuSubsamplingConvs:
         conv0 = self.gpu.scratch("subsampling_conv0", 4 * n)
         xm, xE = self._rows("input", T, F, 1)
         tap_pass, taps = self._taps(0)
-        return [tap_pass, self._rows_pass(x_buf, xm, xE, T, F, 1, t0, t_stride, f_stride, 0, False),
-                self._conv_pass(xm, xE, taps, self._b0, conv0, T, F, 1, True),
+        return [tap_pass, self._rows_pass(x_buf, xm, xE, T, F, 1, t0, t_stride, f_stride, 0, False, 1),
+                self._conv_pass(xm, xE, taps, self._b0, conv0, T, F, True, True),
                 *self._dw_passes(conv0, out_buf, H1, W1, 1, self._b2, False)]
 
     def dw_passes(self, x_buf, out_buf, H: int, W: int) -> list:
