@@ -206,10 +206,10 @@ def attention_scores(p, packed):
 
 def attention_softmax(p, packed):
     """attention_softmax.wgsl per score: the ordered-key max, exp(x - max) with its field, the
-    mantissa and its sum; per row three 64-wide trees."""
+    mantissa and its sum; per row three 16-wide trees (four levels)."""
     rows, T = p[:2]
     per_score = 10 + (SOFT["sf_add"] + expq() + 8) + (15 + 4)
-    return rows * (T * per_score + 3 * 64 * 6 * 8)
+    return rows * (T * per_score + 3 * 16 * 4 * 8)
 
 
 def attention_context(p, packed):

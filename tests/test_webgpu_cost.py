@@ -4,6 +4,7 @@ loops do (the per-kernel check against measured times is tests/test_bench_smoke.
 
 import pytest
 
+from engine.executors.webgpu import attention as webgpu_attention
 from engine.executors.webgpu import device as webgpu_device
 from harness import webgpu_cost
 
@@ -18,6 +19,12 @@ def test_every_dispatched_module_has_a_formula():
 def test_tile_shapes_come_from_the_shaders():
     assert webgpu_cost.wgsl_const("gemm_tile", "GEMM_ROWS") == webgpu_device.GEMM_ROWS
     assert webgpu_cost.wgsl_const("gemm_tile", "GEMM_TOKENS") == webgpu_device.GEMM_TOKENS
+    # the attention passes' grids (engine/executors/webgpu/attention.py) follow the shaders' tiles
+    assert webgpu_cost.wgsl_const("attention_scores", "SCORE_TILE") == webgpu_attention.SCORE_TILE
+    assert webgpu_cost.wgsl_const("attention_context", "CTX_TILE") == webgpu_attention.CONTEXT_TILE
+    assert webgpu_cost.wgsl_const("attention_softmax", "SM_ROWS") == webgpu_attention.SOFTMAX_ROWS
+    assert (webgpu_cost.wgsl_const("attention_softmax", "SM_ROWS") * webgpu_cost.wgsl_const("attention_softmax", "SM_LANES")
+            == webgpu_cost.wgsl_const("attention_softmax", "SM_THREADS"))
     with pytest.raises(KeyError, match="not an integer constant"):
         webgpu_cost.wgsl_const("gemm_tile", "NO_SUCH_CONSTANT")
 

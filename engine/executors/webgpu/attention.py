@@ -21,6 +21,7 @@ from engine.executors.webgpu.device import MAX_DIM, MAX_GROUPS, GpuKernels, chec
 
 SCORE_TILE = 32            # attention_scores.wgsl: a 32 x 32 tile of (i, j) per workgroup
 CONTEXT_TILE = 32          # attention_context.wgsl: 32 rows x 32 columns of a head per workgroup
+SOFTMAX_ROWS = 4           # attention_softmax.wgsl: rows per workgroup (sixteen invocations each)
 # the scores [H][T][T] are one storage binding: the WebGPU default of
 # maxStorageBufferBindingSize (134,217,728 bytes), which every adapter gives
 MAX_SCORES_BYTES = 1 << 27
@@ -66,11 +67,11 @@ class GpuAttention:
                 raise KernelError(f"T = {T}: the {what} of {self.H} heads need {nbytes} bytes, "
                                   f"above {MAX_SCORES_BYTES} (one storage binding)")
         tiles = -(-T // SCORE_TILE)
-        rows = self.H * T
-        gx = min(rows, MAX_GROUPS)
+        row_groups = -(-self.H * T // SOFTMAX_ROWS)        # attention_softmax.wgsl: SM_ROWS rows a workgroup
+        gx = min(row_groups, MAX_GROUPS)
         grids = {"attention_blocks": (-(-self.H * max(2 * T - 1, self.dk) // 64), 5),
                  "attention_scores": (tiles, self.H * tiles),
-                 "attention_softmax": (gx, -(-rows // gx)),
+                 "attention_softmax": (gx, -(-row_groups // gx)),
                  "attention_context": (self.H * -(-self.dk // CONTEXT_TILE), -(-T // CONTEXT_TILE))}
         for module, grid in grids.items():
             if max(grid) > MAX_GROUPS:
