@@ -173,10 +173,10 @@ def layer_norm(p, packed):
 
 def attention_blocks(p, packed):
     """attention_blocks.wgsl: one invocation per operand vector reads it once (its largest
-    field; q + u and q + v cost a soft-float add and multiply), stores the values, then reads
-    them back for the mantissas."""
+    field; q + u and q + v cost a soft-float add: the C's 1.0f * u is folded, see the shader),
+    stores the values, then reads them back for the mantissas."""
     T, D, dk, H = p[:4]
-    read_q = SOFT["sf_add"] + SOFT["sf_mul"] + 5
+    read_q = SOFT["sf_add"] + 7
     mantissa = 15 + 2
     elements = {"qu": (H * T * dk, read_q), "qv": (H * T * dk, read_q), "k": (H * T * dk, 5),
                 "p": (H * (2 * T - 1) * dk, 5), "v": (H * dk * T, 5)}

@@ -90,6 +90,31 @@ def test_attention_matches_scalar(gpu, scalar, T, dk, H):
     assert_same_bits(got, want, f"attention T={T} dk={dk} H={H}")
 
 
+def test_position_biases_on_special_values(gpu, scalar):
+    """qu = q + 1.0f * u and qv = q + 1.0f * vb, which the shader adds without the multiply (one
+    soft-float add: 1.0f * x is x but for quieting a NaN, which the add does anyway): biases
+    holding a signalling and a quiet NaN, infinities, both zeros, subnormals and the largest
+    float, against queries that cancel them exactly (+0), overflow with them, or are -0 and
+    subnormal. Head 0 carries the NaNs and infinities; head 1 only finite specials, so its
+    outputs stay numbers."""
+    T, dk, H = 5, 8, 2
+    D = dk * H
+    q, k, v, p, u, vb = attention_inputs(T, D, seed=3)
+    bits = lambda *w: np.array(w, np.uint32).view(np.float32)          # noqa: E731
+    u[:5] = bits(0x7F800001, 0x7FC01234, 0x7F800000, 0xFF800000, 0x7F7FFFFF)   # sNaN, qNaN, +-inf, max
+    vb[:5] = bits(0xFF800005, 0x00000001, 0x7F7FFFFF, 0x80000000, 0xFF7FFFFF)  # -sNaN, subnormal, +-max, -0
+    q[1, 4] = bits(0x7F7FFFFF)[0]                      # max + max: +inf; max - max: +0
+    u[dk:dk + 4] = bits(0x80000000, 0x00000003, 0x80400000, 0x7149F2CA)    # -0, subnormals, 1e30
+    vb[dk:dk + 4] = bits(0x00000000, 0x807FFFFF, 0x3F800000, 0xF149F2CA)   # +0, subnormal, 1, -1e30
+    q[1, dk:dk + 3] = -u[dk:dk + 3]                    # exact cancellations
+    q[2, dk:dk + 2] = bits(0x80000000, 0x00000002)
+    s = sqrt_dk(dk)
+    want = c_reference(scalar, T, D, H, q, k, v, p, u, vb, s)
+    got = GpuAttention(gpu, D, H, u, vb, s)(q, k, v, p, T)
+    assert_same_bits(got, want, "special position biases")
+    assert np.isnan(np.asarray(want)[:, dk:]).sum() < T * dk      # head 1 is not all NaN
+
+
 def test_scores_alone(gpu, scalar):
     """The quantisation and scores passes against pk_rel_scores per head (with qu, qv as the C
     adds them), read back from the scratch."""

@@ -35,16 +35,15 @@ struct AttentionBlocksParams {
 @group(0) @binding(7) var<storage, read_write> mantissas: array<i32>;   // att_mantissa_offset()
 @group(0) @binding(8) var<storage, read_write> exponents: array<i32>;   // att_exponent_offset()
 
-const AB_ONE: u32 = 0x3f800000u;                  // 1.0f
-
+// Element n of vector `row` of head h's operand `kind`. The C's q + 1.0f * u (and vb) is one
+// add here: 1.0f * x is x for every x but a NaN, which it quiets, and the add quiets a NaN operand
+// anyway (softfloat.wgsl sf_quiet_nan; a NaN q comes first either way), so q + x has the same
+// bits. kinds 0 and 1 share the add (one soft-float add per element, not one per kind).
 fn ab_value(kind: u32, h: u32, row: u32, n: u32) -> u32 {
     let D = bp.D;
     let c0 = h * bp.dk;
-    if (kind == 0u) {
-        return sf_add(q[row * D + c0 + n], sf_mul(AB_ONE, u[c0 + n]));
-    }
-    if (kind == 1u) {
-        return sf_add(q[row * D + c0 + n], sf_mul(AB_ONE, vb[c0 + n]));
+    if (kind <= 1u) {
+        return sf_add(q[row * D + c0 + n], select(u[c0 + n], vb[c0 + n], kind == 1u));
     }
     if (kind == 2u) {
         return k[row * D + c0 + n];
