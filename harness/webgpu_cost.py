@@ -150,8 +150,8 @@ def fv5_decode(p, packed):
 
 
 def layer_norm(p, packed):
-    """layer_norm.wgsl per row: the largest field, the exact int64 sum of x, the mean (one
-    soft-double division), the largest field of (x - mean)^2 (the double square, kept in
+    """layer_norm.wgsl per row: the largest field, the exact int64 sum of x, the mean (a double
+    over the integer D), the largest field of (x - mean)^2 (the double square, kept in
     workgroup memory for the first NORM_KEPT elements) and its exact sum (the kept square read
     back, or computed again past NORM_KEPT), the variance, 1/sqrt, and the output's four float
     steps."""
@@ -165,7 +165,9 @@ def layer_norm(p, packed):
     square = 75
     per_element = 4 + (25 + SOFT["u64_add"] + 1) + (square + 4 + 4) + (30 + SOFT["u64_add"] + 4) \
         + (2 * SOFT["sf_add"] + 2 * SOFT["sf_mul"] + 4)
-    average = SOFT["sd_div"] + SOFT["sd_to_f32"] + 60
+    # the average: the int64 to double (~60), sd_div_small (six 16-bit steps of a u32 division,
+    # ~10 each as GPUs emulate it, and sd_round_pack: ~100 in all), the rounding to float
+    average = 100 + SOFT["sd_to_f32"] + 60
     per_row = (D * per_element + (D - kept) * square + 2 * average
                + SOFT["sf_sqrt"] + SOFT["sf_div"] + SOFT["sf_add"] + threads * 6 * 4 * 10)
     return N * per_row

@@ -181,6 +181,27 @@ def test_mul_div(gpu, op):
     assert_same(got, want.view(np.uint64), f"double {op}")
 
 
+def test_div_small(gpu):
+    """sd_div_small(a, D): a normal double over an integer 1..65536 (the layer norm's averages),
+    against IEEE division: random significands at every exponent scale (results down into the
+    subnormals), the powers of two and their neighbours among the divisors. A quotient of two
+    doubles is never exactly halfway between two doubles, so the rounding's hard cases are the
+    near-halfway ones whose remainder decides (about one in a thousand here: the jammed bit)."""
+    rng = np.random.default_rng(8)
+    n = 40000
+    D = np.concatenate([np.uint64([1, 2, 3, 5, 7, 1023, 1024, 1025, 4095, 4096, 65535, 65536]),
+                        rng.integers(1, 65537, n - 12, dtype=np.uint64)])
+    sig = rng.integers(1 << 52, 1 << 53, n, dtype=np.uint64)
+    exp = rng.integers(-1050, 1023, n)                 # a = sig 2^(exp - 52)
+    a = np.ldexp(sig.astype(np.float64), exp - 52)
+    keep = np.isfinite(a) & (np.abs(a) >= np.finfo(np.float64).tiny)
+    a, D = a[keep], D[keep]
+    a = np.where(rng.integers(0, 2, a.size) == 1, -a, a)
+    got = np.frombuffer(double_op(gpu, "div_small", a.view(np.uint64), D), np.uint64)
+    want = (a / D.astype(np.float64)).view(np.uint64)
+    assert_same(got, want, "double / small integer")
+
+
 def test_from_u32(gpu):
     a = np.concatenate([np.arange(0, 4096, dtype=np.uint32),
                         np.random.default_rng(7).integers(0, 2 ** 32, 4096, dtype=np.uint64).astype(np.uint32),

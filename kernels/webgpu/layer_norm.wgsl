@@ -81,8 +81,9 @@ fn norm_fixed_f64(a: vec2<u32>, shift: i32) -> vec2<u32> {
 
 // (double)sum * 2^-shift / D rounded to float: the int64 rounds to double once (to nearest
 // even: all its bits fit sd_round_pack's 63-bit significand), the power of two is exact (it
-// only moves the exponent; the row bounds keep the result normal).
-fn norm_average(sum: vec2<u32>, shift: i32, dd: vec2<u32>) -> u32 {
+// only moves the exponent; the row bounds keep the result normal: at least 2^-362), the
+// division by the integer D (at most 65,536) is sd_div_small's, then the rounding to float.
+fn norm_average(sum: vec2<u32>, shift: i32, D: u32) -> u32 {
     let negative = (sum.x & SD_SIGN) != 0u;
     let mag = select(sum, norm_negate(sum), negative);
     if (sd_u64_is_zero(mag)) {
@@ -91,7 +92,7 @@ fn norm_average(sum: vec2<u32>, shift: i32, dd: vec2<u32>) -> u32 {
     let p = 63u - sd_u64_clz(mag);                  // the leading bit, at most 61
     let sig = sd_u64_shl(mag, 62u - p);
     let value = sd_round_pack(select(0u, SD_SIGN, negative), 1023 + i32(p) - shift, sig);
-    return sd_to_f32(sd_div(value, dd));
+    return sd_to_f32(sd_div_small(value, D));
 }
 
 // ((double)x - (double)mean)^2, the variance's term (mean_d = (double)mean). When x and the
@@ -184,7 +185,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     }
     let D = np.D;
     let row = n * D;
-    let dd = sd_from_u32(D);
     let B = 62 - i32(32u - countLeadingZeros(D - 1u));
 
     // the row's bound (its largest exponent field, at least 1) and whether it is finite: a
@@ -204,7 +204,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     }
     let sum = norm_total(lid, mine);
     if (lid == 0u) {
-        norm_mean = norm_average(sum, shift, dd);   // one soft-double division, not one per invocation
+        norm_mean = norm_average(sum, shift, D);   // one soft-double division, not one per invocation
     }
     workgroupBarrier();
     let mean = norm_mean;
@@ -233,7 +233,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     }
     let sq = norm_total(lid, mine);
     if (lid == 0u) {
-        let var_f = norm_average(sq, shift2, dd);
+        let var_f = norm_average(sq, shift2, D);
         norm_inv = sf_div(NORM_ONE, sf_sqrt(sf_add(var_f, np.eps)));
     }
     workgroupBarrier();

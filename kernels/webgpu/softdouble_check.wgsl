@@ -45,6 +45,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             case 1u: { r = sd_sub(x, y); }
             case 2u: { r = sd_mul(x, y); }
             case 3u: { r = sd_div(x, y); }
+            case 8u: { r = sd_div_small(x, y.y); }          // y: the integer D in its low word
             default: { r = vec2<u32>(0u, 0u); }
         }
     }

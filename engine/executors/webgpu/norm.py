@@ -21,7 +21,7 @@ from engine.executors.webgpu.device import MAX_GROUPS, check_gpu_dims, element_g
 # softdouble_check.wgsl's op ids: (id, input words per element, output words per element)
 DOUBLE_OPS = {"add": (0, 2, 2), "sub": (1, 2, 2), "mul": (2, 2, 2), "div": (3, 2, 2),
               "from_f32": (4, 1, 2), "to_f32": (5, 2, 1), "sqrt_f32": (6, 1, 1),
-              "from_u32": (7, 1, 2)}
+              "from_u32": (7, 1, 2), "div_small": (8, 2, 2)}       # div_small: b holds integers 1..65536
 
 
 def _words(values, per: int, what: str) -> array:
@@ -52,7 +52,7 @@ def double_op(gpu, op: str, a, b=None) -> array:
     op_id, per_in, per_out = DOUBLE_OPS[op]
     a = _words(a, per_in, "a")
     n = len(a)
-    binary = op in ("add", "sub", "mul", "div")
+    binary = op in ("add", "sub", "mul", "div", "div_small")
     b = _words(b, per_in, "b") if binary else array("I", bytes(4))
     if not n or (binary and len(b) != n):
         raise KernelError(f"double_op {op} needs non-empty a{' and b of equal length' if binary else ''}")
