@@ -169,7 +169,7 @@ def layer_norm(p, packed):
     # ~10 each as GPUs emulate it, and sd_round_pack: ~100 in all), the rounding to float
     average = 100 + SOFT["sd_to_f32"] + 60
     per_row = (D * per_element + (D - kept) * square + 2 * average
-               + SOFT["sf_sqrt"] + SOFT["sf_div"] + SOFT["sf_add"] + threads * 6 * 4 * 10)
+               + SOFT["sf_sqrt"] + SOFT["sf_div"] + SOFT["sf_add"] + threads * threads.bit_length() * 4 * 10)
     return N * per_row
 
 
