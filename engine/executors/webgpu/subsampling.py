@@ -82,9 +82,9 @@ class GpuSubsamplingConvs:
     def _taps(self, conv: int) -> tuple:
         """conv's (0: conv0, 1: conv2, 2: conv5) taps quantised by conv_rows.wgsl into scratch
         [9][Cp] mantissas and [Cp] units (lanes padded to Cp: conv_s2.wgsl reads four channels
-        at a time; each channel's nine taps one block): (the pass, its buffers). Each command buffer that uses
-        them quantises them again first (C rows of nine: a few hundred invocations), so no state
-        says whether they are there, and loading submits nothing."""
+        at a time; each channel's nine taps one block): (the pass, its buffers). Each command
+        buffer that uses them quantises them again first (C blocks of nine: a few hundred
+        invocations), so no state says whether they are there, and loading submits nothing."""
         C, Cp = self.C, self.Cp
         tm, tE = self._rows(f"taps_{conv}", 1, 9, Cp)
         return self._rows_pass(self._w[conv], tm, tE, 1, 9, C, 0, 0, 1, 9, False, Cp), (tm, tE)
@@ -118,9 +118,9 @@ class GpuSubsamplingConvs:
         sizes rounded up to 16 bytes: conv_s2.wgsl reads them as vec4."""
         if R * W * L >= 2 ** 30:
             raise KernelError(f"{R} x {W} x {L} mantissas are too many for one buffer")
-        words = lambda n: -(-n // 4) * 16                   # noqa: E731
-        return (self.gpu.scratch(f"conv_mantissas_{name}", words(R * W * L)),
-                self.gpu.scratch(f"conv_units_{name}", words(R * L)))
+        vec4_bytes = lambda words: -(-words // 4) * 16      # noqa: E731
+        return (self.gpu.scratch(f"conv_mantissas_{name}", vec4_bytes(R * W * L)),
+                self.gpu.scratch(f"conv_units_{name}", vec4_bytes(R * L)))
 
     def _dw_passes(self, x_buf, out_buf, H: int, W: int, conv: int, b, relu_input: bool) -> list:
         """The depthwise conv of channel-last x [H][W][C] with conv's taps (1: conv2, 2: conv5):
