@@ -23,14 +23,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CARRY=.gpu-carry
 PY_VERSION=${PY_VERSION:-3.12}
-# name==version of each wheel to carry (the versions this checkout's tests run with)
-WHEELS=(wgpu==0.32.0 rendercanvas==2.7.2 cffi==2.1.1 pycparser==3.12 gguf==0.19.0)
+# the wheels to carry, at the versions this checkout's environment has (its tests ran with them);
+# the GPU machine is assumed to hold their other needs (numpy, pyyaml, requests, tqdm, filelock)
+WHEELS=(wgpu rendercanvas cffi pycparser gguf)
 DEBS=(libvulkan1)
+PYTHON=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
 
 prepare() {
     rm -rf "$CARRY" && mkdir -p "$CARRY/whl" "$CARRY/deb"
-    for wheel in "${WHEELS[@]}"; do
-        python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$PY_VERSION" \
+    for name in "${WHEELS[@]}"; do
+        local wheel
+        wheel="$name==$("$PYTHON" -c "import sys; from importlib.metadata import version; print(version(sys.argv[1]))" "$name")"
+        "$PYTHON" -m pip download -q --no-deps --only-binary=:all: --python-version "$PY_VERSION" \
             --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
             --platform manylinux2014_x86_64 --platform any -d "$CARRY/whl" "$wheel"
     done
@@ -39,7 +43,7 @@ prepare() {
     local apt_opts=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 "-oDir::State::Lists=$lists")
     apt-get "${apt_opts[@]}" -qq update
     (cd "$CARRY/deb" && apt-get "${apt_opts[@]}" -qq download "${DEBS[@]}")
-    python3 build.py native
+    "$PYTHON" build.py native
     du -sh "$CARRY" engine/_lib
     echo "carry: $CARRY engine/_lib; command: bash tools/gpu_machine.sh run"
 }
