@@ -207,7 +207,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
     }
     let sum = norm_total(lid, mine);
     if (lid == 0u) {
-        norm_mean = norm_average(sum, shift, D);   // one soft-double division, not one per invocation
+        norm_mean = norm_average(sum, shift, D);   // once per row, not once per invocation
     }
     workgroupBarrier();
     let mean = norm_mean;

@@ -17,7 +17,7 @@ from __future__ import annotations
 from array import array
 
 from engine.kernels import KernelError
-from engine.executors.webgpu.device import MAX_DIM, MAX_GROUPS, GpuKernels, check_gpu_dims, float32_view
+from engine.executors.webgpu.device import MAX_DIM, MAX_GROUPS, GpuKernels, check_gpu_dims, float32_view, padded4
 
 SCORE_TILE = 32            # attention_scores.wgsl: a 32 x 32 tile of (i, j) per workgroup
 CONTEXT_TILE = 32          # attention_context.wgsl: 32 rows x 32 columns of a head per workgroup
@@ -25,11 +25,6 @@ SOFTMAX_ROWS = 4           # attention_softmax.wgsl: rows per workgroup (sixteen
 # the scores [H][T][T] are one storage binding: the WebGPU default of
 # maxStorageBufferBindingSize (134,217,728 bytes), which every adapter gives
 MAX_SCORES_BYTES = 1 << 27
-
-
-def _padded(n: int) -> int:
-    """n rounded up to a multiple of 4 (attention_common.wgsl att_padded)."""
-    return (n + 3) & ~3
 
 
 def _f32_bits(x: float) -> int:
@@ -55,7 +50,7 @@ class GpuAttention:
         """The quantised operands' buffer (attention_common.wgsl): rows of dk and v's columns of T
         mantissas, each padded to a multiple of 4 (int32 each)."""
         H, dk = self.H, self.dk
-        return 4 * H * (_padded(dk) * (5 * T - 1) + dk * _padded(T))
+        return 4 * H * (padded4(dk) * (5 * T - 1) + dk * padded4(T))
 
     def groups(self, T: int) -> dict:
         """Each pass's workgroup grid for T tokens (KernelError past the device's limits)."""

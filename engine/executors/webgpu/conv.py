@@ -18,12 +18,13 @@ from __future__ import annotations
 from array import array
 
 from engine.kernels import KernelError
-from engine.executors.webgpu.device import GpuKernels, check_gpu_dims, element_groups, float32_view
+from engine.executors.webgpu.device import (GpuKernels, check_gpu_dims, element_groups, float32_padded,
+                                            float32_view, padded4)
 
 
 def padded_taps(dw, D: int, K: int) -> bytes:
     """dw float32 [D][K] as dwconv_silu.wgsl reads it: [K][Dp] float32 bits, zeros past D."""
-    Dp = -(-D // 4) * 4
+    Dp = padded4(D)
     taps = array("I", bytes(float32_view(dw, D * K, "dw")))
     out = array("I", bytes(4 * K * Dp))
     for c in range(D):
@@ -45,8 +46,8 @@ class GpuConvMiddle:
             raise KernelError("dwb must be a float32 buffer (array('f'), numpy float32, ...)") from None
         check_gpu_dims(D=D)
         self.gpu, self.D, self.K = gpu, D, ksize
-        self.Dp = -(-D // 4) * 4
-        self._bias = gpu.upload(bytes(float32_view(dwb, D, "dwb")) + bytes(4 * (self.Dp - D)))
+        self.Dp = padded4(D)
+        self._bias = gpu.upload(float32_padded(dwb, D, "dwb"))
         self._w = gpu.upload(padded_taps(dw, D, ksize))
 
     def _check_T(self, T: int) -> None:

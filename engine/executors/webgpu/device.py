@@ -128,6 +128,17 @@ def shader_source(module: str, packed_dot: bool) -> str:
                      for name in MODULES[module])
 
 
+def padded4(n: int) -> int:
+    """n rounded up to a multiple of four: the lanes of shaders that read four values per 16-byte
+    load (attention_common.wgsl att_padded, conv_s2.wgsl, dwconv_silu.wgsl)."""
+    return -(-n // 4) * 4
+
+
+def float32_padded(x, count: int, what: str) -> bytes:
+    """float32_view(x, count, what) followed by zeros up to padded4(count) values."""
+    return bytes(float32_view(x, count, what)) + bytes(4 * (padded4(count) - count))
+
+
 def float32_view(x, count: int, what: str) -> memoryview:
     """A C-contiguous float32 buffer of exactly `count` values, as bytes."""
     try:
@@ -231,7 +242,8 @@ class GpuKernels:
         self.device.queue.write_buffer(buf, 0, raw)
 
     def scratch(self, name: str, nbytes: int, usage: int = STORAGE):
-        """A reusable buffer of at least nbytes (grown, never shrunk)."""
+        """A reusable buffer of at least nbytes, rounded up to 16 (shaders may read it as
+        vec4s; grown, never shrunk)."""
         buf = self._scratch.get(name)
         if buf is None or buf.size < nbytes:
             buf = self.buffer(max(16, (nbytes + 15) // 16 * 16), usage | COPY_DST | COPY_SRC)

@@ -36,7 +36,7 @@ from __future__ import annotations
 from array import array
 
 from engine.kernels import KernelError
-from engine.executors.webgpu.device import MAX_DIM, GpuKernels, element_groups, float32_view
+from engine.executors.webgpu.device import MAX_DIM, GpuKernels, element_groups, float32_padded, float32_view, padded4
 
 
 
@@ -49,11 +49,6 @@ def _check_ints(**dims):
     for name, value in dims.items():
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_DIM:
             raise KernelError(f"{name} must be an int in 1..{MAX_DIM}, got {value!r}")
-
-
-def _padded_lanes(C: int) -> int:
-    """Cp: C rounded up to a multiple of four, the lanes conv_s2.wgsl reads four at a time."""
-    return -(-C // 4) * 4
 
 
 def _check_buffer(buf, nbytes: int, what: str):
@@ -73,9 +68,8 @@ class GpuSubsamplingConvs:
     def __init__(self, gpu: GpuKernels, C: int, n_mels: int, w0, b0, w2, b2, w5, b5):
         _check_ints(C=C, n_mels=n_mels)
         self.gpu, self.C, self.n_mels = gpu, C, n_mels
-        self.Cp = _padded_lanes(C)
-        padding = bytes(4 * (self.Cp - C))                  # the biases padded to Cp (conv_s2 reads vec4)
-        self._b0, self._b2, self._b5 = (gpu.upload(bytes(float32_view(b, C, name)) + padding)
+        self.Cp = padded4(C)                                # conv_s2.wgsl reads four channels at a time
+        self._b0, self._b2, self._b5 = (gpu.upload(float32_padded(b, C, name))
                                         for b, name in ((b0, "b0"), (b2, "b2"), (b5, "b5")))
         self._w = [gpu.upload(float32_view(w, 9 * C, name)) for w, name in ((w0, "w0"), (w2, "w2"), (w5, "w5"))]
 
@@ -114,13 +108,12 @@ class GpuSubsamplingConvs:
         return ("conv_s2", [params, m_buf, E_buf, *taps, b, out_buf], element_groups(n))
 
     def _rows(self, name: str, R: int, W: int, L: int) -> tuple:
-        """Scratch mantissas and units for R x L blocks of W values (L the padded lanes), their
-        sizes rounded up to 16 bytes: conv_s2.wgsl reads them as vec4."""
+        """Scratch mantissas and units for R x L blocks of W values (L the padded lanes; scratch
+        sizes are whole 16-byte vec4s, which conv_s2.wgsl reads)."""
         if R * W * L >= 2 ** 30:
             raise KernelError(f"{R} x {W} x {L} mantissas are too many for one buffer")
-        vec4_bytes = lambda words: -(-words // 4) * 16      # noqa: E731
-        return (self.gpu.scratch(f"conv_mantissas_{name}", vec4_bytes(R * W * L)),
-                self.gpu.scratch(f"conv_units_{name}", vec4_bytes(R * L)))
+        return (self.gpu.scratch(f"conv_mantissas_{name}", 4 * R * W * L),
+                self.gpu.scratch(f"conv_units_{name}", 4 * R * L))
 
     def _dw_passes(self, x_buf, out_buf, H: int, W: int, conv: int, b, relu_input: bool) -> list:
         """The depthwise conv of channel-last x [H][W][C] with conv's taps (1: conv2, 2: conv5):
