@@ -464,15 +464,15 @@ TINY_DESCRIPTION = "Random weights, for tests only: it runs the whole pipeline, 
 
 def gpu_self_test(path: Path) -> dict:
     """What the page's WebGPU known-answer check expects of this model (issue 39): the native
-    scalar tier's encoder output of engine/executors/webgpu/self_test.py's fixed features, as a sha256
-    (cpu_digest), and how many feature frames."""
+    scalar tier's encoder outputs of engine/executors/webgpu/self_test.py's fixed features, as a sha256
+    (cpu_digest), and how many feature frames each encode has."""
     cmd_native()
     sys.path.insert(0, str(ROOT))
     from engine.family import load
-    from engine.executors.webgpu.self_test import SELF_TEST_FRAMES, cpu_digest
+    from engine.executors.webgpu.self_test import SELF_TEST_SHAPES, cpu_digest
     model = load(str(path))
     try:
-        return {"digest": cpu_digest(model), "frames": SELF_TEST_FRAMES, "tier": "scalar"}
+        return {"digest": cpu_digest(model), "frames": list(SELF_TEST_SHAPES), "tier": "scalar"}
     finally:
         model.close()
 

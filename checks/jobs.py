@@ -19,7 +19,7 @@ from array import array
 from engine.kernels import Kernels, KernelError, available_tiers, wasm_module_path
 from engine.family import fingerprint, load
 # the shader mutations (a wrong device, one that cannot run the shaders): gpu_self_test, tests
-from engine.executors.webgpu.mutations import flip_one_bit, no_entry_point, not_wgsl
+from engine.executors.webgpu.mutations import flip_one_bit, no_entry_point, not_wgsl, wrong_in_one_tile
 from engine.stream.session import stream_samples
 from engine.timing import Timer
 from engine.transcribe import Engine
@@ -447,7 +447,7 @@ async def gpu_digest(models, wav, tier="scalar", timed=True):
 async def gpu_self_test(model, expected):
     """engine/executors/webgpu/self_test.py self_test on the browser's device with the native digest `expected`:
     {"passed": the report's digest, "one_bit_off": GpuRefused's message with flip_one_bit,
-    "cannot_run": with no_entry_point, "not_wgsl": with not_wgsl, "passed_after": the digest on
+    "one_tile_off": with wrong_in_one_tile (wrong only on short inputs), "cannot_run": with no_entry_point, "not_wgsl": with not_wgsl, "passed_after": the digest on
     the same device after those, with the first check's pipelines (their compilation is most of
     a check on SwiftShader: about 15 s) and one pipeline made anew (no error of theirs left for a
     later call or read), "seconds": {step: seconds from the start}};
@@ -465,7 +465,8 @@ async def gpu_self_test(model, expected):
     out = {"adapter": device.adapter_info, "seconds": seconds,
            "passed": self_test(first, model, expected=expected)["digest"]}
     seconds["passed"] = round(time.perf_counter() - started, 2)
-    for name, patch, packed in (("one_bit_off", flip_one_bit, None), ("cannot_run", no_entry_point, False),
+    for name, patch, packed in (("one_bit_off", flip_one_bit, None), ("one_tile_off", wrong_in_one_tile, None),
+                                ("cannot_run", no_entry_point, False),
                                 ("not_wgsl", not_wgsl, None)):
         try:
             self_test(GpuKernels(device, packed_dot=packed, patch=patch), model, expected=expected)

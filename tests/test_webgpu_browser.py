@@ -84,6 +84,7 @@ def test_the_self_test_in_chromium_passes_and_refuses(chromium, tiny_gguf_path):
     print("SwiftShader, seconds from the start of the job:", got["seconds"])
     assert got["passed"] == expected
     assert got["one_bit_off"].startswith("the GPU's encoder output differs from the CPU's: digest ")
+    assert got["one_tile_off"].startswith("the GPU's encoder output differs from the CPU's: digest ")
     assert got["cannot_run"].startswith("the GPU could not run the known-answer encode: "), got["cannot_run"]
     assert "GPUPipelineError" in got["cannot_run"] and "main" in got["cannot_run"], got["cannot_run"]
     assert re.match(r"the GPU could not run the known-answer encode: RuntimeError: WGSL of \w+ refused: line \d+",

@@ -9,6 +9,7 @@ without wgpu or an adapter."""
 from __future__ import annotations
 
 import json
+import math
 from array import array
 from pathlib import Path
 
@@ -18,9 +19,10 @@ from engine.audio import load_audio
 from engine.executors import Alone
 from engine.executors.webgpu.device import GEMM_TOKENS, MODULES, UNIFORM_WORDS, GpuKernels, shader_source
 from engine.executors.webgpu.executor import WebGpu
-from engine.executors.webgpu.mutations import DECODE_STORE, GEMM_STORE, wrong_when_decoded_once, flip_one_bit, no_entry_point
-from engine.executors.webgpu.self_test import (SELF_TEST_FRAMES, GpuRefused, cpu_digest, encoder_digest, first_difference,
-                                              self_test, self_test_features)
+from engine.executors.webgpu.mutations import (DECODE_STORE, GEMM_STORE, TILE_STORE, flip_one_bit, no_entry_point,
+                                               wrong_in_one_tile, wrong_when_decoded_once)
+from engine.executors.webgpu.self_test import (SELF_TEST_FRAMES, SELF_TEST_SHORT_FRAMES, GpuRefused, cpu_digest,
+                                              encoder_digest, first_difference, self_test, self_test_features)
 from engine.family import load, network
 from engine.kernels import KernelError, Kernels
 from engine.stream.session import stream_samples
@@ -233,23 +235,50 @@ def test_self_test_refuses_a_device_one_bit_off(tiny_gguf_path, device):
     wrong = GpuKernels(device, patch=flip_one_bit)
     with pytest.raises(GpuRefused, match=r"differs from the CPU's: digest \w+, expected \w+"):
         self_test(wrong, model, expected=native_digest(model))
-    with pytest.raises(GpuRefused, match=r"differs from the CPU's in \d+ of \d+ values; first at frame \d+, "
-                                         r"channel \d+: 0x[0-9a-f]{8}, expected 0x[0-9a-f]{8}"):
+    with pytest.raises(GpuRefused, match=r"differs from the CPU's in \d+ of \d+ values of the \d+-frame encode; "
+                                         r"first at frame \d+, channel \d+: 0x[0-9a-f]{8}, expected 0x[0-9a-f]{8}"):
         self_test(wrong, model)
 
 
 def test_the_check_covers_what_only_long_inputs_run(device):
     """A device wrong only where a five-value linear runs over more than one tile of tokens (its
     weights decoded once, fv5_decode.wgsl) passes a check of 64 feature frames (8 encoder frames)
-    and fails the check's own SELF_TEST_FRAMES (72): the check's shape refuses it."""
+    alone and fails the check's SELF_TEST_FRAMES (72): the check's shapes refuse it."""
     assert DECODE_STORE in shader_source("fv5_decode", False)
     model = load(DEFAULT_MODEL)
     wrong = GpuKernels(device, patch=wrong_when_decoded_once)
-    short = self_test(wrong, model, frames=64)                           # against the CPU here
+    short = self_test(wrong, model, shapes=(SELF_TEST_SHORT_FRAMES,))      # against the CPU here
     assert short["values"] == 8 * model.dims.d_model
     with pytest.raises(GpuRefused, match=r"differs from the CPU's: digest"):
-        self_test(wrong, model, expected=cpu_digest(model, frames=SELF_TEST_FRAMES))
+        self_test(wrong, model, expected=cpu_digest(model))
+    with pytest.raises(GpuRefused, match=rf"of the {SELF_TEST_FRAMES}-frame encode; first at frame"):
+        self_test(wrong, model)
     assert SELF_TEST_FRAMES // 8 > GEMM_TOKENS
+
+
+def test_the_check_covers_what_only_short_inputs_run(device):
+    """A device wrong only where a five-value linear runs within one tile of tokens (the fused
+    decode-and-multiply, fv5_weights.wgsl: every short live window) passes a check of the long
+    input alone and fails the check's short one; the check compiles every module an encode of
+    any length uses (none is left to compile during the first live decode)."""
+    assert TILE_STORE in shader_source("fv5_gemm", False)
+    model = load(DEFAULT_MODEL)
+    wrong = GpuKernels(device, patch=wrong_in_one_tile)
+    long = self_test(wrong, model, shapes=(SELF_TEST_FRAMES,))
+    assert long["values"] == 72 * model.dims.d_model
+    with pytest.raises(GpuRefused, match=r"differs from the CPU's: digest"):
+        self_test(wrong, model, expected=cpu_digest(model))
+    with pytest.raises(GpuRefused, match=rf"of the {SELF_TEST_SHORT_FRAMES}-frame encode; first at frame"):
+        self_test(wrong, model)
+    assert SELF_TEST_SHORT_FRAMES // 8 <= GEMM_TOKENS
+    counting = CountingDevice(device, {})
+    gpu = GpuKernels(counting, packed_dot=False, patch=lambda source: source + "\n// a fresh device's compile\n")
+    self_test(gpu, model)
+    compiled = counting.shader_modules
+    engine = Engine(model, "scalar", gpu=gpu)
+    for seconds in (0.3, 1.3, 5.0, 12.0):
+        engine.encode(array("f", [0.1 * math.sin(0.05 * i) for i in range(int(16000 * seconds))]))
+    assert counting.shader_modules == compiled, counting.labels[compiled:]
 
 
 def test_first_difference_names_one_flipped_bit():

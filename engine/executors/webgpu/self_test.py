@@ -22,11 +22,16 @@ class GpuRefused(RuntimeError):
     message says why."""
 
 
-# 10 ms feature frames: 72 encoder frames, so the check runs what long inputs run and short ones
-# do not: the encoder's linears over two of the GEMM's 64-token tiles, their five-value weights
-# decoded once (device.py, N > GEMM_TOKENS). 64 frames (8 encoder frames) passed a device wrong
-# only there (mutations.wrong_when_decoded_once).
+# 10 ms feature frames. The check encodes two inputs, because the GEMMs take two paths by length
+# (device.py): SELF_TEST_FRAMES, 72 encoder frames, runs the encoder's linears over two of the
+# GEMM's 64-token tiles with their five-value weights decoded once (fv5_decode; 64 frames, 8
+# encoder frames, passed a device wrong only there: mutations.wrong_when_decoded_once), and
+# SELF_TEST_SHORT_FRAMES, 8 encoder frames in one tile, runs the fused decode-and-multiply
+# (fv5_gemm), the path of every short live window (mutations.wrong_in_one_tile). The short one
+# also compiles that path's shaders at load, not in the middle of the first live decode.
 SELF_TEST_FRAMES = 576
+SELF_TEST_SHORT_FRAMES = 64
+SELF_TEST_SHAPES = (SELF_TEST_FRAMES, SELF_TEST_SHORT_FRAMES)
 
 
 def self_test_features(n_mels: int, T: int = SELF_TEST_FRAMES) -> array:
@@ -39,47 +44,56 @@ def self_test_features(n_mels: int, T: int = SELF_TEST_FRAMES) -> array:
     return out
 
 
-def encoder_digest(enc) -> str:
-    """sha256 of the encoder output's float32 bytes."""
-    return hashlib.sha256(memoryview(enc).cast("B")).hexdigest()
+def encoder_digest(*encs) -> str:
+    """sha256 of the encoder outputs' float32 bytes, one after the other (the check's digest:
+    its encodes in SELF_TEST_SHAPES order; one output: that output's digest)."""
+    h = hashlib.sha256()
+    for enc in encs:
+        h.update(memoryview(enc).cast("B"))
+    return h.hexdigest()
 
 
-def cpu_digest(model, k: Kernels | None = None, frames: int = SELF_TEST_FRAMES) -> str:
+def check_encodes(model, executor, shapes=SELF_TEST_SHAPES) -> list:
+    """The encoder outputs of the fixed features of each length in `shapes` on `executor`."""
+    net = network(model, executor)
+    return [net.encode(self_test_features(model.dims.n_mels, frames), frames)[0] for frames in shapes]
+
+
+def cpu_digest(model, k: Kernels | None = None, shapes=SELF_TEST_SHAPES) -> str:
     """The digest self_test expects: the CPU kernels' (default scalar: the one a page would
-    carry, computed natively) encoder output of the fixed features."""
-    enc, _ = network(model, Alone(k or Kernels("scalar"))).encode(self_test_features(model.dims.n_mels, frames),
-                                                                   frames)
-    return encoder_digest(enc)
+    carry, computed natively) encoder outputs of the fixed features."""
+    return encoder_digest(*check_encodes(model, Alone(k or Kernels("scalar")), shapes))
 
 
 def self_test(gpu, model, k: Kernels | None = None, expected: str | None = None,
-              frames: int = SELF_TEST_FRAMES) -> dict:
-    """Encode fixed features with `model` (a loaded model: engine.family.load) on the device and
-    compare with the CPU: `expected`, a digest the native scalar tier computed (encoder_digest),
-    or else the CPU kernels `k` (default scalar) here, which also names the first differing
-    value. Returns {"digest", "values", "counters"}; raises GpuRefused with the reason when the
-    bits differ or the device fails."""
+              shapes=SELF_TEST_SHAPES) -> dict:
+    """Encode fixed features of each length in `shapes` with `model` (a loaded model:
+    engine.family.load) on the device and compare with the CPU: `expected`, a digest the native
+    scalar tier computed (cpu_digest), or else the CPU kernels `k` (default scalar) here, which
+    also names the first differing value. Returns {"digest", "values", "counters"} (values: of
+    all the encodes); raises GpuRefused with the reason when the bits differ or the device fails."""
     k = k or Kernels("scalar")
-    features = self_test_features(model.dims.n_mels, frames)
     try:
         ex = WebGpu(k, gpu, fallback=False)
-        got, _ = network(model, ex).encode(features, frames)
+        got = check_encodes(model, ex, shapes)
     except Exception as e:          # noqa: BLE001 - a shader refused, a lost device, ...
         raise GpuRefused(f"the GPU could not run the known-answer encode: {error_text(e)}") from e
-    digest = encoder_digest(got)
+    digest = encoder_digest(*got)
+    values = sum(len(enc) for enc in got)
     if expected is not None:
         if digest != expected:
             raise GpuRefused(f"the GPU's encoder output differs from the CPU's: digest {digest[:16]}, "
-                             f"expected {expected[:16]} ({len(got)} values of fixed features)")
+                             f"expected {expected[:16]} ({values} values of fixed features)")
     else:
-        want, _ = network(model, Alone(k)).encode(features, frames)
-        first = first_difference(got, want)
-        if first is not None:
-            i, n, a, b = first
-            D = model.dims.d_model
-            raise GpuRefused(f"the GPU's encoder output differs from the CPU's in {n} of {len(want)} values; "
-                             f"first at frame {i // D}, channel {i % D}: {a:#010x}, expected {b:#010x}")
-    return {"digest": digest, "values": len(got), "counters": ex.counters()}
+        for frames, enc, want in zip(shapes, got, check_encodes(model, Alone(k), shapes)):
+            first = first_difference(enc, want)
+            if first is not None:
+                i, n, a, b = first
+                D = model.dims.d_model
+                raise GpuRefused(f"the GPU's encoder output differs from the CPU's in {n} of {len(want)} values "
+                                 f"of the {frames}-frame encode; first at frame {i // D}, channel {i % D}: "
+                                 f"{a:#010x}, expected {b:#010x}")
+    return {"digest": digest, "values": values, "counters": ex.counters()}
 
 
 def time_against_cpu(gpu, model, k: Kernels, cpu_workers: int = 1, frames: int = SELF_TEST_FRAMES) -> dict:
