@@ -447,8 +447,9 @@ async def gpu_digest(models, wav, tier="scalar", timed=True):
 async def gpu_self_test(model, expected):
     """engine/executors/webgpu/self_test.py self_test on the browser's device with the native digest `expected`:
     {"passed": the report's digest, "one_bit_off": GpuRefused's message with flip_one_bit,
-    "one_tile_off": with wrong_in_one_tile (wrong only on short inputs), "cannot_run": with no_entry_point, "not_wgsl": with not_wgsl, "passed_after": the digest on
-    the same device after those, with the first check's pipelines (their compilation is most of
+    "one_tile_off": with wrong_in_one_tile (wrong only on short inputs), "cannot_run": with
+    no_entry_point, "not_wgsl": with not_wgsl, "passed_after": the digest on the same device
+    after those, with the first check's pipelines (their compilation is most of
     a check on SwiftShader: about 15 s) and one pipeline made anew (no error of theirs left for a
     later call or read), "seconds": {step: seconds from the start}};
     {"adapter": None, "reason"} without a device."""

@@ -1,6 +1,7 @@
 /* The subsampling head on channel-last maps (contract in ops.h: pk_subsampling_head_cl) and the
- * depthwise conv after it (pk_dwconv2d_s2_cl), written once and compiled per tier in one_call_impl.h as
- * subsampling_head_cl__<tier> and dwconv2d_s2_cl__<tier>, with the tier's compiler flags. Both convolutions follow conv_blocks.h's rule (integer sums: the tiers'
+ * depthwise conv after it (pk_dwconv2d_s2_cl), written once and compiled per tier in
+ * one_call_impl.h as subsampling_head_cl__<tier> and dwconv2d_s2_cl__<tier>, with the tier's
+ * compiler flags. Both convolutions follow conv_blocks.h's rule (integer sums: the tiers'
  * compilers may vectorise them as they like, the bits cannot change).
  *
  * Blocks of PK_CHANNEL_BLOCK channels, lanes = channels. conv0 has one input channel, so every
