@@ -6,6 +6,12 @@ each file for browsers that accept them (`brotli_static on`, Debian's libnginx-m
 page run kernel workers, and revalidation for the files that name a build (index.html, sw.js,
 manifest.json). Its own prefix folder (config, logs, temp), stopped at the end of the block.
 
+Who reads the files: nginx's workers run as the user who started it. Started by root, nginx
+would otherwise switch its workers to `nobody`, which cannot enter a checkout under a private
+folder (mode 0700: what `mktemp -d` makes, root's home, a container's work folder) and answers
+403 for every file; so as root the config names root as the workers' user (`worker_user`).
+Loopback only, serving the project's own build, for the length of a test.
+
     with Nginx(site, "/apps/phonon/") as host:
         page.goto(host.url)               # http://127.0.0.1:PORT/apps/phonon/
 """
@@ -40,6 +46,17 @@ def nginx_binary() -> str:
 BROTLI_STATIC = Path("/usr/lib/nginx/modules/ngx_http_brotli_static_module.so")
 
 
+def worker_user() -> str:
+    """The `user` directive for nginx's workers: the user running the tests, when that is root
+    (nginx honours the directive only for a root master, and warns about it otherwise)."""
+    import grp
+    import os
+    import pwd
+    if os.geteuid() != 0:
+        return ""
+    return f"user {pwd.getpwuid(os.geteuid()).pw_name} {grp.getgrgid(os.getegid()).gr_name};\n"
+
+
 def config(root: Path, site: Path, prefix: str, port: int, isolate: bool) -> str:
     types = "\n".join(f"        {mime} {exts};" for mime, exts in nginx_types().items())
     isolation = ("add_header Cross-Origin-Opener-Policy same-origin always;\n"
@@ -49,7 +66,7 @@ def config(root: Path, site: Path, prefix: str, port: int, isolate: bool) -> str
         raise RuntimeError(f"{BROTLI_STATIC} is missing (Debian package libnginx-mod-http-brotli-static: "
                            "`python3 build.py setup` installs it)")
     return f"""load_module {BROTLI_STATIC};
-worker_processes 1;
+{worker_user()}worker_processes 1;
 daemon off;
 pid {root}/nginx.pid;
 error_log {root}/error.log warn;
@@ -98,9 +115,13 @@ class Nginx:
         conf.write_text(config(root, self.site, self.prefix, self.port, self.isolate))
         self.proc = subprocess.Popen([nginx_binary(), "-p", str(root), "-c", str(conf), "-e", str(root / "error.log")],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        log = root / "error.log"
-        wait_until_serving(self.url, self.proc, 20, "nginx", lambda: log.read_text() if log.exists() else "")
+        wait_until_serving(self.url, self.proc, 20, "nginx", self.errors)
         return self
+
+    def errors(self) -> str:
+        """nginx's error log so far (why a file could not be read, why it did not start)."""
+        log = Path(self._tmp.name) / "error.log"
+        return log.read_text().strip() if log.exists() else "(no error log)"
 
     def served(self) -> list:
         """[(status, body bytes sent, path)] of every request so far (nginx's access log)."""

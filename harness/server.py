@@ -124,21 +124,31 @@ def free_port() -> int:
 
 
 def wait_until_serving(url: str, proc, seconds: float, what: str, output=lambda: "") -> None:
-    """Poll `url` until it answers 200; a RuntimeError (with output()) if `proc` exits first or
-    `seconds` pass (then the process is stopped)."""
+    """Poll `url` until it answers 200; a RuntimeError naming the cause (the last HTTP status or
+    connection error, and output(): the server's own log) if `proc` exits first or `seconds` pass
+    (then the process is stopped). A 403 ends the wait at once: a server that may not read its
+    files will not learn to while we wait."""
     import time
+    import urllib.error
     import urllib.request
     deadline = time.time() + seconds
+    last = "no answer"
     while time.time() < deadline:
         try:
             urllib.request.urlopen(url, timeout=2).read()
             return
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{what} exited: {output()}") from None
-            time.sleep(0.2)
+        except urllib.error.HTTPError as e:
+            last = f"answered {e.code} {e.reason} for {url}"
+            if e.code == 403:
+                stop_process(proc)
+                raise RuntimeError(f"{what} {last} (it may not read the files it serves): {output()}") from None
+        except OSError as e:
+            last = f"{type(e).__name__}: {e}"
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited (code {proc.returncode}): {output()}") from None
+        time.sleep(0.2)
     stop_process(proc)
-    raise RuntimeError(f"{what} did not answer within {seconds:.0f} s: {output()}")
+    raise RuntimeError(f"{what} did not answer 200 within {seconds:.0f} s ({last}): {output()}")
 
 
 def stop_process(proc) -> None:
