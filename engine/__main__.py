@@ -53,9 +53,14 @@ def main(argv=None) -> int:
     st.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
     from .stream.session import StreamConfig
     from .transcribe import FETCHED_MODELS, cache_dir, cached_model
-    for name in ("right_context_ms", "agree_context_ms", "hop_ms", "max_interval_ms", "max_window_ms", "min_pause_ms"):
+    from .stream.session import LATENCY
+    st.add_argument("--latency", choices=list(LATENCY), default="fast",
+                    help="a named setting: the gaps between decodes and rule 9 (docs/streaming.md; default fast)")
+    st.add_argument("--pace", choices=["exact", "live"], default="exact",
+                    help="live: a feed that falls behind decodes at the newest audio (default exact)")
+    for name in STREAM_TUNABLES:
         default = getattr(StreamConfig, name)
-        st.add_argument("--" + name.replace("_", "-"), type=int, default=default, help=f"default {default}")
+        st.add_argument("--" + name.replace("_", "-"), type=int, default=None, help=f"over the setting (default {default})")
     args = parser.parse_args(argv)
     if args.command in ("transcribe", "stream") and args.model is None:
         args.model = str(default_model())
@@ -123,6 +128,10 @@ def transcribe_wav_file(engine, path) -> dict:
         return transcribe_pieces(engine, pieces, on_window=progress if seconds > 30 else None)
 
 
+STREAM_TUNABLES = ("right_context_ms", "agree_context_ms", "hop_ms", "interval_ms", "confirm_ms", "max_interval_ms",
+                   "max_window_ms", "min_pause_ms", "final_pause_ms")
+
+
 def stream_command(args) -> int:
     from pathlib import Path
     from .audio import AudioError, load_pcm
@@ -133,9 +142,8 @@ def stream_command(args) -> int:
     try:
         engine = Engine.open(args.model, args.tier, args.threads)
         samples, rate = load_pcm(engine.k, Path(args.file).read_bytes(), args.raw_rate)
-        session = engine.stream(rate, right_context_ms=args.right_context_ms, agree_context_ms=args.agree_context_ms,
-                                hop_ms=args.hop_ms, max_interval_ms=args.max_interval_ms,
-                                max_window_ms=args.max_window_ms, min_pause_ms=args.min_pause_ms)
+        tuned = {name: getattr(args, name) for name in STREAM_TUNABLES if getattr(args, name) is not None}
+        session = engine.stream(rate, args.latency, pace=args.pace, **tuned)
         chunk = max(1, round(args.chunk_ms * rate / 1000))
 
         def show(event):                 # the text just committed | the tentative tail

@@ -60,9 +60,10 @@ class Engine:
     def threads(self) -> int:
         return self.executor.size
 
-    def stream(self, sample_rate: int, **config):
-        """A streaming session (engine/stream/session.py); config: StreamConfig fields."""
-        return StreamSession(self, sample_rate, StreamConfig(**config))
+    def stream(self, sample_rate: int, latency: str = "fast", **config):
+        """A streaming session (engine/stream/session.py): a named setting (StreamConfig.for_latency:
+        fast, balanced, battery) and any StreamConfig fields over it."""
+        return StreamSession(self, sample_rate, StreamConfig.for_latency(latency, **config))
 
     def cancel(self):
         """Ask a running transcribe() to stop: it raises Cancelled at the next layer or step."""

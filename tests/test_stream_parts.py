@@ -103,6 +103,23 @@ def test_rule2_pause_search_needs_quiet_frames_in_the_audio(k):
     assert w.heard(0, 2 * FRAME, p, level) and not w.heard(5 * FRAME, 8 * FRAME, p, level)
 
 
+def test_rule9_a_pause_after_speech_ends_a_segment(k):
+    w = AudioWindow(k, 16000)
+    loud, soft = noise(FRAME, 0.5), noise(FRAME, 0.001, seed=2)
+    for f in [soft] * 3 + [loud] * 4 + [soft] * 5 + [loud] * 2:    # lead-in, speech, a 400 ms pause
+        w.push(f)
+    w.drain()
+    p = w.total
+    # the first run of 4 pause frames after speech: frames 7..10; the segment ends after them
+    assert w.pause_after_speech(0, p, 4 * FRAME) == (7 * FRAME, 11 * FRAME)
+    assert w.pause_after_speech(0, p, 300 * 16) == (7 * FRAME, 11 * FRAME)    # whole frames
+    assert w.pause_after_speech(0, p, 6 * FRAME) is None           # the pause is shorter
+    assert w.pause_after_speech(0, 10 * FRAME, 4 * FRAME) is None  # not all of it before p
+    # the lead-in is no segment's end (no speech before it), nor is a pause before `after`
+    assert w.pause_after_speech(0, 7 * FRAME, 2 * FRAME) is None
+    assert w.pause_after_speech(9 * FRAME, p, 2 * FRAME) is None   # no speech after frame 9 before the pause ends
+
+
 def test_rules_3_and_6_fit_the_window_within_max_window(k):
     w = AudioWindow(k, 16000)
     w.push(noise(40 * FRAME, 0.3))
@@ -184,6 +201,56 @@ def test_a_caller_far_behind_gets_every_position_in_order():
     assert s.last == 200000                                    # the end: nothing pending
 
 
+def test_the_schedule_confirms_soon_then_waits_an_interval():
+    s = Schedule(hop=6720, interval=16000, confirm=3200)
+    s.advance(6720, 0, listening=True)                 # a quiet position: the next a hop on
+    assert s.next == 13440
+    s.advance(13440, 0)                                # words, none ready to agree: an interval
+    assert s.next == 29440
+    s.advance(29440, 0, ready=True)                    # words ready: the confirming decode soon
+    assert s.next == 32640 and s.confirming
+    s.advance(32640, 0, ready=True)                    # it confirmed: an interval, not a chain
+    assert s.next == 48640 and not s.confirming
+    restored = Schedule(hop=6720, interval=16000, confirm=3200)
+    restored.restore({**s.state(), "confirming": True})
+    restored.advance(48640, 0, ready=True)
+    assert restored.next == 48640 + 16000
+
+
+def test_without_confirm_and_with_interval_hop_the_schedule_is_the_seeds_clock():
+    for listening in (False, True):
+        a, b = Schedule(hop=6400, max_interval=12800), Schedule(hop=6400, max_interval=12800, interval=6400)
+        for p in (6400, 50000, 160000):
+            a.advance(p, 0, listening=False)
+            b.advance(p, 0, listening=listening and p < 10000, ready=True)
+            assert a.next == b.next
+
+
+def test_at_the_live_pace_a_caller_behind_decodes_the_newest_audio():
+    """More than a hop behind, the live pace decodes at the newest audio (within max_window of
+    the window's start, so no audio is cut before a decode saw it); a hop or less, it keeps the
+    exact position. Each jump is recorded, and a schedule replaying them decodes the same
+    positions at any arrival."""
+    live = Schedule(hop=6400, pace="live")
+    assert live.due(12800) == 6400                     # a hop behind: exact
+    live.advance(6400, 0)
+    assert live.due(200000, window_start=0, cap=192000) == 192000
+    live.advance(192000, 190000)
+    assert live.next == 198400 and live.jumps == {12800: 192000}
+    assert live.due(300000, window_start=190000, cap=192000) == 300000
+    live.advance(300000, 190000)
+    assert live.jumps == {12800: 192000, 198400: 300000}
+    replay = Schedule(hop=6400, replay=live.jumps)     # exact pace, the recorded jumps
+    seen = []
+    for total in range(3200, 320000, 3200):            # audio as it plays: never behind
+        while (p := replay.due(total)) is not None:
+            seen.append(p)
+            replay.advance(p, 0 if p < 192000 else 190000)
+    assert seen[:4] == [6400, 192000, 300000, 311000]
+    with pytest.raises(ValueError, match="pace"):
+        Schedule(hop=6400, pace="fast")
+
+
 def test_stats_count_the_backlog_when_a_decode_begins():
     stats = StreamStats()
     stats.note_backlog(p=6400, total=6400, last=0, hop=6720)          # on time
@@ -195,6 +262,17 @@ def test_stats_count_the_backlog_when_a_decode_begins():
 
 def word(text: str, start_frame: int, end_frame: int, token: int = 1) -> Word:
     return Word(text, start_frame * FRAME, end_frame * FRAME, ((token, start_frame, end_frame - start_frame),))
+
+
+def test_rule9_a_segment_commits_whole_and_leaves_nothing_to_agree_with():
+    policy = CommitPolicy(right_context=10 * FRAME, agree_context=8 * FRAME)
+    policy.decoded([word("a", 0, 3), word("b", 4, 6)], 8 * FRAME, 0)
+    assert policy.tentative and policy.previous
+    committed = policy.end_segment([word("a", 0, 3), word("b", 4, 7)])
+    assert [w.text for w in committed] == ["a", "b"] and policy.last_end == 7 * FRAME
+    assert policy.tentative == [] and policy.previous is None
+    # the next decode agrees with nothing: its words wait for a second decode
+    assert policy.decoded([word("c", 12, 14)], 40 * FRAME, 10 * FRAME) == []
 
 
 def test_rule1_a_word_commits_when_two_decodes_agree_and_right_context_passed():

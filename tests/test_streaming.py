@@ -17,7 +17,7 @@ from engine.audio import resample
 from engine.text import Token
 from engine.family import Cancelled
 from engine.stream.session import (FRAME, StreamConfig, StreamError, StreamOverrun, StreamResampler, StreamSession, Word,
-                              stream_samples)
+                                   stream_samples)
 
 SR = 16000
 
@@ -630,3 +630,123 @@ def test_a_feed_racing_finish_is_refused_not_dropped(fake):
     session.window.drain(flush=True)                     # finish()'s flush, before its state changes
     with pytest.raises(StreamError, match="closed while this chunk arrived"):
         session.feed(x[:320])
+
+
+# -- the named settings and the live pace ---------------------------------------------------------
+
+def test_the_balanced_setting_commits_every_word_once_with_less_encoder_work(fake):
+    """Rule 9 and the confirming schedule: the same words as one window over everything, with
+    fewer decodes and less decoded audio than the seed's clock ("fast")."""
+    x = utterances([0.4, 0.6, 0.3, 0.5, 0.4, 0.7], [0.5, 0.3, 1.0, 0.4, 0.6], noise_db=-50, seed=3)
+    x = np.concatenate([x, np.zeros(SR, np.float32)])
+    batch = [(t.id, t.frame, t.duration) for t in fake.tokens(x)]
+    got = {}
+    for latency in ("fast", "balanced", "battery"):
+        session = StreamSession(fake, SR, StreamConfig.for_latency(latency))
+        final = stream_samples(session, x, 320)["final"]
+        assert [(t["id"], t["frame"], t["duration"]) for t in final["tokens"]] == batch, latency
+        got[latency] = session.stats
+    assert got["balanced"].decoded_audio < 0.7 * got["fast"].decoded_audio
+    assert got["battery"].decodes <= got["balanced"].decodes < got["fast"].decodes
+    with pytest.raises(StreamError, match="latency must be one of fast, balanced, battery"):
+        StreamConfig.for_latency("instant")
+    assert StreamConfig.for_latency("balanced", hop_ms=300).hop_ms == 300
+    with pytest.raises(StreamError, match="pace"):
+        StreamConfig(pace="fastest")
+
+
+class SlowDevice(LoudRunEngine):
+    """A device slower than the audio: while each decode runs, `decode_seconds` more of the
+    recording arrives (fed from inside the decode, as a microphone would go on feeding)."""
+
+    def __init__(self, kernels, x, decode_seconds: float):
+        super().__init__(kernels)
+        self.x, self.cursor, self.step = x, 0, int(decode_seconds * SR)
+        self.session = None
+
+    def arrive(self, n: int) -> None:
+        chunk = self.x[self.cursor:self.cursor + n]
+        if chunk.size:
+            self.session.feed(chunk)
+            self.cursor += chunk.size
+
+    def tokens(self, samples, cancelled=None):
+        out = super().tokens(samples, cancelled)
+        self.arrive(self.step)
+        return out
+
+
+def slow_stream(kernels, x, pace: str, decode_seconds: float = 0.6):
+    device = SlowDevice(kernels, x, decode_seconds)
+    device.session = session = StreamSession(device, SR, StreamConfig(pace=pace))
+    while device.cursor < x.size:
+        device.arrive(320)
+        session.partial()
+    return session, session.finish()
+
+
+def test_at_the_live_pace_a_slow_device_stays_a_decode_behind_and_loses_no_word(scalar):
+    """Each decode takes 0.6 s of audio time against a 0.42 s hop. The exact pace falls further
+    behind with every decode; the live pace decodes at the newest audio, so the audio waiting
+    when a decode begins stays within one decode plus one hop, every word is committed once, and
+    a replay of its jumps at the exact pace (a native re-run of a browser's live stream) gives
+    the same tokens bit for bit."""
+    x = utterances([0.4, 0.6, 0.3, 0.5, 0.4, 0.7, 0.5, 0.3] * 3, [0.5, 0.3, 1.0, 0.4, 0.6, 0.35, 0.8, 0.45] * 3,
+                   noise_db=-50, seed=7)
+    x = np.concatenate([x, np.zeros(SR, np.float32)])
+    want = [t.id for t in LoudRunEngine(scalar).tokens(x)]
+    exact, exact_final = slow_stream(scalar, x, "exact")
+    live, final = slow_stream(scalar, x, "live")
+    assert exact.stats.max_pending > 5 * SR                     # grows with the audio (7.6 s here)
+    assert live.stats.max_pending <= int((0.6 + 0.42) * SR) + 320
+    assert [t["id"] for t in final["tokens"]] == want           # every word, once, in order
+    assert [t["id"] for t in exact_final["tokens"]] == want
+    assert final["jumps"] and exact_final["jumps"] == []
+    assert all(used > at for at, used in final["jumps"])
+    replay = StreamSession(LoudRunEngine(scalar), SR, StreamConfig(), replay=final["jumps"])
+    again = stream_samples(replay, x, 320)["final"]
+    assert again["tokens"] == final["tokens"] and again["jumps"] == final["jumps"]
+    assert replay.stats.decodes == live.stats.decodes and replay.stats.decoded_audio == live.stats.decoded_audio
+    with pytest.raises(StreamError, match="replay"):
+        StreamSession(LoudRunEngine(scalar), SR, replay=[[100, 50]])
+
+
+class SlowModel(SlowDevice):
+    """SlowDevice around a real engine: its decodes, while `decode_seconds` of audio arrive."""
+
+    def __init__(self, engine, x, decode_seconds: float):
+        super().__init__(engine.k, x, decode_seconds)
+        self.engine, self.model, self.marks = engine, engine.model, engine.marks
+
+    def tokens(self, samples, cancelled=None):
+        out = self.engine.tokens(samples, cancelled)
+        self.arrive(self.step)
+        return out
+
+
+@pytest.mark.parametrize("latency", ["fast", "balanced"])
+def test_a_live_stream_of_the_trained_model_replays_natively_bit_for_bit(scalar, latency):
+    """The shipped model on generated speech, decodes taking 1.2 s of audio each at the live
+    pace: the audio waiting stays within a step's decodes and a hop (a step is one decode, or
+    two where rule 9 ends a segment first), and the exact pace given the live stream's jumps
+    decodes the same windows, to the same tokens."""
+    from pathlib import Path
+    from engine.transcribe import Engine
+    from training import corpus
+    engine = Engine.open(Path(__file__).resolve().parent.parent / "models" / "phonon-small.gguf", "scalar")
+    x, spans = corpus.long_recording(9, 5, [0.4, 0.9, 0.3, 0.7])
+    x = np.concatenate([x, np.zeros(SR, np.float32)])
+    device = SlowModel(engine, x, 1.2)
+    config = StreamConfig.for_latency(latency, pace="live")
+    device.session = live = StreamSession(device, SR, config)
+    while device.cursor < x.size:
+        device.arrive(320)
+        live.partial()
+    final = live.finish()
+    per_step = 1 if latency == "fast" else 2
+    assert final["jumps"] and live.stats.max_pending <= int((per_step * 1.2 + 0.42) * SR) + 320
+    assert len(final["words"]) >= 0.8 * sum(len(t.split()) for t, _, _ in spans)
+    replay = StreamSession(engine, SR, StreamConfig.for_latency(latency), replay=final["jumps"])
+    again = stream_samples(replay, x, 320)["final"]
+    assert again["tokens"] == final["tokens"] and again["text"] == final["text"]
+    assert replay.stats.decoded_audio == live.stats.decoded_audio

@@ -133,6 +133,12 @@ class CommitPolicy:
         self.previous = list(self.tentative)
         return self._commit(forced)
 
+    def end_segment(self, words: list) -> list:
+        """Rule 9: a segment closed by a pause was decoded once: all its new words commit
+        (returned) and nothing is left to agree with."""
+        self.tentative, self.previous, self.previous_limit = [], None, -1
+        return self._commit(words)
+
     def finish(self, words: list) -> list:
         """The stream closes: these words (the last decode's, or the tentative ones) commit."""
         self.tentative = []

@@ -69,11 +69,19 @@ from ..audio import MODEL_RATE, StreamResampler
 from ..text import Token
 from ..family import Cancelled
 from .commit import CommitPolicy, Word, decoded_words
-from .schedule import Schedule
+from .schedule import PACES, Schedule
 from .view import StreamStats, StreamView, live_metrics, stream_metrics
 from .window import FRAME, AudioWindow
 
 CHECKPOINT_FORMAT = "phonon-stream-checkpoint-1"
+
+# The named settings of StreamConfig.for_latency (and the API's stream({latency})): the gaps
+# between decodes while words are tentative. Their measured work and lag: docs/streaming.md.
+LATENCY = {
+    "fast": {},                                           # the defaults: the seed's clock, a decode every hop
+    "balanced": {"interval_ms": 1000, "confirm_ms": 200, "final_pause_ms": 320},
+    "battery": {"interval_ms": 1400, "confirm_ms": 200, "final_pause_ms": 320},
+}
 COMMON_RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000)
 
 
@@ -104,22 +112,27 @@ class StreamConfig:
     right_context_ms: int = 800     # rule 1: audio the committing decode had after a word
     agree_context_ms: int = 600     # rule 1: audio the earlier of two agreeing decodes had after it
     short_window_ms: int = 2400     # rule 1: ... right_context if its window was shorter than this
-    hop_ms: int = 420
+    hop_ms: int = 420               # the gap between positions while listening (nothing tentative)
+    interval_ms: int = 420          # rule 3: the least gap between decodes while words are tentative
+    confirm_ms: int = 0             # the gap after a decode that left words ready to agree (0: none)
     max_interval_ms: int = 800      # rule 3: the interval grows with the window up to this
     interval_divisor: int = 10      # rule 3: ... as the window / this
     max_window_ms: int = 12000
     min_pause_ms: int = 240         # rule 2 (spec: >= 150 ms); see docs/streaming.md
+    final_pause_ms: int = 0         # rule 9: speech then this much pause ends a segment (0: never)
     idle_keep_ms: int = 1500
     quiet_dbfs: int = -45           # rule 5: a 20 ms block is quiet below this RMS level
     max_pending_ms: int = 1_200_000  # feed() refuses audio that would put decoding further behind
                                      # (20 min: 77 MB of 16 kHz float32 waiting in the window)
+    pace: str = "exact"             # "live": a caller behind decodes at the newest audio (schedule.py)
 
     def __post_init__(self):
-        for name in ("right_context_ms", "hop_ms", "max_interval_ms", "max_window_ms", "idle_keep_ms", "max_pending_ms"):
+        for name in ("right_context_ms", "hop_ms", "interval_ms", "max_interval_ms", "max_window_ms",
+                     "idle_keep_ms", "max_pending_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise StreamError(f"{name} must be a positive int of milliseconds, got {value!r}")
-        for name in ("min_pause_ms", "agree_context_ms", "short_window_ms"):
+        for name in ("min_pause_ms", "agree_context_ms", "short_window_ms", "confirm_ms", "final_pause_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise StreamError(f"{name} must be a non-negative int of milliseconds, got {value!r}")
@@ -131,6 +144,16 @@ class StreamConfig:
         if self.max_window_ms < 2 * self.right_context_ms or self.max_window_ms < 1000:
             raise StreamError(f"max_window_ms {self.max_window_ms} must be >= 1000 and >= twice "
                               f"right_context_ms ({self.right_context_ms})")
+        if self.pace not in PACES:
+            raise StreamError(f"pace must be one of {', '.join(PACES)}, got {self.pace!r}")
+
+    @classmethod
+    def for_latency(cls, latency: str = "fast", **fields) -> "StreamConfig":
+        """A named setting (LATENCY: what each costs and gives is in docs/streaming.md), with
+        any field overridden."""
+        if latency not in LATENCY:
+            raise StreamError(f"latency must be one of {', '.join(LATENCY)}, got {latency!r}")
+        return cls(**{**LATENCY[latency], **fields})
 
     def samples(self, name: str) -> int:
         return getattr(self, name) * MODEL_RATE // 1000
@@ -166,7 +189,9 @@ def as_float32(samples, what: str = "samples"):
 
 
 class StreamSession:
-    def __init__(self, engine: Recognizer, sample_rate: int, config: StreamConfig | None = None):
+    def __init__(self, engine: Recognizer, sample_rate: int, config: StreamConfig | None = None,
+                 replay: list | None = None):
+        """replay: a live stream's result["jumps"]: decode where that stream decoded."""
         if not isinstance(sample_rate, int) or isinstance(sample_rate, bool) or not 8000 <= sample_rate <= 192000:
             raise StreamError(f"sample rate {sample_rate!r} is not supported: use an int in 8000..192000 Hz "
                               f"(common: {', '.join(map(str, COMMON_RATES))})")
@@ -177,9 +202,10 @@ class StreamSession:
         except ValueError as e:
             raise StreamError(f"sample rate {sample_rate} Hz: {e}") from None
         self.stats = StreamStats()
-        self.schedule = Schedule(self.config.samples("hop_ms"), self.config.samples("max_interval_ms"),
-                                 self.config.interval_divisor)
         c = self.config
+        self.schedule = Schedule(c.samples("hop_ms"), c.samples("max_interval_ms"), c.interval_divisor,
+                                 interval=c.samples("interval_ms"), confirm=c.samples("confirm_ms"),
+                                 pace=c.pace, replay=replay_jumps(replay))
         self.policy = CommitPolicy(c.samples("right_context_ms"), c.samples("agree_context_ms"),
                                    c.samples("short_window_ms"))
         self.view = StreamView(engine.model.vocabulary, engine.marks)
@@ -256,6 +282,7 @@ class StreamSession:
             self.schedule.close(self.window.total)
             self._state = "finished"
             self._final = self.view.result(self.window.total, self.stats)
+            self._final["jumps"] = sorted([exact, used] for exact, used in self.schedule.jumps.items())
             return self._final
 
     def cancel(self) -> None:
@@ -285,7 +312,8 @@ class StreamSession:
         if none is due: how long the next partial() may take, for a caller's watchdog. Counts
         the audio fed but not yet drained: partial() drains it first, so a decode it makes due
         runs in that call and must be announced before it."""
-        p = self.schedule.due(self.window.fed) if self._state == "open" else None
+        p = self.schedule.due(self.window.fed, self.window.start, self.config.samples("max_window_ms")) \
+            if self._state == "open" else None
         if p is None:
             return 0.0
         return min(p - self.window.start, self.config.samples("max_window_ms")) / MODEL_RATE
@@ -354,16 +382,24 @@ class StreamSession:
 
     def _run_schedule(self, max_decodes: int | None = None):
         """The due positions in order (never skipping one), at most max_decodes decodes."""
-        decodes = 0
-        while (p := self.schedule.due(self.window.total)) is not None:
+        decodes, cap = 0, self.config.samples("max_window_ms")
+        while (p := self.schedule.due(self.window.total, self.window.start, cap)) is not None:
             if max_decodes is not None and decodes >= max_decodes and not self._skips(p):
                 return
-            decodes += self._step(p)
-            self.schedule.advance(p, self.window.start)
+            decoded = self._step(p)
+            decodes += decoded
+            policy = self.policy
+            ready = bool(policy.tentative) and policy.tentative[0].end <= policy.previous_limit
+            self.schedule.advance(p, self.window.start, listening=not decoded, ready=ready)
 
     def _skips(self, p: int) -> bool:
-        """Rule 5: nothing tentative and only quiet audio since the last decode position."""
-        return not self.policy.tentative and self.window.quiet(self.schedule.last, p)
+        """Rule 5: nothing tentative and only quiet audio since the last decode position, and in
+        the right_context before it: a word that ended there had no token yet (a recogniser has
+        not seen its end), and skipping would leave it behind the window for good. After the
+        last committed word, whose commit needed that much audio after it anyway."""
+        last = self.schedule.last
+        since = max(last - self.config.samples("right_context_ms"), self.policy.last_end, 0) if last else 0
+        return not self.policy.tentative and self.window.quiet(since, p)
 
     def _step(self, p: int) -> int:
         """One scheduled decode at absolute position p, through the parts' rules; -> 1 if it
@@ -374,12 +410,27 @@ class StreamSession:
             window.idle(p, c.samples("idle_keep_ms"))
             return 0
         self.stats.note_backlog(p, window.total, self.schedule.last, c.samples("hop_ms"))
+        if self._end_segment(p) and window.quiet(window.start, p):
+            return 1                    # rule 9 decoded the speech; what follows is quiet so far
         self._fit_window(p)
         self._committed_live(policy.decoded(self._decode(p), p, window.start), p)     # rules 1, 4
         last = policy.last_word
         window.into_pause(p, last and (last.start, last.end), policy.tentative[0].start if policy.tentative else None,
                           c.samples("min_pause_ms"), max(c.samples("idle_keep_ms"), c.samples("right_context_ms")))
         return 1
+
+    def _end_segment(self, p: int) -> bool:
+        """Rule 9: speech after the committed text, then `final_pause` of pause before p: decode
+        the segment up to the end of that much pause once, commit all its words, and start the
+        window in the pause. -> whether it did."""
+        need = self.config.samples("final_pause_ms")
+        pause = self.window.pause_after_speech(self.policy.last_end, p, need) if need else None
+        if pause is None:
+            return False
+        pause_start, cut = pause
+        self._committed_live(self.policy.end_segment(self._decode(cut)), p)
+        self.window.move_start(pause_start + FRAME)
+        return True
 
     def _fit_window(self, p: int):
         """Rules 3 and 6: the window for a decode at p within max_window, committing the oldest
@@ -417,6 +468,20 @@ class StreamSession:
         from), looked for in the audio drained since the last look."""
         if self.stats.speech_onset is None:
             self.stats.speech_onset = self.window.speech_onset()
+
+
+def replay_jumps(replay) -> dict:
+    """A result's "jumps" ([[exact position, position used], ...]) as the schedule's replay map,
+    checked: a bad list is a StreamError, not a wrong decode."""
+    if replay is None:
+        return {}
+    try:
+        pairs = {int(a): int(b) for a, b in replay}
+    except (TypeError, ValueError):
+        raise StreamError("replay: expected a stream result's jumps, [[exact, used], ...] of ints") from None
+    if any(used < exact for exact, used in pairs.items()):
+        raise StreamError("replay: a jump goes back (used < exact): not a stream result's jumps")
+    return pairs
 
 
 def stream_samples(session: StreamSession, samples, chunk: int, realtime: bool = False, on_event=None) -> dict:

@@ -227,6 +227,24 @@ class AudioWindow:
                 return (f - need + 2) * FRAME
         return None
 
+    def pause_after_speech(self, after: int, p: int, length: int):
+        """Rule 9: the first run of pause frames (pause_level) at least `length` long, inside
+        [after, p) and after a frame of speech there -> (its start, its start + the whole
+        frames covering `length`): the segment before it is over. None if there is none."""
+        level = self.pause_level(p)
+        if level is None:
+            return None
+        base, need = self.start // FRAME, max(1, -(-length // FRAME))
+        heard, run = False, 0
+        for f in range(max(base, -(-after // FRAME)), p // FRAME):
+            if self.frame_power[f - base] > level:
+                heard, run = True, 0
+                continue
+            run += 1
+            if run == need and heard:
+                return (f - need + 1) * FRAME, (f + 1) * FRAME
+        return None
+
     def heard(self, start: int, end: int, p: int, limit) -> bool:
         """Whether any frame of the span [start, end) inside the window (before p) is above the
         pause level. The trained model puts a window's first token at the window's first frame
