@@ -58,6 +58,8 @@ def main(argv=None) -> int:
                     help="a named setting: the gaps between decodes and rule 9 (docs/streaming.md; default fast)")
     st.add_argument("--pace", choices=["exact", "live"], default="exact",
                     help="live: a feed that falls behind decodes at the newest audio (default exact)")
+    st.add_argument("--replay", default=None, metavar="JUMPS",
+                    help="a live stream's result jumps as JSON ([[exact, used], ...]): decode where it decoded")
     for name in STREAM_TUNABLES:
         default = getattr(StreamConfig, name)
         st.add_argument("--" + name.replace("_", "-"), type=int, default=None, help=f"over the setting (default {default})")
@@ -143,7 +145,8 @@ def stream_command(args) -> int:
         engine = Engine.open(args.model, args.tier, args.threads)
         samples, rate = load_pcm(engine.k, Path(args.file).read_bytes(), args.raw_rate)
         tuned = {name: getattr(args, name) for name in STREAM_TUNABLES if getattr(args, name) is not None}
-        session = engine.stream(rate, args.latency, pace=args.pace, **tuned)
+        replay = json.loads(args.replay) if args.replay else None
+        session = engine.stream(rate, args.latency, replay, pace=args.pace, **tuned)
         chunk = max(1, round(args.chunk_ms * rate / 1000))
 
         def show(event):                 # the text just committed | the tentative tail

@@ -60,10 +60,11 @@ class Engine:
     def threads(self) -> int:
         return self.executor.size
 
-    def stream(self, sample_rate: int, latency: str = "fast", **config):
+    def stream(self, sample_rate: int, latency: str = "fast", replay: list | None = None, **config):
         """A streaming session (engine/stream/session.py): a named setting (StreamConfig.for_latency:
-        fast, balanced, battery) and any StreamConfig fields over it."""
-        return StreamSession(self, sample_rate, StreamConfig.for_latency(latency, **config))
+        fast, balanced, battery) and any StreamConfig fields over it; replay: a live stream's
+        result["jumps"], to decode where it decoded."""
+        return StreamSession(self, sample_rate, StreamConfig.for_latency(latency, **config), replay)
 
     def cancel(self):
         """Ask a running transcribe() to stop: it raises Cancelled at the next layer or step."""

@@ -214,15 +214,17 @@ class WebApp:
 
     # -- a live stream --------------------------------------------------------------------------
 
-    def start(self, rate, max_pending_seconds=None, resume=None) -> None:
+    def start(self, rate, max_pending_seconds=None, resume=None, latency="fast", pace="exact") -> None:
         """Open a stream at `rate` Hz; max_pending_seconds: how far decoding may fall behind
-        before feed() refuses audio (StreamConfig.max_pending_ms if None). resume: the JSON of
+        before feed() refuses audio (StreamConfig.max_pending_ms if None); latency: a named
+        setting (StreamConfig.for_latency); pace: "live" decodes at the newest audio when behind
+        (the microphone), "exact" at every position (a recording). resume: the JSON of
         a checkpoint() of a stream in a worker that died, with "prefix" {text, words, tokens}
         added (what the page had committed): that stream goes on here once the page feeds its
         input again from the checkpoint's "from"."""
         fields = {} if max_pending_seconds is None else {"max_pending_ms": int(float(max_pending_seconds) * 1000)}
         if resume is None:
-            self.session = self.engine.stream(int(rate), **fields)
+            self.session = self.engine.stream(int(rate), str(latency), pace=str(pace), **fields)
             self.received = 0                # samples at the stream's rate that feed() was given
             self.refused = 0                 # ... and refused
             self.refused_spans = []          # [[first, end)] of the refused ones (feed()'s count)

@@ -130,12 +130,13 @@ def mic_runs(models: dict, x: np.ndarray) -> list:
                 build.cmd_site(argparse.Namespace(model=str(path), out=str(site)))
                 with StaticServer({"/app/": site}, isolate=True) as server:
                     print(f"  {name} model on the fake microphone, {seconds:.0f} s ...", flush=True)
-                    app = browser.open(server.url + "/app/?debug=1&threads=1")
+                    # the exact pace: every position decoded, later (what falling behind costs)
+                    app = browser.open(server.url + "/app/?debug=1&threads=1&pace=exact")
                     assert app.state == "ready", app.alert()
                     started = time.perf_counter()
                     run = app.listen(seconds + 0.5)
                     samples, rate = app.captured()
-                    want = native_stream(path, samples, rate)["final"]
+                    want = native_stream(path, samples, rate, run["latency"])["final"]
                     metrics = run["metrics"]
                     stop = run["timings"]["final"] - (run["timings"]["captureStart"] + (seconds + 0.5) * 1000)
                     rows.append({"how": "page, fake microphone", "model": name, "workers": 1,

@@ -6,7 +6,7 @@ harness/measure_site.py.
         app = browser.open(url + "?debug=1")          # -> App (page + problems), state "ready"
         run = app.listen(wav_seconds + 1)             # start, wait, stop -> timeline + result
         samples, rate = app.captured()                # exactly what the engine was fed
-    native_stream(model, samples, rate)               # `python3 -m engine stream` on them
+    native_stream_of_run(model, samples, rate, run)   # `python3 -m engine stream` on them (its setting, jumps)
 
 The page's state is in window.phonon (web/app.mjs): state, timings (ms since navigation),
 result, metrics; with ?debug=1 also every worker message and the captured samples.
@@ -85,12 +85,19 @@ def native(*args) -> dict:
     return json.loads(proc.stdout)
 
 
-def native_stream(model: Path, samples: bytes, rate: int) -> dict:
-    """The native streaming session over exactly these float32 samples at `rate`."""
+def native_stream(model: Path, samples: bytes, rate: int, latency: str = "fast", jumps=None) -> dict:
+    """The native streaming session over exactly these float32 samples at `rate`, with the
+    page's setting; jumps: a live-paced stream's result["jumps"], decoded where it decoded."""
     with tempfile.NamedTemporaryFile(suffix=".f32") as f:
         f.write(samples)
         f.flush()
-        return native("stream", f.name, "--raw-rate", rate, "--model", model)
+        replay = ["--replay", json.dumps(jumps)] if jumps else []
+        return native("stream", f.name, "--raw-rate", rate, "--model", model, "--latency", latency, *replay)
+
+
+def native_stream_of_run(model: Path, samples: bytes, rate: int, run: dict) -> dict:
+    """native_stream for a page's microphone run (SiteBrowser.listen): its setting and jumps."""
+    return native_stream(model, samples, rate, run["latency"], run["result"].get("jumps"))
 
 
 def native_transcribe(model: Path, wav: Path) -> dict:
@@ -181,6 +188,7 @@ class App:
             page.wait_for_timeout(900)          # the newest words' settle animation
             screenshot("finished")
         run = self.phonon("({timings: phonon.timings, result: phonon.result, metrics: phonon.metrics, "
+                          "latency: phonon.latency, pace: phonon.pace, "
                           "transport: phonon.transport, rate: phonon.sampleRate, heap: phonon.heapBytes, "
                           "partials: phonon.log.filter(e => e.kind === 'partial')"
                           ".map(e => ({t: e.t, audio: e.view.audio_seconds, added_text: e.view.added_text, "

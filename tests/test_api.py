@@ -448,7 +448,8 @@ def test_a_host_that_forbids_webassembly_is_named_not_waited_on(browser, host, c
 
 def test_listen_streams_the_microphone_through_the_shipped_worklet_as_native(browser, server):
     """r.listen(getUserMedia's stream): the package's AudioWorklet feeds the engine worker; the
-    final equals the native stream over exactly the samples the worker was fed, finish() stops
+    final equals the native stream over exactly the samples the worker was fed (listen()'s
+    defaults: balanced at the live pace, native replaying the page's jumps), finish() stops
     the capture, and a second listen or a non-MediaStream is refused with a code."""
     from harness.site_check import native_stream
     page = browser.browser.new_context().new_page()
@@ -483,8 +484,8 @@ def test_listen_streams_the_microphone_through_the_shipped_worklet_as_native(bro
     assert got["state"] == "finished" and got["partials"] > 0
     samples = base64.b64decode(got["samples"])
     assert len(samples) / 4 / got["rate"] >= WAV_SECONDS, got["fed"]
-    want = native_stream(MODEL, samples, got["rate"])["final"]
     final = got["final"]
+    want = native_stream(MODEL, samples, got["rate"], "balanced", final["jumps"])["final"]   # listen()'s defaults
     assert (final["text"], final["words"], final["tokens"]) == (want["text"], want["words"], want["tokens"])
     assert final["text"], "the model heard nothing of the WAV"
 
@@ -518,7 +519,7 @@ def test_the_example_page_from_a_sub_path_transcribes_a_file_and_the_microphone(
         page.context.close()
 
 
-@pytest.mark.parametrize("config, error_lines", [("tsconfig.json", []), ("tsconfig.misuse.json", [4, 5, 6, 8, 9, 10, 11])])
+@pytest.mark.parametrize("config, error_lines", [("tsconfig.json", []), ("tsconfig.misuse.json", [4, 5, 6, 8, 9, 10, 11, 12])])
 def test_the_typescript_declarations(config, error_lines):
     """tsc (pinned) over a typed use of the API compiles clean against web/phonon.d.ts; over
     misuse.ts it reports an error on each line that misuses the API, and nowhere else."""

@@ -173,7 +173,7 @@ def check_stream(app, run: dict, seconds: float, model: Path, require_text: bool
     within `commit_slack` seconds of its end."""
     samples, rate = app.captured()
     assert rate == run["rate"] and len(samples) / 4 / rate >= seconds - 0.5
-    native = native_stream_of(model, samples, rate)
+    native = native_stream_of(model, samples, rate, run["latency"], run["result"].get("jumps"))
     final = run["result"]
     assert run["metrics"]["dropped_samples"] == 0 and run["metrics"]["refused_seconds"] == 0, \
         "audio was lost between the microphone and the engine"
@@ -205,9 +205,11 @@ def word_errors(text: str, sentences) -> int:
     return edit_distance(normalize(text), normalize(" ".join(sentences)))
 
 
-def native_stream_of(model, samples, rate):
+def native_stream_of(model, samples, rate, latency="fast", jumps=None):
+    """Native `engine stream` over the page's samples with its setting (the demo's microphone:
+    balanced at the live pace) and, where the page fell behind, its jumps replayed."""
     from harness.site_check import native_stream
-    return native_stream(model, samples, rate)
+    return native_stream(model, samples, rate, latency, jumps)
 
 
 def test_microphone_matches_native_stream(browser, server, site, manifest, speech):
@@ -296,8 +298,8 @@ def finish_and_compare(app, seconds: float) -> dict:
     assert len(samples) // 4 == app.phonon("phonon.captureSent")    # float32 bytes
     tiny_site = build_artifact("PHONON_SITE_TINY")
     model = tiny_site / json.loads((tiny_site / "manifest.json").read_text())["model"]["path"]
-    native = native_stream_of(model, samples, rate)
     result, metrics = app.phonon("phonon.result"), app.phonon("phonon.metrics")
+    native = native_stream_of(model, samples, rate, app.phonon("phonon.latency"), result.get("jumps"))
     assert result["tokens"] == native["final"]["tokens"] and result["words"] == native["final"]["words"]
     assert metrics["dropped_samples"] == 0
     return result

@@ -2,7 +2,9 @@
 the full-size synthetic model on one worker decodes slower than the speech plays, so the page
 shows the backlog, the stream decodes every position later, and the final equals native
 `engine stream` over exactly the samples the page captured. (A module of its own: the fake
-microphone needs a browser launched with it, and Playwright's sync API runs one at a time.)"""
+microphone needs a browser launched with it, and Playwright's sync API runs one at a time.)
+The page's live pace, which decodes at the newest audio instead, is tested with the API in
+tests/test_api.py and natively in tests/test_streaming.py; here the page runs at the exact pace.)"""
 
 from __future__ import annotations
 
@@ -32,13 +34,13 @@ def test_the_page_falls_behind_shows_it_and_gives_the_native_tokens():
             write_wav(f, resample(Kernels("scalar"), x, 16000, 48000), 48000, False)
         site = build.cmd_site(argparse.Namespace(model=str(model), out=str(Path(tmp) / "site")))
         with SiteBrowser(fake_mic=wav) as browser, StaticServer({"/app/": site}, isolate=True) as server:
-            app = browser.open(server.url + "/app/?debug=1&threads=1")
+            app = browser.open(server.url + "/app/?debug=1&threads=1&pace=exact")   # every position, later
             assert app.state == "ready", app.alert()
             run = app.listen(seconds + 0.5)
             samples, rate = app.captured()
             shown = app.phonon("window.phonon.mostBehind")
             status = app.page.text_content("#status-text")
-    want = native_stream(model, samples, rate)["final"]
+    want = native_stream(model, samples, rate, run["latency"])["final"]
     metrics = run["metrics"]
     assert run["result"]["tokens"] == want["tokens"] and want["tokens"]
     assert metrics["compute_per_audio"] > 1 and metrics["deferred_seconds"] > 0 and metrics["max_pending_seconds"] > 3

@@ -25,6 +25,10 @@ const ISOLATION_RELOAD = "phonon-web-isolation-reload";
 // no word from an idle engine worker for this long: it died (the API watches; ?debug=1&silence_ms=N
 // shortens it for tests)
 const SILENCE_MS = (DEBUG && Number(params.get("silence_ms"))) || 15000;
+// The microphone's stream: a named setting (the select, or ?latency=) and the live pace (the
+// newest audio when the device falls behind; ?pace=exact decodes every position, later)
+const LATENCY_PARAM = params.get("latency");
+const PACE = params.get("pace") === "exact" ? "exact" : "live";
 // The live text trails the audio by more than BEHIND_S seconds for BEHIND_FOR_MS: the device is
 // slower than real time for this model; the page says so and what would help.
 const BEHIND_S = 5, BEHIND_FOR_MS = 20000;
@@ -34,7 +38,7 @@ const ui = {
   status: $("status-text"), alert: $("alert"), alertText: $("alert-text"), alertAction: $("alert-action"),
   loader: $("loader"), stage: $("load-stage"), bytes: $("load-bytes"), progress: $("load-progress"),
   card: $("drop-zone"), transcript: $("transcript"), committed: $("committed"), tentative: $("tentative"),
-  live: $("live"), mic: $("mic"), micLabel: $("mic-label"), open: $("open-file"), file: $("file"),
+  live: $("live"), mic: $("mic"), micLabel: $("mic-label"), open: $("open-file"), file: $("file"), latency: $("latency"),
   copy: $("copy"), clear: $("clear"), downloads: [...document.querySelectorAll("[data-format]")],
   audio: $("m-audio"), rtf: $("m-rtf"), lag: $("m-lag"), behind: $("m-behind"), tier: $("m-tier"),
   modelName: $("model-name"), modelDescription: $("model-description"), modelOpen: $("model-open"),
@@ -42,6 +46,7 @@ const ui = {
   cancelFile: $("cancel-file"), fileProgress: $("file-progress"),
   restore: $("restore"), restoreText: $("restore-text"), restoreShow: $("restore-show"), restoreDiscard: $("restore-discard"),
 };
+if ([...ui.latency.options].some((o) => o.value === LATENCY_PARAM)) ui.latency.value = LATENCY_PARAM;
 const LOCAL_MODEL = "phonon-web-local-model";     // localStorage: {sha256, name} of an opened .gguf
 
 // What tests and the measuring script read: state, timings (ms since navigation), the last
@@ -74,6 +79,7 @@ function setState(state, text) {
   ui.status.textContent = text || STATUS[state];
   const idle = state === "ready" || state === "done";
   ui.mic.disabled = !(idle || state === "listening") || !captureSupport().ok;
+  ui.latency.disabled = !idle;                    // a stream keeps the setting it opened with
   ui.open.disabled = !idle;
   ui.modelOpen.disabled = !idle;
   const hasText = hasTranscript();
@@ -586,7 +592,10 @@ async function startListening() {
     const context = new AudioContext({ latencyHint: "interactive" });
     const { node, ring } = await captureNode(context, new URL("capture-worklet.mjs", import.meta.url));
     const rate = context.sampleRate;
-    const stream = live.stream = engine.recognizer.stream({ sampleRate: rate, ring });
+    const latency = ui.latency.value, pace = PACE;
+    const stream = live.stream = engine.recognizer.stream({ sampleRate: rate, ring, latency, pace });
+    phonon.latency = latency;
+    phonon.pace = pace;
     stream.addEventListener("partial", (e) => showPartial(stream, e.detail, e.detail.metrics));   // also after stop, while finishing
     stream.addEventListener("commit", (e) => { appendCommitted(e.detail.words); keepCommitted(e.detail); });
     stream.addEventListener("error", (e) => showAlert(`Audio is being refused: ${e.detail.message}`, { info: true }));

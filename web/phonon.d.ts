@@ -107,7 +107,16 @@ export interface StreamView {
 export interface StreamFinal extends Transcript {
   audio_seconds: number;
   metrics: Record<string, number | null>;
+  /** where a live-paced stream decoded at the newest audio instead of at the exact position:
+   *  [exact position, position used] in 16 kHz samples (empty at the exact pace); the native
+   *  CLI's `--replay` decodes the same positions */
+  jumps?: [number, number][];
 }
+
+/** The stream's named settings: how often it decodes while words are tentative (docs/streaming.md). */
+export type StreamLatency = "fast" | "balanced" | "battery";
+/** "exact": every decode position, later if behind (a recording); "live": the newest audio when behind (a microphone). */
+export type StreamPace = "exact" | "live";
 
 export interface StreamEventMap {
   partial: CustomEvent<StreamView>;
@@ -141,6 +150,10 @@ export interface StreamOptions {
   pendingThreshold?: number;
   /** seconds of pending audio past which feed() refuses more ("overrun"; default 1200) */
   maxPending?: number;
+  /** default "fast" */
+  latency?: StreamLatency;
+  /** default "exact" */
+  pace?: StreamPace;
 }
 
 export interface ListenOptions {
@@ -149,6 +162,10 @@ export interface ListenOptions {
   /** as StreamOptions */
   pendingThreshold?: number;
   maxPending?: number;
+  /** default "balanced" */
+  latency?: StreamLatency;
+  /** default "live" */
+  pace?: StreamPace;
 }
 
 export class Stream extends EventTarget {

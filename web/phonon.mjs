@@ -26,6 +26,8 @@ const FILE_STEP_MS = 30000 + 20000 * 40;     // a file step's worst case (one 30
 const STREAM_STEP_MS_PER_SECOND = 10000;
 const MAX_RESTARTS = 3;                      // engine workers restarted under one stream before it fails
 const MAX_PENDING_S = 1200;                  // stream backlog that feed() refuses past (20 min of audio)
+const LATENCIES = ["fast", "balanced", "battery"];   // the stream's named settings (engine StreamConfig.for_latency)
+const PACES = ["exact", "live"];                     // every decode position, or the newest audio when behind
 const CAPTURE_BLOCK = 2048;                  // captureNode(): samples per block the worklet posts
 const RING_SECONDS = 30;                     // captureNode(), cross-origin isolated: audio the worker may lag by
 
@@ -320,10 +322,21 @@ export class Recognizer extends EventTarget {
    *  later. `pendingThreshold` (seconds, default 10): the "pending" event fires when
    *  stream.pending rises above it and when it falls back to half of it. `maxPending` (seconds,
    *  default 1200): feed() refuses (PhononError "overrun", nothing added) audio that would put
-   *  decoding further behind. */
-  stream({ sampleRate, ring = null, pendingThreshold = 10, maxPending = MAX_PENDING_S } = {}) {
+   *  decoding further behind. `latency` (default "fast"): a named setting, "fast" (a decode
+   *  every 0.42 s: the most partials), "balanced" (about half the decoding for the same commit
+   *  lag) or "battery" (fewer, later decodes); docs/streaming.md has what each costs. `pace`
+   *  (default "exact"): "live" decodes at the newest audio when decoding falls behind, so the
+   *  text stays about one decode behind the speaker on a slow device (the final's `jumps` list
+   *  where it did; the native CLI's --replay reproduces the decodes from them). */
+  stream({ sampleRate, ring = null, pendingThreshold = 10, maxPending = MAX_PENDING_S, latency = "fast",
+           pace = "exact" } = {}) {
     this.#usable();
     checkRate(sampleRate);
+    for (const [name, value, allowed] of [["latency", latency, LATENCIES], ["pace", pace, PACES]]) {
+      if (!allowed.includes(value)) {
+        throw new PhononError("state", `${name} must be one of ${allowed.map((v) => `"${v}"`).join(", ")}, got ${JSON.stringify(value)}`);
+      }
+    }
     for (const [name, value, least] of [["pendingThreshold", pendingThreshold, 0], ["maxPending", maxPending, 1]]) {
       if (typeof value !== "number" || !(value > least || (least && value === least)) || value > 3600) {
         throw new PhononError("state", `${name} must be a number of seconds in ${least ? "[1" : "(0"}, 3600], got ${value}`);
@@ -342,7 +355,7 @@ export class Recognizer extends EventTarget {
     // the worker's bound is the backstop for worklet audio; feed() holds the page to maxPending,
     // and the slack keeps a chunk feed() admitted (by the worker's last, rounded report) from
     // being refused there
-    stream.startMessage = { kind: "start", rate: sampleRate, ring, id, maxPending: maxPending + 1 };
+    stream.startMessage = { kind: "start", rate: sampleRate, ring, id, maxPending: maxPending + 1, latency, pace };
     this.#worker.postMessage({ ...stream.startMessage, port: channel.port2 }, [channel.port2]);
     return stream;
   }
@@ -354,9 +367,11 @@ export class Recognizer extends EventTarget {
    *  Resolves to the Stream (events "partial", "commit", "final", ...): `await stream.finish()`
    *  stops the capture after its last block and resolves to the final; `cancel()` stops it too.
    *  The tracks stay the caller's (stop them when done). options.context: an AudioContext to
-   *  use (else one is made, and closed when the stream ends); pendingThreshold, maxPending as
-   *  for stream(). */
-  async listen(media, { context = null, pendingThreshold = 10, maxPending = MAX_PENDING_S } = {}) {
+   *  use (else one is made, and closed when the stream ends); pendingThreshold, maxPending,
+   *  latency and pace as for stream(), but a microphone's defaults: latency "balanced", pace
+   *  "live". */
+  async listen(media, { context = null, pendingThreshold = 10, maxPending = MAX_PENDING_S, latency = "balanced",
+                        pace = "live" } = {}) {
     this.#usable();
     if (typeof MediaStream === "undefined" || !(media instanceof MediaStream) || !media.getAudioTracks().length) {
       throw new PhononError("state", "listen(media): expected a MediaStream with an audio track " +
@@ -372,7 +387,7 @@ export class Recognizer extends EventTarget {
     try {
       let ring;
       ({ node, ring } = await captureNode(context, new URL("capture-worklet.mjs", this.#workerUrl)));
-      stream = this.stream({ sampleRate: context.sampleRate, ring, pendingThreshold, maxPending });
+      stream = this.stream({ sampleRate: context.sampleRate, ring, pendingThreshold, maxPending, latency, pace });
       const port = stream.takePort((next, from) => node.port.postMessage({ kind: "connect", port: next, from }, [next]));
       node.port.postMessage({ kind: "connect", port }, [port]);
       source = context.createMediaStreamSource(media);

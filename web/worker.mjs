@@ -16,7 +16,7 @@
 //                  {kind: "lose-gpu", afterReads}            (debug) the WebGPU device is destroyed mid-decode
 //                  {kind: "destroy-gpu"}                     (debug) ... now, while idle (GPUDevice.lost)
 //                  {kind: "hang-gpu", afterReads, limitMs}   (debug) a later read never settles (the watchdog)
-//                  {kind: "start", rate, port, ring, maxPending, resume}  open a stream; audio arrives
+//                  {kind: "start", rate, port, ring, maxPending, resume, latency, pace}  open a stream; audio arrives
 //                                                           on port (resume: the JSON of the newest
 //                                                           checkpoint of a stream whose worker died,
 //                                                           with its committed prefix: it goes on here)
@@ -786,9 +786,10 @@ class Host {
 // only once every due decode has run.
 
 class LiveStream {
-  constructor(host, { rate, port, ring, id = null, maxPending = null, resume = null }) {
+  constructor(host, { rate, port, ring, id = null, maxPending = null, resume = null, latency = "fast", pace = "exact" }) {
     this.host = host;
-    this.app.start(rate, maxPending ?? undefined, resume ?? undefined);   // JS null is not Python's None
+    // JS null is not Python's None: undefined is
+    this.app.start(rate, maxPending ?? undefined, resume ?? undefined, latency, pace);
     this.id = id;
     this.port = port;
     this.ring = ring ? LiveStream.openRing(ring) : null;

@@ -88,11 +88,15 @@ class Schedule:
         self.next = p + gap
 
     def state(self) -> dict:
-        return {"next": self.next, "last": self.last, "confirming": self.confirming}
+        """JSON values. The jumps go along (a resumed live stream's result lists them all, for a
+        replay of the whole): none while decoding keeps up, one per decode at most while not."""
+        return {"next": self.next, "last": self.last, "confirming": self.confirming,
+                "jumps": sorted([a, b] for a, b in self.jumps.items())}
 
     def restore(self, state: dict) -> None:
         self.next, self.last = state["next"], state["last"]
         self.confirming = state.get("confirming", False)
+        self.jumps = {int(a): int(b) for a, b in state.get("jumps", [])}
 
     def close(self, total: int) -> None:
         """The stream ended at `total` samples: everything is decoded, nothing is pending."""

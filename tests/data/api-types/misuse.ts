@@ -9,5 +9,6 @@ async function misuse(r: Recognizer, samples: Float32Array) {
   const code: number = (await s.finish()).text;       // error: a string
   const direct = new Recognizer();                    // error: the constructor is private (load())
   await r.listen(samples);                            // error: a MediaStream
+  r.stream({ sampleRate: 16000, latency: "instant" }); // error: not a setting
 }
 export { misuse };

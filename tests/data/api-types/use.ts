@@ -25,10 +25,12 @@ async function main(samples: Float32Array, file: Blob): Promise<string> {
   const live: Stream = r.stream({ sampleRate: 48000, ring: new SharedArrayBuffer(1 << 20) });
   const port: MessagePort = live.takePort();
   const media = await navigator.mediaDevices.getUserMedia({ audio: true });
-  const mic: Stream = await r.listen(media, { context: new AudioContext(), pendingThreshold: 5 });
+  const mic: Stream = await r.listen(media, { context: new AudioContext(), pendingThreshold: 5, latency: "battery" });
+  const exact: Stream = r.stream({ sampleRate: 16000, latency: "balanced", pace: "live" });
+  const jumps: [number, number][] = (await exact.finish()).jumps ?? [];
   const spoken: Transcript = await mic.finish();
   const c: Transcript = await r.transcribe(new AudioBuffer({ length: 10, sampleRate: 8000 }), undefined, { name: "x" });
-  console.log(switched.sha256, port, spoken.text, c.text, r.heapBytes, r.kernelHeapBytes, r.details.modelSource, r.tierNote);
+  console.log(switched.sha256, port, spoken.text, c.text, r.heapBytes, r.kernelHeapBytes, r.details.modelSource, r.tierNote, jumps.length);
   r.close();
   return `${a.text} ${b.words.length} ${ids.length} ${final.text} ${bestTier([{ name: "scalar", probe: [] }])} ${r.threads}`;
 }
