@@ -14,7 +14,7 @@ import time
 from .audio import MODEL_RATE, load_audio, resample
 from .family import load as load_model
 from .longform import SteppedTranscription
-from .stream.session import StreamOverrun, StreamSession, live_metrics, stream_metrics
+from .stream.session import StreamConfig, StreamOverrun, StreamSession, live_metrics, stream_metrics
 from .transcribe import Engine
 
 
@@ -31,9 +31,30 @@ def new_buffer(size: int) -> bytearray:
     return bytearray(int(size))
 
 
+class TokensFrom:
+    """A stream's recogniser for benchmarks: each window is decoded by `costly` (the full-size
+    model: the time a decode takes) and by `placing` (a trained model: where its tokens fall),
+    and the tokens are the second's. A synthetic full-size model has random weights and emits
+    tokens everywhere, so its own windows never move into pauses; with these the schedule is a
+    real stream's and the cost the big model's (`build.py bench --live`)."""
+
+    def __init__(self, costly, placing):
+        self.costly, self.placing = costly, placing
+        self.k, self.marks = placing.k, placing.marks
+
+    @property
+    def model(self):
+        return self.placing.model
+
+    def tokens(self, samples, cancelled=None):
+        self.costly.tokens(samples, cancelled=cancelled)
+        return self.placing.tokens(samples, cancelled=cancelled)
+
+
 class WebApp:
     def __init__(self):
         self.engine = self.model = self.session = None
+        self.placing = None                  # (benchmarks) the engine whose tokens a stream takes
         self.file = self.pending = None
         self.gpu = None                      # the GpuKernels of the device in use (load_gpu), or None
         self.tier_note = None                # why this tier runs (r.tierNote)
@@ -200,6 +221,11 @@ class WebApp:
         self.engine, self.model = engine, model
         return self.model_info()
 
+    def place_tokens_with(self, model, tier: str) -> None:
+        """(Benchmarks, the page's debug hooks) Streams opened from now on take their tokens from
+        `model` (bytes of a trained model) while this engine still decodes every window: TokensFrom."""
+        self.placing = (Engine.from_buffer(model, tier), model)     # the bytes stay referenced
+
     def model_info(self) -> str:
         m = self.engine.model
         return json.dumps({"name": m.name, "notice": m.notice, "tier": self.tier, "tierNote": self.tier_note,
@@ -224,7 +250,9 @@ class WebApp:
         input again from the checkpoint's "from"."""
         fields = {} if max_pending_seconds is None else {"max_pending_ms": int(float(max_pending_seconds) * 1000)}
         if resume is None:
-            self.session = self.engine.stream(int(rate), str(latency), pace=str(pace), **fields)
+            config = StreamConfig.for_latency(str(latency), pace=str(pace), **fields)
+            recogniser = self.engine if self.placing is None else TokensFrom(self.engine, self.placing[0])
+            self.session = StreamSession(recogniser, int(rate), config)
             self.received = 0                # samples at the stream's rate that feed() was given
             self.refused = 0                 # ... and refused
             self.refused_spans = []          # [[first, end)] of the refused ones (feed()'s count)

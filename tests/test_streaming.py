@@ -646,8 +646,9 @@ def test_the_balanced_setting_commits_every_word_once_with_less_encoder_work(fak
         final = stream_samples(session, x, 320)["final"]
         assert [(t["id"], t["frame"], t["duration"]) for t in final["tokens"]] == batch, latency
         got[latency] = session.stats
-    assert got["balanced"].decoded_audio < 0.7 * got["fast"].decoded_audio
-    assert got["battery"].decodes <= got["balanced"].decodes < got["fast"].decodes
+    for cheaper in ("balanced", "battery"):     # (on 8 s the two need not order: their positions differ)
+        assert got[cheaper].decoded_audio < 0.7 * got["fast"].decoded_audio, cheaper
+        assert got[cheaper].decodes < got["fast"].decodes, cheaper
     with pytest.raises(StreamError, match="latency must be one of fast, balanced, battery"):
         StreamConfig.for_latency("instant")
     assert StreamConfig.for_latency("balanced", hop_ms=300).hop_ms == 300

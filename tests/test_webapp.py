@@ -277,3 +277,29 @@ def test_a_streams_samples_are_copied_at_most_twice_before_the_frontend(app):
     assert samples.obj is window.audio and len(samples) == len(chunk)
     assert bytes(samples) == bytes(chunk)
     app.cancel_stream()
+
+
+def test_a_stream_can_take_its_tokens_from_another_models_decodes(app, tiny_gguf_path):
+    """(bench --live) The engine decodes every window, the placing model's tokens are the
+    stream's: the tiny random model's cost on the trained model's schedule, in a balanced
+    stream at the live pace: the trained model's own stream, token for token."""
+    engine = Engine.open(MODEL, "scalar", 1)
+    audio = load_audio(engine.k, WAV.read_bytes())
+    want = stream_samples(engine.stream(16000, "balanced", pace="live"), audio, 1600)["final"]
+    costly = WebApp()
+    tiny = new_buffer(tiny_gguf_path.stat().st_size)
+    tiny[:] = tiny_gguf_path.read_bytes()
+    costly.load(tiny, "scalar")
+    windows = []
+    decode = costly.engine.tokens
+    costly.engine.tokens = lambda samples, cancelled=None: windows.append(len(samples)) or decode(samples, cancelled)
+    placing = new_buffer(MODEL.stat().st_size)
+    placing[:] = MODEL.read_bytes()
+    costly.place_tokens_with(placing, "scalar")
+    costly.start(16000, None, None, "balanced", "live")
+    for i in range(0, len(audio), 1600):
+        costly.feed(memoryview(audio[i:i + 1600]))
+        costly.partial()
+    got = json.loads(costly.finish())["result"]
+    assert got["tokens"] == json.loads(json.dumps(want["tokens"])) and got["text"] == want["text"]
+    assert len(windows) == got["stats"]["decodes"] > 3

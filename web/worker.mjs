@@ -1045,6 +1045,12 @@ self.onmessage = ({ data }) => guard(async () => {
     case "destroy-gpu": if (host.debug && host.gpu.active) host.app.gpu_device().destroy(); return;  // tests: lost while idle
     case "hang-gpu": if (host.debug && host.gpu.active) return host.gpu.call(host.app.hang_gpu, data.afterReads || 0, data.limitMs || 2000);  // tests: a hung read
     case "csp-probe": if (host.debug) post({ kind: "csp-probe", evalBlocked: evalBlocked() }); return;   // tests: the policy holds
+    case "place-tokens-with": {     // (debug, bench --live) streams take their tokens from this model's decodes
+      if (!host.debug) return;
+      const buffer = host.runtime.bytes(new Uint8Array(data.bytes));
+      try { host.app.place_tokens_with(buffer, data.tier || "scalar"); } finally { buffer.destroy(); }
+      return post({ kind: "tokens-placed" });
+    }
     case "captured": {
       const all = host.capturedSamples();
       return post({ kind: "captured", samples: all }, [all.buffer]);

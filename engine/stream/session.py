@@ -79,8 +79,8 @@ CHECKPOINT_FORMAT = "phonon-stream-checkpoint-1"
 # between decodes while words are tentative. Their measured work and lag: docs/streaming.md.
 LATENCY = {
     "fast": {},                                           # the defaults: the seed's clock, a decode every hop
-    "balanced": {"interval_ms": 1000, "confirm_ms": 200, "final_pause_ms": 320},
-    "battery": {"interval_ms": 1400, "confirm_ms": 200, "final_pause_ms": 320},
+    "balanced": {"interval_ms": 1200, "confirm_ms": 200, "final_pause_ms": 320},
+    "battery": {"interval_ms": 1600, "confirm_ms": 200, "final_pause_ms": 320},
 }
 COMMON_RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000)
 
