@@ -892,6 +892,10 @@ def cmd_bench(args):
         build_test_sites()
         run([VENV_PY, "-m", "harness.bench_behind"], cwd=ROOT, env=test_env())
         return
+    if args.live:                           # the full-size model fed at real time, today's schedule and the live one
+        build_test_sites()
+        run([VENV_PY, "-m", "harness.bench_live"], cwd=ROOT, env=test_env())
+        return
     if args.soak:                           # issue 49: a long session's poll cost, messages and memory
         minutes = ["--minutes", str(args.minutes)] if args.minutes else []
         if args.engine:                     # in a browser engine, through the package's API
@@ -1086,6 +1090,9 @@ def main(argv=None):
                        help="only the full-size model on the default model's streaming schedule, Chromium 1 vs 2 workers")
     bench.add_argument("--behind", action="store_true",
                        help="only streams that fall behind: lag reached and catch-up time in Chromium, API and page")
+    bench.add_argument("--live", action="store_true",
+                       help="only the full-size model fed at real time for 3 minutes, natively (1 thread) and in Chromium "
+                            "(1 and 2 workers): today's schedule beside the microphone's (harness/bench_live.py)")
     bench.add_argument("--soak", action="store_true",
                        help="only a long live session (default 180 minutes of generated speech): poll cost, message "
                             "size and memory over time, through the engine worker's WebApp (harness/bench_soak.py)")

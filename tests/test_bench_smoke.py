@@ -60,6 +60,7 @@ SMOKED = {
     "harness.bench_schedule": "test_schedule",
     "harness.bench_overhead": "test_overhead_against_this_checkout_as_its_own_base",
     "harness.bench_behind": "test_behind_sections_on_the_tiny_model",
+    "harness.bench_live": "test_live_on_the_tiny_model",
     "harness.bench_engines": "test_engines",
     "harness.bench_webgpu": "test_webgpu",
     "harness.webgpu_cost": "test_webgpu_cost_model",
@@ -144,6 +145,7 @@ BENCH_VARIANTS = {
     ("--ort",): [["harness.bench_ort_encoder"]],
     ("--schedule",): [["harness.bench_schedule"]],
     ("--behind",): [["harness.bench_behind"]],
+    ("--live",): [["harness.bench_live"]],
     ("--soak",): [["harness.bench_soak"]],
     ("--soak", "--minutes", "30"): [["harness.bench_soak", "--minutes", "30.0"]],
     ("--soak", "--engine", "firefox", "--minutes", "60", "--pace", "2"):
@@ -626,6 +628,26 @@ def test_behind_sections_on_the_tiny_model(tiny_bench_model):
     for r in rows:
         assert r["native_tokens"] and not r.get("errors"), r
         assert r["compute_per_audio"] > 0 and r["max_pending_seconds"] is not None
+
+
+@pytest.mark.browser
+def test_live_on_the_tiny_model(tmp_path):
+    """`build.py bench --live` (harness.bench_live) feeds three minutes at real time to each of six
+    runs: here 4 s of speech, the tiny model paying for the decodes (the trained model still
+    places the tokens), natively and in Chromium with one worker, today's schedule and the live one."""
+    build_artifact("PHONON_PACKAGE")
+    out = tmp_path / "live.json"
+    run("harness.bench_live", "--size", "tiny", "--seconds", "4", "--workers", "1", "--json", out)
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["runtime"], r["latency"], r["pace"]) for r in rows] == [
+        ("native", "fast", "exact"), ("native", "balanced", "live"),
+        ("chromium", "fast", "exact"), ("chromium", "balanced", "live")]
+    for r in rows:
+        assert r["compute_per_audio"] > 0 and r["placing_per_audio"] > 0 and r["words"] > 0, r
+        assert r["waiting"]["max"] is not None and r["commit_lag"]["p50"] is not None, r
+        assert r["first_partial_seconds"] is not None and r["decodes"] > 0, r
+    fast, balanced = rows[0], rows[1]
+    assert balanced["decoded_audio_per_second"] < fast["decoded_audio_per_second"]
 
 
 @pytest.mark.browser

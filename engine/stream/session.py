@@ -113,7 +113,8 @@ class StreamConfig:
     agree_context_ms: int = 600     # rule 1: audio the earlier of two agreeing decodes had after it
     short_window_ms: int = 2400     # rule 1: ... right_context if its window was shorter than this
     hop_ms: int = 420               # the gap between positions while listening (nothing tentative)
-    interval_ms: int = 420          # rule 3: the least gap between decodes while words are tentative
+    interval_ms: int | None = None  # rule 3: the least gap between decodes while words are tentative
+                                    # (None: hop_ms, the seed's clock)
     confirm_ms: int = 0             # the gap after a decode that left words ready to agree (0: none)
     max_interval_ms: int = 800      # rule 3: the interval grows with the window up to this
     interval_divisor: int = 10      # rule 3: ... as the window / this
@@ -130,6 +131,8 @@ class StreamConfig:
         for name in ("right_context_ms", "hop_ms", "interval_ms", "max_interval_ms", "max_window_ms",
                      "idle_keep_ms", "max_pending_ms"):
             value = getattr(self, name)
+            if name == "interval_ms" and value is None:
+                continue
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise StreamError(f"{name} must be a positive int of milliseconds, got {value!r}")
         for name in ("min_pause_ms", "agree_context_ms", "short_window_ms", "confirm_ms", "final_pause_ms"):
@@ -204,7 +207,8 @@ class StreamSession:
         self.stats = StreamStats()
         c = self.config
         self.schedule = Schedule(c.samples("hop_ms"), c.samples("max_interval_ms"), c.interval_divisor,
-                                 interval=c.samples("interval_ms"), confirm=c.samples("confirm_ms"),
+                                 interval=None if c.interval_ms is None else c.samples("interval_ms"),
+                                 confirm=c.samples("confirm_ms"),
                                  pace=c.pace, replay=replay_jumps(replay))
         self.policy = CommitPolicy(c.samples("right_context_ms"), c.samples("agree_context_ms"),
                                    c.samples("short_window_ms"))
