@@ -131,7 +131,7 @@ def mic_runs(models: dict, x: np.ndarray) -> list:
                 with StaticServer({"/app/": site}, isolate=True) as server:
                     print(f"  {name} model on the fake microphone, {seconds:.0f} s ...", flush=True)
                     # the exact pace: every position decoded, later (what falling behind costs)
-                    app = browser.open(server.url + "/app/?debug=1&threads=1&pace=exact")
+                    app = browser.open(server.url + "/app/?debug=1&threads=1&latency=fast&pace=exact")
                     assert app.state == "ready", app.alert()
                     started = time.perf_counter()
                     run = app.listen(seconds + 0.5)
