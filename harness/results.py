@@ -319,8 +319,31 @@ def soak_browser_table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def live_table(result: dict) -> str:
+    """results/live.json (harness/bench_live.py): each runtime with today's schedule and the live one."""
+    f = result["figures"]
+    lines = [f"Measured {result['date']} at commit {result['commit']} on {f['cpu']}"
+             + (f", {result['browser']}" if result.get("browser") else "")
+             + f": `{result['command']}`, {f['audio_seconds']} s of speech, {f['model']} paying, {f['placing_model']} placing.",
+             "",
+             "| where | schedule | compute / audio s | decoded audio / audio s | most waiting s | waiting p50 / p95 s | "
+             "first partial s | commit lag p50 / p95 s | after end s | jumps |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    schedules = {("fast", "exact"): "today's (fast, exact pace)", ("balanced", "live"): "live (balanced, live pace)"}
+    for x in f["rows"]:
+        plural = "s" if x["workers"] > 1 else ""
+        where = (f"native, {x['tier']}, 1 thread" if x["runtime"] == "native"
+                 else f"Chromium, wasm_relaxed_simd, {x['workers']} worker{plural}")
+        schedule = schedules.get((x["latency"], x["pace"]), f"{x['latency']}, {x['pace']} pace")
+        lines.append(f"| {where} | {schedule} | {x['compute_per_audio']:.2f} | {x['decoded_audio_per_second']:.2f} | "
+                     f"{x['max_pending_seconds']:.1f} | {x['waiting']['p50']:.1f} / {x['waiting']['p95']:.1f} | "
+                     f"{x['first_partial_seconds']:.2f} | {x['commit_lag']['p50']:.1f} / {x['commit_lag']['p95']:.1f} | "
+                     f"{x['finish_seconds']:.1f} | {x['jumps']} |")
+    return "\n".join(lines) + "\n"
+
+
 RENDERERS = {"soak-native": soak_table, "soak-browser": soak_browser_table, "behind": behind_table, "engines": engines_table, "webgpu": webgpu_table,
-             "webgpu-versus": webgpu_versus_table, "webgpu-estimates": webgpu_estimates_table, "suite": suite_table}
+             "webgpu-versus": webgpu_versus_table, "live": live_table, "webgpu-estimates": webgpu_estimates_table, "suite": suite_table}
 
 
 def rendered(name: str, folder: Path = RESULTS) -> str:
