@@ -145,7 +145,11 @@ def stream_command(args) -> int:
         engine = Engine.open(args.model, args.tier, args.threads)
         samples, rate = load_pcm(engine.k, Path(args.file).read_bytes(), args.raw_rate)
         tuned = {name: getattr(args, name) for name in STREAM_TUNABLES if getattr(args, name) is not None}
-        replay = json.loads(args.replay) if args.replay else None
+        try:
+            replay = json.loads(args.replay) if args.replay else None
+        except ValueError:
+            raise StreamError(f"--replay: expected a stream result's jumps as JSON, [[exact, used], ...], "
+                              f"got {args.replay[:40]!r}") from None
         session = engine.stream(rate, args.latency, replay, pace=args.pace, **tuned)
         chunk = max(1, round(args.chunk_ms * rate / 1000))
 
