@@ -463,7 +463,7 @@ TINY_DESCRIPTION = "Random weights, for tests only: it runs the whole pipeline, 
 
 
 def gpu_self_test(path: Path) -> dict:
-    """What the page's WebGPU known-answer check expects of this model (issue 39): the native
+    """What the page's WebGPU known-answer check expects of this model: the native
     scalar tier's encoder outputs of engine/executors/webgpu/self_test.py's fixed features, as a sha256
     (cpu_digest), and how many feature frames each encode has."""
     cmd_native()
@@ -882,13 +882,13 @@ def cmd_test(args):
 
 def cmd_bench(args):
     build_all()
-    if args.ort:                            # issue 23 item 4: the peer on the same encoder
+    if args.ort:                            # the peer on the same encoder
         run([VENV_PY, "-m", "harness.bench_ort_encoder"], cwd=ROOT, env=test_env())
         return
-    if args.schedule:                       # issue 23 item 5: full-size streaming, realistic schedule
+    if args.schedule:                       # full-size streaming, realistic schedule
         run([VENV_PY, "-m", "harness.bench_schedule"], cwd=ROOT, env=test_env())
         return
-    if args.behind:                         # issue 41: a stream slower than real time loses nothing
+    if args.behind:                         # a stream slower than real time loses nothing
         build_test_sites()
         run([VENV_PY, "-m", "harness.bench_behind"], cwd=ROOT, env=test_env())
         return
@@ -896,7 +896,7 @@ def cmd_bench(args):
         build_test_sites()
         run([VENV_PY, "-m", "harness.bench_live"], cwd=ROOT, env=test_env())
         return
-    if args.soak:                           # issue 49: a long session's poll cost, messages and memory
+    if args.soak:                           # a long session's poll cost, messages and memory
         minutes = ["--minutes", str(args.minutes)] if args.minutes else []
         if args.engine:                     # in a browser engine, through the package's API
             build_test_sites()
@@ -905,17 +905,17 @@ def cmd_bench(args):
         else:
             run([VENV_PY, "-m", "harness.bench_soak", *minutes], cwd=ROOT, env=test_env())
         return
-    if args.engines:                        # issue 40 item 5: the browser engines side by side
+    if args.engines:                        # the browser engines side by side
         build_test_sites()
         run([VENV_PY, "-m", "harness.bench_engines"], cwd=ROOT, env=test_env())
         return
-    if args.webgpu:                         # issue 39 item 6: the encoder on this machine's WebGPU adapter
+    if args.webgpu:                         # the encoder on this machine's WebGPU adapter
         run([VENV_PY, "-m", "harness.bench_webgpu"], cwd=ROOT, env=test_env())
         return
-    if args.overhead:                       # issue 23 step 3: per-call overhead against a baseline
+    if args.overhead:                       # per-call overhead against a baseline
         run([VENV_PY, "-m", "harness.bench_overhead", "--base", Path(args.overhead).resolve()], cwd=ROOT, env=test_env())
         return
-    if args.split:                          # issue 23: the encoder split across threads / workers
+    if args.split:                          # the encoder split across threads / workers
         run([VENV_PY, "-m", "harness.bench_threads"], cwd=ROOT, env=test_env())
         run([VENV_PY, "-m", "harness.bench_workers"], cwd=ROOT, env=test_env())
         return

@@ -400,7 +400,7 @@ async def bench_workers(model, tier, counts, seconds, repeats):
 
 
 # ------------------------------------------------------------------------------------------
-# WebGPU (issue 39): the harness page in a Chromium launched with harness.runtimes
+# WebGPU: the harness page in a Chromium launched with harness.runtimes
 # Chromium(webgpu=True)
 
 @job

@@ -1,4 +1,4 @@
-"""A stream that falls behind, measured in Chromium (issue 41): how far behind it gets, how long
+"""A stream that falls behind, measured in Chromium: how far behind it gets, how long
 it takes to catch up after the audio ends, and that it still gives the native tokens.
 
 1. The JavaScript API at real-time pace: a recording of generated speech (harness/long_speech)

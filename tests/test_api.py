@@ -308,7 +308,7 @@ def test_a_returning_visit_starts_from_the_kept_snapshot_with_the_native_tokens(
 
 
 def test_a_worker_that_dies_mid_stream_is_restarted_and_the_stream_loses_nothing(page, native):
-    """Issue 49: the heartbeat notices a dead worker during a stream; a new worker loads the
+    """The heartbeat notices a dead worker during a stream; a new worker loads the
     model and resumes the stream from its newest checkpoint, the Stream feeds it its input from
     there (the audio fed during the restart included), and the final transcript, tokens and
     word times are the native stream's over the same samples; the committed words arrived once
@@ -361,7 +361,7 @@ def test_a_worker_that_dies_mid_stream_is_restarted_and_the_stream_loses_nothing
 
 
 def test_a_worker_that_dies_under_a_worklet_stream_without_reconnect_fails_it_with_the_reason(page, native):
-    """Issue 41/49: a stream whose port went to a worklet that cannot feed a new worker (no
+    """A stream whose port went to a worklet that cannot feed a new worker (no
     onReconnect) cannot go on: finish() and pendingBelow() reject with why (code "worker"),
     not with "closed", and the message says why no restart was possible."""
     got = page.evaluate(with_code_of("""async ({ samples }) => {
@@ -391,7 +391,7 @@ def test_a_worker_that_dies_under_a_worklet_stream_without_reconnect_fails_it_wi
 
 
 def test_audio_a_worklet_sends_past_max_pending_is_refused_said_and_counted(page, native):
-    """Issue 41: audio that reaches the worker on the stream's port (as an AudioWorklet sends it,
+    """Audio that reaches the worker on the stream's port (as an AudioWorklet sends it,
     no feed() to check it first) past maxPending is refused there, said by an "error" event with
     code "overrun" and counted in the final metrics; the stream goes on."""
     got = page.evaluate("""async ({ samples }) => {

@@ -194,7 +194,7 @@ def check_stream(app, run: dict, seconds: float, model: Path, require_text: bool
     assert first_commit["t"] > first_partial["t"] and first_commit["t"] - start < (seconds + commit_slack) * 1000
 
 
-TRAINED_MODEL = "phonon-small.gguf"      # the shipped default once issue 7's model is in models/
+TRAINED_MODEL = "phonon-small.gguf"      # the shipped trained model in models/
 MAX_WORD_ERRORS = 1                      # of the 12 words the fake microphone says
 
 

@@ -1,4 +1,4 @@
-"""The demo page on Chromium's fake microphone while the engine really falls behind (issue 41):
+"""The demo page on Chromium's fake microphone while the engine really falls behind:
 the full-size synthetic model on one worker decodes slower than the speech plays, so the page
 shows the backlog, the stream decodes every position later, and the final equals native
 `engine stream` over exactly the samples the page captured. (A module of its own: the fake

@@ -583,7 +583,7 @@ def test_first_partial_latency_is_none_for_silence(scalar):
 
 
 def test_the_default_model_fed_from_another_thread_at_random_rates_gives_the_cli_tokens():
-    """Issue 41: a minute of generated speech fed by another thread in random chunks with random
+    """A minute of generated speech fed by another thread in random chunks with random
     pauses, decoded by this thread a random number of decodes at a time at random moments (so
     decoding falls behind and catches up), gives the final tokens of the CLI's way (4096-sample
     chunks, partial() after each), bit for bit."""

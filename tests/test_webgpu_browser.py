@@ -1,4 +1,4 @@
-"""The GPU executor in the browser (issue 39): in Pyodide in headless Chromium, WebGPU on
+"""The GPU executor in the browser: in Pyodide in headless Chromium, WebGPU on
 SwiftShader (a CPU emulation: correctness only), the engine with its encoder's linears on the
 page's GPUDevice (engine/executors/webgpu/browser.py BrowserDevice: wgpu-py's calls on the browser's API,
 mapAsync and the other promises awaited through JSPI) gives the native scalar tier's encoder
