@@ -62,7 +62,7 @@ def summary(records: list) -> str:
 
 
 def ratios(records: list) -> str:
-    """The targets of issue 2 as ratios of records measured in the same runtime."""
+    """The kernel targets as ratios of records measured in the same runtime."""
     def gm(runtime, tier, op):
         return {(r["O"], r["K"], r["N"]): r["gmacs"] for r in records
                 if r["runtime"] == runtime and r["tier"] == tier and r["op"] == op}

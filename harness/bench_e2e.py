@@ -1,4 +1,4 @@
-"""End-to-end benchmark on the full-size synthetic Phonon-2 (issue 4): RTFx on 10 s and 30 s
+"""End-to-end benchmark on the full-size synthetic Phonon-2: RTFx on 10 s and 30 s
 of audio natively (each native tier) and in Chromium (each wasm tier), the time split by
 section (engine/timing.py), native peak RSS and the browser's wasm heap.
 

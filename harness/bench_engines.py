@@ -1,4 +1,4 @@
-"""The browser engines side by side (issue 40 item 5): start-up, RTFx and memory of the
+"""The browser engines side by side: start-up, RTFx and memory of the
 package's JavaScript API in Chromium, Firefox ESR and WebKitGTK (as shipped, and with
 JSC_useSharedArrayBuffer=1), each engine named with its version.
 

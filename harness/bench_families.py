@@ -1,4 +1,4 @@
-"""Size and speed of the model families (issue 26 item 4): synthetic weights of the real shapes,
+"""Size and speed of the model families: synthetic weights of the real shapes,
 converted the way users convert the real ones, then the GGUF's bytes, the engine worker's wasm
 heap and Chromium's RTFx on 10 s of speech-like audio (the better of two runs), one worker, a
 fresh browser per model.

@@ -1,4 +1,4 @@
-"""The peer on the same encoder (issue 23, item 4): ONNX Runtime running the full-size synthetic
+"""The peer on the same encoder: ONNX Runtime running the full-size synthetic
 Phonon-2 encoder, against this engine, at 1 and 2 threads/workers, on 10 s and 30 s of
 features - natively (onnxruntime, CPU provider) and in Chromium (onnxruntime-web, wasm backend,
 the pinned npm build), each in one process / one browser session.

@@ -1,5 +1,5 @@
 """The default model's batch speed against a baseline commit, side by side on this machine
-(issue 23: "default model >= 4x today's, natively and in Chromium, both measured in one run").
+(the aim: "default model >= 4x today's, natively and in Chromium, both measured in one run").
 
     git worktree add /tmp/base 5d05e65 && (cd /tmp/base && ln -s $PWD/.venv $PWD/.cache . ;
         python3 build.py native wheel)                 # once: the baseline, built

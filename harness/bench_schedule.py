@@ -1,4 +1,4 @@
-"""The full-size model streaming on a realistic schedule (issue 23, item 5), in Chromium with
+"""The full-size model streaming on a realistic schedule, in Chromium with
 one and two workers: the windows the default trained model's stream decodes on the release's
 long recordings (`training.release.stream_vs_batch`'s recordings: held-out sentences joined by
 0.3-2 s pauses), each decoded by the full-size synthetic model (encoder + TDT greedy), the two

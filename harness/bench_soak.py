@@ -1,4 +1,4 @@
-"""A long live session, measured (issue 49): does a poll cost the same at hour three as at
+"""A long live session, measured: does a poll cost the same at hour three as at
 minute five, and does memory stay flat?
 
 Natively, through engine/webapp.py's WebApp (the module the browser's engine worker runs, with

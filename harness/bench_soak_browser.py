@@ -1,4 +1,4 @@
-"""A long live session in a browser engine (issue 49 item 5): do the poll's cost, the message
+"""A long live session in a browser engine: do the poll's cost, the message
 the page receives, the engine worker's heap and the page's own heap stay flat as the session
 grows, and is the transcript still native's at the end?
 

@@ -1,4 +1,4 @@
-"""Streaming benchmarks (issue 5).
+"""Streaming benchmarks.
 
     python3 -m harness.bench_stream [--json FILE] [--runtimes native,chromium] [--hops 400,800]
                                     [--size full|tiny] [--utterances 8]

@@ -1,4 +1,4 @@
-"""Encoder threads, side by side in one process (issue 23): the full-size synthetic model (and
+"""Encoder threads, side by side in one process: the full-size synthetic model (and
 the default model) encoding the same audio with 1..N threads, runs interleaved so that the
 machine's noise hits every count alike; median seconds, speed-up against 1 thread, and the
 encoder output's digest (the same for every count, or this exits non-zero).

@@ -1,4 +1,4 @@
-"""The encoder on a WebGPU device (issue 39 item 6): the GPU executor (engine/executors/webgpu/executor.py)
+"""The encoder on a WebGPU device: the GPU executor (engine/executors/webgpu/executor.py)
 natively through PyPI wgpu on whatever adapter this machine has, named (vendor, architecture,
 device, backend), against the best native CPU tier with one thread in the same process.
 

@@ -1,4 +1,4 @@
-"""Kernel workers in Chromium, side by side in one browser session (issue 23, browser workers):
+"""Kernel workers in Chromium, side by side in one browser session:
 the full-size synthetic model encoding the same audio with the engine worker alone and with 1..N
 kernel workers beside it (web/kernel-pool.mjs), runs interleaved so the machine's noise hits
 every count alike; median seconds, speed-up against one worker, the encoder output's digest

@@ -1,5 +1,5 @@
-"""Where the default model's time goes, by C entry point, natively and in Chromium (issue 23,
-step 3's profile): every ctypes call of one engine counted and timed from Python (so each
+"""Where the default model's time goes, by C entry point, natively and in Chromium:
+every ctypes call of one engine counted and timed from Python (so each
 includes its crossing), on samples/two-commands.wav, the last of three runs.
 
     .venv/bin/python -m harness.profile_crossings [--model models/phonon-small.gguf] [--top 12]

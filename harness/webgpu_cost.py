@@ -1,4 +1,4 @@
-"""A cost model of the WebGPU tier's shaders (issue 47 item 4): integer operations per dispatch,
+"""A cost model of the WebGPU tier's shaders: integer operations per dispatch,
 counted from each shader's loop structure and the per-operation costs below, so that the work
 of an encode can be read per kernel and checked against a per-kernel time (harness/bench_webgpu.py
 prints both; harness/webgpu_profile.py records the dispatches and times them).

@@ -1,4 +1,4 @@
-"""Per-kernel time and dispatch record of the WebGPU tier (issue 47 item 4), natively (wgpu-py).
+"""Per-kernel time and dispatch record of the WebGPU tier, natively (wgpu-py).
 
     profile = DispatchProfile(gpu)        # gpu: an engine.executors.webgpu.device.GpuKernels
     engine.encode(audio)                  # every pass that GpuKernels runs is recorded

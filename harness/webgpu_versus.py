@@ -1,5 +1,5 @@
 """The WebGPU tier at an older commit side by side with this checkout, per kernel, on this
-machine's adapter (issue 47: "side by side with 6464175 on one machine").
+machine's adapter ("side by side with 6464175 on one machine").
 
     python3 -m harness.webgpu_versus 6464175 [--size full|default|tiny] [--seconds 10] [--json F]
                                              [--rounds 2] [--repeats 2] [--old-tree DIR] [--no-result]

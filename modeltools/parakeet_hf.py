@@ -1,4 +1,4 @@
-"""NVIDIA Parakeet-TDT checkpoints as transformers saves them -> the engine's GGUF (issue 26).
+"""NVIDIA Parakeet-TDT checkpoints as transformers saves them -> the engine's GGUF.
 
     python3 -m modeltools convert parakeet --hf DIR --weights int8 --out X.gguf [--verify]
 

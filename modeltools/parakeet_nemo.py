@@ -1,4 +1,4 @@
-"""NVIDIA's own `.nemo` checkpoints of Parakeet-TDT -> the engine's GGUF, without NeMo (issue 26).
+"""NVIDIA's own `.nemo` checkpoints of Parakeet-TDT -> the engine's GGUF, without NeMo.
 
     python3 -m modeltools convert parakeet --nemo FILE.nemo [--weights int8|fv5] --out X.gguf [--verify]
 

@@ -6,7 +6,7 @@ real conversion path. Random weights, deterministic from a seed: they recognise 
 
 tiny: 2 layers, d_model 32 (a few tens of KB; committed under tests/data/ for fast tests).
 full: Phonon-2's shapes (24 layers, d_model 1024, 604M five-value weights) with levels drawn
-at seed 000's frequencies (9.1/15.3/51.3/15.3/9.1 %); generated on demand, never committed.
+at the published release's frequencies (9.1/15.3/51.3/15.3/9.1 %); generated on demand, never committed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from . import fermion
 from engine.parakeet_tdt.layout import PHONON2, Dims, INT_TABLES, records
 
-LEVEL_FREQUENCIES = (0.091, 0.153, 0.513, 0.153, 0.090)   # -hi, -lo, 0, +lo, +hi (seed 000)
+LEVEL_FREQUENCIES = (0.091, 0.153, 0.513, 0.153, 0.090)   # -hi, -lo, 0, +lo, +hi (the published release)
 TINY = Dims(d_model=32, n_layers=2, n_heads=2, ff_dim=64, conv_kernel=9, sub_channels=8,
             n_mels=128, pred_hidden=16, pred_layers=2, joint_hidden=16, vocab_size=40, n_durations=5)
 SIZES = {"tiny": TINY, "full": PHONON2}

@@ -1,4 +1,4 @@
-"""phonon-web in a web developer's Vite, webpack and esbuild apps (issues 40, 48), built by the
+"""phonon-web in a web developer's Vite, webpack and esbuild apps, built by the
 recipes of README and the package's README: the package installed from the tarball `build.py
 package --pack` writes (the API bundled from node_modules), its folder served as static assets
 beside the bundle (Vite: copied to public/phonon-web/; webpack: copy-webpack-plugin; esbuild:

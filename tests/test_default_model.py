@@ -19,14 +19,14 @@ from training import corpus  # noqa: E402 - the project's own module: a broken i
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "phonon-small.gguf"
 SEED = 9                      # the release's WER used seed 1; these utterances are new to it
-N = 40                        # ~320 words: a model at issue 7's 5% target has a standard error
+N = 40                        # ~320 words: a model at a 5% WER target has a standard error
                               # near 2% here, so WER_BAR is the target plus about 2.5 of those
 WER_BAR = 0.10                # (decided before the model it first gated was measured; with 8
                               # utterances one misheard name moved WER by 5 points)
 STREAMED = 5                  # short utterances that must stream to exactly the batch text
 
 if not MODEL.exists():
-    pytest.skip("models/phonon-small.gguf is not trained yet (issue 7: python3 -m training.train, "
+    pytest.skip("models/phonon-small.gguf is not trained yet (python3 -m training.train, "
                 "then python3 -m training.release)", allow_module_level=True)
 
 
@@ -75,7 +75,7 @@ def test_stream_equals_batch_on_short_utterances(engine, heldout):
 
 
 def test_int8_tokens_follow_the_float_reference(engine, heldout):
-    """Issue 4: the engine's int8 path against the float64 reference: the same tokens wherever
+    """The engine's int8 path against the float64 reference: the same tokens wherever
     the reference's best and second joint logits, of the tokens and of the durations, are not
     a near-tie (a duration tie moves every later frame: small-v13 has one, gap 0.04, in the
     third of these utterances). Twelve utterances, at least three without a near-tie: small-v18a
@@ -106,7 +106,7 @@ def test_heldout_transcripts_identical_in_chromium(engine, heldout):
 
 
 def test_quiet_tail_skips_decodes(engine, heldout):
-    """Seed 001's case: speech then a long quiet tail (-60 dB noise): rule 5 skips the decodes
+    """The native runtime's hard case: speech then a long quiet tail (-60 dB noise): rule 5 skips the decodes
     over it (the seed: 32 decodes -> 22) and the text does not change."""
     speech = np.concatenate([x for _, x in heldout[:3]])
     rng = np.random.default_rng(1)

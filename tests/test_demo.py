@@ -1,4 +1,4 @@
-"""`python3 build.py demo` picks its model (issue 25 item 2): with the network cut it serves the
+"""`python3 build.py demo` picks its model: with the network cut it serves the
 bundled model and says why, in the terminal and on the page; after `build.py fetch phonon-2
 --from URL` (a loopback server standing in for the release host) `build.py demo --model
 phonon-2` serves the converted model and the page names it."""

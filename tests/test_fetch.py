@@ -1,4 +1,4 @@
-"""`python3 -m modeltools fetch phonon-2` (issue 25 item 1) against a loopback server standing in
+"""`python3 -m modeltools fetch phonon-2` against a loopback server standing in
 for Hugging Face: download, Range resume, pins, conversion into the cache, idempotence, and
 the failures (wrong digest or size, 404, a stalled or dropped connection) leaving nothing
 half-written behind. The archive is the tiny synthetic model packed the way the release is."""

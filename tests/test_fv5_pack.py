@@ -10,7 +10,7 @@ from modeltools.fv5 import pack_b5x3t7, unpack_b5x3t7
 from engine.kernels import fv5_block_bytes
 
 SPEC_K = (8, 16, 24, 48, 80, 256, 1024, 4096)
-LEVEL_FREQ = (0.091, 0.153, 0.513, 0.153, 0.090)   # seed 000's measured level frequencies
+LEVEL_FREQ = (0.091, 0.153, 0.513, 0.153, 0.090)   # the published release's level frequencies
 
 
 def spec_pack_literal(codes: np.ndarray) -> bytes:

@@ -1,4 +1,4 @@
-"""One naming rule for kernel tiers (kernels/common.h, issue 38 item 5): what a SIMD tier's own
+"""One naming rule for kernel tiers (kernels/common.h): what a SIMD tier's own
 files (`kernels/<op>__<tier>.c`, `<part>__<tier>.h`) define at the top level is an entry point
 `<op>__<tier>` or a helper, type or constant `pk_<name>_<tier>` of that tier; the code written
 once for several tiers lives in `*_impl.h`. (The scalar files are the specification and the

@@ -1,4 +1,4 @@
-"""Kernel workers in Chromium (issue 23, browser workers; web/kernel-pool.mjs,
+"""Kernel workers in Chromium (web/kernel-pool.mjs,
 web/kernel-worker.mjs, engine/executors/workers.py KernelWorkers): with 0-3 kernel workers beside the
 engine worker, on every wasm tier, the tiny and the default model give an encoder output whose
 float32 bytes hash the same as the native scalar tier's, and the same tokens; the kernel workers

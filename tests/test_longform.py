@@ -1,4 +1,4 @@
-"""Long files in bounded windows cut at pauses (issue 22, long files): the cut rule, the
+"""Long files in bounded windows cut at pauses: the cut rule, the
 windows' tokens against the batch engine run on the same slices, the flat buffer, the
 chunked WAV reader against the whole-file reader, the CLI, cancel."""
 

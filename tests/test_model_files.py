@@ -1,4 +1,4 @@
-"""Model files (issue 3): the container reader and record codecs, the converter and its
+"""Model files: the container reader and record codecs, the converter and its
 --verify, the GGUF loader, and what each does with corrupt input."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """modeltools/ has no import cycle: its modules' imports of each other - at the top and inside
 functions alike - form a graph without a cycle, and every module imports alone in a fresh
-interpreter (issue 38 item 5)."""
+interpreter."""
 
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""NVIDIA's Parakeet-TDT checkpoints in transformers' form (issue 26): a small random
+"""NVIDIA's Parakeet-TDT checkpoints in transformers' form: a small random
 ParakeetForTDT built in transformers (pinned, a test extra), saved with save_pretrained,
 converted by modeltools/parakeet_hf.py (int8 weights), and compared with transformers as the
 reference: the log-mel against ParakeetFeatureExtractor, the encoder output fed the engine's
@@ -213,7 +213,7 @@ def test_a_converted_int8_model_gives_the_native_tokens_in_chromium(converted):
     assert_tokens_in_chromium(out.read_bytes(), clips, native)
 
 
-# -- duration 0, several symbols on a frame, int8 activations (issue 37 item 7) ------------------
+# -- duration 0, several symbols on a frame, int8 activations ------------------
 
 @pytest.fixture(scope="module", params=["int8", "fv5"])
 def staying(request, tmp_path_factory):

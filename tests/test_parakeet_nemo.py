@@ -1,4 +1,4 @@
-""".nemo checkpoints read without NeMo (issue 26, modeltools/parakeet_nemo.py).
+""".nemo checkpoints read without NeMo (modeltools/parakeet_nemo.py).
 
 There is no NeMo here and no network, so the .nemo files are made in the test the way NeMo
 writes them: a tar of `./model_config.yaml` (the sections and keys of a Parakeet-TDT config:

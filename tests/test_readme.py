@@ -1,4 +1,4 @@
-"""Every command output shown in README.md is what the command prints (issue 37): each indented
+"""Every command output shown in README.md is what the command prints: each indented
 `$ .venv/bin/python -m engine ...` line followed by output is run here and its output compared
 line by line, exactly except for the figures that vary by machine and run (compute seconds,
 RTFx, the kernel tier). A `--json` example is shown abridged: the first words and tokens, then

@@ -1,4 +1,4 @@
-"""tools/real_speech.py offline (issue 25 item 5): the normalisation every system shares, the
+"""tools/real_speech.py offline: the normalisation every system shares, the
 clip set built from fake package trees laid out like the real ones, pooled WER, and the
 model's path end to end on those fake clips with the tiny test model."""
 

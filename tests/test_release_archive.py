@@ -1,4 +1,4 @@
-"""The real release's shapes (issue 25 item 6): the byte-plane archive (`bps_manifest.json` +
+"""The real release's shapes: the byte-plane archive (`bps_manifest.json` +
 `model.fermion.bps`), 2-D subsampling pointwise tables, and config.json's two pin forms."""
 
 from __future__ import annotations

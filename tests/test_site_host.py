@@ -1,4 +1,4 @@
-"""The site on a real static host (issue 40): Debian's nginx serving dist/site from a sub-path
+"""The site on a real static host: Debian's nginx serving dist/site from a sub-path
 with README's settings (MIME types, precompressed files, the isolation headers; harness/nginx.py).
 In Chromium the page is ready with kernel workers, sends fewer bytes than the files' sizes (the
 figures are printed), transcribes a file with the native tokens, and the second visit works

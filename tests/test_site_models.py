@@ -1,4 +1,4 @@
-"""Models from elsewhere in the web app (issue 25 item 3), in headless Chromium:
+"""Models from elsewhere in the web app, in headless Chromium:
 - `build.py site --model-url URL --model-sha256 HEX --model-bytes N`: the page downloads the
   model from a second loopback origin with CORS, checks it, caches it under its digest and
   works offline on the second visit with the model's host gone; a wrong digest is refused and

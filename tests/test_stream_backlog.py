@@ -1,4 +1,4 @@
-"""A stream that falls behind loses nothing (issue 41), in Chromium through the JavaScript API:
+"""A stream that falls behind loses nothing, in Chromium through the JavaScript API:
 audio fed far faster than it decodes - 15 minutes at once, chunks of 128 to 48,000 samples,
 random pauses between feeds - gives the native `engine stream` final tokens bit for bit; the
 backlog is visible (stream.pending, the "pending" event, deferred audio in the metrics); an app

@@ -1,4 +1,4 @@
-"""An independent check of TDT greedy decoding (issue 37 item 7): a reference written from the
+"""An independent check of TDT greedy decoding: a reference written from the
 TDT paper's greedy algorithm (modeltools/reference.py tdt_greedy_reference, the float64
 reference's decoding), not from the engine's `greedy_rules`, against the engine's rules and its
 C loop, on decodes that emit duration-0 tokens and several symbols on one frame.

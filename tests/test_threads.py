@@ -1,4 +1,4 @@
-"""Native threads (issue 23, step 1): the encoder split across threads gives the same bits for
+"""Native threads: the encoder split across threads gives the same bits for
 every thread count, in every native tier, on the tiny and the default model; the executor's
 plumbing (ranges, errors) and the column-join kernel on awkward shapes."""
 

@@ -46,7 +46,7 @@ def test_edge_lengths(engine, seconds):
 
 
 def test_nonfinite_samples_are_refused(engine):
-    # (silence -> empty text is a property of a trained model: checked with issue 7's model)
+    # (silence -> empty text is a property of a trained model: checked with the trained default model)
     bad = np.zeros(16000, np.float32)
     bad[100] = np.inf
     with pytest.raises(KernelError, match="audio sample 100 is NaN or infinite"):

@@ -1,4 +1,4 @@
-"""The GPU through the JavaScript API (issue 39 items 3 and 4): Recognizer.load({tier: "webgpu"})
+"""The GPU through the JavaScript API: Recognizer.load({tier: "webgpu"})
 in headless Chromium with WebGPU on SwiftShader (a CPU emulation: correctness only) runs the
 known-answer check against the digest build.py wrote in manifest.json, then transcribes with the
 native scalar tier's tokens; without an adapter (the usual --disable-gpu Chromium) it rejects

@@ -169,7 +169,7 @@ def test_stream_matches_native_scalar(engines, samples):
     assert stream_of(on_gpu, samples) == want
 
 
-# -- GPU memory and the full-size model (issue 39 item 6) ----------------------------------------
+# -- GPU memory and the full-size model ----------------------------------------
 
 MiB = 2**20
 
@@ -195,7 +195,7 @@ def test_the_gpu_buffers_count_every_byte_created(tiny_gguf_path, device, sample
 
 
 def test_the_full_size_model_fits_in_its_file_plus_100_mib_and_gives_native_bits(device):
-    """Issue 39: GPU memory for the full-size model at most the model file + 100 MiB, counted
+    """GPU memory for the full-size model at most the model file + 100 MiB, counted
     from the buffers created, at load and after an encode; its encoder output and tokens are the
     native scalar tier's. One second of speech-like audio here (a 10 s encode takes 85 s on
     lavapipe: harness/bench_webgpu.py --size full measures that one, BENCHMARKS.md)."""
@@ -296,7 +296,7 @@ def test_self_test_refuses_a_device_that_cannot_run_it(tiny_gguf_path, device):
         self_test(broken, load(tiny_gguf_path))
 
 
-# -- device loss (issue 39 item 4) ---------------------------------------------------------------
+# -- device loss ---------------------------------------------------------------
 
 class _LosingQueue:
     """A queue whose reads fail once `budget` reads have been made (a device lost mid-decode:

@@ -1,4 +1,4 @@
-"""One candidate model, the figures issue 22 weighs it by, in one command (about 10 minutes).
+"""One candidate model, the figures a model is weighed by, in one command (about 10 minutes).
 
     .venv/bin/python -m tools.candidate --run RUN [--checkpoint final.pt] --data DATA
                                         [--utterances 600] [--continuous-seed 41] [--recordings 12]
@@ -43,7 +43,7 @@ def candidate_gguf(run: Path, checkpoint: str) -> Path:
 def stream_latency(gguf: Path, recordings: int, seed: int = 5) -> dict:
     """The release's paused recordings (stream_vs_batch's, the same seeds and 20 ms feeds):
     commit lag p50 / p95 pooled over every word, first-partial latency from the speech onset
-    (median, maximum) and decodes (tools.stream_rules) - the figures issue 22 bounds (p50 <= 1.5 s,
+    (median, maximum) and decodes (tools.stream_rules) - the figures the stream is bounded by (p50 <= 1.5 s,
     p95 <= 2.5 s, first partial <= 0.5 s)."""
     from engine.transcribe import Engine
     from tools.stream_rules import paused_recordings, stream_figures

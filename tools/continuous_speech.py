@@ -1,4 +1,4 @@
-"""Continuous speech (issue 22): long recordings whose sentences run together, scored three ways.
+"""Continuous speech: long recordings whose sentences run together, scored three ways.
 
     .venv/bin/python -m tools.continuous_speech [--model models/phonon-small.gguf] [--seeds 41 42 43]
                                                 [--recordings 12] [--json OUT] [--kinds]
@@ -8,7 +8,7 @@ with pauses drawn from 0-1.2 s, a quarter of them 0 (the sentences run on). Per 
 - stream: the live stream's final transcript (16 kHz, 20 ms feeds, a partial after each);
 - file: Engine.transcribe of the whole recording (windows of at most 30 s cut at pauses);
 - one at a time: each sentence's span alone, framed by 0.3 s of silence (what a perfect
-  segmenter would give) - the bound the other two are held to (issue 22: <= 1.10 x).
+  segmenter would give) - the bound the other two are held to (<= 1.10 x).
 WER is pooled per seed (training.metrics). With --kinds, every error of the stream and the
 file is classed by where it falls (training.metrics alignment): at a sentence boundary (the
 last or first word of a sentence) or inside a sentence, and as a deletion, insertion or

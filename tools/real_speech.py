@@ -1,4 +1,4 @@
-"""Real human speech, for scoring any model beside the peers (issue 25 item 5).
+"""Real human speech, for scoring any model beside the peers.
 
     .venv/bin/python -m tools.real_speech --model models/phonon-small.gguf [--peers] [--json OUT]
 

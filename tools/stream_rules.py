@@ -1,4 +1,4 @@
-"""The stream's rules measured on long recordings (issue 22): every figure a rule change is held
+"""The stream's rules measured on long recordings: every figure a rule change is held
 to, for one or more StreamConfig variants side by side.
 
     .venv/bin/python -m tools.stream_rules [--model models/phonon-small.gguf]

@@ -16,7 +16,7 @@ async function start() {
   postMessage({ kind: "ready" });
 }
 
-// Kernel workers for the engine (issue 23): a job awaits js.makeKernelPool(tier, n, path of
+// Kernel workers for the engine: a job awaits js.makeKernelPool(tier, n, path of
 // the tier's side module in Pyodide's file system), passes the pool to Engine(workers=...),
 // then awaits pool.serve() (checks/jobs.py engine_with_workers).
 self.makeKernelPool = (tier, workers, modulePath) => KernelPool.forPyodide({
