@@ -55,7 +55,7 @@ VENV = ROOT / ".venv"
 VENV_PY = VENV / "bin" / "python"
 NATIVE_LIB = LIB_DIR / f"phonon_kernels.{platform.machine()}-linux.so"
 WASM_MODULES = {t.name: LIB_DIR / t.module for t in tiers_of("wasm")}      # engine/tiers.py
-COMMON_SOURCES = ["fv5_grid.c", "one_call.c", "layer.c", "subsampling.c", "decoder_step.c"]
+COMMON_SOURCES = ["fv5_grid.c", "linear_call.c", "layer.c", "subsampling.c", "decoder_step.c"]
 # -fno-math-errno: sqrtf need not set errno, so compilers vectorise it (the frontend's
 # magnitudes); it is correctly rounded either way, so no bit changes (IEEE 754 sqrt).
 CFLAGS = ["-O3", "-fPIC", "-std=c11", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno",
@@ -1013,9 +1013,9 @@ def cmd_fetch(args):
 
 
 def cmd_docs(args):
-    """The documents' generated tables from results/*.json (harness/results.py); --check only
+    """The documents' generated tables from results/*.json (harness/documents.py); --check only
     compares and fails on a difference. Standard library only: runs before setup."""
-    from harness.results import main as results_main
+    from harness.documents import main as results_main
     code = results_main(["--check"] if args.check else [])
     if code:
         sys.exit(f"build.py docs --check: a generated part differs from its result; run `python3 build.py docs` "

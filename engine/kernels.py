@@ -648,7 +648,7 @@ class Kernels:
         return pe
 
     def rel_scores(self, qu, k, qv, p, T: int, dk: int, s: float) -> array:
-        """One head's relative-position attention scores [T][T] (kernels/ops.h pk_rel_scores):
+        """One head's relative-position attention scores [T][T] (kernels/attention.h pk_rel_scores):
         qu, qv, k [T][dk], p [2T-1][dk]."""
         check_dims(T=T, dk=dk)
         scratch = self.staging(-(-self.scratch_size("pk_rel_scores_scratch_bytes", T, dk) // 4), "rel_scores")
@@ -661,7 +661,7 @@ class Kernels:
         return y
 
     def attention_context(self, scores, v, T: int, dk: int) -> array:
-        """softmax(scores) v of one head (kernels/ops.h pk_attention_context): scores [T][T]
+        """softmax(scores) v of one head (kernels/attention.h pk_attention_context): scores [T][T]
         (overwritten with the exponentials), v [T][dk] -> out [T][dk]."""
         check_dims(T=T, dk=dk)
         scratch = self.staging(-(-self.scratch_size("pk_attention_context_scratch_bytes", T, dk) // 4),
@@ -756,7 +756,7 @@ class Kernels:
 
     def attention_heads(self, T: int, D: int, dk: int, h0: int, h1: int, q, k, v, p, u, vb, s: float, out) -> None:
         """Heads h0..h1-1 of relative-position attention into their columns of out [T][D]
-        (kernels/ops.h pk_attention_heads): q, k, v [T][D], p [2T-1][D], u, vb [D]. One call
+        (kernels/attention.h pk_attention_heads): q, k, v [T][D], p [2T-1][D], u, vb [D]. One call
         per thread, so the heads cost one crossing, not ten each."""
         check_dims(T=T, D=D, dk=dk)
         if D % dk or not 0 <= h0 < h1 <= D // dk:
@@ -909,7 +909,7 @@ class Fv5Weights:
         return self._K
 
 
-# A linear described for C (kernels/one_call.h pk_linear), for families' one-call entry points.
+# A linear described for C (kernels/linear_call.h pk_linear), for families' one-call entry points.
 
 class LinearDesc(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_int32), ("O", ctypes.c_int32), ("K", ctypes.c_int32),

@@ -407,7 +407,7 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true",
                         help="also time the soft-float operations one by one on the adapter")
     args = parser.parse_args(argv)
-    from harness.bench_webgpu import NoAdapter, describe, model_and_audio, open_device
+    from harness.webgpu_adapter import NoAdapter, describe, model_and_audio, open_device
     try:
         device, info = open_device()
     except NoAdapter as e:

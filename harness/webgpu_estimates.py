@@ -75,7 +75,7 @@ def cost_totals(size: str = "full", seconds: float = 10) -> dict:
     "adapter": description, "model": file name, "audio_seconds": what was encoded} (recorded
     on this machine's adapter, nothing run; --size tiny encodes the committed sample, not
     `seconds`)."""
-    from harness.bench_webgpu import describe, model_and_audio, open_device
+    from harness.webgpu_adapter import describe, model_and_audio, open_device
     from harness.webgpu_cost import record_encode, split_totals
     device, info = open_device()
     path, audio = model_and_audio(size, seconds)

@@ -147,7 +147,7 @@ def main(argv=None) -> int:
                         help="an existing tree (with its native library) to run as the old side instead of "
                              "exporting the commit (the smoke test passes this checkout)")
     args = parser.parse_args(argv)
-    from harness.bench_webgpu import model_and_audio
+    from harness.webgpu_adapter import model_and_audio
     model, audio = model_and_audio(args.size, args.seconds)
     audio_file = VERSUS / f"audio-{args.size}-{args.seconds:g}.f32"
     audio_file.parent.mkdir(parents=True, exist_ok=True)

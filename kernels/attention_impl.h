@@ -1,6 +1,6 @@
-/* Relative-position self-attention (contracts in ops.h: pk_rel_scores, pk_attention_context,
- * pk_attention_heads), written once and compiled twice: in ops__scalar.c as the exported pk_
- * functions every module has, and per tier in one_call_impl.h for the one-call layer, with that
+/* Relative-position self-attention (contracts in attention.h: pk_rel_scores, pk_attention_context,
+ * pk_attention_heads), written once and compiled twice: in attention__scalar.c as the exported
+ * pk_ functions every module has, and per tier in one_call_impl.h for the one-call layer, with that
  * tier's compiler flags and the tier's exp for the softmax (pk_expq's steps lane-wise:
  * activation.h softmax_exp_row__<tier>).
  *
@@ -14,8 +14,9 @@
  * PK_ATTENTION_EXP_ROW(n, row, mx), which sets row[i] = pk_expq(row[i] - mx) for i < n. */
 
 #include <string.h>
+#include "attention.h"
 #include "attention_blocks.h"
-#include "ops.h"
+#include "ops.h"               /* pk_take_cols, pk_copy_cols: a head's columns */
 #include "pk_math.h"
 
 #ifdef __wasm_simd128__

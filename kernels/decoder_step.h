@@ -17,7 +17,7 @@
 #ifndef PK_DECODER_STEP_H
 #define PK_DECODER_STEP_H
 
-#include "one_call.h"
+#include "linear_call.h"
 
 typedef struct {
     int32_t layers, P, J;

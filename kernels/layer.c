@@ -1,5 +1,6 @@
 /* The tier-independent part of the one-call layer (contract in layer.h): where its buffers sit
  * in the scratch, and the check of its weights. The layer itself: one_call_impl.h. */
+#include "attention.h"
 #include "layer.h"
 
 size_t pk_layer_carve(int T, int D, int ff, int heads, void *scratch, pk_layer_buffers *b) {

@@ -26,7 +26,7 @@
 #ifndef PK_LAYER_H
 #define PK_LAYER_H
 
-#include "one_call.h"
+#include "linear_call.h"
 
 /* The weights of one layer (norms in the order of the formula above). */
 typedef struct {

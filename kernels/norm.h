@@ -1,5 +1,8 @@
 /* The layer norm in every tier: layernorm__<tier>(N, D, x, g, b, eps, y) gives pk_layernorm's
- * bits (ops.h; the rule, and its scalar writing: ops__scalar.c). x, y [N][D], g, b [D].
+ * bits (below; the rule, and its scalar writing: norm__scalar.c). x, y [N][D], g, b [D].
+ *
+ * pk_layernorm(N, D, x, g, b, eps, y): per row, mean and var as exact integer sums of the row in
+ * block fixed point, rounded once, inv = 1 / sqrtf(var + eps), y = ((x - mean) * inv) * g + b.
  *
  * Why a tier of its own: the rule's row sums are exact integer sums of fixed-point values, and
  * written for one element at a time (a double -> int64 conversion each, which WebAssembly SIMD
@@ -75,5 +78,7 @@ PK_API int layernorm__avx2(PK_LAYERNORM_ARGS);
 PK_API int layernorm__avx512vnni(PK_LAYERNORM_ARGS);
 PK_API int layernorm__wasm_simd128(PK_LAYERNORM_ARGS);
 PK_API int layernorm__wasm_relaxed_simd(PK_LAYERNORM_ARGS);
+
+PK_API int pk_layernorm(int N, int D, const float *x, const float *g, const float *b, float eps, float *y);
 
 #endif

@@ -2,7 +2,7 @@
  * includes its lanes header (f32_lanes__<tier>.h: float32 lanes, float64 lanes of half as
  * many), defines PK_TIER, then includes this file.
  *
- * Per row, as ops__scalar.c's pk_layernorm: the extremes (and whether a NaN is there), the
+ * Per row, as norm__scalar.c's pk_layernorm: the extremes (and whether a NaN is there), the
  * fixed-point sum of the values, the mean, the fixed-point sum of the squares, the variance, the
  * scaled row. The sums are where the lanes differ from the scalar writing: each value
  * t = trunc(a * 2^shift) (|t| < 2^B <= 2^62, an integer a double holds exactly: the scaling
@@ -17,7 +17,6 @@
 #endif
 
 #include "norm.h"
-#include "ops.h"
 
 #define PK_V PK_TIER_HELPER(f32v)
 #define PK_IV PK_TIER_HELPER(i32v)

@@ -4,9 +4,6 @@
  * project's own exp (pk_math.h). Layouts are row-major; "rows" are tokens (time frames).
  *
  * pk_f16_to_f32(n, h, y)            IEEE half -> float, exact (subnormals, inf, NaN kept)
- * pk_layernorm(N, D, x, g, b, eps, y)  per row: mean and var as exact integer sums of the row in
- *                                   block fixed point, rounded once (ops__scalar.c), inv = 1 /
- *                                   sqrtf(var + eps), y = ((x - mean) * inv) * g + b
  * pk_silu(n, x, y)                  y = x * sigmoid(x)
  * pk_relu(n, x, y)                  y = x > 0 ? x : 0
  * pk_glu(N, C, x, y)                x [N][2C] -> y [N][C] = x[:, :C] * sigmoid(x[:, C:])
@@ -16,18 +13,6 @@
  * pk_dwconv1d(T, C, K, x, w, b, y)  x, y [T][C], w [C][K] (K odd), b [C]:
  *                                   y[t][c] = (sum_j w[c][j] * x[t + j - K/2][c]) + b[c], zero pad
  * pk_matmul_nt(M, N, K, a, b, s, c) c [M][N] = (sum_k a[m][k] * b[n][k]) * s   (float32 sum)
- * pk_rel_scores(T, dk, qu, k, qv, p, s, scratch, y)   relative-position scores of one head:
- *                                   qu, qv, k [T][dk], p [2T-1][dk] (row r: position T-1-r),
- *                                   y[i][j] = (ac + bd) / s with ac ~ sum_d qu[i][d] * k[j][d],
- *                                   bd ~ sum_d qv[i][d] * p[T-1-i+j][d], each an exact int32 sum of
- *                                   block-quantised rows rounded once (attention_impl.h,
- *                                   attention_blocks.h): the rel-shift applied by indexing, only
- *                                   the T used columns; scratch: pk_rel_scores_scratch_bytes(T, dk)
- * pk_attention_context(T, dk, scores, v, scratch, out)   softmax(scores) v of one head: scores
- *                                   [T][T] (overwritten with exp(x - max)), v, out [T][dk]; the
- *                                   exponentials and v's columns block-quantised, the weighted sum
- *                                   an exact int32 sum divided by the mantissas' int sum
- *                                   (attention_impl.h); scratch: pk_attention_context_scratch_bytes
  * pk_lstm_cell(P, gates, c, h)      gates [4P] = (i, f, g, o) pre-activations (PyTorch order);
  *                                   c = sigmoid(f) * c + sigmoid(i) * tanh(g); h = sigmoid(o) * tanh(c)
  *                                   (c and h updated in place)
@@ -38,14 +23,6 @@
  *                                   y [C][ceil(ceil(T/2)/2)][ceil(ceil(F/2)/2)]; scratch holds one
  *                                   channel of conv0's output (ceil(T/2) * ceil(F/2) floats). The
  *                                   plain reference; the engine runs pk_subsampling_head_cl
- * pk_attention_heads(T, D, dk, h0, h1, q, k, v, p, u, vb, s, scratch, out)   heads h0..h1-1 of
- *                                   relative-position self-attention, in one call (one per thread):
- *                                   q, k, v, out [T][D], p [2T-1][D], u, vb [D] (bias_u, bias_v);
- *                                   for each head, its columns of q, k, v, p (pk_take_cols),
- *                                   qu = qh + 1 * u_h, qv = qh + 1 * vb_h (pk_add_scaled's
- *                                   formula), pk_rel_scores, pk_attention_context with vh,
- *                                   into the head's columns of out: the bits of those calls made
- *                                   one by one. scratch: pk_attention_scratch_floats(T, dk) floats
  * pk_transpose3(A, B, C, x, y)     x [A][B][C] -> y [B][A][C] (data movement only)
  * pk_subsampling_head_cl(T, F, C, c0, c1, x, w0, b0, w2, b2, scratch, y)   (exported per tier as
  *                                   subsampling_head_cl__<tier>: subsampling.h) pk_subsampling_head's
@@ -89,18 +66,12 @@
 #include "common.h"
 
 PK_API int pk_f16_to_f32(int n, const uint16_t *h, float *y);
-PK_API int pk_layernorm(int N, int D, const float *x, const float *g, const float *b, float eps, float *y);
 PK_API int pk_silu(int n, const float *x, float *y);
 PK_API int pk_relu(int n, const float *x, float *y);
 PK_API int pk_glu(int N, int C, const float *x, float *y);
 PK_API int pk_add_scaled(int n, const float *x, float s, const float *d, float *y);
 PK_API int pk_dwconv1d(int T, int C, int K, const float *x, const float *w, const float *b, float *y);
 PK_API int pk_matmul_nt(int M, int N, int K, const float *a, const float *b, float s, float *c);
-PK_API size_t pk_rel_scores_scratch_bytes(int T, int dk);
-PK_API int pk_rel_scores(int T, int dk, const float *qu, const float *k, const float *qv, const float *p,
-                         float s, void *scratch, float *y);
-PK_API size_t pk_attention_context_scratch_bytes(int T, int dk);
-PK_API int pk_attention_context(int T, int dk, float *scores, const float *v, void *scratch, float *out);
 PK_API int pk_lstm_cell(int P, const float *gates, float *c, float *h);
 PK_API int pk_argmax(int n, const float *x);
 PK_API int pk_rel_positions(int T, int D, float *pe);
@@ -111,10 +82,6 @@ PK_API int pk_transpose_last2(int N, int A, int B, int relu, const float *x, flo
 PK_API size_t pk_dwconv2d_s2_cl_scratch_bytes(int W);
 PK_API int pk_transpose3(int A, int B, int C, const float *x, float *y);
 PK_API int pk_copy_cols(int N, int W, const float *x, int O, int c0, float *y);
-PK_API size_t pk_attention_scratch_floats(int T, int dk);
-PK_API int pk_attention_heads(int T, int D, int dk, int h0, int h1, const float *q, const float *k,
-                              const float *v, const float *p, const float *u, const float *vb, float s,
-                              float *scratch, float *out);
 PK_API int pk_glu_split(int N, int C, const float *a, const float *b, float *y);
 PK_API int pk_take_cols(int N, int O, int c0, int W, const float *x, float *y);
 PK_API int pk_block_power(int n, int B, const float *x, float *y);

@@ -2,18 +2,10 @@
 #include <math.h>
 #include <string.h>
 #include "activation.h"
+#include "conv_blocks.h"
 #include "norm.h"
 #include "ops.h"
 #include "pk_math.h"
-#include "subsampling.h"
-
-/* The attention functions (attention_impl.h) as this file's static ops_*, with pk_expq. */
-static void exp_row_scalar(int n, float *row, float mx) {
-    for (int i = 0; i < n; i++) row[i] = pk_expq(row[i] - mx);
-}
-#define PK_ATTENTION(name) ops_##name
-#define PK_ATTENTION_EXP_ROW(n, row, mx) exp_row_scalar(n, row, mx)
-#include "attention_impl.h"
 
 int pk_f16_to_f32(int n, const uint16_t *h, float *y) {
     if (n < 0) return PK_E_SHAPE;
@@ -36,64 +28,6 @@ int pk_f16_to_f32(int n, const uint16_t *h, float *y) {
     return PK_OK;
 }
 
-/* The layer norm's two row sums are exact integer sums, so any order (a SIMD lane split, a GPU
- * tree) gives the same bits (docs/kernels.md, "Order-free reductions"). For a row of D values
- * each below 2^top in magnitude, every value is put in fixed point with B = 62 - ceil(log2 D)
- * bits below 2^top, truncated toward zero (an integer shift of its mantissa): |q| < 2^B, and
- * the D of them sum in int64 without overflow (|sum| < 2^62). The one rounding is the sum's
- * conversion to double (round to nearest even, C's and WebAssembly's int64 -> double).
- * Truncation loses less than 2^(1-B) of the row's largest value per element (2^-51 at D = 1024),
- * below a float32's own precision. The steps that do not depend on how the row is walked are
- * norm.h's pk_norm_* helpers, which the SIMD tiers (norm_impl.h) share. */
-
-/* A value in fixed point: trunc(v * 2^shift) toward zero, for v a float32 value or a square of
- * a difference of two (a double at least 2^-298 when nonzero) with |v * 2^shift| < 2^62. Scaling
- * a double by a power of two is exact while the result stays normal, which it does here (the
- * scaled values lie between 2^-504 and 2^62), and C's (and WebAssembly's) double -> int64
- * conversion truncates toward zero: so this is the integer shift of the value's significand
- * the rule describes, done by the FPU's one conversion instead of a per-element variable
- * 64-bit shift. kernels/webgpu/layer_norm.wgsl does the shifts in integers. */
-static int64_t norm_fixed(double v, double scale) {
-    return (int64_t)(v * scale);
-}
-
-int pk_layernorm(int N, int D, const float *x, const float *g, const float *b, float eps, float *y) {
-    if (N <= 0 || D <= 0) return PK_E_SHAPE;
-    const int B = pk_norm_value_bits(D);
-    for (int n = 0; n < N; n++) {
-        const float *row = x + (size_t)n * D;
-        float *out = y + (size_t)n * D;
-        /* the row's bound: |x| < 2^(field - 126) for its largest float32 exponent field (at
-         * least 1); a field of 255 is an inf or NaN */
-        unsigned largest = 1;
-        for (int d = 0; d < D; d++)
-            if (pk_f32_field(row[d]) > largest) largest = pk_f32_field(row[d]);
-        if (largest == 0xffu) {                     /* an inf or NaN: the row is NaN */
-            pk_norm_nan_row(D, out);
-            continue;
-        }
-        float lo = row[0], hi = row[0];             /* the extremes bound the squares */
-        for (int d = 1; d < D; d++) {
-            lo = row[d] < lo ? row[d] : lo;
-            hi = row[d] > hi ? row[d] : hi;
-        }
-        const int shift = pk_norm_shift(largest, B);
-        const double scale = pk_pow2d(shift);
-        int64_t sum = 0;
-        for (int d = 0; d < D; d++) sum += norm_fixed((double)row[d], scale);
-        const float mean = pk_norm_average(sum, shift, D);
-        const int shift2 = pk_norm_square_shift(lo, hi, mean, B);
-        const double scale2 = pk_pow2d(shift2);
-        int64_t sq = 0;
-        for (int d = 0; d < D; d++) {
-            double v = (double)row[d] - (double)mean;
-            sq += norm_fixed(v * v, scale2);
-        }
-        pk_norm_scale_row(D, row, mean, pk_norm_average(sq, shift2, D), eps, g, b, out);
-    }
-    return PK_OK;
-}
-
 int pk_silu(int n, const float *x, float *y) {
     if (n < 0) return PK_E_SHAPE;
     for (int i = 0; i < n; i++) y[i] = pk_silu_one(x[i]);
@@ -106,13 +40,7 @@ int pk_relu(int n, const float *x, float *y) {
     return PK_OK;
 }
 
-int pk_glu(int N, int C, const float *x, float *y) {
-    if (N <= 0 || C <= 0) return PK_E_SHAPE;
-    for (int n = 0; n < N; n++)
-        for (int c = 0; c < C; c++)
-            y[(size_t)n * C + c] = x[(size_t)n * 2 * C + c] * pk_sigmoidq(x[(size_t)n * 2 * C + C + c]);
-    return PK_OK;
-}
+int pk_glu(int N, int C, const float *x, float *y) { return glu__scalar(N, C, x, y); }
 
 int pk_glu_split(int N, int C, const float *a, const float *b, float *y) {
     if (N <= 0 || C <= 0) return PK_E_SHAPE;
@@ -371,43 +299,5 @@ int pk_subsampling_head(int T, int F, int C, const float *x, const float *w0, co
         pk_relu(H1 * W1, scratch, scratch);
         pk_conv2d_s2(1, 1, H1, W1, scratch, w2 + (size_t)c * 9, b2 + c, 1, y + (size_t)c * H2 * W2);
     }
-    return PK_OK;
-}
-
-/* The attention's scratch (attention_impl.h): block exponents (int32) then mantissas (int16). */
-size_t pk_rel_scores_scratch_bytes(int T, int dk) {
-    size_t vectors = (size_t)5 * T - 1;                 /* rows of qu, qv, k (T each) and p (2T-1) */
-    return vectors * sizeof(int32_t) + vectors * pk_block_padded(dk) * sizeof(int16_t);
-}
-
-size_t pk_attention_context_scratch_bytes(int T, int dk) {
-    return (size_t)dk * sizeof(int32_t) + ((size_t)dk + 1) * pk_block_padded(T) * sizeof(int16_t);
-}
-
-int pk_rel_scores(int T, int dk, const float *qu, const float *k, const float *qv, const float *p,
-                  float s, void *scratch, float *y) {
-    if (T <= 0 || dk <= 0 || T > 65536 || dk > 65536) return PK_E_SHAPE;
-    ops_rel_scores(T, dk, qu, k, qv, p, s, scratch, y);
-    return PK_OK;
-}
-
-int pk_attention_context(int T, int dk, float *scores, const float *v, void *scratch, float *out) {
-    if (T <= 0 || dk <= 0 || T > 65536 || dk > 65536) return PK_E_SHAPE;
-    ops_context(T, dk, scores, v, scratch, out);
-    return PK_OK;
-}
-
-size_t pk_attention_scratch_floats(int T, int dk) {
-    size_t td = (size_t)T * dk, pd = ((size_t)2 * T - 1) * dk;
-    size_t blocks = pk_rel_scores_scratch_bytes(T, dk), context = pk_attention_context_scratch_bytes(T, dk);
-    if (context > blocks) blocks = context;
-    return 6 * td + pd + (size_t)T * T + (blocks + sizeof(float) - 1) / sizeof(float);
-}
-
-int pk_attention_heads(int T, int D, int dk, int h0, int h1, const float *q, const float *k, const float *v,
-                       const float *p, const float *u, const float *vb, float s, float *scratch, float *out) {
-    if (T <= 0 || dk <= 0 || D <= 0 || D % dk || h0 < 0 || h1 > D / dk || h0 >= h1 || T > 65536 || dk > 65536)
-        return PK_E_SHAPE;
-    ops_heads(T, D, dk, h0, h1, q, k, v, p, u, vb, s, scratch, out);
     return PK_OK;
 }

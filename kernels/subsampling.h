@@ -8,7 +8,7 @@
 
 #include "common.h"
 #include "conv_blocks.h"
-#include "one_call.h"          /* pk_linear, for the one-call stack below */
+#include "linear_call.h"          /* pk_linear, for the one-call stack below */
 
 /* The head channel-last, channels c0..c1-1 (ops.h pk_subsampling_head_cl; head_impl.h compiled
  * with each tier's flags in one_call__<tier>.c): lanes over channels, the same bits. */

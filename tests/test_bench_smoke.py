@@ -101,7 +101,7 @@ def clipped(text: str, head: int = 2000, tail: int = 3000) -> str:
 
 def skip_without_adapter():
     """Skip the test, saying why, where wgpu or a WebGPU adapter is missing."""
-    from harness.bench_webgpu import NoAdapter, open_device
+    from harness.webgpu_adapter import NoAdapter, open_device
     try:
         open_device()
     except NoAdapter as e:
@@ -257,7 +257,7 @@ def test_soak_in_chromium_through_the_api(tmp_path):
     heap = [r["page_heap_bytes"] for r in rows]
     assert min(heap[2:]) - min(heap[:2]) < 2e6, heap
     assert not soak["problems"] and soak["restarts"] == 0
-    from harness.results import soak_browser_table
+    from harness.documents import soak_browser_table
     table = soak_browser_table({"figures": {"runs": [soak | {"date": "2026-12-06", "commit": "abc1234", "cpu": "CPU",
                                                               "cores": 2, "cpu_flags": ["avx2"], "command": "python3 -m x"}]}})
     assert "| chromium |" in table and "Chromium" in table
@@ -278,7 +278,7 @@ def test_webgpu_estimates(tmp_path, tiny_bench_model):
     assert got["new"]["seconds"] > 0 and got["new"]["runs"] == [got["new"]["seconds"]], got
     from harness.webgpu_estimates import GPU_CLASSES
     assert "| GPU class |" in printed and all(gpu.name in printed for gpu in GPU_CLASSES)
-    from harness.results import webgpu_estimates_table
+    from harness.documents import webgpu_estimates_table
     table = webgpu_estimates_table({"date": "D", "commit": "C", "cpu": "CPU", "cores": 2, "cpu_flags": [],
                                     "command": "X", "browser": got["chromium"], "figures": got})
     assert len([line for line in table.splitlines() if line.startswith("| ")]) == len(GPU_CLASSES) + 1
@@ -689,7 +689,7 @@ def test_engines(tmp_path, tiny_bench_model):
     # performance.memory: Chromium only
     assert [r["default_page_heap_bytes"] is not None for r in rows] == [True, False]
     assert "two-commands RTFx" in printed
-    from harness.results import engines_table
+    from harness.documents import engines_table
     table = engines_table({"date": "D", "commit": "C", "cpu": "CPU", "cores": 2, "cpu_flags": [], "command": "X",
                            "figures": got})
     assert len([line for line in table.splitlines() if line.startswith("| ")]) == 1 + len(rows)   # header, rows
@@ -716,7 +716,7 @@ def test_webgpu(tmp_path, tiny_bench_model):
     assert 0 < row["submissions"] < row["dispatches"] and row["device_lost"] is None, row     # batched passes
     assert row["uploaded_bytes"] > 0 and row["read_bytes"] > 0, row
     assert 0 < row["weights_uploaded_bytes"] <= row["buffer_bytes_at_load"] < row["buffer_bytes"], row
-    from harness.results import webgpu_table
+    from harness.documents import webgpu_table
     table = webgpu_table({"date": "D", "commit": "C", "cpu": "CPU", "cores": 2, "cpu_flags": [], "command": "X",
                           "figures": got})
     # the encoder's table (header, one row), then the profiled encode's per-kernel table
@@ -757,7 +757,7 @@ def test_webgpu_versus(tmp_path, tiny_bench_model):
     got = json.loads(out.read_text())
     assert set(got["old"]["kernels"]) == set(got["new"]["kernels"]) and got["old"]["frames"] == got["new"]["frames"]
     assert "| **all passes** |" in printed and "| **GEMMs" in printed and "| encode wall s (profiled) |" in printed
-    from harness.results import webgpu_versus_table
+    from harness.documents import webgpu_versus_table
     table = webgpu_versus_table({"date": "D", "commit": "C", "cpu": "CPU", "cores": 2, "cpu_flags": [],
                                  "command": "X", "figures": got})
     assert got["model"] in table.splitlines()[0] and "| **all passes** |" in table

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from import_graph import assert_no_cycle
 from tools.architecture import DOC, engine_modules, floors, imported_names, imports_of, rooms, with_picture
+from tools.dependency_graph import GRAPHS, c_module, c_module_graph, find_cycle, javascript_graph, python_graph
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "engine"
@@ -79,10 +80,31 @@ def test_the_tree_says_what_is_not_how_it_came_to_be():
 
 
 def test_the_history_check_sees_what_it_looks_for():
-    assert HISTORY.search("the bound of issue 39's target") and HISTORY.search("Seed 001's loader")
-    assert HISTORY.search("apps (issues 40, 48)")
+    issue, seed = "issue", "seed"                    # split so that this test's own text stays clean
+    assert HISTORY.search(f"the bound of {issue} 39's target") and HISTORY.search(f"{seed.title()} 001's loader")
+    assert HISTORY.search(f"apps ({issue}s 40, 48)")
     assert not HISTORY.search("an issue with the seed 44 recording") and not HISTORY.search("tissue 4")
     assert BENCHMARKS_HISTORY in (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+
+
+def test_no_circle_anywhere_in_the_tree():
+    """The Python imports of every package (build.py and the tests included), the JavaScript
+    imports of web/, harness/ and the test apps, and the C #includes of kernels/ (file by file,
+    and module by module: a header with its sources and tier parts) have no circle."""
+    circles = {name: find_cycle(build()) for name, build in GRAPHS.items()}
+    assert not any(circles.values()), {name: " -> ".join(c) for name, c in circles.items() if c}
+
+
+def test_the_tree_graphs_see_what_they_look_for():
+    python, javascript, c_modules = python_graph(), javascript_graph(), c_module_graph()
+    assert {"harness.results", "engine.transcribe"} <= python["harness.bench_behind"] | python["engine.__main__"]
+    assert "tests.import_graph" in python["tests.test_code_layout"]            # a bare test-helper import
+    assert "web/kernel-protocol.mjs" in javascript["web/kernel-pool.mjs"]
+    assert "web/phonon.mjs" not in javascript["web/phonon.mjs"]                 # an import in a comment is none
+    assert c_module("norm__avx2.c") == c_module("norm_impl.h") == c_module("norm.h") == "norm"
+    assert {"layer", "attention", "decoder_step"} <= c_modules["one_call"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
 def test_the_architecture_picture_is_drawn_from_the_imports():

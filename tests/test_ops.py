@@ -64,7 +64,7 @@ def norm_rows(kind: str, N: int, D: int, seed: int):
 
 
 def written_layernorm(x, g, b, eps: float, sums: str = "fixed"):
-    """pk_layernorm as kernels/ops__scalar.c's comment defines it, in Python integers and numpy
+    """pk_layernorm as kernels/norm__scalar.c's comment defines it, in Python integers and numpy
     float32/float64 steps (an independent writing of the rule). sums="float64 in order" is the
     rule it replaced (sequential double sums): the mutation the order-free test must catch."""
     import math

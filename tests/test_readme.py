@@ -109,7 +109,8 @@ def test_generated_tables_are_what_their_results_give(tmp_path):
     """`python3 build.py docs --check` passes on the tree; a result edited by hand (or a table
     edited by hand) makes it fail, naming the part."""
     import shutil
-    from harness.results import RESULTS, render_documents
+    from harness.documents import render_documents
+    from harness.results import RESULTS
     proc = subprocess.run([sys.executable, "build.py", "docs", "--check"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     import re

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from harness import suite_report
-from harness.results import suite_table
+from harness.documents import suite_table
 
 REPORT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" tests="4">

@@ -3,7 +3,7 @@ encoder layer, the whole subsampling stack, a prediction step, a joint evaluatio
 greedy loop of the parakeet-tdt family, each one C call; and the family's blocks run through
 them (OneCallLayer, OneCallSubsampling, OneCallDecoding: how the CPU executors run a block when
 nothing is split). Their weights are checked once and described in the C structs
-here (the linears as kernels/one_call.h pk_linear: engine/kernels.py LinearDesc), kept alive with
+here (the linears as kernels/linear_call.h pk_linear: engine/kernels.py LinearDesc), kept alive with
 their buffers; a call then crosses once with nothing to convert.
 
     weights = conformer_layer_weights(k, D, heads, ff, conv_kernel, eps, sqrt_dk, norms, linears, ...)

@@ -1,4 +1,4 @@
-// The layer norm (kernels/ops__scalar.c pk_layernorm), bit for bit. Per row of x[N][D], with
+// The layer norm (kernels/norm__scalar.c pk_layernorm), bit for bit. Per row of x[N][D], with
 // B = 62 - ceil(log2 D) and the row's bound |x[d]| < 2^top:
 //   sum = the int64 sum of trunc(x[d] * 2^(B - top));  mean = (float)((double)sum * 2^(top - B) / D)
 //   sq  = the int64 sum of trunc(v * v * 2^(B - top2)), v = (double)x[d] - (double)mean, v * v

@@ -1,7 +1,7 @@
 // tests/test_webgpu_norm.py: the layer norm as it was before its sums became integer sums (double
 // sums in index order, one invocation adding): the mutation the order-free rule must tell apart.
 //
-// The layer norm (kernels/ops__scalar.c pk_layernorm), bit for bit: per row of x[N][D],
+// The layer norm (kernels/norm__scalar.c pk_layernorm), bit for bit: per row of x[N][D],
 //   sum = sum of (double)x[d], d ascending;  mean = (float)(sum / (double)D)
 //   sq = sum of v * v, v = (double)x[d] - (double)mean, d ascending;  var = (float)(sq / (double)D)
 //   inv = 1.0f / sqrtf(var + eps);  y[d] = ((x[d] - mean) * inv) * g[d] + b[d]

@@ -1,6 +1,6 @@
-/* What every one-call entry point shares (contract in one_call.h): the check of its linears, the
+/* What every one-call entry point shares (contract in linear_call.h): the check of its linears, the
  * carving of its scratch. */
-#include "one_call.h"
+#include "linear_call.h"
 
 int pk_linear_is(const pk_linear *L, int O, int K) {
     if (L->O != O || L->K != K || !L->w || !L->ws) return 0;

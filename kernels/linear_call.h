@@ -3,8 +3,8 @@
  * buffers its call needs. Their flow is compiled per tier from one_call_impl.h (one_call__<tier>.c),
  * so a one-call entry point computes with the kernels a composed call of that tier would use:
  * the same bits. */
-#ifndef PK_ONE_CALL_H
-#define PK_ONE_CALL_H
+#ifndef PK_LINEAR_CALL_H
+#define PK_LINEAR_CALL_H
 
 #include "activation.h"
 #include "fv5_gemm.h"

@@ -1,0 +1,167 @@
+"""What depends on what across the whole tree, read from the sources themselves: the Python
+imports (every package and build.py, imports inside functions included), the JavaScript imports
+(static, re-exports and dynamic `import()` with a relative path) and the C `#include "..."`s of
+kernels/. Each is a graph {node: the nodes it depends on}; `find_cycle` names a circle in one.
+
+A C *module* is what one name stands for: a header, its sources and its per-tier parts
+(kernels/norm.h, norm__scalar.c, norm_impl.h, norm__avx2.c are the module "norm"), so a circle
+between two modules shows even when no single file includes itself: layer.c including a header
+that one_call_impl.h's module owns, while one_call_impl.h includes layer.h, is a circle.
+
+    python3 -m tools.dependency_graph        print any circle in the three graphs
+
+tests/test_code_layout.py holds the tree to no circle in any of them."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from tools.architecture import ROOT, imported_names, module_name, package_modules
+
+PYTHON_PACKAGES = ("engine", "harness", "tools", "modeltools", "checks", "training", "tests")
+JAVASCRIPT_FOLDERS = ("web", "harness", "tests/data")
+KERNELS = ROOT / "kernels"
+SKIPPED = ("node_modules", "_lib", "_wgsl", "dist")
+
+
+def _kept(path: Path) -> bool:
+    return not any(part in SKIPPED for part in path.relative_to(ROOT).parts)
+
+
+# -- Python -------------------------------------------------------------------------------------
+
+def python_modules() -> dict:
+    """{module name: path} of every Python module in the tree, build.py included. The test
+    helpers import each other by their bare names (pytest puts tests/ on the path), so a module
+    in tests/ is named both ways."""
+    modules = {"build": ROOT / "build.py"}
+    for package in PYTHON_PACKAGES:
+        modules.update({m: p for m, p in package_modules(ROOT / package).items() if _kept(p)})
+    return modules
+
+
+def python_graph() -> dict:
+    modules = python_modules()
+    bare = {m.split(".", 1)[1]: m for m in modules if m.startswith("tests.")}
+    graph = {}
+    for name, path in modules.items():
+        found = set()
+        for imported in imported_names(path, modules):
+            target = bare.get(imported, imported) if name.startswith("tests.") else imported
+            while target and target not in modules:          # engine.audio.AudioWindow -> engine.audio
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+        graph[name] = found
+    return graph
+
+
+# -- JavaScript ---------------------------------------------------------------------------------
+
+# import x from "./a.mjs"; import "./a.mjs"; export {x} from "./a.mjs"; import("./a.mjs")
+JS_IMPORT = re.compile(r"""(?:\bimport\s*(?:[\w*{}\s,]+\s*from\s*)?|\bexport\s+[\w*{}\s,]+\s+from\s*|\bimport\s*\(\s*)["'](\.{1,2}/[^"']+)["']""")
+
+
+def javascript_files() -> list:
+    found = []
+    for folder in JAVASCRIPT_FOLDERS:
+        for pattern in ("*.mjs", "*.js"):
+            found += [p for p in sorted((ROOT / folder).rglob(pattern)) if _kept(p)]
+    return found
+
+
+JS_COMMENT = re.compile(r"/\*.*?\*/|^\s*//.*?$", re.DOTALL | re.MULTILINE)
+
+
+def javascript_graph() -> dict:
+    """{file (relative to the root): the files it imports with a relative path} (an import
+    shown in a comment, as a usage example, is none)."""
+    graph = {}
+    for path in javascript_files():
+        text = JS_COMMENT.sub("", path.read_text(encoding="utf-8"))
+        graph[str(path.relative_to(ROOT))] = {
+            str((path.parent / spec).resolve().relative_to(ROOT)) for spec in JS_IMPORT.findall(text)}
+    return graph
+
+
+# -- C ------------------------------------------------------------------------------------------
+
+C_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+def c_files() -> list:
+    return [p for pattern in ("*.c", "*.h") for p in sorted(KERNELS.rglob(pattern)) if _kept(p)]
+
+
+def c_file_graph() -> dict:
+    """{file (relative to kernels/): the files it includes}."""
+    graph = {}
+    for path in c_files():
+        graph[str(path.relative_to(KERNELS))] = {
+            str((path.parent / name).resolve().relative_to(KERNELS)) for name in C_INCLUDE.findall(path.read_text())}
+    return graph
+
+
+def c_module(file: str) -> str:
+    """norm__avx2.c, norm_impl.h, norm.h, norm.c -> norm (a tier's own file and a flow compiled
+    per tier belong to the module they implement)."""
+    stem = file.rsplit(".", 1)[0].split("__", 1)[0]
+    return stem[:-len("_impl")] if stem.endswith("_impl") else stem
+
+
+def c_module_graph() -> dict:
+    graph: dict = {}
+    for file, included in c_file_graph().items():
+        graph.setdefault(c_module(file), set()).update(c_module(f) for f in included)
+    for module, deps in graph.items():
+        deps.discard(module)
+    return graph
+
+
+# -- circles ------------------------------------------------------------------------------------
+
+def find_cycle(graph: dict):
+    """The first circle found, as [a, b, ..., a], or None. Nodes only depended on count too."""
+    done, path, on_path = set(), [], set()
+
+    def visit(node):
+        if node in on_path:
+            return path[path.index(node):] + [node]
+        if node in done:
+            return None
+        path.append(node)
+        on_path.add(node)
+        for dep in sorted(graph.get(node, ())):
+            found = visit(dep)
+            if found:
+                return found
+        path.pop()
+        on_path.discard(node)
+        done.add(node)
+        return None
+
+    for node in sorted(graph):
+        found = visit(node)
+        if found:
+            return found
+    return None
+
+
+GRAPHS = {"Python imports": python_graph, "JavaScript imports": javascript_graph,
+          "C #includes (files)": c_file_graph, "C #includes (modules)": c_module_graph}
+
+
+def main() -> int:
+    circles = 0
+    for name, build in GRAPHS.items():
+        graph = build()
+        cycle = find_cycle(graph)
+        print(f"{name}: {len(graph)} nodes, " + ("a circle: " + " -> ".join(cycle) if cycle else "no circle"))
+        circles += bool(cycle)
+    return 1 if circles else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
