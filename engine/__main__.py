@@ -3,10 +3,11 @@
 The runtime's commands; they use engine/ alone. The host tools (convert, fetch, synth) are
 python3 -m modeltools, the kernel sweep python3 -m checks.parity: they sit above the runtime.
 
-    tiers                                         kernel tiers this machine can run
-    transcribe FILE [--model M.gguf] [--json] [--tier T] [--threads N] [--raw-rate HZ] [--float-acts]
+    tiers                                         kernel tiers (instruction sets) this machine can run
+    backends                                      the backends that can run the encoder, best first
+    transcribe FILE [--model M.gguf] [--json] [--tier T] [--backend B] [--threads N] [--raw-rate HZ] [--float-acts]
                                                   WAV (any rate/channels) or raw float32 -> text
-    stream FILE [--model M.gguf] [--json] [--chunk-ms 20] [--realtime] [--tier T] [--threads N] [--raw-rate HZ]
+    stream FILE [--model M.gguf] [--json] [--chunk-ms 20] [--realtime] [--tier T] [--backend B] [--threads N] [--raw-rate HZ]
            [--right-context-ms N] [--hop-ms N] [--max-window-ms N]
                                                   feed FILE as a microphone would: partial and
                                                   committed text as they change, then the final
@@ -33,12 +34,17 @@ def main(argv=None) -> int:
         return 2
     parser = argparse.ArgumentParser(prog="python3 -m engine")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("tiers", help="list the kernel tiers this machine can run")
+    sub.add_parser("tiers", help="list the kernel tiers (instruction sets) this machine can run")
+    sub.add_parser("backends", help="list the backends that can run the encoder, best first")
+    from .executors.registry import registered
+    # What a command line can offer a backend: threads (no kernel pool, no GPU device here).
+    native = ["auto"] + [b.name for b in registered() if set(b.needs) <= {"threads"}]
     tr = sub.add_parser("transcribe", help="transcribe a WAV file (or raw float32 samples)")
     tr.add_argument("file")
     tr.add_argument("--model", default=None, help="a model GGUF or phonon-2 (fetched: python3 -m modeltools fetch) (default: the bundled models/phonon-small.gguf)")
     tr.add_argument("--json", action="store_true", help="print text, words, tokens and timing as JSON")
-    tr.add_argument("--tier", default="auto")
+    tr.add_argument("--tier", default="auto", help="the kernels' instruction set (default: the best this CPU runs)")
+    tr.add_argument("--backend", choices=native, default="auto", help="what runs the encoder (default: the best available)")
     tr.add_argument("--threads", type=int, default=None, help="encoder threads (default: all cores; any count gives the same bits)")
     tr.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
     tr.add_argument("--float-acts", action="store_true", help="float32 activations in the linears (debug)")
@@ -48,7 +54,8 @@ def main(argv=None) -> int:
     st.add_argument("--json", action="store_true", help="print events, final transcript and metrics as JSON")
     st.add_argument("--chunk-ms", type=float, default=20.0, help="feed size (default 20 ms)")
     st.add_argument("--realtime", action="store_true", help="feed no faster than the audio plays")
-    st.add_argument("--tier", default="auto")
+    st.add_argument("--tier", default="auto", help="the kernels' instruction set (default: the best this CPU runs)")
+    st.add_argument("--backend", choices=native, default="auto", help="what runs the encoder (default: the best available)")
     st.add_argument("--threads", type=int, default=None, help="encoder threads (default: all cores; any count gives the same bits)")
     st.add_argument("--raw-rate", type=int, help="FILE is raw little-endian float32 mono at this rate")
     from .stream.session import StreamConfig
@@ -77,6 +84,10 @@ def main(argv=None) -> int:
         return transcribe_command(args)
     if args.command == "stream":
         return stream_command(args)
+    if args.command == "backends":
+        for b in registered():
+            print(f"{b.name:<18} {b.summary}" + ("  (by name only)" if b.by_name_only else ""))
+        return 0
     from . import kernels
     print(" ".join(kernels.available_tiers()))
     return 0
@@ -101,13 +112,13 @@ def transcribe_command(args) -> int:
     try:
         # --float-acts: the graph check's executor (float32 linears, one thread)
         engine = Engine.open(args.model, args.tier, None if args.float_acts else args.threads,
-                             float_activations=args.float_acts)
+                             float_activations=args.float_acts, backend=args.backend)
         if args.raw_rate is None:
             result = transcribe_wav_file(engine, Path(args.file))
         else:
             samples = load_audio(engine.k, Path(args.file).read_bytes(), args.raw_rate)
             result = engine.transcribe(samples)
-    except (OSError, AudioError, GGUFError, KernelError) as e:
+    except (OSError, ValueError, AudioError, GGUFError, KernelError) as e:
         print(f"transcribe: error: {e}", file=sys.stderr)
         return 1
     if not print_json(result, args.json):
@@ -142,7 +153,7 @@ def stream_command(args) -> int:
     from .stream.session import StreamError, stream_samples
     from .transcribe import Engine
     try:
-        engine = Engine.open(args.model, args.tier, args.threads)
+        engine = Engine.open(args.model, args.tier, args.threads, backend=args.backend)
         samples, rate = load_pcm(engine.k, Path(args.file).read_bytes(), args.raw_rate)
         tuned = {name: getattr(args, name) for name in STREAM_TUNABLES if getattr(args, name) is not None}
         try:
@@ -156,7 +167,7 @@ def stream_command(args) -> int:
         def show(event):                 # the text just committed | the tentative tail
             print(f"[{event['audio_seconds']:7.2f} s] {event['added_text'].strip()} | {event['tentative']}", flush=True)
         out = stream_samples(session, samples, chunk, args.realtime, None if args.json else show)
-    except (OSError, AudioError, GGUFError, KernelError, StreamError) as e:
+    except (OSError, ValueError, AudioError, GGUFError, KernelError, StreamError) as e:
         print(f"stream: error: {e}", file=sys.stderr)
         return 1
     if not print_json(out, args.json):

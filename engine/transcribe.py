@@ -27,16 +27,19 @@ from .timing import section
 
 class Engine:
     def __init__(self, model, tier: str = "auto", threads: int | None = None, workers=None, gpu=None,
-                 float_activations: bool = False):
-        """threads: encoder threads (default: all cores natively, 1 in Pyodide); workers: in the
+                 float_activations: bool = False, backend: str = "auto"):
+        """tier: the kernels' instruction set ("auto": the best this CPU or browser runs).
+        backend: which executor runs the encoder (engine/executors/registry.py): "auto" the best
+        that what is given allows, or a registered name (`python3 -m engine backends`).
+        threads: encoder threads (default: all cores natively, 1 in Pyodide); workers: in the
         browser, a web/kernel-pool.mjs KernelPool whose kernel workers share the encoder's work
         instead; gpu: a WebGPU device for the encoder (engine/executors/webgpu/executor.py).
         Results are bit-identical for every count and device (engine/executors/).
-        float_activations: the graph check's executor instead (float32 linears; a debug path
-        whose results differ slightly from the shipped int8 path)."""
+        float_activations: the graph check's backend ("float-activations": float32 linears; a
+        debug path whose results differ slightly from the shipped int8 path)."""
         self.model = model
         self.k = Kernels(tier)
-        self.executor = executor(self.k, threads, workers, gpu, float_activations)
+        self.executor = executor(self.k, threads, workers, gpu, float_activations, backend)
         self.network = network(model, self.executor)      # the model family's (engine/family.py)
         self.marks = punctuation_marks(model.vocabulary)
         self._cancel = threading.Event()
@@ -44,13 +47,13 @@ class Engine:
 
     @classmethod
     def open(cls, path, tier: str = "auto", threads: int | None = None, gpu=None,
-             float_activations: bool = False) -> "Engine":
-        return cls(load(str(path)), tier, threads, gpu=gpu, float_activations=float_activations)
+             float_activations: bool = False, backend: str = "auto") -> "Engine":
+        return cls(load(str(path)), tier, threads, gpu=gpu, float_activations=float_activations, backend=backend)
 
     @classmethod
     def from_buffer(cls, buffer, tier: str = "auto", threads: int | None = None, workers=None,
-                    gpu=None) -> "Engine":
-        return cls(load(buffer), tier, threads, workers, gpu)
+                    gpu=None, backend: str = "auto") -> "Engine":
+        return cls(load(buffer), tier, threads, workers, gpu, backend=backend)
 
     @property
     def tier(self) -> str:
@@ -59,6 +62,11 @@ class Engine:
     @property
     def threads(self) -> int:
         return self.executor.size
+
+    @property
+    def backend(self) -> str:
+        """The registered backend that runs the encoder (engine/executors/registry.py)."""
+        return self.executor.backend
 
     def stream(self, sample_rate: int, latency: str = "fast", replay: list | None = None, **config):
         """A streaming session (engine/stream/session.py): a named setting (StreamConfig.for_latency:

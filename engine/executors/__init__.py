@@ -48,27 +48,40 @@ heads, the conv module's middle by channel blocks; parts write disjoint parts of
 from __future__ import annotations
 
 from ..kernels import Kernels
-from .cpu import Alone, FloatActivations, Threads, check_threads, default_threads
+from .cpu import Alone, FloatActivations, Threads
+from .registry import Backend, choose, register
 from .workers import KernelWorkers
 
 
-def executor(k: Kernels, threads: int | None = None, workers=None, gpu=None, float_activations: bool = False):
+def _webgpu(k: Kernels, offer):
+    from .webgpu.executor import WebGpu          # wgpu's shaders and device code: only when asked
+    return WebGpu(k, offer.gpu)
+
+
+# The backends, best first. "auto" takes the first whose needs are met: a GPU when one is
+# given, else the browser's kernel workers when a pool is given, else threads (more than one),
+# else one thread.
+register(Backend("webgpu", 30, _webgpu, needs=("gpu",),
+                 refusal="a GPU executor runs the CPU part on one thread: give no threads or workers",
+                 summary="the encoder on a WebGPU device, the decoder on the CPU tier"))
+register(Backend("kernel-workers", 20, lambda k, offer: KernelWorkers(k, offer.workers), needs=("workers",),
+                 refusal="threads and kernel workers do not mix: give one or the other",
+                 summary="the browser: web/kernel-pool.mjs's workers share the encoder's work"))
+register(Backend("threads", 10, lambda k, offer: Threads(k, offer.threads), needs=("threads",),
+                 summary="natively: the encoder split across Python threads around GIL-free C calls"))
+register(Backend("one-thread", 0, lambda k, offer: Alone(k), uses=("threads",),
+                 summary="everything on the calling thread"))
+register(Backend("float-activations", -1, lambda k, offer: FloatActivations(k), by_name_only=True,
+                 refusal="float activations (the graph check) run on one CPU thread: give no threads, workers or GPU",
+                 summary="the graph check's float32 linears (a debug path: not the shipped bits)"))
+
+
+def executor(k: Kernels, threads: int | None = None, workers=None, gpu=None, float_activations: bool = False,
+             backend: str = "auto"):
     """The executor for a thread count (natively; default all cores), a kernel pool (browser)
     or a WebGPU device (webgpu/executor.py: the encoder there, the decoder on `k`); or the
-    graph check's float32 linears (one thread)."""
+    graph check's float32 linears (one thread). The registry (registry.py) picks: `backend` a
+    name, or "auto" for the best the resources allow."""
     if float_activations:
-        if threads not in (None, 1) or workers is not None or gpu is not None:
-            raise ValueError("float activations (the graph check) run on one CPU thread: "
-                             "give no threads, workers or GPU")
-        return FloatActivations(k)
-    if gpu is not None:
-        if threads not in (None, 1) or workers is not None:
-            raise ValueError("a GPU executor runs the CPU part on one thread: give no threads or workers")
-        from .webgpu.executor import WebGpu
-        return WebGpu(k, gpu)
-    if workers is not None:
-        if threads not in (None, 1):
-            raise ValueError("threads and kernel workers do not mix: give one or the other")
-        return KernelWorkers(k, workers)
-    threads = check_threads(default_threads() if threads is None else threads)
-    return Threads(k, threads) if threads > 1 else Alone(k)
+        backend = "float-activations"
+    return choose(k, backend, threads, workers, gpu)
