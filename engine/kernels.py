@@ -315,7 +315,7 @@ class Kernels:
 
     def entry(self, name: str, restype, argtypes, per_tier: bool = True):
         """A family's own C entry point on this Kernels (declared once): `<name>__<tier>` when
-        per_tier, else `name`. How engine/executors/one_call.py binds the whole-layer calls."""
+        per_tier, else `name`. How engine/parakeet_tdt/one_call.py binds the whole-layer calls."""
         fn = self._fn.get(name)
         if fn is None:
             fn = self._fn[name] = _declare(self._lib, f"{name}__{self.tier}" if per_tier else name, restype, argtypes)

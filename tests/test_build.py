@@ -48,7 +48,7 @@ RUNTIME_WHEEL = {f"engine/{m}.py" for m in (
     "executors/webgpu/mutations", "executors/webgpu/norm", "executors/webgpu/self_test",
     "executors/webgpu/subsampling", "stream/__init__", "stream/commit", "stream/schedule", "stream/session",
     "stream/transcript", "stream/view", "stream/window", "parakeet_tdt/__init__", "parakeet_tdt/decoder", "parakeet_tdt/encoder",
-    "parakeet_tdt/layout", "parakeet_tdt/model_file", "executors/one_call")} | {
+    "parakeet_tdt/layout", "parakeet_tdt/model_file", "parakeet_tdt/one_call", "executors/registry")} | {
     f"engine/_lib/phonon_kernels_{t}.wasm" for t in ("scalar", "simd128", "relaxed_simd")} | {
     f"engine/_wgsl/{name}.wgsl" for name in (          # the WebGPU tier's shaders (kernels/webgpu)
         "add_scaled", "attention_blocks", "attention_common", "attention_context", "attention_scores",

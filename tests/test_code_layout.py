@@ -87,6 +87,17 @@ def test_the_history_check_sees_what_it_looks_for():
     assert BENCHMARKS_HISTORY in (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
 
 
+def test_the_executors_know_no_family():
+    """engine/executors/ runs any family's blocks: nothing in it imports a family package (the
+    one-call C forms of parakeet-tdt's blocks live with the family, offered by block.one_call)."""
+    modules = engine_modules()
+    families = {m.split(".")[1] for m in modules if m.count(".") >= 1 and (ENGINE / m.split(".")[1] / "layout.py").exists()}
+    assert "parakeet_tdt" in families
+    found = sorted(f"{m} imports {name}" for m, path in modules.items() if m.startswith("engine.executors")
+                   for name in imported_names(path, modules) if name.split(".")[:2][-1] in families)
+    assert not found, found
+
+
 def test_no_circle_anywhere_in_the_tree():
     """The Python imports of every package (build.py and the tests included), the JavaScript
     imports of web/, harness/ and the test apps, and the C #includes of kernels/ (file by file,

@@ -1,4 +1,4 @@
-"""The one-call entry points (engine/executors/one_call.py): a whole encoder layer
+"""The one-call entry points (engine/parakeet_tdt/one_call.py): a whole encoder layer
 (kernels/layer.h), the subsampling stack on a slice of time (kernels/subsampling.h) and the TDT
 decoder's prediction step and joint (kernels/decoder_step.h) give
 the bits of the same computation composed from single kernel calls - in every native tier, on
@@ -19,8 +19,8 @@ import pytest
 from conftest import NATIVE_TIERS
 from engine.audio import load_audio
 from engine.kernels import KernelError, Kernels, zeros_f32
-from engine.executors import one_call
-from engine.executors.one_call import LAYER_LINEARS, DecoderState
+from engine.parakeet_tdt import one_call
+from engine.parakeet_tdt.one_call import LAYER_LINEARS, DecoderState
 from engine.transcribe import Engine
 from modeltools.fv5 import pack_b5x3t7
 
@@ -321,7 +321,7 @@ def test_engine_one_call_equals_block_by_block(tier, which, tiny_gguf_path):
     run three ways on the same frames (the loop in C, each step one C call, block by block):
     the same tokens."""
     from engine.executors import Alone
-    from engine.executors.one_call import OneCallDecoding
+    from engine.parakeet_tdt.one_call import OneCallDecoding
     from engine.family import network
     from engine.parakeet_tdt.decoder import greedy_rules
     engine = Engine.open(tiny_gguf_path if which == "tiny" else DEFAULT_MODEL, tier, threads=1)

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from engine.kernels import Kernels
-from engine.executors.one_call import DecoderState
+from engine.parakeet_tdt.one_call import DecoderState
 from engine.parakeet_tdt.decoder import greedy_rules
 from modeltools.reference import tdt_greedy_reference as paper_greedy    # the float64 reference's loop
 

@@ -15,8 +15,10 @@ one signature, and never learns how they are carried out:
     ex.unsplit                           # the same kernels, never split (one-token work)
     ex.encode(fn)                        # fn() computes one encode; ex.host(y) -> array('f')
 
-and, for the blocks that have a one-call C form (engine/executors/one_call.py), how to run the
-whole block: as its own forward (block by block, through the operations above) or in one call:
+and, for the blocks whose family gives them a one-call C form (`block.one_call(k)`: for
+parakeet-tdt, engine/parakeet_tdt/one_call.py), how to run the whole block: as its own forward
+(block by block, through the operations above) or in one call. The executors know nothing of
+what is inside a block:
 
     run = ex.layer(block)                # run(x, T, pe): a conformer layer
     run = ex.subsampling(block)          # run(x, T) -> (y, T'): the subsampling stack

@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 from ..kernels import IN_PYODIDE, KernelError, Kernels, Pinned, zeros_f32
 from ..timing import section
 from .linear import LinearWeights, RowSlice, check_activation, dense_forward, whole_gemm
-from .one_call import OneCallDecoding, OneCallLayer, OneCallSubsampling
 
 MAX_THREADS = 64
 
@@ -103,7 +102,8 @@ class FloatSubsamplingConvs(SubsamplingConvs):
 
 class Alone:
     """One worker computes everything with the unsplit kernels; a layer, the subsampling and
-    the decoding run as one C call each (engine/executors/one_call.py). one_call=False: block
+    the decoding run as one C call each (the form a block's family gives: `block.one_call(k)`,
+    engine/parakeet_tdt/one_call.py). one_call=False: block
     by block instead (the same bits; the tests compare the two). `one_call` may be turned off
     later (harness.profile_crossings --composed): blocks ask at each call."""
 
@@ -121,7 +121,7 @@ class Alone:
 
     def layer(self, block):
         """run(x, T, pe) -> y [T][D] for a conformer layer (block.forward: block by block)."""
-        c_call = OneCallLayer(self.k, block)
+        c_call = block.one_call(self.k)
 
         def run(x, T: int, pe):
             if self.one_call_now():
@@ -132,13 +132,13 @@ class Alone:
 
     def subsampling(self, block):
         """run(x, T) -> (y [T'][D], T') for the subsampling stack on one slice of time."""
-        c_call = OneCallSubsampling(self.k, block)
+        c_call = block.one_call(self.k)
         return lambda x, T: c_call(x, T) if self.one_call_now() else block.forward(x, T)
 
     def decoding(self, block):
         """run(f, T, cancelled) -> [(token, frame, duration)]: greedy decoding of the projected
         frames f [T][J] (block.greedy: greedy_rules step by step)."""
-        c_call = OneCallDecoding(self.k, block)
+        c_call = block.one_call(self.k)
         return lambda f, T, cancelled=None: (c_call(f, T, cancelled) if self.one_call_now()
                                              else block.greedy(f, T, cancelled))
 

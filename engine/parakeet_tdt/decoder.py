@@ -11,6 +11,7 @@ from ..kernels import zeros_f32
 from ..text import Token
 from .encoder import Linear
 from .model_file import ModelFile
+from .one_call import OneCallDecoding
 
 
 class PredictionNetwork:
@@ -123,6 +124,10 @@ class TdtDecoding:
         self.durations = model.durations
         self.max_symbols = model.file.get("parakeet.tdt.max_symbols_per_step", "uint32")
         self._greedy = ex.decoding(self)
+
+    def one_call(self, k) -> OneCallDecoding:
+        """The greedy loop in C (kernels/decoder_step.h), for executors that run it so."""
+        return OneCallDecoding(k, self)
 
     def __call__(self, enc, T: int, cancelled=None) -> list:
         """Encoder output [T][d_model] -> [Token]."""

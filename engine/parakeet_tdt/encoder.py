@@ -15,6 +15,7 @@ from ..kernels import MAX_DIM, Kernels
 from ..executors.linear import LinearWeights
 from ..timing import section
 from .model_file import ModelFile
+from .one_call import OneCallLayer, OneCallSubsampling
 
 
 def f32(tensor) -> memoryview:
@@ -86,6 +87,10 @@ class Subsampling:
         self.linear = Linear(ex, model, f"{p}linear.weight", f"{p}linear.bias")
         self.n_mels, self.d_model = d.n_mels, d.d_model
         self._frames = ex.subsampling(self)
+
+    def one_call(self, k: Kernels) -> OneCallSubsampling:
+        """The whole stack as one C call (kernels/subsampling.h), for executors that run it so."""
+        return OneCallSubsampling(k, self)
 
     def __call__(self, features, n_mels: int, T: int) -> tuple:
         with section("subsampling"):
@@ -219,6 +224,10 @@ class ConformerLayer:
         self.norm_feed_forward2, self.feed_forward2 = LayerNorm(ex, model, p + "norm_feed_forward2"), FeedForward(ex, model, p + "feed_forward2.")
         self.norm_out = LayerNorm(ex, model, p + "norm_out")
         self._run = ex.layer(self)
+
+    def one_call(self, k: Kernels) -> OneCallLayer:
+        """The whole layer as one C call (kernels/layer.h), for executors that run it so."""
+        return OneCallLayer(k, self)
 
     def __call__(self, x, T: int, pe) -> array:
         return self._run(x, T, pe)

@@ -1,8 +1,8 @@
-"""The one-call entry points (kernels/layer.h, subsampling.h, decoder_step.h): a whole
+"""The family's one-call entry points (kernels/layer.h, subsampling.h, decoder_step.h): a whole
 encoder layer, the whole subsampling stack, a prediction step, a joint evaluation and the TDT
-greedy loop of the parakeet-tdt family, each one C call; and the family's blocks run through
-them (OneCallLayer, OneCallSubsampling, OneCallDecoding: how the CPU executors run a block when
-nothing is split). Their weights are checked once and described in the C structs
+greedy loop, each one C call; and the family's blocks run through them (OneCallLayer,
+OneCallSubsampling, OneCallDecoding: what a block's `one_call(k)` gives the CPU executors, which
+run it when nothing is split and know nothing of what is inside). Their weights are checked once and described in the C structs
 here (the linears as kernels/linear_call.h pk_linear: engine/kernels.py LinearDesc), kept alive with
 their buffers; a call then crosses once with nothing to convert.
 
@@ -324,7 +324,7 @@ def linear_parts(k: Kernels, w) -> tuple:
 
 # -- a family's blocks, one C call each ---------------------------------------------------------
 # The CPU executors answer ex.layer(block), ex.subsampling(block) and ex.decoding(block) with
-# these while nothing is split (engine/executors/cpu.py Alone). Each reads the block's weights
+# block.one_call(k), one of these, while nothing is split (engine/executors/cpu.py Alone). Each reads the block's weights
 # once, at its first call, into the descriptions above; the block itself builds nothing for C.
 
 class OneCallLayer:
