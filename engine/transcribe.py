@@ -20,7 +20,7 @@ from .family import Cancelled, load, network
 from .kernels import Kernels
 from .longform import WindowPolicy, transcribe_pieces
 from .executors import executor
-from .stream.session import StreamConfig, StreamSession
+from .stream.session import StreamConfig, Stream
 from .text import punctuation_marks
 from .timing import section
 
@@ -72,7 +72,7 @@ class Engine:
         """A streaming session (engine/stream/session.py): a named setting (StreamConfig.for_latency:
         fast, balanced, battery) and any StreamConfig fields over it; replay: a live stream's
         result["jumps"], to decode where it decoded."""
-        return StreamSession(self, sample_rate, StreamConfig.for_latency(latency, **config), replay)
+        return Stream(self, sample_rate, StreamConfig.for_latency(latency, **config), replay)
 
     def cancel(self):
         """Ask a running transcribe() to stop: it raises Cancelled at the next layer or step."""

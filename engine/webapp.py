@@ -14,7 +14,7 @@ import time
 from .audio import MODEL_RATE, load_audio, resample
 from .family import load as load_model
 from .longform import SteppedTranscription
-from .stream.session import StreamConfig, StreamOverrun, StreamSession, live_metrics, stream_metrics
+from .stream.session import StreamConfig, StreamOverrun, Stream, live_metrics, stream_metrics
 from .transcribe import Engine
 
 
@@ -257,13 +257,13 @@ class WebApp:
         if resume is None:
             config = StreamConfig.for_latency(str(latency), pace=str(pace), **fields)
             recogniser = self.engine if self.placing is None else TokensFrom(self.engine, self.placing[0])
-            self.session = StreamSession(recogniser, int(rate), config)
+            self.session = Stream(recogniser, int(rate), config)
             self.received = 0                # samples at the stream's rate that feed() was given
             self.refused = 0                 # ... and refused
             self.refused_spans = []          # [[first, end)] of the refused ones (feed()'s count)
         else:
             state = json.loads(resume)
-            self.session = StreamSession.resume(self.engine, state["checkpoint"], state["prefix"])
+            self.session = Stream.resume(self.engine, state["checkpoint"], state["prefix"])
             self.received, self.refused = int(state["from"]), int(state["refused"])
             self.refused_spans = [list(span) for span in state["refused_spans"]]
         self.checkpointed_at = None          # the decode count of the last checkpoint
@@ -320,7 +320,7 @@ class WebApp:
         return at
 
     def checkpoint(self) -> dict:
-        """The stream's checkpoint (StreamSession.checkpoint) as the page keeps it: "from" is
+        """The stream's checkpoint (Stream.checkpoint) as the page keeps it: "from" is
         the first sample, in feed()'s count, the page must keep and feed again to resume it."""
         state = self.session.checkpoint()
         first = self._feeder_index(state["input_from"])
@@ -340,7 +340,7 @@ class WebApp:
         """Run the due decodes in order - with `budget_ms`, one, then more only while that much
         wall time has not passed, so the worker reads its messages (audio, pings, cancel)
         between steps however far behind it is - and return what changed since the last poll
-        (StreamSession.partial: the committed words and text added, the tentative tail), the
+        (Stream.partial: the committed words and text added, the tentative tail), the
         live metrics and what is still due. Its size and cost do not grow with the session."""
         session = self.session
         if budget_ms is None:

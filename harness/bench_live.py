@@ -61,10 +61,10 @@ def speech_onset(x: np.ndarray) -> float:
 
 def native_run(costly, placing, x: np.ndarray, latency: str, pace: str) -> dict:
     """x fed at real time by a feeder thread; this thread polls every POLL_S as the worker does."""
-    from engine.stream.session import StreamConfig, StreamSession
+    from engine.stream.session import StreamConfig, Stream
     from engine.webapp import TokensFrom
     recogniser = TokensFrom(costly, placing)
-    session = StreamSession(recogniser, 16000, StreamConfig.for_latency(latency, pace=pace))
+    session = Stream(recogniser, 16000, StreamConfig.for_latency(latency, pace=pace))
     onset = speech_onset(x)
     started = time.perf_counter()
 

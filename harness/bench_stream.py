@@ -7,7 +7,7 @@
 
 Default: the full-size synthetic Phonon-2 (build/bench-models/, as bench_e2e) streams a
 generated recording - held-out TTS utterances joined by 0.3-2 s pauses, then 10 s of quiet -
-in 20 ms chunks through one StreamSession, natively (best tier) and in Chromium (wasm
+in 20 ms chunks through one Stream, natively (best tier) and in Chromium (wasm
 simd128), at each hop: compute / audio (1.0 = just keeps up with real time), decodes, the
 longest window, first-partial latency and commit lag. Random weights emit tokens everywhere,
 so this measures the cost of the schedule at its busiest, not accuracy.

@@ -1,4 +1,4 @@
-"""A stream that survives its process: StreamSession.checkpoint() in one, resume() in another
+"""A stream that survives its process: Stream.checkpoint() in one, resume() in another
 (the browser's restarted engine worker), fed the input again from the checkpoint's input_from,
 gives the uninterrupted stream's polls and final transcript, bit for bit."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.stream.session import StreamError, StreamSession
+from engine.stream.session import StreamError, Stream
 from harness.long_speech import long_speech
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +90,7 @@ def test_a_stream_resumed_from_a_checkpoint_is_the_uninterrupted_stream(engine, 
         checkpoint = json.loads(json.dumps(first.checkpoint()))
         assert len(json.dumps(checkpoint)) < 64_000                  # the window's, not the session's
         assert checkpoint["input_fed"] == min(cut * chunk, len(x)) and checkpoint["input_from"] <= checkpoint["input_fed"]
-        resumed = StreamSession.resume(engine, checkpoint, committed(before))
+        resumed = Stream.resume(engine, checkpoint, committed(before))
         resumed.feed(x[checkpoint["input_from"]:cut * chunk])     # the input kept since input_from
         prints = []
         after = polls(resumed, x, cut * chunk, chunk, max_decodes, prints=prints)
@@ -106,13 +106,13 @@ def test_checkpoint_misuse_is_refused_clearly(engine, speech):
     prefix = committed(views)
     assert prefix["words"], "nothing committed in 20 s: the prefix check below would prove nothing"
     with pytest.raises(StreamError, match="prefix has 0 committed words"):
-        StreamSession.resume(engine, checkpoint, {"text": "", "words": [], "tokens": []})
+        Stream.resume(engine, checkpoint, {"text": "", "words": [], "tokens": []})
     with pytest.raises(StreamError, match="prefix must be"):
-        StreamSession.resume(engine, checkpoint, {"words": []})
+        Stream.resume(engine, checkpoint, {"words": []})
     with pytest.raises(StreamError, match="not a stream checkpoint"):
-        StreamSession.resume(engine, {**checkpoint, "format": "something else"}, prefix)
+        Stream.resume(engine, {**checkpoint, "format": "something else"}, prefix)
     with pytest.raises(StreamError, match="does not fit"):
-        StreamSession.resume(engine, {**checkpoint, "schedule": {}}, prefix)
+        Stream.resume(engine, {**checkpoint, "schedule": {}}, prefix)
     session.finish()
     with pytest.raises(StreamError, match="checkpoint\\(\\) of a finished stream"):
         session.checkpoint()

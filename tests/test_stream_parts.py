@@ -1,5 +1,5 @@
 """Each part of a stream alone (engine/stream_*.py), each rule against the part that holds it;
-tests/test_streaming.py runs them together through StreamSession."""
+tests/test_streaming.py runs them together through Stream."""
 
 from __future__ import annotations
 

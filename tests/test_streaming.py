@@ -16,7 +16,7 @@ import pytest
 from engine.audio import resample
 from engine.text import Token
 from engine.family import Cancelled
-from engine.stream.session import (FRAME, StreamConfig, StreamError, StreamOverrun, StreamResampler, StreamSession, Word,
+from engine.stream.session import (FRAME, StreamConfig, StreamError, StreamOverrun, StreamResampler, Stream, Word,
                                    stream_samples)
 
 SR = 16000
@@ -77,7 +77,7 @@ def utterances(words_s: list, pauses_s: list, noise_db: float | None = None, see
 
 
 def run(engine, x, chunk=320, rate=SR, poll=None, **config):
-    session = StreamSession(engine, rate, StreamConfig(**config))
+    session = Stream(engine, rate, StreamConfig(**config))
     views = []
     for i in range(0, len(x), chunk):
         session.feed(x[i:i + chunk])
@@ -181,7 +181,7 @@ def test_a_word_placed_in_silence_does_not_move_the_window_past_its_sound(scalar
 
 def test_window_starts_in_pauses_and_covers_uncommitted_words(fake):
     x = utterances([0.5, 0.5, 0.5, 0.5, 0.1], [0.2, 0.6, 0.16, 1.0], seed=3)
-    session = StreamSession(fake, SR)
+    session = Stream(fake, SR)
     loud = np.abs(x) > 0.01
     for i in range(0, len(x), 640):
         session.feed(x[i:i + 640])
@@ -211,7 +211,7 @@ def test_window_start_needs_a_pause_in_the_audio_not_only_in_the_tokens(scalar):
     murmur = tone(0.6, level=0.1)                        # mean square 0.005: sound, but no token
     x = np.concatenate([tone(0.5), np.zeros(SR * 2 // 5, np.float32), murmur,
                         np.zeros(SR // 5, np.float32), tone(0.5), np.zeros(SR, np.float32)])
-    session = StreamSession(deaf, SR)
+    session = Stream(deaf, SR)
     murmur_span = (int(0.9 * SR), int(1.5 * SR))
     starts = set()
     for i in range(0, len(x), 640):
@@ -230,7 +230,7 @@ def test_a_short_gap_between_words_is_not_a_pause(fake, min_pause_ms):
     160-240 ms between words: at 150 ms the start moved into such a dip and the trained model,
     starting mid-sentence, invented words ("the rent is it costs six dollars")."""
     x = np.concatenate([utterances([0.5, 0.5, 0.5, 0.5], [0.24, 0.6, 0.24]), np.zeros(2 * SR, np.float32)])
-    session = StreamSession(fake, SR, StreamConfig(min_pause_ms=min_pause_ms))
+    session = Stream(fake, SR, StreamConfig(min_pause_ms=min_pause_ms))
     starts = set()
     for i in range(0, len(x), 640):
         session.feed(x[i:i + 640])
@@ -246,7 +246,7 @@ def test_a_window_starting_without_a_word_marker_still_starts_a_word(fake):
     """A window's first token is a word (decoder.word_spans) even when its piece has no word
     marker: the text keeps it apart from the previous window's last word, and punctuation
     still attaches."""
-    session = StreamSession(fake, SR)
+    session = Stream(fake, SR)
     words = [Word("w2", 0, FRAME, ((2, 0, 1),)), Word("ing", FRAME, 2 * FRAME, ((41, 1, 1),)),
              Word(".", 2 * FRAME, 2 * FRAME, ((40, 2, 0),))]
     assert session.view.text(words) == "w2 ing."
@@ -392,7 +392,7 @@ def test_falling_behind_skips_nothing(fake):
     x = utterances([0.5, 0.3, 0.7, 0.4], [0.3, 1.2, 0.2], noise_db=-50, seed=6)
     x = np.concatenate([x, np.zeros(4 * SR, np.float32)])
     live, _, want = run(fake, x, chunk=320)
-    session = StreamSession(fake, SR)
+    session = Stream(fake, SR)
     session.feed(x)
     assert session.pending_seconds == pytest.approx(x.size / SR) and not session.due
     session.partial(0)                                  # drains; decodes nothing
@@ -413,7 +413,7 @@ def test_falling_behind_skips_nothing(fake):
 def test_a_feed_past_max_pending_is_refused_and_loses_nothing(fake):
     x = utterances([0.5, 0.3, 0.5, 0.6], [0.3, 0.8, 0.5], noise_db=-50, seed=2)
     assert x.size > 3 * SR
-    session = StreamSession(fake, 48000, StreamConfig(max_pending_ms=2000))
+    session = Stream(fake, 48000, StreamConfig(max_pending_ms=2000))
     up = np.repeat(x, 3)                                # 48 kHz
     session.feed(up[:48000])
     with pytest.raises(StreamOverrun, match="max_pending .2 s.*not added"):
@@ -465,14 +465,14 @@ def test_errors_are_clear_and_lose_nothing(fake):
     x = utterances([0.5, 0.5], [0.5], seed=7)
     for rate in (0, 7999, 44100.0, "48000", True, 10 ** 6):
         with pytest.raises(StreamError, match="sample rate"):
-            StreamSession(fake, rate)
+            Stream(fake, rate)
     with pytest.raises(StreamError, match="hop_ms"):
         StreamConfig(hop_ms=0)
     for bad in ({"max_interval_ms": 0}, {"agree_context_ms": -1}, {"short_window_ms": True}, {"interval_divisor": 0}):
         with pytest.raises(StreamError, match=next(iter(bad))):
             StreamConfig(**bad)
     assert StreamConfig(agree_context_ms=0, short_window_ms=0, min_pause_ms=0).agree_context_ms == 0
-    session = StreamSession(fake, SR)
+    session = Stream(fake, SR)
     session.feed(x[:8000])
     bad = x[8000:9000].copy()
     bad[17] = np.nan
@@ -488,7 +488,7 @@ def test_errors_are_clear_and_lose_nothing(fake):
 
 
 def test_cancel_stops_a_running_decode(fake):
-    session = StreamSession(fake, SR)
+    session = Stream(fake, SR)
     tokens = fake.tokens
 
     def cancelling_tokens(samples, cancelled=None):
@@ -507,7 +507,7 @@ def test_cancel_stops_a_running_decode(fake):
 
 def test_feeding_from_another_thread_while_polling(fake):
     x = utterances([0.5, 0.4, 0.6], [0.3, 0.8], seed=8)
-    session = StreamSession(fake, 48000)
+    session = Stream(fake, 48000)
     x48 = resample(fake.k, x, SR, 48000)
     done = threading.Event()
 
@@ -568,7 +568,7 @@ def test_first_partial_latency_counts_from_the_speech_onset(scalar, chunk):
     frame, inside the lead-in silence). Any chunking finds the same onset."""
     lead = int(0.73 * SR)
     x = np.concatenate([np.zeros(lead, np.float32), utterances([0.5, 0.5], [0.4]), np.zeros(SR, np.float32)])
-    session = StreamSession(FirstFrameEngine(scalar), SR)
+    session = Stream(FirstFrameEngine(scalar), SR)
     out = stream_samples(session, x, chunk)
     assert session.stats.speech_onset == lead // 320 * 320      # the block the tone starts in (half of it loud)
     first = next(e["audio_seconds"] for e in out["events"] if e["added_text"] or e["tentative"])
@@ -577,7 +577,7 @@ def test_first_partial_latency_counts_from_the_speech_onset(scalar, chunk):
 
 
 def test_first_partial_latency_is_none_for_silence(scalar):
-    session = StreamSession(LoudRunEngine(scalar), SR)
+    session = Stream(LoudRunEngine(scalar), SR)
     out = stream_samples(session, np.zeros(2 * SR, np.float32), 320)
     assert session.stats.speech_onset is None and out["metrics"]["first_partial_latency_seconds"] is None
 
@@ -625,7 +625,7 @@ def test_a_feed_racing_finish_is_refused_not_dropped(fake):
     """finish() on the decoding thread flushes the window; a feed() arriving after that on
     another thread gets an error instead of vanishing into a buffer nobody drains."""
     x = utterances([0.5, 0.3], [0.3], seed=3)
-    session = StreamSession(fake, SR)
+    session = Stream(fake, SR)
     session.feed(x)
     session.window.drain(flush=True)                     # finish()'s flush, before its state changes
     with pytest.raises(StreamError, match="closed while this chunk arrived"):
@@ -642,7 +642,7 @@ def test_the_balanced_setting_commits_every_word_once_with_less_encoder_work(fak
     batch = [(t.id, t.frame, t.duration) for t in fake.tokens(x)]
     got = {}
     for latency in ("fast", "balanced", "battery"):
-        session = StreamSession(fake, SR, StreamConfig.for_latency(latency))
+        session = Stream(fake, SR, StreamConfig.for_latency(latency))
         final = stream_samples(session, x, 320)["final"]
         assert [(t["id"], t["frame"], t["duration"]) for t in final["tokens"]] == batch, latency
         got[latency] = session.stats
@@ -679,7 +679,7 @@ class SlowDevice(LoudRunEngine):
 
 def slow_stream(kernels, x, pace: str, decode_seconds: float = 0.6):
     device = SlowDevice(kernels, x, decode_seconds)
-    device.session = session = StreamSession(device, SR, StreamConfig(pace=pace))
+    device.session = session = Stream(device, SR, StreamConfig(pace=pace))
     while device.cursor < x.size:
         device.arrive(320)
         session.partial()
@@ -704,12 +704,12 @@ def test_at_the_live_pace_a_slow_device_stays_a_decode_behind_and_loses_no_word(
     assert [t["id"] for t in exact_final["tokens"]] == want
     assert final["jumps"] and exact_final["jumps"] == []
     assert all(used > at for at, used in final["jumps"])
-    replay = StreamSession(LoudRunEngine(scalar), SR, StreamConfig(), replay=final["jumps"])
+    replay = Stream(LoudRunEngine(scalar), SR, StreamConfig(), replay=final["jumps"])
     again = stream_samples(replay, x, 320)["final"]
     assert again["tokens"] == final["tokens"] and again["jumps"] == final["jumps"]
     assert replay.stats.decodes == live.stats.decodes and replay.stats.decoded_audio == live.stats.decoded_audio
     with pytest.raises(StreamError, match="replay"):
-        StreamSession(LoudRunEngine(scalar), SR, replay=[[100, 50]])
+        Stream(LoudRunEngine(scalar), SR, replay=[[100, 50]])
 
 
 class SlowModel(SlowDevice):
@@ -739,7 +739,7 @@ def test_a_live_stream_of_the_trained_model_replays_natively_bit_for_bit(scalar,
     x = np.concatenate([x, np.zeros(SR, np.float32)])
     device = SlowModel(engine, x, 1.2)
     config = StreamConfig.for_latency(latency, pace="live")
-    device.session = live = StreamSession(device, SR, config)
+    device.session = live = Stream(device, SR, config)
     while device.cursor < x.size:
         device.arrive(320)
         live.partial()
@@ -747,7 +747,7 @@ def test_a_live_stream_of_the_trained_model_replays_natively_bit_for_bit(scalar,
     per_step = 1 if latency == "fast" else 2
     assert final["jumps"] and live.stats.max_pending <= int((per_step * 1.2 + 0.42) * SR) + 320
     assert len(final["words"]) >= 0.8 * sum(len(t.split()) for t, _, _ in spans)
-    replay = StreamSession(engine, SR, StreamConfig.for_latency(latency), replay=final["jumps"])
+    replay = Stream(engine, SR, StreamConfig.for_latency(latency), replay=final["jumps"])
     again = stream_samples(replay, x, 320)["final"]
     assert again["tokens"] == final["tokens"] and again["text"] == final["text"]
     assert replay.stats.decoded_audio == live.stats.decoded_audio

@@ -10,7 +10,7 @@ WER (Open ASR leaderboard normalisation: lower case, no punctuation) on the held
   engine     the shipped GGUF through the engine natively (int8 activations, auto tier):
              what users get, in the browser bit for bit.
 Stream vs batch: long recordings of held-out utterances joined by pauses, through a
-StreamSession at defaults and through one batch transcription per utterance span.
+Stream at defaults and through one batch transcription per utterance span.
 Results go to OUT/phonon-small.json, the card to OUT/MODEL_CARD.md.
 """
 

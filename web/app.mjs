@@ -11,6 +11,7 @@
 // alone; more need cross-origin isolation, which the service worker provides);
 // ?debug=1 keeps an event log and the captured samples for tests (window.phonon.debug).
 import { toJSON, toSRT, toText, toVTT } from "./formats.mjs";
+import { CAPTURE, SERVICE_WORKER } from "./messages.mjs";
 import { SessionStore } from "./session-store.mjs";
 import { Recognizer, bestTier, captureNode } from "./phonon.mjs";
 
@@ -221,7 +222,7 @@ async function serviceWorker() {
     return "failed";
   }
   navigator.serviceWorker.addEventListener("message", ({ data }) => {
-    if (data && data.kind === "sw-progress" && phonon.state === "loading" && !phonon.engineStarted) {
+    if (data && data.kind === SERVICE_WORKER.PROGRESS && phonon.state === "loading" && !phonon.engineStarted) {
       stage("Saving the app for offline use", data.loaded, data.total);
     }
   });
@@ -246,7 +247,7 @@ function offerUpdates(registration) {
     if (!registration.waiting || !navigator.serviceWorker.controller) return;
     showAlert("A new version of phonon-web is ready.", { info: true, action: { label: "Reload", run: () => {
       asked = true;
-      registration.waiting.postMessage({ kind: "skip-waiting" });
+      registration.waiting.postMessage({ kind: SERVICE_WORKER.SKIP_WAITING });
     } } });
   };
   navigator.serviceWorker.addEventListener("controllerchange", () => { if (asked) location.reload(); });
@@ -603,8 +604,8 @@ async function startListening() {
     phonon.behindTold = false;
     // the worklet feeds the engine worker directly; after a worker restart, the new one (from
     // the input it kept since the stream's newest checkpoint)
-    const port = stream.takePort((port, from) => node.port.postMessage({ kind: "connect", port, from }, [port]));
-    node.port.postMessage({ kind: "connect", port }, [port]);
+    const port = stream.takePort((port, from) => node.port.postMessage({ kind: CAPTURE.CONNECT, port, from }, [port]));
+    node.port.postMessage({ kind: CAPTURE.CONNECT, port }, [port]);
     const source = context.createMediaStreamSource(media);
     source.connect(node).connect(context.destination);    // silent output: keeps the node pulled
     if (context.state !== "running") await context.resume();
@@ -696,11 +697,11 @@ function stopListening() {
   ui.micLabel.textContent = "Start listening";
   const mic = live.mic;
   mic.node.port.onmessage = ({ data }) => {
-    if (data.kind !== "stopped") return;
+    if (data.kind !== CAPTURE.STOPPED) return;
     phonon.captureSent = data.sent;             // samples the worklet sent the stream (tests: all reached it)
     releaseMic(mic);
   };
-  mic.node.port.postMessage({ kind: "stop" });      // the worklet sends its last block, then "end"
+  mic.node.port.postMessage({ kind: CAPTURE.STOP });      // the worklet sends its last block, then "end"
   const closing = live.stream;
   live.stream = null;
   closing.finish().then((final) => {

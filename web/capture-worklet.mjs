@@ -3,14 +3,11 @@
 // engine worker through a MessagePort - the main thread is not on the audio path. Resampling
 // happens in the engine (engine/stream/session.py), not here.
 //
-// Two transports:
+// Two transports (the messages and the ring: messages.mjs):
 // - transferable blocks: 128-frame render quanta are gathered into blocks of `blockSize`
 //   samples and posted with their ArrayBuffer transferred;
-// - a SharedArrayBuffer ring (when the page is cross-origin isolated): every quantum is
-//   written into the ring; the worker drains it on its own timer. Header (Int32): [0] samples
-//   written, [1] samples read (both modulo 2^32), [2] samples dropped because the ring was
-//   full (the worker fell behind by more than the ring holds). The ring's length is a power
-//   of two, so positions modulo 2^32 stay consistent modulo the length.
+// - the capture ring (when the page is cross-origin isolated): every quantum is written into
+//   it; the worker drains it on its own timer.
 // On {kind: "stop"} the last partial block is sent, then {kind: "end"} on the same port, so the
 // worker sees every sample before it finishes the stream.
 //
@@ -19,6 +16,8 @@
 // input: about the stream's window plus what waits undecoded), and when the page connects a
 // new worker's port with {kind: "connect", port, from} it sends that input again from `from`
 // (with a ring: by the port, then it empties the ring and says {kind: "resent"}) and goes on.
+
+import { CAPTURE, FEED, openRing, ringSkip, ringWrite } from "./messages.mjs";
 
 // What was sent, from the newest checkpoint on, in chunks of up to `size` samples.
 class KeptInput {
@@ -68,23 +67,23 @@ class CaptureProcessor extends AudioWorkletProcessor {
     this.out = null;
     this.running = true;
     this.kept = new KeptInput(blockSize);
-    if (ring) this.ring = { header: new Int32Array(ring, 0, 4), data: new Float32Array(ring, 16) };
+    if (ring) this.ring = openRing(ring);
     this.port.onmessage = ({ data }) => {
-      if (data.kind === "connect") this.connect(data.port, data.from);
-      else if (data.kind === "stop") this.stop();
+      if (data.kind === CAPTURE.CONNECT) this.connect(data.port, data.from);
+      else if (data.kind === CAPTURE.STOP) this.stop();
     };
   }
 
   connect(port, from) {
     this.out = port;
-    port.onmessage = ({ data }) => { if (data.kind === "retain") this.kept.trim(data.from); };
+    port.onmessage = ({ data }) => { if (data.kind === FEED.RETAIN) this.kept.trim(data.from); };
     if (from === undefined) return;
-    for (const samples of this.kept.since(from)) port.postMessage({ kind: "audio", samples }, [samples.buffer]);
+    for (const samples of this.kept.since(from)) port.postMessage({ kind: FEED.AUDIO, samples }, [samples.buffer]);
     if (this.ring) {                        // what the ring holds was just sent: empty it
-      Atomics.store(this.ring.header, 1, Atomics.load(this.ring.header, 0));
-      port.postMessage({ kind: "resent" });
+      ringSkip(this.ring);
+      port.postMessage({ kind: FEED.RESENT });
     }
-    if (!this.running) port.postMessage({ kind: "end" });
+    if (!this.running) port.postMessage({ kind: FEED.END });
   }
 
   // Kept alive after stop() until the page closes the context: a worker that dies while the
@@ -113,26 +112,13 @@ class CaptureProcessor extends AudioWorkletProcessor {
     if (!this.fill) return;
     const samples = this.fill === this.size ? this.block : this.block.slice(0, this.fill);
     this.kept.push(samples);
-    this.out.postMessage({ kind: "audio", samples }, [samples.buffer]);
+    this.out.postMessage({ kind: FEED.AUDIO, samples }, [samples.buffer]);
     this.block = new Float32Array(this.size);                 // the old one was transferred
     this.fill = 0;
   }
 
   write(x) {
-    const { header, data } = this.ring;
-    const cap = data.length;
-    const w = Atomics.load(header, 0) >>> 0;
-    const r = Atomics.load(header, 1) >>> 0;
-    if (cap - ((w - r) >>> 0) < x.length) {          // full: drop this quantum, count it
-      Atomics.add(header, 2, x.length);
-      return;
-    }
-    const at = w % cap;
-    const first = Math.min(x.length, cap - at);
-    data.set(x.subarray(0, first), at);
-    if (first < x.length) data.set(x.subarray(first), 0);
-    this.kept.push(x);
-    Atomics.store(header, 0, (w + x.length) | 0);
+    if (ringWrite(this.ring, x)) this.kept.push(x);        // full: dropped and counted there
   }
 
   stop() {
@@ -140,9 +126,9 @@ class CaptureProcessor extends AudioWorkletProcessor {
     this.running = false;
     if (this.out) {
       if (!this.ring) this.flush();
-      this.out.postMessage({ kind: "end" });
+      this.out.postMessage({ kind: FEED.END });
     }
-    this.port.postMessage({ kind: "stopped", sent: this.kept.count });   // every sample sent, for the page's checks
+    this.port.postMessage({ kind: CAPTURE.STOPPED, sent: this.kept.count });   // every sample sent, for the page's checks
   }
 }
 

@@ -13,7 +13,7 @@
 // Pointers are addresses in Pyodide's wasm memory (ctypes.addressof); heap() returns its current
 // Uint8Array (a new one after the memory grows).
 
-import { CONTROL, OP, activationLayout, align16 } from "./kernel-protocol.mjs";
+import { CONTROL, KERNEL, OP, activationLayout, align16 } from "./kernel-protocol.mjs";
 
 const MAX_DATA_BYTES = 1 << 30;
 const WAIT_MS = 120000;                         // a command this long has failed
@@ -37,8 +37,8 @@ export class KernelPool {
       throw new KernelPoolError("kernel workers need SharedArrayBuffer, which this browser does not offer even to an isolated page");
     const pool = new KernelPool(workers, heap, workerURL);
     try {
-      await Promise.all(pool.workers.map((w) => pool._request(w, { kind: "init", module, tier,
-        control: pool.control.buffer, data: pool.data }, "ready")));
+      await Promise.all(pool.workers.map((w) => pool._request(w, { kind: KERNEL.INIT, module, tier,
+        control: pool.control.buffer, data: pool.data }, KERNEL.READY)));
     } catch (e) {
       pool.close();                             // none left running when one could not start
       throw e;
@@ -59,7 +59,7 @@ export class KernelPool {
     this.ownMs = 0;                            // its own part of split commands
     this.workers = Array.from({ length: count }, (_, i) => {
       const w = new Worker(workerURL, { type: "module", name: `phonon-kernels-${i}` });
-      w.addEventListener("message", ({ data }) => { if (data.kind === "failed") this.failures.push(data.message); });
+      w.addEventListener("message", ({ data }) => { if (data.kind === KERNEL.FAILED) this.failures.push(data.message); });
       w.addEventListener("error", (e) => this.failures.push(`kernel worker ${i}: ${e.message || "error"}`));
       return w;
     });
@@ -79,7 +79,7 @@ export class KernelPool {
     const index = this.workers.indexOf(w);
     return new Promise((resolve, reject) => {
       const onMessage = ({ data }) => {
-        if (data.kind !== reply && data.kind !== "failed") return;
+        if (data.kind !== reply && data.kind !== KERNEL.FAILED) return;
         w.removeEventListener("message", onMessage);
         if (data.kind === reply) resolve(data);
         else reject(new KernelPoolError(`kernel worker ${index}: ${data.message}`));
@@ -100,7 +100,7 @@ export class KernelPool {
   // slice's [rows][8] int8 grid and scales) or int8 (q [rows][K], scale [rows]); bias optional.
   // act: 1 = silu on the slice's output (the feed-forward's first linear).
   addLinear(id, worker, fmt, r0, rows, K, act, a, aBytes, b, bBytes, c, cBytes, bias) {
-    const message = { kind: "linear", id, fmt, rows, K, act, packed: null, lut: null, ws: null, q: null, scale: null,
+    const message = { kind: KERNEL.LINEAR, id, fmt, rows, K, act, packed: null, lut: null, ws: null, q: null, scale: null,
                       bias: this._copy(bias, 4 * rows) };
     if (fmt === "fv5") Object.assign(message, { packed: this._copy(a, aBytes), lut: this._copy(b, bBytes), ws: this._copy(c, cBytes) });
     else Object.assign(message, { q: this._copy(a, aBytes), scale: this._copy(b, bBytes) });
@@ -113,7 +113,7 @@ export class KernelPool {
   // The conv module's middle for channels [c0, c0 + width) on one kernel worker: linears
   // `value` and `gate` (its pw1 rows), GLU, the depthwise conv (dw [width][ksize], dwb [width]), silu.
   addConv(id, worker, value, gate, c0, width, ksize, dw, dwBytes, dwb, dwbBytes) {
-    const message = { kind: "conv", id, value, gate, width, ksize, dw: this._copy(dw, dwBytes), dwb: this._copy(dwb, dwbBytes) };
+    const message = { kind: KERNEL.CONV, id, value, gate, width, ksize, dw: this._copy(dw, dwBytes), dwb: this._copy(dwb, dwbBytes) };
     this.workers[worker].postMessage(message, [message.dw, message.dwb]);
     if (!this.convs.has(id)) this.convs.set(id, []);
     this.convs.get(id).push({ worker, r0: c0, rows: width });
@@ -122,7 +122,7 @@ export class KernelPool {
   // holdMs (tests only): each worker blocks that long after saying "serving", as a worker that
   // a loaded machine deschedules there would; the first command must still be answered.
   async serve({ holdMs = 0 } = {}) {
-    await Promise.all(this.workers.map((w, slot) => this._request(w, { kind: "serve", slot, holdMs }, "serving")));
+    await Promise.all(this.workers.map((w, slot) => this._request(w, { kind: KERNEL.SERVE, slot, holdMs }, KERNEL.SERVING)));
   }
 
   // -- commands -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@
 // Inputs and outputs cross through the data SAB; the worker copies them into and out of its own
 // memory (a side module cannot import a shared memory it was not built for).
 
-import { CONTROL, OP, activationLayout } from "./kernel-protocol.mjs";
+import { CONTROL, KERNEL, OP, activationLayout } from "./kernel-protocol.mjs";
 
 let wasm = null, tier = "", control = null, data = null;
 const linears = new Map();              // id -> {fmt, rows, K, act, packed, lut, ws, q, scale, bias} (pointers)
@@ -199,7 +199,7 @@ function serve(slot, seen) {
              : op === OP.CONV ? runConv(args) : -100;
     } catch (e) {
       status = -101;
-      postMessage({ kind: "failed", message: String(e && e.message || e) });
+      postMessage({ kind: KERNEL.FAILED, message: String(e && e.message || e) });
     }
     control[base + CONTROL.STATUS] = status;
     control[base + CONTROL.HEAP] = wasm.memory.buffer.byteLength / 65536;
@@ -212,26 +212,26 @@ function serve(slot, seen) {
 
 self.onmessage = ({ data: m }) => {
   try {
-    if (m.kind === "init") {
+    if (m.kind === KERNEL.INIT) {
       wasm = instantiate(m.module);
       tier = m.tier;
       control = new Int32Array(m.control);
       data = m.data;
-      postMessage({ kind: "ready" });
-    } else if (m.kind === "linear") {
+      postMessage({ kind: KERNEL.READY });
+    } else if (m.kind === KERNEL.LINEAR) {
       linears.set(m.id, { fmt: m.fmt, rows: m.rows, K: m.K, act: m.act, packed: place(m.packed), lut: place(m.lut),
                           ws: place(m.ws), q: place(m.q), scale: place(m.scale), bias: place(m.bias) });
       permanentTop = heapTop;
-    } else if (m.kind === "conv") {
+    } else if (m.kind === KERNEL.CONV) {
       convs.set(m.id, { value: m.value, gate: m.gate, width: m.width, ksize: m.ksize, dw: place(m.dw), dwb: place(m.dwb) });
       permanentTop = heapTop;
-    } else if (m.kind === "serve") {
+    } else if (m.kind === KERNEL.SERVE) {
       const seen = Atomics.load(control, m.slot * CONTROL.WORDS + CONTROL.SEQ);
-      postMessage({ kind: "serving" });
+      postMessage({ kind: KERNEL.SERVING });
       if (m.holdMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, m.holdMs);
       serve(m.slot, seen);
     }
   } catch (e) {
-    postMessage({ kind: "failed", message: String(e && e.message || e) });
+    postMessage({ kind: KERNEL.FAILED, message: String(e && e.message || e) });
   }
 };

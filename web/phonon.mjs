@@ -13,7 +13,10 @@
 //
 // Files beside this module (the site or the package built by `python3 build.py site|package`):
 // manifest.json (runtime, wheel, tiers, default model), worker.mjs, pyodide/, wheel/, models/.
-// Types: phonon.d.ts.
+// Types: phonon.d.ts. The messages between the page, the engine worker and the capture worklet:
+// messages.mjs.
+
+import { CAPTURE, FEED, TO_PAGE, TO_WORKER, makeRing } from "./messages.mjs";
 
 const RATE_MIN = 8000, RATE_MAX = 192000;
 const HEARTBEAT_MS = 2000;
@@ -189,7 +192,7 @@ export class Recognizer extends EventTarget {
     if (gpu && debug && gpuTestPatch) gpu.patch = gpuTestPatch;
     if (gpu && debug && gpuTestHardware) gpu.hardware = true;
     if (gpu && debug && gpuTestFaster) gpu.faster = true;
-    const init = { kind: "init", manifest: { ...manifest }, tier: tier === "auto" || tier === "webgpu" ? bestTier(manifest.tiers) : tier,
+    const init = { kind: TO_WORKER.INIT, manifest: { ...manifest }, tier: tier === "auto" || tier === "webgpu" ? bestTier(manifest.tiers) : tier,
                    debug, localModel: localModel || null, gpu, snapshot: snapshot !== false };
     if (debug) this.debug = this.#debugHooks();
     const known = manifest.tiers.map((t) => t.name);
@@ -289,7 +292,7 @@ export class Recognizer extends EventTarget {
       checkRate(sampleRate);
       checkSamples(audio, "transcribe()");
       const pcm = audio.slice();
-      message = [{ kind: "file", name, pcm, rate: sampleRate, channels: 1 }, [pcm.buffer]];
+      message = [{ kind: TO_WORKER.FILE, name, pcm, rate: sampleRate, channels: 1 }, [pcm.buffer]];
     } else if (typeof AudioBuffer === "function" && audio instanceof AudioBuffer) {
       message = audioBufferMessage(audio, name);
     } else if (!(audio instanceof ArrayBuffer || audio instanceof Blob)) {
@@ -300,7 +303,7 @@ export class Recognizer extends EventTarget {
       if (signal && signal.aborted) throw new PhononError("cancelled", "the transcription was cancelled");
       if (!message) message = await encodedFile(audio, name);
       return new Promise((resolve, reject) => {
-        const abort = () => this.#worker.postMessage({ kind: "cancel-file" });
+        const abort = () => this.#worker.postMessage({ kind: TO_WORKER.CANCEL_FILE });
         if (signal) signal.addEventListener("abort", abort, { once: true });
         const done = () => { this.#pending = null; if (signal) signal.removeEventListener("abort", abort); };
         this.#pending = { resolve: (v) => { done(); resolve(v); }, reject: (e) => { done(); reject(e); }, onProgress };
@@ -347,7 +350,7 @@ export class Recognizer extends EventTarget {
     this.#capturedSoFar = null;
     this.#capturedFrom = 0;
     const stream = new Stream(channel.port1, sampleRate, () => {
-      if (!this.#restarting) this.#worker.postMessage({ kind: "cancel-stream" });
+      if (!this.#restarting) this.#worker.postMessage({ kind: TO_WORKER.CANCEL_STREAM });
       if (this.#stream === stream) this.#stream = null;
     }, { pendingThreshold, maxPending });
     stream.id = id;
@@ -355,7 +358,7 @@ export class Recognizer extends EventTarget {
     // the worker's bound is the backstop for worklet audio; feed() holds the page to maxPending,
     // and the slack keeps a chunk feed() admitted (by the worker's last, rounded report) from
     // being refused there
-    stream.startMessage = { kind: "start", rate: sampleRate, ring, id, maxPending: maxPending + 1, latency, pace };
+    stream.startMessage = { kind: TO_WORKER.START, rate: sampleRate, ring, id, maxPending: maxPending + 1, latency, pace };
     this.#worker.postMessage({ ...stream.startMessage, port: channel.port2 }, [channel.port2]);
     return stream;
   }
@@ -388,14 +391,14 @@ export class Recognizer extends EventTarget {
       let ring;
       ({ node, ring } = await captureNode(context, new URL("capture-worklet.mjs", this.#workerUrl)));
       stream = this.stream({ sampleRate: context.sampleRate, ring, pendingThreshold, maxPending, latency, pace });
-      const port = stream.takePort((next, from) => node.port.postMessage({ kind: "connect", port: next, from }, [next]));
-      node.port.postMessage({ kind: "connect", port }, [port]);
+      const port = stream.takePort((next, from) => node.port.postMessage({ kind: CAPTURE.CONNECT, port: next, from }, [next]));
+      node.port.postMessage({ kind: CAPTURE.CONNECT, port }, [port]);
       source = context.createMediaStreamSource(media);
       source.connect(node).connect(context.destination);      // a silent output keeps the node pulled
       if (context.state !== "running") await context.resume();
       let closed = false;
       stream._capture({
-        stop: () => node.port.postMessage({ kind: "stop" }),   // the last block, then "end"
+        stop: () => node.port.postMessage({ kind: CAPTURE.STOP }),   // the last block, then "end"
         close: () => {                                          // after the final: a restarted worker is fed until then
           if (closed) return;
           closed = true;
@@ -427,7 +430,7 @@ export class Recognizer extends EventTarget {
     this.#quietUntil = performance.now() + LONG_STEP_MS;
     return new Promise((resolve, reject) => {
       this.#switching = { resolve, reject };
-      this.#worker.postMessage({ kind: "open-model", name, bytes }, [bytes]);
+      this.#worker.postMessage({ kind: TO_WORKER.OPEN_MODEL, name, bytes }, [bytes]);
     });
   }
 
@@ -437,13 +440,13 @@ export class Recognizer extends EventTarget {
       /** every sample the last stream fed the engine, in order */
       captured: () => new Promise((resolve) => {
         this.#captured = resolve;
-        this.#worker.postMessage({ kind: "captured" });
+        this.#worker.postMessage({ kind: TO_WORKER.CAPTURED });
       }),
       /** the engine worker dies (the heartbeat must notice) */
       terminateWorker: () => { this.#worker.terminate(); this.#worker.onmessage = null; },
       /** the engine worker hands its captured samples over, then stops answering (it dies; a
        *  stream then restarts, and captured() still gives every sample the stream was fed) */
-      crashWorker: () => this.#worker.postMessage({ kind: "crash" }),
+      crashWorker: () => this.#worker.postMessage({ kind: TO_WORKER.CRASH }),
     };
   }
 
@@ -461,7 +464,7 @@ export class Recognizer extends EventTarget {
       return this.#died("it stopped responding");
     }
     if (slept || !unanswered) this.#pingedAt = now;      // the oldest ping still unanswered
-    this.#worker.postMessage({ kind: "ping" });
+    this.#worker.postMessage({ kind: TO_WORKER.PING });
   }
 
   /** Stop the engine worker and free its memory; every later call throws. */
@@ -558,25 +561,25 @@ export class Recognizer extends EventTarget {
 
   #onMessage(data) {
     this.#lastHeard = performance.now();
-    if (this.#onWorkerMessage && data.kind !== "pong" && data.kind !== "captured") this.#onWorkerMessage(data);
+    if (this.#onWorkerMessage && data.kind !== TO_PAGE.PONG && data.kind !== TO_PAGE.CAPTURED) this.#onWorkerMessage(data);
     if (data.heapBytes) this.heapBytes = data.heapBytes;
     if (data.kernelHeapBytes !== undefined) this.kernelHeapBytes = data.kernelHeapBytes;
     switch (data.kind) {
-      case "stage":
+      case TO_PAGE.STAGE:
         if (data.stage === "compile") this.#quietUntil = this.#lastHeard + LONG_STEP_MS;
         if (this.#onProgress && !this.#restarting) this.#onProgress({ stage: data.stage });
         return;
-      case "progress":
+      case TO_PAGE.PROGRESS:
         if (this.#onProgress && !this.#restarting) this.#onProgress({ stage: "model", loaded: data.loaded, total: data.total, source: data.source });
         return;
-      case "ready":
+      case TO_PAGE.READY:
         this.#quietUntil = 0;
         Object.assign(this, { tier: data.tier, tierNote: data.tierNote || null, threads: data.threads,
                               threadsNote: data.threadsNote, model: data.model, timings: data.timings, details: data });
         this.#ready.resolve();
         this.#ready = null;
         return;
-      case "model-switched": {
+      case TO_PAGE.MODEL_SWITCHED: {
         this.#quietUntil = 0;
         const { kind, ...info } = data;
         Object.assign(this, { tier: data.tier, tierNote: data.tierNote || null, threads: data.threads, threadsNote: data.threadsNote,
@@ -588,58 +591,58 @@ export class Recognizer extends EventTarget {
         this.#restartNote = data.cacheNote ? `the model ${data.file} could not be kept on this device` : null;
         return switching && switching.resolve(info);
       }
-      case "file-busy":
+      case TO_PAGE.FILE_BUSY:
         this.#quietUntil = this.#lastHeard + FILE_STEP_MS;
         if (this.#pending && this.#pending.onProgress) this.#pending.onProgress({ done: 0, total: data.seconds });
         return;
-      case "file-progress":
+      case TO_PAGE.FILE_PROGRESS:
         this.#quietUntil = this.#lastHeard + FILE_STEP_MS;
         if (this.#pending && this.#pending.onProgress) this.#pending.onProgress({ done: data.done, total: data.total });
         return;
-      case "file-result":
+      case TO_PAGE.FILE_RESULT:
         this.#quietUntil = 0;
         return this.#pending && this.#pending.resolve(data.result);
-      case "file-cancelled":
+      case TO_PAGE.FILE_CANCELLED:
         this.#quietUntil = 0;
         return this.#pending && this.#pending.reject(new PhononError("cancelled", "the transcription was cancelled"));
-      case "captured": {
+      case TO_PAGE.CAPTURED: {
         const resolve = this.#captured;
         this.#captured = null;
         return resolve && resolve(this.#withCapturedSoFar(data.samples));
       }
-      case "captured-before-crash":
+      case TO_PAGE.CAPTURED_BEFORE_CRASH:
         this.#capturedSoFar = this.#withCapturedSoFar(data.samples);
         return;
-      case "pong": return;
-      case "started": return this.#current(data.id) && this.#stream._started(data.checkpoint);
-      case "decoding":                         // a decode starts that no partial announced
-      case "partial":
+      case TO_PAGE.PONG: return;
+      case TO_PAGE.STARTED: return this.#current(data.id) && this.#stream._started(data.checkpoint);
+      case TO_PAGE.DECODING:                         // a decode starts that no partial announced
+      case TO_PAGE.PARTIAL:
         // the worker decodes a window of nextWindowSeconds next and answers pings only after it
         // (0: nothing due, the plain heartbeat applies again)
         this.#quietUntil = data.nextWindowSeconds > 0
           ? this.#lastHeard + this.#silenceMs + STREAM_STEP_MS_PER_SECOND * data.nextWindowSeconds : 0;
-        if (data.kind === "decoding") return;
+        if (data.kind === TO_PAGE.DECODING) return;
         return this.#current(data.id) && this.#stream._partial(data.view, data.metrics, data.checkpoint);
-      case "final": {
+      case TO_PAGE.FINAL: {
         if (!this.#current(data.id)) return;
         const stream = this.#stream;
         this.#stream = null;
         return stream._final(data.result, data.metrics);
       }
-      case "stream-cancelled": return;
-      case "gpu-lost":
+      case TO_PAGE.STREAM_CANCELLED: return;
+      case TO_PAGE.GPU_LOST:
         Object.assign(this, { tier: data.tier, tierNote: data.tierNote });
         this.dispatchEvent(new CustomEvent("gpu-lost", { detail: { message: data.message, tier: data.tier } }));
         return;
-      case "workers-back":
+      case TO_PAGE.WORKERS_BACK:
         Object.assign(this, { threads: data.threads, threadsNote: data.threadsNote });
         this.dispatchEvent(new CustomEvent("workers-back", { detail: { threads: data.threads } }));
         return;
-      case "workers-lost":
+      case TO_PAGE.WORKERS_LOST:
         this.threads = data.threads;
         this.dispatchEvent(new CustomEvent("workers-lost", { detail: { message: data.message, threads: data.threads } }));
         return;
-      case "error": {
+      case TO_PAGE.ERROR: {
         const error = new PhononError(data.code === "file" ? "audio" : data.code, data.message);
         if (data.code === "overrun") return this.#current(data.id) && this.#stream._error(error);
         this.#quietUntil = 0;
@@ -651,7 +654,7 @@ export class Recognizer extends EventTarget {
         if (this.#pending) return this.#pending.reject(error);
         return this.dispatchEvent(new CustomEvent("error", { detail: error }));
       }
-      case "fatal": {
+      case TO_PAGE.FATAL: {
         const error = new PhononError(data.code, data.message);
         error.detail = data.detail || null;
         if (this.#ready) { this.#ready.reject(error); this.#ready = null; return; }
@@ -723,7 +726,7 @@ export class Stream extends EventTarget {
   // The worker's messages to the feeder: "retain" trims the input kept for a restart.
   #listen(port) {
     port.onmessage = ({ data }) => {
-      if (data.kind !== "retain") return;
+      if (data.kind !== FEED.RETAIN) return;
       while (this.#kept.length && this.#kept[0].at + this.#kept[0].samples.length <= data.from) this.#kept.shift();
     };
   }
@@ -743,7 +746,7 @@ export class Stream extends EventTarget {
     }
     const copy = samples.slice();
     this.#kept.push({ at: this.#fed, samples: samples.slice() });   // until the worker no longer needs it
-    this.#port.postMessage({ kind: "audio", samples: copy }, [copy.buffer]);
+    this.#port.postMessage({ kind: FEED.AUDIO, samples: copy }, [copy.buffer]);
     this.#fed += samples.length;
     this.#notePending();
   }
@@ -791,7 +794,7 @@ export class Stream extends EventTarget {
   finish() {
     if (this.#state === "open") {
       this.#state = "finishing";
-      if (this.#port) this.#port.postMessage({ kind: "end" });      // else the worklet sends it
+      if (this.#port) this.#port.postMessage({ kind: FEED.END });      // else the worklet sends it
       else if (this.#capture) this.#capture.stop();
     }
     return this.#final.promise;
@@ -893,9 +896,9 @@ export class Stream extends EventTarget {
       for (const { at, samples } of this.#kept) {
         if (at + samples.length <= from) continue;
         const copy = samples.slice(Math.max(0, from - at));
-        port.postMessage({ kind: "audio", samples: copy }, [copy.buffer]);
+        port.postMessage({ kind: FEED.AUDIO, samples: copy }, [copy.buffer]);
       }
-      if (this.#state === "finishing") port.postMessage({ kind: "end" });
+      if (this.#state === "finishing") port.postMessage({ kind: FEED.END });
     }
     this.dispatchEvent(new CustomEvent("restarted", { detail: restart }));
   }
@@ -956,8 +959,7 @@ function chooseThreads(threads, isolationNote) {
  *  -> {node, ring} (ring null without). Recognizer.listen() and the demo app capture with it. */
 export async function captureNode(context, workletUrl) {
   await context.audioWorklet.addModule(workletUrl);
-  const ring = globalThis.crossOriginIsolated && typeof SharedArrayBuffer === "function"
-    ? new SharedArrayBuffer(16 + 4 * 2 ** Math.ceil(Math.log2(context.sampleRate * RING_SECONDS))) : null;
+  const ring = makeRing(context.sampleRate, RING_SECONDS);
   const node = new AudioWorkletNode(context, "phonon-capture", {
     numberOfInputs: 1, numberOfOutputs: 1, outputChannelCount: [1],
     channelCount: 1, channelCountMode: "explicit", channelInterpretation: "speakers",
@@ -1057,7 +1059,7 @@ async function encodedFile(audio, name) {
   const bytes = audio instanceof Blob ? await audio.arrayBuffer() : audio.slice(0);
   const head = new Uint8Array(bytes, 0, Math.min(12, bytes.byteLength));
   const text = String.fromCharCode(...head);
-  if (text.startsWith("RIFF") && text.slice(8, 12) === "WAVE") return [{ kind: "file", name, wav: bytes }, [bytes]];
+  if (text.startsWith("RIFF") && text.slice(8, 12) === "WAVE") return [{ kind: TO_WORKER.FILE, name, wav: bytes }, [bytes]];
   const Context = self.OfflineAudioContext || self.webkitOfflineAudioContext;
   if (!Context) throw new PhononError("audio", `${name}: only WAV can be read here (this browser has no WebAudio decoder)`);
   let decoded;
@@ -1077,5 +1079,5 @@ function audioBufferMessage(buffer, name) {
     const data = buffer.getChannelData(c);
     for (let i = 0; i < n; i++) pcm[i * channels + c] = data[i];
   }
-  return [{ kind: "file", name, pcm, rate: buffer.sampleRate, channels }, [pcm.buffer]];
+  return [{ kind: TO_WORKER.FILE, name, pcm, rate: buffer.sampleRate, channels }, [pcm.buffer]];
 }

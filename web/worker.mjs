@@ -1,46 +1,18 @@
 // The engine worker: Pyodide + the phonon-web engine, the model, live streams and files.
 // Everything slow happens here; the page only posts messages and never waits on a decode.
 //
-// page -> worker   {kind: "init", manifest, tier, debug, localModel, modelBytes, threads, snapshot}
-//                                                           boot, fetch/verify/cache the model
-//                                                           (localModel: {sha256, name} of a file the
-//                                                           user opened before, if cached; modelBytes:
-//                                                           {name, bytes} to use instead)
-//                  (gpu: {mode: "force" | "prefer", patch, hardware, faster}: the encoder on WebGPU
-//                  once the device passed the known-answer check, manifest.model.gpu_self_test;
-//                  "prefer": and was faster than the wasm kernels, a verdict kept per adapter)
-//                  {kind: "open-model", name, bytes}         switch to a local .gguf (kept on failure)
-//                  {kind: "cancel-file"}                     stop the file being transcribed
-//                  {kind: "cancel-stream"}                   drop the open stream (no final)
-//                  {kind: "kill-kernel-worker", slot}        (debug) a kernel worker stops, as if crashed
-//                  {kind: "lose-gpu", afterReads}            (debug) the WebGPU device is destroyed mid-decode
-//                  {kind: "destroy-gpu"}                     (debug) ... now, while idle (GPUDevice.lost)
-//                  {kind: "hang-gpu", afterReads, limitMs}   (debug) a later read never settles (the watchdog)
-//                  {kind: "start", rate, port, ring, maxPending, resume, latency, pace}  open a stream; audio arrives
-//                                                           on port (resume: the JSON of the newest
-//                                                           checkpoint of a stream whose worker died,
-//                                                           with its committed prefix: it goes on here)
-//                  {kind: "file", name, wav} | {kind: "file", name, pcm, rate, channels}
-//                  {kind: "ping"}                            heartbeat
-//                  {kind: "captured"}                        (debug) the samples fed so far
-//                  {kind: "crash"}                           (debug) hand them over, then stop, as if dead
-// port (feeder)    {kind: "audio", samples} ... {kind: "end"}   (with a ring: only "end"), and
-//                  {kind: "resent"} once a resumed stream's input was fed again (a ring is not read before)
-// port (to feeder) {kind: "retain", from}: the feeder may drop its input before sample `from`
-//                  (counted from the stream's first): a restart feeds it again from the newest
-//                  checkpoint's "from", never earlier
-// worker -> page   stage, progress, ready, model-switched, started, partial, final, file-busy,
-//                  file-progress, file-result, file-cancelled, stream-cancelled, workers-lost,
-//                  gpu-lost, workers-back, pong, error (recoverable), fatal (the worker cannot go on)
+// It answers the page's messages (TO_WORKER in messages.mjs, answered with TO_PAGE), reads a
+// stream's audio from its port or capture ring (FEED) and tells the feeder what it may drop.
 //
 // The worker is six objects, each with one job and its own state: Runtime (Pyodide and the
 // engine's Python side), ModelCache (the site's model and opened files: download, check,
 // Cache Storage), KernelWorkers (the pool that shares the encoder's work), Gpu (the WebGPU
-// device and the calls that may await it), LiveStream (one open stream) and FileJob (one file
+// device and the calls that may await it), Stream (one open stream) and FileJob (one file
 // being transcribed); Host ties them together and answers the page's messages.
 import { BootError, bootPyodide } from "./pyodide-boot.mjs";
 import { StartSnapshots, sha256Hex } from "./start-snapshot.mjs";
 import { KernelPool } from "./kernel-pool.mjs";
+import { FEED, TO_PAGE, TO_WORKER, openRing, ringDrain, ringDropped } from "./messages.mjs";
 
 const MODEL_CACHE = "phonon-web-model";
 const TICK_MS = 150;                        // partial() cadence while listening (wall time)
@@ -176,7 +148,7 @@ class ModelCache {
     } catch { /* no Cache Storage (insecure context, some private modes): download every time */ }
     const cached = cache ? await cache.match(key) : undefined;
     const source = cached ? "cache" : "network";
-    const progress = (loaded) => post({ kind: "progress", loaded, total: entry.size, source });
+    const progress = (loaded) => post({ kind: TO_PAGE.PROGRESS, loaded, total: entry.size, source });
     const blob = cached ? await cached.blob() : await download(url, entry, progress);
     if (blob.size !== entry.size) {
       if (cached) await cache.delete(key);
@@ -376,7 +348,7 @@ class KernelWorkers {
     const lost = this.runtime.app.workers_lost();
     if (lost) {
       this.lostReported = true;
-      post({ kind: "workers-lost", message: lost, threads: this.runtime.app.threads() });
+      post({ kind: TO_PAGE.WORKERS_LOST, message: lost, threads: this.runtime.app.threads() });
     }
   }
 
@@ -543,7 +515,7 @@ class Gpu {
     if (note) {
       this.active = false;
       this.note = note;
-      post({ kind: "gpu-lost", message: note, tier: this.runtime.app.tier, tierNote: note });
+      post({ kind: TO_PAGE.GPU_LOST, message: note, tier: this.runtime.app.tier, tierNote: note });
     }
     this.restoreWorkers();
   }
@@ -573,7 +545,7 @@ class Host {
     this.gpu = new Gpu(this.runtime);
     this.debug = false;
     this.tier = null;                         // the tier asked for
-    this.stream = null;                       // the open LiveStream
+    this.stream = null;                       // the open Stream
     this.file = null;                         // the FileJob running
     this.captured = [];                       // (debug) every block the last stream fed, in order
   }
@@ -598,17 +570,17 @@ class Host {
     // WebGPU from Python fails in a runtime started for or from a snapshot ("Illegal invocation"
     // making the device, Chromium 156): a load that may use the GPU starts the long way.
     const start = await this.runtime.boot(manifest, base,
-                                          (stage) => { t[stage] = performance.now(); post({ kind: "stage", stage }); },
+                                          (stage) => { t[stage] = performance.now(); post({ kind: TO_PAGE.STAGE, stage }); },
                                           snapshot && !gpu);
     if (snapshot && gpu) start.note = "no start-up snapshot with WebGPU: its device cannot be made in a snapshot's runtime";
     t.model = performance.now();
-    post({ kind: "stage", stage: "model" });
+    post({ kind: TO_PAGE.STAGE, stage: "model" });
     this.tier = tier;
     const local = localModel ? await this.openKeptLocalModel(localModel, tier) : null;
     let model = null, usedTier = local && local.tier, localNote = local && local.note;
     if (modelBytes) {                           // the API's Recognizer.load({model: bytes})
       t.compile = performance.now();
-      post({ kind: "stage", stage: "compile" });
+      post({ kind: TO_PAGE.STAGE, stage: "compile" });
       usedTier = await this.loadOrSay(this.runtime.bytes(new Uint8Array(modelBytes.bytes)), tier,
                                       modelBytes.bytes.byteLength, null, "model-file",
                                       (e) => `${modelBytes.name} is not a model this engine can use: ${lastLine(e)}`);
@@ -616,7 +588,7 @@ class Host {
     if (!usedTier) {
       model = await this.models.site(manifest.model, base);
       t.compile = performance.now();
-      post({ kind: "stage", stage: "compile" });
+      post({ kind: TO_PAGE.STAGE, stage: "compile" });
       usedTier = await this.loadOrSay(model.buffer, tier, manifest.model.size,
                                       (manifest.model.gpu_self_test || {}).digest, "engine",
                                       (e) => `The engine could not open the model with the ${tier} kernels: ${lastLine(e)}`);
@@ -624,7 +596,7 @@ class Host {
     t.compile = t.compile || performance.now();
     t.ready = performance.now();
     post({
-      kind: "ready", tier: usedTier, tierNote: this.gpu.note, adapter: this.gpu.adapter, threads: this.app.threads(),
+      kind: TO_PAGE.READY, tier: usedTier, tierNote: this.gpu.note, adapter: this.gpu.adapter, threads: this.app.threads(),
       threadsNote: this.kernels.note, model: JSON.parse(this.app.model_info()),
       modelSource: modelBytes ? "bytes" : model ? model.source : "local-cache",
       cacheNote: model ? model.cacheNote : null, localModel: local && local.info, localNote,
@@ -705,7 +677,7 @@ class Host {
       return true;
     }
     this.kernels.adopt(next);
-    post({ kind: "workers-back", threads: this.app.threads(), threadsNote: this.kernels.note });
+    post({ kind: TO_PAGE.WORKERS_BACK, threads: this.app.threads(), threadsNote: this.kernels.note });
     return true;
   }
 
@@ -718,7 +690,7 @@ class Host {
     try {
       info = JSON.parse(await this.load(buffer, this.tier, "switch", data.length));
     } catch (e) {
-      post({ kind: "error", code: "model-file",
+      post({ kind: TO_PAGE.ERROR, code: "model-file",
              message: `${name} is not a model this engine can use: ${lastLine(e)}. The previous model is still in use.` });
       return;
     } finally {
@@ -726,7 +698,7 @@ class Host {
     }
     const sha256 = await this.runtime.sha256(data);
     const cacheNote = await this.models.keepLocal(name, data, sha256);
-    post({ kind: "model-switched", file: name, size: data.length, sha256, cacheNote, threadsNote: this.kernels.note, ...info });
+    post({ kind: TO_PAGE.MODEL_SWITCHED, file: name, size: data.length, sha256, cacheNote, threadsNote: this.kernels.note, ...info });
   }
 
   // The file the user opened on an earlier visit: {tier, info}, or {note} saying why not.
@@ -759,14 +731,14 @@ class Host {
   startStream(data) {
     if (this.stream) throw new Fatal("state", "a stream is already open");
     this.captured = [];
-    this.stream = new LiveStream(this, data);
+    this.stream = new Stream(this, data);
   }
 
   // While a file runs, this worker still reads messages (between steps): anything that would
   // use the engine meanwhile is refused, not interleaved.
   refuseWhileFileRuns(what) {
     if (!this.file) return false;
-    post({ kind: "error", code: "busy", message: `Cannot ${what} while ${this.file.name} is being transcribed: cancel it first.` });
+    post({ kind: TO_PAGE.ERROR, code: "busy", message: `Cannot ${what} while ${this.file.name} is being transcribed: cancel it first.` });
     return true;
   }
 
@@ -780,19 +752,19 @@ class Host {
 }
 
 // ------------------------------------------------------------------------------------------
-// LiveStream: one open stream. It never skips audio: when decoding falls behind (a slow
+// Stream: one open stream. It never skips audio: when decoding falls behind (a slow
 // machine, audio fed faster than real time) the due decodes run in order, a step of
 // STEP_BUDGET_MS at a time with this worker's messages read between steps, and "end" finishes
 // only once every due decode has run.
 
-class LiveStream {
+class Stream {
   constructor(host, { rate, port, ring, id = null, maxPending = null, resume = null, latency = "fast", pace = "exact" }) {
     this.host = host;
     // JS null is not Python's None: undefined is
     this.app.start(rate, maxPending ?? undefined, resume ?? undefined, latency, pace);
     this.id = id;
     this.port = port;
-    this.ring = ring ? LiveStream.openRing(ring) : null;
+    this.ring = ring ? openRing(ring) : null;
     this.timer = null;
     this.ending = false;
     this.overrun = false;
@@ -804,25 +776,25 @@ class LiveStream {
     this.ringHeld = Boolean(resume && this.ring);
     port.onmessage = ({ data }) => guard(() => {
       if (host.stream !== this) return;
-      if (data.kind === "resent") {
+      if (data.kind === FEED.RESENT) {
         this.ringHeld = false;
-      } else if (data.kind === "audio") {
+      } else if (data.kind === FEED.AUDIO) {
         if (this.busy) this.held.push(data.samples);   // a GPU step is suspended in Python: after it
         else this.feed(data.samples);
-      } else if (data.kind === "end") {
+      } else if (data.kind === FEED.END) {
         this.ending = true;                    // finish after the due decodes, a step at a time
         clearTimeout(this.timer);
         if (!this.busy) this.timer = setTimeout(() => this.tick(), 0);   // else the step in flight goes on
       }
     });
     this.timer = setTimeout(() => this.tick(), TICK_MS);
-    post({ kind: "started", id, rate, checkpoint: this.keep(JSON.parse(this.app.checkpoint_json())) });
+    post({ kind: TO_PAGE.STARTED, id, rate, checkpoint: this.keep(JSON.parse(this.app.checkpoint_json())) });
   }
 
   // The page keeps the newest checkpoint (to resume the stream in a new worker if this one
   // dies) and the feeder its input from the checkpoint's "from" on.
   keep(checkpoint) {
-    this.port.postMessage({ kind: "retain", from: checkpoint.from });
+    this.port.postMessage({ kind: FEED.RETAIN, from: checkpoint.from });
     return checkpoint;
   }
 
@@ -833,7 +805,7 @@ class LiveStream {
   feed(samples) {
     const refused = this.app.feed(samples);
     if (refused) {                               // too far behind: said once, counted in the metrics
-      if (!this.overrun) post({ kind: "error", code: "overrun", id: this.id, message: refused });
+      if (!this.overrun) post({ kind: TO_PAGE.ERROR, code: "overrun", id: this.id, message: refused });
       this.overrun = true;
       return;
     }
@@ -841,27 +813,9 @@ class LiveStream {
     if (this.host.debug) this.host.captured.push(samples);
   }
 
-  static openRing(sab) {
-    return { header: new Int32Array(sab, 0, 4), data: new Float32Array(sab, 16) };
-  }
-
-  // Single producer (the worklet) and single consumer (here); positions are sample counts
-  // modulo 2^32 in header[0] (written) and header[1] (read); header[2] counts dropped samples.
+  // The ring's audio (messages.mjs ringDrain: copies, the worklet reuses the ring).
   drainRing() {
-    if (this.ringHeld) return;
-    const { header, data } = this.ring;
-    const cap = data.length;
-    const w = Atomics.load(header, 0) >>> 0;
-    let r = Atomics.load(header, 1) >>> 0;
-    let n = (w - r) >>> 0;
-    while (n > 0) {
-      const at = r % cap;
-      const len = Math.min(n, cap - at);
-      this.feed(data.slice(at, at + len));   // a copy: the worklet reuses the ring
-      r = (r + len) >>> 0;
-      n -= len;
-    }
-    Atomics.store(header, 1, r | 0);
+    if (!this.ringHeld) ringDrain(this.ring, (samples) => this.feed(samples));
   }
 
   // The audio waiting: from the ring, and what arrived during a step.
@@ -889,13 +843,13 @@ class LiveStream {
         return this.cancel();
       }
       due = out.due;
-      if (this.ring) out.metrics.dropped_samples = Atomics.load(this.ring.header, 2);
+      if (this.ring) out.metrics.dropped_samples = ringDropped(this.ring);
       this.host.checkLost();
       // ending with nothing due, finish() comes next: it decodes the window's tail
       const next = due ? out.next_window_seconds : this.ending ? out.tail_window_seconds : 0;
       this.announced = next > 0;
       if (out.checkpoint) this.keep(out.checkpoint);
-      post({ kind: "partial", id: this.id, view: out.view, metrics: out.metrics, due,
+      post({ kind: TO_PAGE.PARTIAL, id: this.id, view: out.view, metrics: out.metrics, due,
              nextWindowSeconds: next, ending: this.ending, checkpoint: out.checkpoint, stepMs });
       if (this.ending && !due) await this.end();
     } catch (e) {
@@ -916,7 +870,7 @@ class LiveStream {
   announceDecode() {
     if (this.announced || this.ending) return;
     const seconds = this.app.next_window_seconds();
-    if (seconds > 0) post({ kind: "decoding", id: this.id, nextWindowSeconds: seconds });
+    if (seconds > 0) post({ kind: TO_PAGE.DECODING, id: this.id, nextWindowSeconds: seconds });
     this.announced = seconds > 0;
   }
 
@@ -929,7 +883,7 @@ class LiveStream {
     }
     this.close();
     this.app.cancel_stream();
-    post({ kind: "stream-cancelled", id: this.id });
+    post({ kind: TO_PAGE.STREAM_CANCELLED, id: this.id });
     this.host.gpu.restoreWorkers();
   }
 
@@ -942,12 +896,12 @@ class LiveStream {
   async end() {
     clearTimeout(this.timer);
     this.takeWaiting();
-    const dropped = this.ring ? Atomics.load(this.ring.header, 2) : 0;
+    const dropped = this.ring ? ringDropped(this.ring) : 0;
     this.close();
     const { result, metrics } = JSON.parse(await this.host.gpu.call(this.app.finish));
     metrics.dropped_samples = dropped;
     this.host.checkLost();
-    post({ kind: "final", id: this.id, result, metrics, ...this.host.memory() });
+    post({ kind: TO_PAGE.FINAL, id: this.id, result, metrics, ...this.host.memory() });
   }
 }
 
@@ -963,10 +917,10 @@ class FileJob {
       seconds = data.wav ? app.prepare_wav(new Uint8Array(data.wav))
                          : app.prepare_pcm(data.pcm, data.rate, data.channels);
     } catch (e) {
-      post({ kind: "error", code: "file", message: `${data.name} could not be read: ${lastLine(e)}` });
+      post({ kind: TO_PAGE.ERROR, code: "file", message: `${data.name} could not be read: ${lastLine(e)}` });
       return;
     }
-    post({ kind: "file-busy", name: data.name, seconds });
+    post({ kind: TO_PAGE.FILE_BUSY, name: data.name, seconds });
     const total = app.begin_file();
     const job = host.file = new FileJob(data.name);
     try {
@@ -988,16 +942,16 @@ class FileJob {
       await new Promise((resolve) => setTimeout(resolve, 0));
       if (this.cancelled) {
         app.cancel_file();
-        post({ kind: "file-cancelled", name: this.name });
+        post({ kind: TO_PAGE.FILE_CANCELLED, name: this.name });
         return;
       }
       const step = JSON.parse(await host.gpu.call(app.file_step));
       host.checkLost();
       if (step.result) {
-        post({ kind: "file-result", name: this.name, result: step.result, ...host.memory() });
+        post({ kind: TO_PAGE.FILE_RESULT, name: this.name, result: step.result, ...host.memory() });
         return;
       }
-      post({ kind: "file-progress", name: this.name, done: step.done, total });
+      post({ kind: TO_PAGE.FILE_PROGRESS, name: this.name, done: step.done, total });
     }
   }
 }
@@ -1025,40 +979,40 @@ function guard(fn) {
 }
 
 function fail(e) {
-  if (e instanceof Fatal) post({ kind: "fatal", code: e.code, message: e.message });
-  else post({ kind: "fatal", code: "engine", message: `The engine failed: ${lastLine(e)}`, detail: String(e && e.stack || e) });
+  if (e instanceof Fatal) post({ kind: TO_PAGE.FATAL, code: e.code, message: e.message });
+  else post({ kind: TO_PAGE.FATAL, code: "engine", message: `The engine failed: ${lastLine(e)}`, detail: String(e && e.stack || e) });
 }
 
 const host = new Host();
 
 self.onmessage = ({ data }) => guard(async () => {
   switch (data.kind) {
-    case "init": return host.init(data);
-    case "ping": return post({ kind: "pong", ...(host.runtime.started ? host.memory() : { heapBytes: null }) });
-    case "start": return host.refuseWhileFileRuns("start listening") || host.startStream(data);
-    case "file": return host.refuseWhileFileRuns(`transcribe ${data.name}`) || FileJob.run(host, data);
-    case "open-model": return host.refuseWhileFileRuns("switch models") || host.openModelFile(data);
-    case "cancel-file": if (host.file) host.file.cancelled = true; return;
-    case "cancel-stream": if (host.stream) host.stream.cancel(); return;
-    case "kill-kernel-worker": if (host.debug && host.kernels.pool) host.kernels.pool.kill(data.slot || 0); return;   // tests: a crash
-    case "lose-gpu": if (host.debug && host.gpu.active) return host.gpu.call(host.app.lose_gpu, data.afterReads || 0);  // tests: device loss
-    case "destroy-gpu": if (host.debug && host.gpu.active) host.app.gpu_device().destroy(); return;  // tests: lost while idle
-    case "hang-gpu": if (host.debug && host.gpu.active) return host.gpu.call(host.app.hang_gpu, data.afterReads || 0, data.limitMs || 2000);  // tests: a hung read
-    case "csp-probe": if (host.debug) post({ kind: "csp-probe", evalBlocked: evalBlocked() }); return;   // tests: the policy holds
-    case "place-tokens-with": {     // (debug, bench --live) streams take their tokens from this model's decodes
+    case TO_WORKER.INIT: return host.init(data);
+    case TO_WORKER.PING: return post({ kind: TO_PAGE.PONG, ...(host.runtime.started ? host.memory() : { heapBytes: null }) });
+    case TO_WORKER.START: return host.refuseWhileFileRuns("start listening") || host.startStream(data);
+    case TO_WORKER.FILE: return host.refuseWhileFileRuns(`transcribe ${data.name}`) || FileJob.run(host, data);
+    case TO_WORKER.OPEN_MODEL: return host.refuseWhileFileRuns("switch models") || host.openModelFile(data);
+    case TO_WORKER.CANCEL_FILE: if (host.file) host.file.cancelled = true; return;
+    case TO_WORKER.CANCEL_STREAM: if (host.stream) host.stream.cancel(); return;
+    case TO_WORKER.KILL_KERNEL_WORKER: if (host.debug && host.kernels.pool) host.kernels.pool.kill(data.slot || 0); return;   // tests: a crash
+    case TO_WORKER.LOSE_GPU: if (host.debug && host.gpu.active) return host.gpu.call(host.app.lose_gpu, data.afterReads || 0);  // tests: device loss
+    case TO_WORKER.DESTROY_GPU: if (host.debug && host.gpu.active) host.app.gpu_device().destroy(); return;  // tests: lost while idle
+    case TO_WORKER.HANG_GPU: if (host.debug && host.gpu.active) return host.gpu.call(host.app.hang_gpu, data.afterReads || 0, data.limitMs || 2000);  // tests: a hung read
+    case TO_WORKER.CSP_PROBE: if (host.debug) post({ kind: TO_PAGE.CSP_PROBE, evalBlocked: evalBlocked() }); return;   // tests: the policy holds
+    case TO_WORKER.PLACE_TOKENS_WITH: {     // (debug, bench --live) streams take their tokens from this model's decodes
       if (!host.debug) return;
       const buffer = host.runtime.bytes(new Uint8Array(data.bytes));
       try { host.app.place_tokens_with(buffer, data.tier || "scalar"); } finally { buffer.destroy(); }
-      return post({ kind: "tokens-placed" });
+      return post({ kind: TO_PAGE.TOKENS_PLACED });
     }
-    case "captured": {
+    case TO_WORKER.CAPTURED: {
       const all = host.capturedSamples();
-      return post({ kind: "captured", samples: all }, [all.buffer]);
+      return post({ kind: TO_PAGE.CAPTURED, samples: all }, [all.buffer]);
     }
-    case "crash": {                 // (debug) hand the samples fed so far over, then stop answering, as if dead
+    case TO_WORKER.CRASH: {                 // (debug) hand the samples fed so far over, then stop answering, as if dead
       if (!host.debug) return;
       const all = host.capturedSamples();
-      post({ kind: "captured-before-crash", samples: all }, [all.buffer]);
+      post({ kind: TO_PAGE.CAPTURED_BEFORE_CRASH, samples: all }, [all.buffer]);
       return self.close();
     }
     default: throw new Error(`unknown request ${data.kind}`);

@@ -1,6 +1,6 @@
 """The live stream: audio in as it arrives, text out as it settles (docs/streaming.md).
 
-- session.py: StreamSession (feed, partial, finish), its configuration and metrics, and
+- session.py: Stream (feed, partial, finish), its configuration and metrics, and
   stream_samples (a recording fed through a session as the CLI and the tests do);
 - window.py: the audio window a decode sees (pause-cut, bounded);
 - schedule.py: when to decode (audio time, never wall time);

@@ -1,7 +1,7 @@
 """Pause-windowed streaming (docs/streaming.md, "The rules"): live partial and committed text
 from audio that arrives in pieces, the same code natively and in Pyodide.
 
-    stream = engine.stream(sample_rate=48000)    # or StreamSession(engine, 48000)
+    stream = engine.stream(sample_rate=48000)    # or Stream(engine, 48000)
     stream.feed(chunk)            # any thread, any chunk size: only resamples into a buffer
     changed = stream.partial()    # drains the buffer, decodes when due -> what was committed
                                   # since the last call, and the tentative tail
@@ -191,7 +191,7 @@ def as_float32(samples, what: str = "samples"):
     return out
 
 
-class StreamSession:
+class Stream:
     def __init__(self, engine: Recognizer, sample_rate: int, config: StreamConfig | None = None,
                  replay: list | None = None):
         """replay: a live stream's result["jumps"]: decode where that stream decoded."""
@@ -347,7 +347,7 @@ class StreamSession:
                     "stats": self.stats.state()}
 
     @classmethod
-    def resume(cls, engine: Recognizer, checkpoint: dict, prefix: dict) -> "StreamSession":
+    def resume(cls, engine: Recognizer, checkpoint: dict, prefix: dict) -> "Stream":
         """The stream as checkpoint() left it, on this engine (the same model), with `prefix`
         {text, words, tokens}: what was committed up to the checkpoint. Feed it the input from
         checkpoint["input_from"] on, then go on as before: the decodes, commits and final
@@ -488,7 +488,7 @@ def replay_jumps(replay) -> dict:
     return pairs
 
 
-def stream_samples(session: StreamSession, samples, chunk: int, realtime: bool = False, on_event=None) -> dict:
+def stream_samples(session: Stream, samples, chunk: int, realtime: bool = False, on_event=None) -> dict:
     """Feed `samples` (at the session's rate) in chunks as a microphone would, polling
     partial() after each; -> {"events", "final", "metrics"}. An event is recorded whenever the
     committed or tentative text changes, stamped with the audio time it happened at; it holds
@@ -524,5 +524,5 @@ def committed_views(events: list) -> list:
     return out
 
 
-__all__ = ["stream_samples", "committed_views", "stream_metrics", "live_metrics", "StreamSession", "StreamConfig", "StreamError",
+__all__ = ["stream_samples", "committed_views", "stream_metrics", "live_metrics", "Stream", "StreamConfig", "StreamError",
            "StreamOverrun", "StreamResampler", "StreamStats", "Word", "Cancelled", "Recognizer", "FRAME"]

@@ -154,7 +154,7 @@ def lag_seconds(lags, q: float):
 
 def live_metrics(stats: StreamStats, audio_seconds: float, pending_seconds: float = 0.0) -> dict:
     """What a live view shows while the stream runs (the page's metrics panel); pending_seconds:
-    the audio fed but not decoded yet (StreamSession.pending_seconds)."""
+    the audio fed but not decoded yet (Stream.pending_seconds)."""
     lags = stats.commit_lags
     return {"audio_seconds": round(audio_seconds, 3), "compute_seconds": round(stats.compute_seconds, 3),
             "rtf": round(stats.compute_seconds / audio_seconds, 3) if audio_seconds else None,
