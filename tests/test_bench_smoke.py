@@ -214,17 +214,17 @@ def test_soak(tmp_path):
 
 
 def test_soak_through_the_worker_s_webapp(tmp_path):
-    """`build.py bench --soak` (harness.bench_soak) short: three minutes of speech, a row a
-    minute. Even this short, what a poll sends and what the session keeps must not grow with it:
+    """`build.py bench --soak` (harness.bench_soak) short: ninety seconds of speech, a row every
+    thirty. Even this short, what a poll sends and what the session keeps must not grow with it:
     the message of the last minute within 1.5x of the first's (the tentative tail's length and
     the checkpoint's window vary), the heap less than 3 MB above the first row's, the tokens those of a second
     stream fed in 20 ms chunks."""
     out = tmp_path / "soak.json"
-    run("harness.bench_soak", "--minutes", "3", "--every", "1", "--json", out, timeout=600)
+    run("harness.bench_soak", "--minutes", "1.5", "--every", "0.5", "--json", out, timeout=600)
     soak = json.loads(out.read_text())
     rows = soak["rows"]
-    assert len(rows) == 3 and rows[-1]["committed_words"] > 200 and soak["same_tokens_as_engine_stream"]
-    assert all(r["polls_without_decode"] > 50 for r in rows)
+    assert len(rows) == 3 and rows[-1]["committed_words"] > 150 and soak["same_tokens_as_engine_stream"]
+    assert all(r["polls_without_decode"] > 40 for r in rows)
     # (a poll after a decode carries the stream's checkpoint, about 1.2 KB bounded by the window)
     assert rows[-1]["message_bytes_median"] < 1.5 * rows[0]["message_bytes_median"] < 4500
     assert rows[-1]["heap_bytes"] - rows[0]["heap_bytes"] < 3e6

@@ -1,5 +1,5 @@
 """A stream that falls behind loses nothing, in Chromium through the JavaScript API:
-audio fed far faster than it decodes - 15 minutes at once, chunks of 128 to 48,000 samples,
+audio fed far faster than it decodes - five minutes at once, chunks of 128 to 48,000 samples,
 random pauses between feeds - gives the native `engine stream` final tokens bit for bit; the
 backlog is visible (stream.pending, the "pending" event, deferred audio in the metrics); an app
 can pace itself (pendingBelow) and an overrun is refused with a clear error, nothing added.
@@ -35,7 +35,7 @@ def native_final(samples: np.ndarray) -> dict:
 @pytest.fixture(scope="module")
 def recordings():
     from harness.long_speech import long_speech
-    long, _ = long_speech(15, seed=41)
+    long, _ = long_speech(5, seed=41)
     short, _ = long_speech(2, seed=43)
     return {"long": long, "short": short}
 
@@ -119,15 +119,15 @@ def same_tokens(got: dict, want: dict):
     assert final["tokens"] == want["tokens"] and final["words"] == want["words"]
 
 
-def test_fifteen_minutes_fed_at_once_give_the_native_tokens(page, natives, recordings):
+def test_five_minutes_fed_at_once_give_the_native_tokens(page, natives, recordings):
     got = page.evaluate("feedAll({ name: 'long', chunk: 4096 })")
     same_tokens(got, natives["long"])
     metrics, seen = got["final"]["metrics"], got["seen"]
     assert got["final"]["audio_seconds"] == pytest.approx(recordings["long"].size / 16000, abs=0.01)
-    assert len(natives["long"]["words"]) > 1500
-    # it really fell behind, said so, and caught up
-    assert metrics["deferred_seconds"] > 600 and metrics["max_pending_seconds"] > 300, metrics
-    assert seen["maxPending"] > 300 and seen["pendingEvents"][0]["over"] is True
+    assert len(natives["long"]["words"]) > 500
+    # it really fell behind (most of the recording waited), said so, and caught up
+    assert metrics["deferred_seconds"] > 200 and metrics["max_pending_seconds"] > 100, metrics
+    assert seen["maxPending"] > 100 and seen["pendingEvents"][0]["over"] is True
     assert got["pendingAfter"] == 0 and metrics["refused_seconds"] == 0
     assert metrics["decodes"] == natives["long"]["stats"]["decodes"]
 
