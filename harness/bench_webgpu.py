@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from engine.audio import load_audio
+from engine.executors.webgpu.adapter import cpu_emulation
 from engine.executors.webgpu.self_test import encoder_digest
 from engine.kernels import Kernels, available_tiers
 from engine.transcribe import Engine
