@@ -12,8 +12,9 @@ import subprocess
 from pathlib import Path
 
 from import_graph import assert_no_cycle
-from tools.architecture import DOC, engine_modules, floors, imported_names, imports_of, rooms, with_picture
-from tools.dependency_graph import GRAPHS, c_module, c_module_graph, find_cycle, javascript_graph, python_graph
+from tools.architecture import DOC, floors, rooms, with_picture
+from tools.dependency_graph import (GRAPHS, c_module, c_module_graph, engine_modules, find_cycle, imported_names,
+                                    imports_of, javascript_graph, python_graph)
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "engine"
@@ -123,6 +124,15 @@ def test_the_architecture_picture_is_drawn_from_the_imports():
     now (a changed import that moves a room fails here until the picture is redrawn)."""
     text = DOC.read_text(encoding="utf-8")
     assert with_picture(text) == text, "ARCHITECTURE.md's picture is stale: run python3 -m tools.architecture --write"
+
+
+def test_the_pictures_cover_engine_web_and_kernels_and_a_microphone_bug_opens_four_files():
+    text = DOC.read_text(encoding="utf-8")
+    for room in ("rooms of engine/", "modules of web/", "modules of kernels/"):
+        assert room in text, room
+    task = re.search(r"- \*\*A microphone bug\*\*:(.*?)\n- ", text, re.S).group(1)
+    files = re.findall(r"`([\w./-]+\.(?:mjs|py|c|h))`", task)
+    assert 0 < len(files) <= 4 and all((ROOT / f).exists() for f in files), files
 
 
 def test_the_floors_say_the_architecture():

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from import_graph import assert_no_cycle
-from tools.architecture import imports_of, package_modules
+from tools.dependency_graph import imports_of, package_modules
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "modeltools"

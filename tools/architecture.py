@@ -1,66 +1,25 @@
-"""ARCHITECTURE.md's picture of the engine's rooms, drawn from the code's own imports so it
-cannot drift: each room (a module at engine/'s top, or a sub-package) on the lowest floor
-above every room it imports, and what it imports.
+"""ARCHITECTURE.md's pictures of the runtime's three rooms, drawn from the code's own imports so
+they cannot drift (tools/dependency_graph.py reads them):
+- engine/: each room (a module at engine/'s top, or a sub-package) on the lowest floor above
+  every room it imports, and what it imports;
+- web/: each JavaScript module the same way;
+- kernels/: each C module (a header with its sources and tier parts) the same way.
 
-    python3 -m tools.architecture           print the picture
-    python3 -m tools.architecture --write   put it in ARCHITECTURE.md (between its markers)
+    python3 -m tools.architecture           print the pictures
+    python3 -m tools.architecture --write   put them in ARCHITECTURE.md (between its markers)
 
-tests/test_code_layout.py checks that ARCHITECTURE.md holds exactly what this draws, and uses
-the same import reader for its own rules (no cycle, nothing above the runtime)."""
+tests/test_code_layout.py checks that ARCHITECTURE.md holds exactly what this draws."""
 
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-ENGINE = ROOT / "engine"
+from tools.dependency_graph import ROOT, c_module_graph, engine_modules, imports_of, javascript_graph
+
 DOC = ROOT / "ARCHITECTURE.md"
 BEGIN = "<!-- rooms: drawn by `python3 -m tools.architecture --write` from the imports; do not edit -->"
 END = "<!-- end of rooms -->"
-
-
-def module_name(path: Path) -> str:
-    """engine/executors/webgpu/device.py -> engine.executors.webgpu.device (a package: its
-    __init__'s name)."""
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def package_modules(folder: Path) -> dict:
-    """{module name: path} of every Python module in a package folder (the built kernels aside)."""
-    return {module_name(p): p for p in sorted(folder.rglob("*.py")) if "_lib" not in p.parts}
-
-
-def engine_modules() -> dict:
-    return package_modules(ENGINE)
-
-
-def imported_names(path: Path, modules: dict) -> set:
-    """Every name `path` imports anywhere in its source (inside functions too), made absolute:
-    `from .x import y` in engine/a.py gives engine.x.y when that is a module, else engine.x."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            for alias in node.names:
-                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target)
-        elif isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-    return found
-
-
-def imports_of(path: Path, modules: dict) -> set:
-    """The modules of `modules` (a package's) that `path` imports."""
-    return {m for m in imported_names(path, modules) if m in modules} - {module_name(path)}
 
 
 def room_of(module: str) -> str:
@@ -114,21 +73,45 @@ def label(room: str, names: set) -> str:
     return f"{room}/{{{' '.join(parts)}}}"
 
 
-def picture() -> str:
-    """The rooms by floor, top first, then who imports whom."""
-    graph = rooms()
+def drawn(title: str, graph: dict, labels: dict) -> list:
+    """Lines of one picture: graph {room: (names, the rooms it imports)}, by floor, top first
+    (each room as labels names it), then who imports whom."""
     floor = floors(graph)
-    top = max(floor.values())
-    lines = ["```", "floor  rooms of engine/ (a room imports only rooms on lower floors)"]
-    for level in range(top, -1, -1):
-        lines.append(f"{level:>5}  " + "  ".join(label(r, graph[r][0]) for r in sorted(graph) if floor[r] == level))
+    lines = ["```", title]
+    for level in range(max(floor.values()), -1, -1):
+        lines.append(f"{level:>5}  " + "  ".join(labels[r] for r in sorted(graph) if floor[r] == level))
     lines.append("")
     width = max(len(r) for r in graph)
     for room in sorted(graph, key=lambda r: (-floor[r], r)):
         if graph[room][1]:
             lines.append(f"{room:>{width}} -> {' '.join(sorted(graph[room][1], key=lambda d: (-floor[d], d)))}")
     lines.append("```")
-    return "\n".join(lines)
+    return lines
+
+
+def web_rooms() -> dict:
+    """{module file of web/: ((), the web/ modules it imports)}."""
+    graph = javascript_graph()
+    return {f.split("/", 1)[1]: ((), {d.split("/", 1)[1] for d in deps if d.startswith("web/")})
+            for f, deps in graph.items() if f.startswith("web/")}
+
+
+def kernel_rooms() -> dict:
+    """{C module of kernels/ (webgpu/'s shaders aside): ((), the modules it includes)} (a header
+    the build generates, cpu_tiers.h, is none of them)."""
+    graph = c_module_graph()
+    return {m: ((), deps & graph.keys()) for m, deps in graph.items()}
+
+
+def picture() -> str:
+    engine = rooms()
+    web, kernels = web_rooms(), kernel_rooms()
+    return "\n".join(
+        drawn("floor  rooms of engine/ (a room imports only rooms on lower floors)", engine,
+              {r: label(r, engine[r][0]) for r in engine})
+        + [""] + drawn("floor  modules of web/ (each imports only modules on lower floors)", web, {r: r for r in web})
+        + [""] + drawn("floor  modules of kernels/ (a header with its sources and tier parts; each includes only "
+                       "lower floors)", kernels, {r: r for r in kernels}))
 
 
 def with_picture(text: str) -> str:

@@ -14,14 +14,16 @@ tests/test_code_layout.py holds the tree to no circle in any of them."""
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from pathlib import Path
 
-from tools.architecture import ROOT, imported_names, module_name, package_modules
+ROOT = Path(__file__).resolve().parent.parent
 
 PYTHON_PACKAGES = ("engine", "harness", "tools", "modeltools", "checks", "training", "tests")
 JAVASCRIPT_FOLDERS = ("web", "harness", "tests/data")
+ENGINE = ROOT / "engine"
 KERNELS = ROOT / "kernels"
 SKIPPED = ("node_modules", "_lib", "_wgsl", "dist")
 
@@ -31,6 +33,48 @@ def _kept(path: Path) -> bool:
 
 
 # -- Python -------------------------------------------------------------------------------------
+
+def module_name(path: Path) -> str:
+    """engine/executors/webgpu/device.py -> engine.executors.webgpu.device (a package: its
+    __init__'s name)."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def package_modules(folder: Path) -> dict:
+    """{module name: path} of every Python module in a package folder (the built kernels aside)."""
+    return {module_name(p): p for p in sorted(folder.rglob("*.py")) if "_lib" not in p.parts}
+
+
+def engine_modules() -> dict:
+    return package_modules(ENGINE)
+
+
+def imported_names(path: Path, modules: dict) -> set:
+    """Every name `path` imports anywhere in its source (inside functions too), made absolute:
+    `from .x import y` in engine/a.py gives engine.x.y when that is a module, else engine.x."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found
+
+
+def imports_of(path: Path, modules: dict) -> set:
+    """The modules of `modules` (a package's) that `path` imports."""
+    return {m for m in imported_names(path, modules) if m in modules} - {module_name(path)}
+
+
 
 def python_modules() -> dict:
     """{module name: path} of every Python module in the tree, build.py included. The test
