@@ -11,9 +11,9 @@
 // alone; more need cross-origin isolation, which the service worker provides);
 // ?debug=1 keeps an event log and the captured samples for tests (window.phonon.debug).
 import { toJSON, toSRT, toText, toVTT } from "./formats.mjs";
-import { CAPTURE, SERVICE_WORKER } from "./messages.mjs";
+import { SERVICE_WORKER } from "./messages.mjs";
 import { SessionStore } from "./session-store.mjs";
-import { Recognizer, bestTier, captureNode } from "./phonon.mjs";
+import { Recognizer, bestTier } from "./phonon.mjs";
 
 const params = new URLSearchParams(location.search);
 const DEBUG = params.get("debug") === "1";
@@ -589,12 +589,11 @@ async function startListening() {
     setState(hasTranscript() ? "done" : "ready");
     return showAlert(micError(e));
   }
+  const context = new AudioContext({ latencyHint: "interactive" });
   try {
-    const context = new AudioContext({ latencyHint: "interactive" });
-    const { node, ring } = await captureNode(context, new URL("capture-worklet.mjs", import.meta.url));
-    const rate = context.sampleRate;
     const latency = ui.latency.value, pace = PACE;
-    const stream = live.stream = engine.recognizer.stream({ sampleRate: rate, ring, latency, pace });
+    const stream = live.stream = await engine.recognizer.listen(media, { context, latency, pace });
+    const rate = context.sampleRate;
     phonon.latency = latency;
     phonon.pace = pace;
     stream.addEventListener("partial", (e) => showPartial(stream, e.detail, e.detail.metrics));   // also after stop, while finishing
@@ -602,18 +601,11 @@ async function startListening() {
     stream.addEventListener("error", (e) => showAlert(`Audio is being refused: ${e.detail.message}`, { info: true }));
     phonon.behindSince = null;
     phonon.behindTold = false;
-    // the worklet feeds the engine worker directly; after a worker restart, the new one (from
-    // the input it kept since the stream's newest checkpoint)
-    const port = stream.takePort((port, from) => node.port.postMessage({ kind: CAPTURE.CONNECT, port, from }, [port]));
-    node.port.postMessage({ kind: CAPTURE.CONNECT, port }, [port]);
-    const source = context.createMediaStreamSource(media);
-    source.connect(node).connect(context.destination);    // silent output: keeps the node pulled
-    if (context.state !== "running") await context.resume();
-    live.mic = { media, context, node, source, pausedAt: null };
+    live.mic = { media, context, stream, pausedAt: null };
     watchMic(live.mic);
     clearTranscript();
     keepSession(rate);
-    phonon.transport = ring ? "shared-ring" : "transfer";
+    phonon.transport = stream.transport;
     phonon.sampleRate = rate;
     phonon.timings.captureStart = performance.now();
     phonon.timings.firstPartial = phonon.timings.firstCommit = undefined;
@@ -623,8 +615,8 @@ async function startListening() {
     setState("listening");
   } catch (e) {
     for (const track of media.getTracks()) track.stop();
-    if (live.stream) live.stream.cancel();
-    live.stream = null;
+    context.close();
+    live.stream = null;                         // listen() cancelled its own stream
     setState(idleState());
     showAlert(`Live transcription could not start: ${e.message}`);
   }
@@ -696,15 +688,13 @@ function stopListening() {
   ui.mic.setAttribute("aria-pressed", "false");
   ui.micLabel.textContent = "Start listening";
   const mic = live.mic;
-  mic.node.port.onmessage = ({ data }) => {
-    if (data.kind !== CAPTURE.STOPPED) return;
-    phonon.captureSent = data.sent;             // samples the worklet sent the stream (tests: all reached it)
-    releaseMic(mic);
-  };
-  mic.node.port.postMessage({ kind: CAPTURE.STOP });      // the worklet sends its last block, then "end"
   const closing = live.stream;
   live.stream = null;
-  closing.finish().then((final) => {
+  closing.addEventListener("capture-stopped", (e) => {
+    phonon.captureSent = e.detail.sent;         // samples the worklet sent the stream (tests: all reached it)
+    releaseMic(mic);
+  }, { once: true });
+  closing.finish().then((final) => {            // listen() stops the capture after its last block
     showFinal({ result: final, metrics: final.metrics, heapBytes: engine.recognizer.heapBytes });
     keptFinished(final.audio_seconds);
   }, () => {})                                  // a failed stream: the recogniser's error event says why
@@ -712,10 +702,10 @@ function stopListening() {
 }
 
 // The microphone goes off as soon as the worklet sent its last block; the worklet itself lives
-// until the stream's final (closeCapture): an engine worker restarted meanwhile is fed its input.
+// until the stream's final (listen() disconnects it then): an engine worker restarted meanwhile
+// is fed its input.
 function releaseMic(mic) {
   if (live.mic === mic) live.mic = null;
-  mic.source.disconnect();
   for (const track of mic.media.getTracks()) {
     track.onended = track.onmute = track.onunmute = null;
     track.stop();
@@ -729,8 +719,7 @@ function closeCapture(mic) {
   if (mic.closed) return;
   mic.closed = true;
   releaseMic(mic);
-  mic.node.disconnect();
-  mic.context.close();
+  mic.context.close();                          // the page's own AudioContext (listen() leaves it open)
 }
 
 // ------------------------------------------------------------------------------------------

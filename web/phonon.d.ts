@@ -129,6 +129,9 @@ export interface StreamEventMap {
   error: CustomEvent<PhononError>;
   /** the engine worker died and a new one took the stream over from its newest checkpoint */
   restarted: CustomEvent<RestartDetail>;
+  /** listen(): the capture sent its last block (sent: every sample it sent); the microphone's
+   *  tracks may be stopped now */
+  "capture-stopped": CustomEvent<{ sent: number }>;
 }
 
 export interface RestartDetail {
@@ -189,6 +192,8 @@ export class Stream extends EventTarget {
   takePort(onReconnect?: (port: MessagePort, from: number) => void): MessagePort;
   /** How many engine workers died under this stream and were replaced (at most 3). */
   readonly restarts: number;
+  /** listen(): how the microphone's samples reach the engine worker; null for a stream fed by feed() */
+  readonly transport: "shared-ring" | "transfer" | null;
   finish(): Promise<StreamFinal>;
   cancel(): void;
   /** everything committed so far (a copy); after finish(), the final transcript's text and words */

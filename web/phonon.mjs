@@ -369,7 +369,9 @@ export class Recognizer extends EventTarget {
    *  when the page is cross-origin isolated), and feeds a restarted worker what it lost.
    *  Resolves to the Stream (events "partial", "commit", "final", ...): `await stream.finish()`
    *  stops the capture after its last block and resolves to the final; `cancel()` stops it too.
-   *  The tracks stay the caller's (stop them when done). options.context: an AudioContext to
+   *  The stream's `transport` says how the samples travel ("shared-ring" or "transfer"), and its
+   *  "capture-stopped" event (detail {sent}: every sample the worklet sent) says when the
+   *  microphone may be released. The tracks stay the caller's (stop them when done). options.context: an AudioContext to
    *  use (else one is made, and closed when the stream ends); pendingThreshold, maxPending,
    *  latency and pace as for stream(), but a microphone's defaults: latency "balanced", pace
    *  "live". */
@@ -397,7 +399,9 @@ export class Recognizer extends EventTarget {
       source.connect(node).connect(context.destination);      // a silent output keeps the node pulled
       if (context.state !== "running") await context.resume();
       let closed = false;
+      node.port.onmessage = ({ data }) => { if (data.kind === CAPTURE.STOPPED) stream._captureStopped(data.sent); };
       stream._capture({
+        transport: ring ? "shared-ring" : "transfer",
         stop: () => node.port.postMessage({ kind: CAPTURE.STOP }),   // the last block, then "end"
         close: () => {                                          // after the final: a restarted worker is fed until then
           if (closed) return;
@@ -805,6 +809,16 @@ export class Stream extends EventTarget {
     this.#capture = capture;
     const close = () => capture.close();
     this.#final.promise.then(close, close);
+  }
+
+  /** listen(): how the microphone's samples reach the engine worker ("shared-ring" or
+   *  "transfer"); null for a stream fed by feed(). */
+  get transport() {
+    return this.#capture ? this.#capture.transport : null;
+  }
+
+  _captureStopped(sent) {
+    this.dispatchEvent(new CustomEvent("capture-stopped", { detail: { sent } }));
   }
 
   /** Drop the stream: nothing more is decoded; finish() rejects. */

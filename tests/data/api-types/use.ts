@@ -26,6 +26,8 @@ async function main(samples: Float32Array, file: Blob): Promise<string> {
   const port: MessagePort = live.takePort();
   const media = await navigator.mediaDevices.getUserMedia({ audio: true });
   const mic: Stream = await r.listen(media, { context: new AudioContext(), pendingThreshold: 5, latency: "battery" });
+  const transport: "shared-ring" | "transfer" | null = mic.transport;
+  mic.addEventListener("capture-stopped", (e) => console.log(transport, e.detail.sent.toFixed(0)));
   const exact: Stream = r.stream({ sampleRate: 16000, latency: "balanced", pace: "live" });
   const jumps: [number, number][] = (await exact.finish()).jumps ?? [];
   const spoken: Transcript = await mic.finish();
