@@ -1095,7 +1095,7 @@ def main(argv=None):
                             "(1 and 2 workers): today's schedule beside the microphone's (harness/bench_live.py)")
     bench.add_argument("--soak", action="store_true",
                        help="only a long live session (default 180 minutes of generated speech): poll cost, message "
-                            "size and memory over time, through the engine worker's WebApp (harness/bench_soak.py)")
+                            "size and memory over time, through the engine worker's Python side (harness/bench_soak.py)")
     bench.add_argument("--minutes", type=float, help="--soak's length in minutes of audio")
     bench.add_argument("--engine", choices=["chromium", "firefox", "webkit", "webkit-sab"],
                        help="--soak in this browser engine, through the JavaScript API (harness/bench_soak_browser.py)")

@@ -7,7 +7,7 @@ Which model places the tokens: the full-size synthetic model has random weights 
 tokens everywhere, so its own windows would never move into pauses (every window would grow to
 max_window). So each window is decoded twice: by the full-size synthetic model, whose decode
 time is the run's cost, and by the shipped trained model, whose tokens the stream takes (where
-a real model puts words on this speech: engine/webapp.py TokensFrom; in the page the debug
+a real model puts words on this speech: engine/worker/stream.py TokensFrom; in the page the debug
 hook place-tokens-with). The trained model's own decode time (a twentieth of the big one's
 here) is measured apart and left out of the compute figure.
 
@@ -62,7 +62,7 @@ def speech_onset(x: np.ndarray) -> float:
 def native_run(costly, placing, x: np.ndarray, latency: str, pace: str) -> dict:
     """x fed at real time by a feeder thread; this thread polls every POLL_S as the worker does."""
     from engine.stream.session import StreamConfig, Stream
-    from engine.webapp import TokensFrom
+    from engine.worker import TokensFrom
     recogniser = TokensFrom(costly, placing)
     session = Stream(recogniser, 16000, StreamConfig.for_latency(latency, pace=pace))
     onset = speech_onset(x)

@@ -1,7 +1,7 @@
 """A long live session, measured: does a poll cost the same at hour three as at
 minute five, and does memory stay flat?
 
-Natively, through engine/webapp.py's WebApp (the module the browser's engine worker runs, with
+Natively, through engine/worker/'s WebWorker (the module the browser's engine worker runs, with
 the worker's calls): N minutes of generated speech (harness/long_speech) fed in 0.25 s chunks as
 fast as it decodes, `partial(250)` after each chunk, as the worker polls. Every `--every`
 minutes of audio a row: the median and 90th-percentile time of the polls that ran no decode (the
@@ -36,21 +36,21 @@ def soak_native(model: Path, minutes: float, every: float, compare: bool = True,
                 log=print) -> dict:
     from engine.stream.session import stream_samples
     from engine.transcribe import Engine
-    from engine.webapp import WebApp
+    from engine.worker import WebWorker
     from harness.long_speech import long_speech
     x, _ = long_speech(minutes, seed)
-    app = WebApp()
-    app.load(bytearray(model.read_bytes()), "auto")
+    app = WebWorker()
+    app.model.load(bytearray(model.read_bytes()), "auto")
     tracemalloc.start()
-    app.start(16000)
+    app.stream.start(16000)
     heap_base = tracemalloc.get_traced_memory()[0]
     rows, period = [], {"polls": [], "sizes": []}
     decodes, next_row = 0, every * 60
     started = time.perf_counter()
     for i in range(0, x.size, CHUNK):
-        app.feed(memoryview(x[i:i + CHUNK]))
+        app.stream.feed(memoryview(x[i:i + CHUNK]))
         t0 = time.perf_counter()
-        message = app.partial(STEP_BUDGET_MS)
+        message = app.stream.partial(STEP_BUDGET_MS)
         took = time.perf_counter() - t0
         out = json.loads(message)
         if out["metrics"]["decodes"] == decodes:        # a poll that decoded nothing: the overhead
@@ -65,10 +65,10 @@ def soak_native(model: Path, minutes: float, every: float, compare: bool = True,
                 f"heap {rows[-1]['heap_bytes'] / 1e6:.2f} MB, {rows[-1]['committed_words']} words; "
                 f"{time.perf_counter() - started:.0f} s")
             period, next_row = {"polls": [], "sizes": []}, next_row + every * 60
-    final = json.loads(app.finish())["result"]
+    final = json.loads(app.stream.finish())["result"]
     heap_after = tracemalloc.get_traced_memory()[0] - heap_base
     tracemalloc.stop()
-    figures = {"model": model.name, "tier": app.engine.tier, "minutes": round(x.size / 16000 / 60, 2),
+    figures = {"model": model.name, "tier": app.model.engine.tier, "minutes": round(x.size / 16000 / 60, 2),
                "chunk_seconds": CHUNK / 16000, "rows": rows, "words": len(final["words"]),
                "text_bytes": len(final["text"].encode()), "heap_bytes_after_finish": heap_after,
                "slopes": slopes(rows), "wall_seconds": round(time.perf_counter() - started, 1)}
@@ -81,7 +81,7 @@ def soak_native(model: Path, minutes: float, every: float, compare: bool = True,
 
 def row(app, audio_seconds: float, period: dict, heap_base: int) -> dict:
     polls = sorted(period["polls"]) or [0.0]
-    transcript = app.session.view.transcript
+    transcript = app.stream.session.view.transcript
     return {"minute": round(audio_seconds / 60, 2), "polls_without_decode": len(period["polls"]),
             "poll_ms_median": round(statistics.median(polls), 4),
             "poll_ms_p90": round(polls[int(0.9 * (len(polls) - 1))], 4),

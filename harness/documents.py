@@ -214,7 +214,7 @@ def suite_table(result: dict) -> str:
 
 
 def soak_table(result: dict) -> str:
-    """harness/bench_soak.py's rows (a long session through the engine worker's WebApp)."""
+    """harness/bench_soak.py's rows (a long session through the engine worker's Python side)."""
     f = result["figures"]
     s = f["slopes"]
     r5 = s["last_over_minute5"]

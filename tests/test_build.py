@@ -42,7 +42,7 @@ def test_toolchain_version_mismatch_stops_loudly(build, monkeypatch):
 # and a new engine/ module must be added here on purpose.
 RUNTIME_WHEEL = {f"engine/{m}.py" for m in (
     "__init__", "audio", "family", "gguf_file", "kernels", "longform", "text", "tiers", "timing", "transcribe",
-    "webapp", "executors/__init__", "executors/cpu", "executors/linear", "executors/workers",
+    "worker/__init__", "worker/file_job", "worker/gpu", "worker/model", "worker/stream", "executors/__init__", "executors/cpu", "executors/linear", "executors/workers",
     "executors/webgpu/__init__", "executors/webgpu/adapter", "executors/webgpu/attention",
     "executors/webgpu/browser", "executors/webgpu/conv", "executors/webgpu/device", "executors/webgpu/executor",
     "executors/webgpu/mutations", "executors/webgpu/norm", "executors/webgpu/self_test",
@@ -112,7 +112,7 @@ def test_wheel_is_reproducible_and_complete(build, tmp_path, monkeypatch):
     sources = {n.replace("/__pycache__/", "/").replace(f".{tag}.pyc", ".py") for n in pycs}
     assert all(f"/__pycache__/" in n and n.endswith(f".{tag}.pyc") for n in pycs), pycs
     assert sources <= RUNTIME_WHEEL
-    assert {"engine/webapp.py", "engine/kernels.py", "engine/transcribe.py", "engine/stream/session.py",
+    assert {"engine/worker/stream.py", "engine/kernels.py", "engine/transcribe.py", "engine/stream/session.py",
             "engine/parakeet_tdt/encoder.py", "engine/parakeet_tdt/decoder.py"} <= sources
     assert not any("webgpu" in n for n in sources)                  # the GPU's modules load when asked for
     assert not any(n.endswith(".so") for n in names)     # no native library in the wasm wheel

@@ -140,4 +140,4 @@ def test_the_floors_say_the_architecture():
     (it asks them for operations), the engine that ties them above all three."""
     floor = floors(rooms())
     assert floor["tiers"] < floor["kernels"] < floor["executors"] < floor["parakeet_tdt"] < floor["transcribe"]
-    assert floor["transcribe"] < floor["webapp"] and floor["transcribe"] < floor["__main__"]
+    assert floor["transcribe"] < floor["worker"] and floor["transcribe"] < floor["__main__"]

@@ -351,26 +351,26 @@ def test_the_self_test_does_not_fall_back(tiny_gguf_path, device):
 
 
 def test_the_worker_side_reports_a_lost_device_once(tiny_gguf_path, device):
-    """engine/webapp.py on the GPU (what load_gpu sets up after the check, here with a native
+    """engine/worker/ on the GPU (what Gpu.load sets up after the check, here with a native
     device): a file transcribed across the loss gives the native tokens; the tier becomes the
     CPU's, gpu_lost() gives the note once, model_info says the same."""
-    from engine.webapp import WebApp
+    from engine.worker import WebWorker
     model = tiny_gguf_path.read_bytes()
     want = as_json(Engine.open(tiny_gguf_path, "scalar", 1).transcribe(
         load_audio(Kernels("scalar"), WAV.read_bytes())))
-    app = WebApp()
-    app.gpu = GpuKernels(LosingDevice(device, budget=0), packed_dot=False)
-    app.engine, app.model = app._gpu_engine(load(model), "scalar"), model
-    assert app.tier == "webgpu" and json.loads(app.model_info())["tier"] == "webgpu"
-    app.prepare_wav(WAV.read_bytes())
-    app.begin_file()
-    while "result" not in (step := json.loads(app.file_step())):
+    app = WebWorker()
+    app.gpu.kernels = GpuKernels(LosingDevice(device, budget=0), packed_dot=False)
+    app.model.engine, app.model.bytes = app.gpu.engine_for(load(model), "scalar"), model
+    assert app.model.tier == "webgpu" and json.loads(app.model.info())["tier"] == "webgpu"
+    app.file.prepare_wav(WAV.read_bytes())
+    app.file.begin()
+    while "result" not in (step := json.loads(app.file.step())):
         pass
     assert step["result"]["tokens"] == want["tokens"]
-    note = app.gpu_lost()
+    note = app.gpu.lost_note()
     assert note.startswith("scalar: the WebGPU device failed mid-decode (RuntimeError: WebGPU mapAsync failed: "), note
-    assert app.gpu_lost() is None and app.tier == "scalar"
-    info = json.loads(app.model_info())
+    assert app.gpu.lost_note() is None and app.model.tier == "scalar"
+    info = json.loads(app.model.info())
     assert info["tier"] == "scalar" and info["tierNote"] == note
 
 
@@ -391,14 +391,14 @@ class CountingDevice:
 
 
 def test_the_timed_verdict_decides_and_says_what_it_measured(tiny_gguf_path, device, monkeypatch):
-    """load_gpu's timed check (tier "auto"): the device against the CPU kernels, the CPU's time
+    """Gpu.load's timed check (tier "auto"): the device against the CPU kernels, the CPU's time
     divided by the kernel workers it would have; the faster one runs and the note gives both
     times. Here lavapipe against native scalar: whichever wins, the verdict follows the numbers;
     with the CPU's time divided by a huge worker count the device must lose, and with the test
     hook it is taken as faster."""
     import asyncio
     import engine.executors.webgpu.browser
-    from engine.webapp import WebApp
+    from engine.worker import WebWorker
 
     async def request_device():
         return CountingDevice(device, {"vendor": "mesa", "architecture": "", "device": "", "description": ""})
@@ -406,7 +406,7 @@ def test_the_timed_verdict_decides_and_says_what_it_measured(tiny_gguf_path, dev
     model = tiny_gguf_path.read_bytes()
 
     def load_gpu(**options):
-        return json.loads(asyncio.run(WebApp().load_gpu(model, "scalar", "prefer", options=json.dumps(options))))
+        return json.loads(asyncio.run(WebWorker().gpu.load(model, "scalar", "prefer", options=json.dumps(options))))
     out = load_gpu(timed=True)
     m = out["measured"]
     assert set(m) == {"audio_s", "gpu_ms", "cpu_ms", "cpu_workers", "faster"} and m["audio_s"] == SELF_TEST_FRAMES / 100, m
@@ -457,13 +457,13 @@ def test_the_kernels_on_one_device_compile_each_source_once(tiny_gguf_path, devi
 
 
 def test_preferred_a_cpu_emulation_is_refused_before_any_shader_is_compiled(tiny_gguf_path, device, monkeypatch):
-    """engine/webapp.py load_gpu in "prefer" mode on an adapter that says it is SwiftShader: the
+    """engine/worker/gpu.py Gpu.load in "prefer" mode on an adapter that says it is SwiftShader: the
     wasm tier, the note naming the emulation, and not one shader module made (the check's shaders
     take ~15 s to compile on SwiftShader); with the tests' `hardware` hook the check runs (here
     on lavapipe: it passes) and the engine is on the device."""
     import asyncio
     import engine.executors.webgpu.browser
-    from engine.webapp import WebApp
+    from engine.worker import WebWorker
     swiftshader = {"vendor": "google", "architecture": "swiftshader", "device": "", "description": ""}
     counting = CountingDevice(device, swiftshader)
 
@@ -471,17 +471,17 @@ def test_preferred_a_cpu_emulation_is_refused_before_any_shader_is_compiled(tiny
         return counting
     monkeypatch.setattr(engine.executors.webgpu.browser, "request_device", request_device)
     model = tiny_gguf_path.read_bytes()
-    app = WebApp()
-    out = json.loads(asyncio.run(app.load_gpu(model, "scalar", "prefer")))
+    app = WebWorker()
+    out = json.loads(asyncio.run(app.gpu.load(model, "scalar", "prefer")))
     assert out == {"tier": None, "adapter": "google swiftshader", "adapterInfo": swiftshader,
                    "note": "scalar: the WebGPU adapter (google swiftshader) is a CPU emulation (swiftshader): "
                            "the wasm kernels are faster", "measured": None, "speed": None}, out
-    assert counting.shader_modules == 0 and app.gpu is None
-    out = json.loads(asyncio.run(app.load_gpu(model, "scalar", "prefer", hardware=True)))
+    assert counting.shader_modules == 0 and app.gpu.kernels is None
+    out = json.loads(asyncio.run(app.gpu.load(model, "scalar", "prefer", hardware=True)))
     assert out["tier"] == "webgpu" and counting.shader_modules > 5, (out, counting.shader_modules)
     assert out["measured"] is None                              # not asked to time it
-    assert app.tier_note.startswith("webgpu: google swiftshader (passed the known-answer check; the CPU part on "), \
-        app.tier_note
+    assert app.gpu.tier_note.startswith("webgpu: google swiftshader (passed the known-answer check; the CPU part on "), \
+        app.gpu.tier_note
 
 
 # -- what an encode does when the device cannot (review of the executor) -------------------------

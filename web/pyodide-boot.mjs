@@ -21,7 +21,7 @@
 
 // What the engine worker's start imports: in the snapshot, they come back already imported;
 // harness/start_bytecode.mjs compiles them (and what they import) ahead of time.
-export const ENGINE_IMPORTS = "engine.webapp, engine.kernels, engine.transcribe, hashlib, json";
+export const ENGINE_IMPORTS = "engine.worker, engine.kernels, engine.transcribe, hashlib, json";
 
 export async function bootPyodide({ indexURL, wheelURL, moreWheels = [], onStage = () => {}, snapshot = null }) {
   if (snapshot && moreWheels.length) throw new Error("a start-up snapshot holds the engine wheel only");

@@ -49,13 +49,13 @@ async function missingRuntimeFile(manifest, base) {
 }
 
 // ------------------------------------------------------------------------------------------
-// Runtime: Pyodide, the engine wheel, and the Python side of this worker (engine/webapp.py)
+// Runtime: Pyodide, the engine wheel, and the Python side of this worker (engine/worker/)
 
 class Runtime {
   constructor() {
     this.pyodide = null;
-    this.webapp = null;                       // the module engine.webapp
-    this.app = null;                          // its WebApp: the engine, its streams and files
+    this.module = null;                       // the module engine.worker
+    this.app = null;                          // its WebWorker: .model, .gpu, .stream, .file, each job's Python side
   }
 
   // -> {snapshot: "restored" | "made" | "none", note}: how Python started (the load details).
@@ -78,8 +78,8 @@ class Runtime {
       const missing = await missingRuntimeFile(manifest, base);
       throw new Fatal("boot", `The speech engine could not start: ${missing || lastLine(e)}`);
     }
-    this.webapp = this.pyodide.pyimport("engine.webapp");
-    this.app = this.webapp.WebApp();
+    this.module = this.pyodide.pyimport("engine.worker");
+    this.app = this.module.WebWorker();
     if (start.snapshot === "made") {                 // kept while the model loads: not awaited
       snapshots.keep(start.bytes).then((why) => { if (why) console.warn(`phonon-web: ${why}`); });
     }
@@ -89,7 +89,7 @@ class Runtime {
   get started() { return this.pyodide !== null; }
 
   // A Python bytearray of n bytes (the engine reads its tensors from it in place).
-  buffer(n) { return this.webapp.new_buffer(n); }
+  buffer(n) { return this.module.new_buffer(n); }
 
   // `data` copied into a new Python bytearray.
   bytes(data) {
@@ -345,10 +345,10 @@ class KernelWorkers {
   // with one worker (engine/executors/workers.py KernelWorkers.settle); the page is told once.
   checkLost() {
     if (!this.pool || this.lostReported) return;
-    const lost = this.runtime.app.workers_lost();
+    const lost = this.runtime.app.model.workers_lost();
     if (lost) {
       this.lostReported = true;
-      post({ kind: TO_PAGE.WORKERS_LOST, message: lost, threads: this.runtime.app.threads() });
+      post({ kind: TO_PAGE.WORKERS_LOST, message: lost, threads: this.runtime.app.model.threads() });
     }
   }
 
@@ -356,7 +356,7 @@ class KernelWorkers {
 }
 
 // ------------------------------------------------------------------------------------------
-// Gpu: engine/webapp.py load_gpu requests the device, runs the known-answer check against the
+// Gpu: engine/worker/gpu.py Gpu.load requests the device, runs the known-answer check against the
 // digest build.py computed natively (without one, against the CPU kernels here) and only then
 // puts the encoder there. Forced (tier "webgpu"), a refusal is fatal with code "webgpu";
 // preferred (tier "auto"), the CPU engine is loaded as without the GPU (kernel workers
@@ -476,7 +476,7 @@ class Gpu {
                       kept: this.verdict ? this.keptNote() : null };
     let out;
     try {
-      out = JSON.parse(await this.runtime.app.load_gpu(buffer, tier, wanted.mode, digest || undefined,
+      out = JSON.parse(await this.runtime.app.gpu.load(buffer, tier, wanted.mode, digest || undefined,
                                                        wanted.patch || undefined, Boolean(wanted.hardware),
                                                        JSON.stringify(options)));
     } catch (e) {
@@ -498,11 +498,11 @@ class Gpu {
 
   // GPUDevice.lost, watched: a device lost while idle is told now, not at the next read.
   watchLoss() {
-    const device = this.runtime.app.gpu_device();
+    const device = this.runtime.app.gpu.device();
     if (!device) return;
     device.lost.then((info) => {
       if (!this.active) return;
-      this.call(this.runtime.app.device_lost, `${info.reason || "unknown"}: ${info.message || ""}`.trim())
+      this.call(this.runtime.app.gpu.device_lost, `${info.reason || "unknown"}: ${info.message || ""}`.trim())
         .then(() => this.checkLost(), () => {});
     });
   }
@@ -511,11 +511,11 @@ class Gpu {
   // engine/executors/webgpu/executor.py; or lost while idle): the page is told once, the CPU
   // runs from then on, and the kernel workers come back (`restore`).
   checkLost() {
-    const note = this.active ? this.runtime.app.gpu_lost() : null;
+    const note = this.active ? this.runtime.app.gpu.lost_note() : null;
     if (note) {
       this.active = false;
       this.note = note;
-      post({ kind: TO_PAGE.GPU_LOST, message: note, tier: this.runtime.app.tier, tierNote: note });
+      post({ kind: TO_PAGE.GPU_LOST, message: note, tier: this.runtime.app.model.tier, tierNote: note });
     }
     this.restoreWorkers();
   }
@@ -596,8 +596,8 @@ class Host {
     t.compile = t.compile || performance.now();
     t.ready = performance.now();
     post({
-      kind: TO_PAGE.READY, tier: usedTier, tierNote: this.gpu.note, adapter: this.gpu.adapter, threads: this.app.threads(),
-      threadsNote: this.kernels.note, model: JSON.parse(this.app.model_info()),
+      kind: TO_PAGE.READY, tier: usedTier, tierNote: this.gpu.note, adapter: this.gpu.adapter, threads: this.app.model.threads(),
+      threadsNote: this.kernels.note, model: JSON.parse(this.app.model.info()),
       modelSource: modelBytes ? "bytes" : model ? model.source : "local-cache",
       cacheNote: model ? model.cacheNote : null, localModel: local && local.info, localNote,
       ...this.memory(), start,
@@ -620,8 +620,8 @@ class Host {
   }
 
   // An engine on `buffer` ("load", or "switch": the engine in use stays if this one fails), on
-  // the GPU or with kernel workers when asked for and possible; returns what app.load /
-  // app.switch return.
+  // the GPU or with kernel workers when asked for and possible; returns what app.model.load /
+  // app.model.switch return.
   async load(buffer, tier, how, modelBytes, gpuDigest = null) {
     if (this.gpu.wanted && how === "load") {
       const onGpu = await this.gpu.load(buffer, tier, gpuDigest, this.kernels.expected(modelBytes));
@@ -631,7 +631,7 @@ class Host {
         return onGpu;
       }                                       // else preferred but refused: the wasm engine below
     }
-    const app = this.app;
+    const app = this.app.model;
     if (this.gpu.active) return this.gpu.call(app[how], buffer, tier);   // a switch: the new model on the device too
     const next = await this.kernels.start(tier, modelBytes);
     // (a JS null would reach Python as JsNull, not None: no pool, no argument)
@@ -664,7 +664,7 @@ class Host {
     if (this.stream || this.file) return false;
     const next = await this.kernels.start(tier, modelBytes);
     if (!next) return true;                  // one worker after all (kernels.note says why)
-    if (!this.app.use_workers(next)) {
+    if (!this.app.model.use_workers(next)) {
       next.close();
       return false;
     }
@@ -672,12 +672,12 @@ class Host {
       await next.serve();
     } catch (e) {
       next.close();
-      this.app.use_workers();
+      this.app.model.use_workers();
       this.kernels.note = `one worker: the kernel workers did not start (${lastLine(e)})`;
       return true;
     }
     this.kernels.adopt(next);
-    post({ kind: TO_PAGE.WORKERS_BACK, threads: this.app.threads(), threadsNote: this.kernels.note });
+    post({ kind: TO_PAGE.WORKERS_BACK, threads: this.app.model.threads(), threadsNote: this.kernels.note });
     return true;
   }
 
@@ -709,7 +709,7 @@ class Host {
       const data = kept.data, buffer = this.runtime.bytes(data);
       try {
         const usedTier = await this.load(buffer, tier, "load", data.length);
-        return { tier: usedTier, info: { file: name, size: data.length, sha256, ...JSON.parse(this.app.model_info()) } };
+        return { tier: usedTier, info: { file: name, size: data.length, sha256, ...JSON.parse(this.app.model.info()) } };
       } finally {
         buffer.destroy();
       }
@@ -761,7 +761,7 @@ class Stream {
   constructor(host, { rate, port, ring, id = null, maxPending = null, resume = null, latency = "fast", pace = "exact" }) {
     this.host = host;
     // JS null is not Python's None: undefined is
-    this.app.start(rate, maxPending ?? undefined, resume ?? undefined, latency, pace);
+    this.app.stream.start(rate, maxPending ?? undefined, resume ?? undefined, latency, pace);
     this.id = id;
     this.port = port;
     this.ring = ring ? openRing(ring) : null;
@@ -788,7 +788,7 @@ class Stream {
       }
     });
     this.timer = setTimeout(() => this.tick(), TICK_MS);
-    post({ kind: TO_PAGE.STARTED, id, rate, checkpoint: this.keep(JSON.parse(this.app.checkpoint_json())) });
+    post({ kind: TO_PAGE.STARTED, id, rate, checkpoint: this.keep(JSON.parse(this.app.stream.checkpoint_json())) });
   }
 
   // The page keeps the newest checkpoint (to resume the stream in a new worker if this one
@@ -798,7 +798,7 @@ class Stream {
     return checkpoint;
   }
 
-  get app() { return this.host.app; }
+  get app() { return this.host.app.stream; }          // its Python side (engine/worker/stream.py)
 
   get open() { return this.host.stream === this; }
 
@@ -882,7 +882,7 @@ class Stream {
       return;
     }
     this.close();
-    this.app.cancel_stream();
+    this.app.cancel();
     post({ kind: TO_PAGE.STREAM_CANCELLED, id: this.id });
     this.host.gpu.restoreWorkers();
   }
@@ -914,14 +914,14 @@ class FileJob {
     const app = host.app;
     let seconds;
     try {
-      seconds = data.wav ? app.prepare_wav(new Uint8Array(data.wav))
-                         : app.prepare_pcm(data.pcm, data.rate, data.channels);
+      seconds = data.wav ? app.file.prepare_wav(new Uint8Array(data.wav))
+                         : app.file.prepare_pcm(data.pcm, data.rate, data.channels);
     } catch (e) {
       post({ kind: TO_PAGE.ERROR, code: "file", message: `${data.name} could not be read: ${lastLine(e)}` });
       return;
     }
     post({ kind: TO_PAGE.FILE_BUSY, name: data.name, seconds });
-    const total = app.begin_file();
+    const total = app.file.begin();
     const job = host.file = new FileJob(data.name);
     try {
       await job.steps(host, total);
@@ -941,11 +941,11 @@ class FileJob {
     for (;;) {
       await new Promise((resolve) => setTimeout(resolve, 0));
       if (this.cancelled) {
-        app.cancel_file();
+        app.file.cancel();
         post({ kind: TO_PAGE.FILE_CANCELLED, name: this.name });
         return;
       }
-      const step = JSON.parse(await host.gpu.call(app.file_step));
+      const step = JSON.parse(await host.gpu.call(app.file.step));
       host.checkLost();
       if (step.result) {
         post({ kind: TO_PAGE.FILE_RESULT, name: this.name, result: step.result, ...host.memory() });
@@ -995,14 +995,14 @@ self.onmessage = ({ data }) => guard(async () => {
     case TO_WORKER.CANCEL_FILE: if (host.file) host.file.cancelled = true; return;
     case TO_WORKER.CANCEL_STREAM: if (host.stream) host.stream.cancel(); return;
     case TO_WORKER.KILL_KERNEL_WORKER: if (host.debug && host.kernels.pool) host.kernels.pool.kill(data.slot || 0); return;   // tests: a crash
-    case TO_WORKER.LOSE_GPU: if (host.debug && host.gpu.active) return host.gpu.call(host.app.lose_gpu, data.afterReads || 0);  // tests: device loss
-    case TO_WORKER.DESTROY_GPU: if (host.debug && host.gpu.active) host.app.gpu_device().destroy(); return;  // tests: lost while idle
-    case TO_WORKER.HANG_GPU: if (host.debug && host.gpu.active) return host.gpu.call(host.app.hang_gpu, data.afterReads || 0, data.limitMs || 2000);  // tests: a hung read
+    case TO_WORKER.LOSE_GPU: if (host.debug && host.gpu.active) return host.gpu.call(host.app.gpu.lose, data.afterReads || 0);  // tests: device loss
+    case TO_WORKER.DESTROY_GPU: if (host.debug && host.gpu.active) host.app.gpu.device().destroy(); return;  // tests: lost while idle
+    case TO_WORKER.HANG_GPU: if (host.debug && host.gpu.active) return host.gpu.call(host.app.gpu.hang, data.afterReads || 0, data.limitMs || 2000);  // tests: a hung read
     case TO_WORKER.CSP_PROBE: if (host.debug) post({ kind: TO_PAGE.CSP_PROBE, evalBlocked: evalBlocked() }); return;   // tests: the policy holds
     case TO_WORKER.PLACE_TOKENS_WITH: {     // (debug, bench --live) streams take their tokens from this model's decodes
       if (!host.debug) return;
       const buffer = host.runtime.bytes(new Uint8Array(data.bytes));
-      try { host.app.place_tokens_with(buffer, data.tier || "scalar"); } finally { buffer.destroy(); }
+      try { host.app.model.place_tokens_with(buffer, data.tier || "scalar"); } finally { buffer.destroy(); }
       return post({ kind: TO_PAGE.TOKENS_PLACED });
     }
     case TO_WORKER.CAPTURED: {
