@@ -69,7 +69,9 @@ TINY_SOURCE = ROOT / "tests" / "data" / "tiny"
 # the site's own files (web/), copied as they are; index.html and sw.js are rendered
 # the runtime: the JavaScript API (phonon.mjs + types), its engine worker and kernel workers
 RUNTIME_STATIC = ["phonon.mjs", "phonon.d.ts", "worker.mjs", "pyodide-boot.mjs", "start-snapshot.mjs",
-                  "kernel-pool.mjs", "kernel-worker.mjs", "kernel-protocol.mjs", "capture-worklet.mjs", "messages.mjs"]
+                  "kernel-pool.mjs", "kernel-worker.mjs", "kernel-protocol.mjs", "capture-worklet.mjs", "messages.mjs",
+                  *(f"worker/{part}.mjs" for part in ("common", "runtime", "model-cache", "kernel-workers", "gpu",
+                                                      "stream", "file-job"))]
 # the demo app on top of it
 APP_STATIC = ["app.mjs", "formats.mjs", "session-store.mjs", "style.css", "icon.svg"]
 SITE_STATIC = RUNTIME_STATIC + APP_STATIC

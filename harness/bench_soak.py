@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ROOT / "models" / "phonon-small.gguf"
 CHUNK = 4000                        # 0.25 s at 16 kHz: the measurement
-STEP_BUDGET_MS = 250                # web/worker.mjs's budget for one step
+STEP_BUDGET_MS = 250                # web/worker/stream.mjs's budget for one step
 
 
 def soak_native(model: Path, minutes: float, every: float, compare: bool = True, seed: int = 41,

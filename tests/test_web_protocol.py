@@ -39,7 +39,7 @@ def groups() -> dict:
 
 
 def modules() -> list:
-    return [p for p in sorted(WEB.glob("*.mjs")) if p.name not in PROTOCOLS]
+    return [p for p in sorted(WEB.rglob("*.mjs")) if p.name not in PROTOCOLS]
 
 
 def test_no_module_spells_out_a_message_kind():
@@ -63,8 +63,8 @@ def test_every_named_kind_exists_and_is_used():
 
 
 def test_the_live_files_import_their_kinds_from_the_protocol():
-    for name in ("phonon.mjs", "worker.mjs", "capture-worklet.mjs", "app.mjs"):
-        assert re.search(r'^import \{[^}]*\} from "\./messages\.mjs";', (WEB / name).read_text(), re.M), name
+    for name in ("phonon.mjs", "worker.mjs", "worker/stream.mjs", "capture-worklet.mjs", "app.mjs"):
+        assert re.search(r'^import \{[^}]*\} from "\.\.?/messages\.mjs";', (WEB / name).read_text(), re.M), name
     for name in ("kernel-pool.mjs", "kernel-worker.mjs"):
         assert 'from "./kernel-protocol.mjs"' in (WEB / name).read_text(), name
 

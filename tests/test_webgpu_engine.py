@@ -428,11 +428,12 @@ def test_the_timed_verdict_decides_and_says_what_it_measured(tiny_gguf_path, dev
 
 
 def test_the_worker_knows_the_cpu_emulations_this_module_knows():
-    """web/worker.mjs names the CPU emulations before Python starts (its probe); adapter.py
+    """The engine worker's Gpu (web/worker/gpu.mjs) names the CPU emulations before Python starts
+    (its probe); adapter.py
     names them for the engine: the same list."""
     import re
     from engine.executors.webgpu.adapter import CPU_EMULATIONS
-    worker = (ROOT / "web" / "worker.mjs").read_text()
+    worker = (ROOT / "web" / "worker" / "gpu.mjs").read_text()
     listed = re.search(r"const CPU_EMULATIONS = \[([^\]]*)\]", worker).group(1)
     assert tuple(re.findall(r'"(\w+)"', listed)) == CPU_EMULATIONS
 
