@@ -15,7 +15,7 @@ export class Stream {
   constructor(host, { rate, port, ring, id = null, maxPending = null, resume = null, latency = "fast", pace = "exact" }) {
     this.host = host;
     // JS null is not Python's None: undefined is
-    this.app.stream.start(rate, maxPending ?? undefined, resume ?? undefined, latency, pace);
+    this.app.start(rate, maxPending ?? undefined, resume ?? undefined, latency, pace);
     this.id = id;
     this.port = port;
     this.ring = ring ? openRing(ring) : null;
@@ -42,7 +42,7 @@ export class Stream {
       }
     });
     this.timer = setTimeout(() => this.tick(), TICK_MS);
-    post({ kind: TO_PAGE.STARTED, id, rate, checkpoint: this.keep(JSON.parse(this.app.stream.checkpoint_json())) });
+    post({ kind: TO_PAGE.STARTED, id, rate, checkpoint: this.keep(JSON.parse(this.app.checkpoint_json())) });
   }
 
   // The page keeps the newest checkpoint (to resume the stream in a new worker if this one
