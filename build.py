@@ -55,11 +55,14 @@ VENV = ROOT / ".venv"
 VENV_PY = VENV / "bin" / "python"
 NATIVE_LIB = LIB_DIR / f"phonon_kernels.{platform.machine()}-linux.so"
 WASM_MODULES = {t.name: LIB_DIR / t.module for t in tiers_of("wasm")}      # engine/tiers.py
-COMMON_SOURCES = ["fv5_grid.c", "linear_call.c", "layer.c", "subsampling.c", "decoder_step.c"]
+# The family's one-call C lives with the family (kernels/parakeet_tdt/), built into every module.
+KERNEL_FOLDERS = ("", "parakeet_tdt")
+COMMON_SOURCES = ["fv5_grid.c", "linear_call.c", "parakeet_tdt/layer.c", "parakeet_tdt/subsampling.c",
+                  "parakeet_tdt/decoder_step.c"]
 # -fno-math-errno: sqrtf need not set errno, so compilers vectorise it (the frontend's
 # magnitudes); it is correctly rounded either way, so no bit changes (IEEE 754 sqrt).
 CFLAGS = ["-O3", "-fPIC", "-std=c11", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno",
-          "-Wall", "-Wextra", "-fvisibility=hidden"]
+          "-Wall", "-Wextra", "-fvisibility=hidden", "-I", str(ROOT / "kernels")]     # family folders include the shared headers
 WEB = ROOT / "web"
 SITE = ROOT / "dist" / "site"
 SITE_TINY = ROOT / "dist" / "site-tiny"
@@ -269,9 +272,11 @@ def cmd_setup(args=None):
 # native and wasm kernels
 
 def sources(*patterns):
+    """The kernel sources matching each pattern in kernels/ and its family folders."""
     out = []
     for p in patterns:
-        out.extend(sorted(KERNELS.glob(p)))
+        for folder in KERNEL_FOLDERS:
+            out.extend(sorted((KERNELS / folder).glob(p)))
     return out
 
 

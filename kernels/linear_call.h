@@ -1,4 +1,4 @@
-/* What the one-call entry points share (kernels/layer.h: one encoder layer; decoder_step.h: one
+/* What the one-call entry points share (kernels/parakeet_tdt/layer.h: one encoder layer; decoder_step.h: one
  * joint evaluation, one prediction-network step): a linear's weights as C sees them and the
  * buffers its call needs. Their flow is compiled per tier from one_call_impl.h (one_call__<tier>.c),
  * so a one-call entry point computes with the kernels a composed call of that tier would use:

@@ -126,7 +126,7 @@ def test_the_tier_table_matches_the_kernel_sources(build):
     wasm tiers (best first) with their probes through manifest.json."""
     from engine.tiers import TIERS, cpu_tiers_header, page_tiers, tiers_of
     names = {t.name for t in TIERS}
-    suffixes = {p.stem.split("__", 1)[1] for p in (ROOT / "kernels").glob("*__*.c")}
+    suffixes = {p.stem.split("__", 1)[1] for p in (ROOT / "kernels").rglob("*__*.c")}
     assert suffixes == names, f"tier sources without a table row, or rows without sources: {suffixes ^ names}"
     assert set(build.WASM_MODULES) == {t.name for t in tiers_of("wasm")}
     assert all(path.exists() for path in build.WASM_MODULES.values()), "run through `python3 build.py test`"

@@ -99,6 +99,15 @@ def test_the_executors_know_no_family():
     assert not found, found
 
 
+def test_the_shared_kernels_know_no_family():
+    """kernels/ outside a family's folder (kernels/parakeet_tdt/) includes nothing from it, as
+    engine/executors/ imports nothing of engine/parakeet_tdt/."""
+    graph = c_module_graph()
+    assert any(m.startswith("parakeet_tdt/") for m in graph)
+    found = sorted(f"{m} includes {d}" for m, deps in graph.items() if "/" not in m for d in deps if "/" in d)
+    assert not found, found
+
+
 def test_no_circle_anywhere_in_the_tree():
     """The Python imports of every package (build.py and the tests included), the JavaScript
     imports of web/, harness/ and the test apps, and the C #includes of kernels/ (file by file,
@@ -114,7 +123,7 @@ def test_the_tree_graphs_see_what_they_look_for():
     assert "web/kernel-protocol.mjs" in javascript["web/kernel-pool.mjs"]
     assert "web/phonon.mjs" not in javascript["web/phonon.mjs"]                 # an import in a comment is none
     assert c_module("norm__avx2.c") == c_module("norm_impl.h") == c_module("norm.h") == "norm"
-    assert {"layer", "attention", "decoder_step"} <= c_modules["one_call"]
+    assert {"parakeet_tdt/layer", "attention", "parakeet_tdt/decoder_step"} <= c_modules["parakeet_tdt/one_call"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 

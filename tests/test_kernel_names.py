@@ -26,7 +26,7 @@ def defined_names(text: str) -> set:
 
 
 def test_tier_files_define_only_their_tiers_names():
-    tier_files = sorted(p for p in KERNELS.glob("*__*.*") if p.suffix in (".c", ".h") and not p.stem.endswith("__scalar"))
+    tier_files = sorted(p for p in KERNELS.rglob("*__*.*") if p.suffix in (".c", ".h") and not p.stem.endswith("__scalar"))
     assert len(tier_files) > 25
     wrong = []
     for path in tier_files:

@@ -1,6 +1,6 @@
 """The one-call entry points (engine/parakeet_tdt/one_call.py): a whole encoder layer
-(kernels/layer.h), the subsampling stack on a slice of time (kernels/subsampling.h) and the TDT
-decoder's prediction step and joint (kernels/decoder_step.h) give
+(kernels/parakeet_tdt/layer.h), the subsampling stack on a slice of time (kernels/parakeet_tdt/subsampling.h) and the TDT
+decoder's prediction step and joint (kernels/parakeet_tdt/decoder_step.h) give
 the bits of the same computation composed from single kernel calls - in every native tier, on
 awkward shapes with five-value and int8 linears mixed, and through the engine on the tiny and
 the default model. (The browser runs the same C: tests/test_parity_runtimes.py and

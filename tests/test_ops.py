@@ -299,7 +299,7 @@ def test_attention_heads_equal_the_unfused_ops(scalar, T, D, dk, h0, h1):
 
 @pytest.mark.parametrize("T, F, C", [(1, 1, 1), (5, 7, 3), (40, 80, 96), (13, 9, 130), (19, 37, 100), (8, 6, 16)])
 def test_channel_last_head_is_the_head_in_every_tier(scalar, T, F, C):
-    """subsampling_head_cl (kernels/head_impl.h: lanes over channels, interior pixels in vector
+    """subsampling_head_cl (kernels/parakeet_tdt/head_impl.h: lanes over channels, interior pixels in vector
     registers, conv0 kept three rows at a time) gives pk_subsampling_head's bits, transposed to
     [H2][W2][C], in every native tier, whole and in channel ranges (one per thread; ranges that
     are not whole vectors), with -0, NaN and inf among the inputs."""

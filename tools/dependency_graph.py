@@ -139,18 +139,23 @@ def c_files() -> list:
     return [p for pattern in ("*.c", "*.h") for p in sorted(KERNELS.rglob(pattern)) if _kept(p)]
 
 
+def c_include(path: Path, name: str) -> str:
+    """Where `#include "name"` in `path` leads, relative to kernels/: beside the file, else in
+    kernels/ itself (the build's -I: a family folder includes the shared headers so)."""
+    beside = path.parent / name
+    found = beside if beside.exists() or not (KERNELS / name).exists() else KERNELS / name
+    return str(found.resolve().relative_to(KERNELS))
+
+
 def c_file_graph() -> dict:
     """{file (relative to kernels/): the files it includes}."""
-    graph = {}
-    for path in c_files():
-        graph[str(path.relative_to(KERNELS))] = {
-            str((path.parent / name).resolve().relative_to(KERNELS)) for name in C_INCLUDE.findall(path.read_text())}
-    return graph
+    return {str(path.relative_to(KERNELS)): {c_include(path, name) for name in C_INCLUDE.findall(path.read_text())}
+            for path in c_files()}
 
 
 def c_module(file: str) -> str:
     """norm__avx2.c, norm_impl.h, norm.h, norm.c -> norm (a tier's own file and a flow compiled
-    per tier belong to the module they implement)."""
+    per tier belong to the module they implement); parakeet_tdt/layer.c -> parakeet_tdt/layer."""
     stem = file.rsplit(".", 1)[0].split("__", 1)[0]
     return stem[:-len("_impl")] if stem.endswith("_impl") else stem
 

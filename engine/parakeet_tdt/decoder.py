@@ -116,7 +116,7 @@ class TdtDecoding:
     """TDT greedy decoding of one utterance: the encoder output projected by the joint, then
     greedy_rules over it with the prediction network. greedy() runs the rules block by block;
     how they run is the executor's choice (ex.decoding: as greedy(), or the whole loop in C,
-    kernels/decoder_step.h, with the same tokens)."""
+    kernels/parakeet_tdt/decoder_step.h, with the same tokens)."""
 
     def __init__(self, ex, model: ModelFile):
         """ex: an executor that never splits (one token at a time: nothing to share out)."""
@@ -126,7 +126,7 @@ class TdtDecoding:
         self._greedy = ex.decoding(self)
 
     def one_call(self, k) -> OneCallDecoding:
-        """The greedy loop in C (kernels/decoder_step.h), for executors that run it so."""
+        """The greedy loop in C (kernels/parakeet_tdt/decoder_step.h), for executors that run it so."""
         return OneCallDecoding(k, self)
 
     def __call__(self, enc, T: int, cancelled=None) -> list:

@@ -89,7 +89,7 @@ class Subsampling:
         self._frames = ex.subsampling(self)
 
     def one_call(self, k: Kernels) -> OneCallSubsampling:
-        """The whole stack as one C call (kernels/subsampling.h), for executors that run it so."""
+        """The whole stack as one C call (kernels/parakeet_tdt/subsampling.h), for executors that run it so."""
         return OneCallSubsampling(k, self)
 
     def __call__(self, features, n_mels: int, T: int) -> tuple:
@@ -213,7 +213,7 @@ class FeedForward:
 
 class ConformerLayer:
     """One layer: forward() composes it block by block; how it runs is the executor's choice
-    (ex.layer: as forward(), or one C call, kernels/layer.h, with the same bits)."""
+    (ex.layer: as forward(), or one C call, kernels/parakeet_tdt/layer.h, with the same bits)."""
 
     def __init__(self, ex, model: ModelFile, layer: int):
         p = f"encoder.layers.{layer}."
@@ -226,7 +226,7 @@ class ConformerLayer:
         self._run = ex.layer(self)
 
     def one_call(self, k: Kernels) -> OneCallLayer:
-        """The whole layer as one C call (kernels/layer.h), for executors that run it so."""
+        """The whole layer as one C call (kernels/parakeet_tdt/layer.h), for executors that run it so."""
         return OneCallLayer(k, self)
 
     def __call__(self, x, T: int, pe) -> array:

@@ -1,4 +1,4 @@
-"""The family's one-call entry points (kernels/layer.h, subsampling.h, decoder_step.h): a whole
+"""The family's one-call entry points (kernels/parakeet_tdt/layer.h, subsampling.h, decoder_step.h): a whole
 encoder layer, the whole subsampling stack, a prediction step, a joint evaluation and the TDT
 greedy loop, each one C call; and the family's blocks run through them (OneCallLayer,
 OneCallSubsampling, OneCallDecoding: what a block's `one_call(k)` gives the CPU executors, which
@@ -58,7 +58,7 @@ def conformer_layer_weights(k: Kernels, D: int, heads: int, ff: int, conv_kernel
 def conformer_layer(k: Kernels, weights: "ConformerLayerWeights", T: int, x, pe, out=None, pos_keys=None) -> array:
     """One FastConformer layer: y [T][D] from x [T][D] and the positional table pe [2T-1][D]
     (or pos_keys [2T-1][D], the layer's pos projection of it computed already: pe may then
-    be None), the bits of the layer composed call by call (kernels/layer.h)."""
+    be None), the bits of the layer composed call by call (kernels/parakeet_tdt/layer.h)."""
     if not isinstance(weights, ConformerLayerWeights):
         raise KernelError("weights must come from conformer_layer_weights")
     check_dims(T=T)
@@ -84,7 +84,7 @@ def conformer_layer(k: Kernels, weights: "ConformerLayerWeights", T: int, x, pe,
 
 def decoder_weights(k: Kernels, P: int, J: int, V: int, n_dur: int, w_ih: list, w_hh: list, proj, head,
                     embedding=None, durations=None) -> "DecoderWeights":
-    """Check the TDT decoder's weights once for the one-call steps (kernels/decoder_step.h):
+    """Check the TDT decoder's weights once for the one-call steps (kernels/parakeet_tdt/decoder_step.h):
     w_ih, w_hh one (kind, O, K, weights, bias) per LSTM layer (4P x P), proj J x P, head
     (V + 1 + n_dur) x J, as conformer_layer_weights' linears. With embedding = (int8 rows
     [V + 1][P], float32 scales [V + 1]) and durations (n_dur frame counts) also the whole
@@ -97,7 +97,7 @@ def decoder_weights(k: Kernels, P: int, J: int, V: int, n_dur: int, w_ih: list, 
     return DecoderWeights(_PREPARED, k, P, J, V, n_dur, w_ih, w_hh, proj, head, embedding, durations)
 
 def subsampling_weights(k: Kernels, C: int, F: int, D: int, convs: list, pw3, pw6, linear) -> "SubsamplingWeights":
-    """Check the subsampling's weights once for subsampling_frames (kernels/subsampling.h):
+    """Check the subsampling's weights once for subsampling_frames (kernels/parakeet_tdt/subsampling.h):
     convs = [(w0, b0), (w2, b2), (w5, b5)] ([C][3][3], [C]); pw3, pw6 (C x C) and linear
     (D x C * ceil(F / 8)) as conformer_layer_weights' linears."""
     check_dims(C=C, F=F, D=D)
@@ -126,7 +126,7 @@ def subsampling_frames(k: Kernels, weights: "SubsamplingWeights", T: int, x) -> 
     return y, Tp
 
 
-# The weights of one encoder layer as kernels/layer.h's structs.
+# The weights of one encoder layer as kernels/parakeet_tdt/layer.h's structs.
 LAYER_LINEARS = ("ff1_in", "ff1_out", "q", "k", "v", "o", "pos", "pw1", "pw2", "ff2_in", "ff2_out")
 
 class _LayerDesc(ctypes.Structure):

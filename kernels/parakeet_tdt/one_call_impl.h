@@ -1,4 +1,4 @@
-/* The one-call entry points' flow, compiled once per tier: each kernels/one_call__<tier>.c defines
+/* The one-call entry points' flow, compiled once per tier: each kernels/parakeet_tdt/one_call__<tier>.c defines
  * PK_TIER and includes this file, so every call below is a direct call to that tier's kernel
  * (PK_TIER_FN(fv5_gemm) = fv5_gemm__<tier>), the kernel a composed call of that tier makes.
  * Direct calls, not a table of function pointers: a side module that takes function addresses
