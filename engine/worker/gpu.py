@@ -96,22 +96,6 @@ class Gpu:
                              f"slower than the wasm kernels: {speed}")
         return speed
 
-    def _gpu_report(self, tier, adapter, info, measured, speed) -> str:
-        return json.dumps({"tier": tier, "note": self.tier_note, "adapter": adapter, "adapterInfo": info,
-                           "measured": measured, "speed": speed})
-
-    @staticmethod
-    def _speed_verdict(measured: dict, speed: str, adapter: str, test_faster: bool) -> str:
-        """The timing's words (`speed`) when the device won (or the test hook says it did);
-        GpuRefused with them when it lost."""
-        from ..executors.webgpu.self_test import GpuRefused
-        if test_faster:
-            measured["faster"], speed = True, speed + ", taken as faster by the test hook gpuTestFaster"
-        if not measured["faster"]:
-            raise GpuRefused(f"the WebGPU adapter ({adapter}) passed the known-answer check but is "
-                             f"slower than the wasm kernels: {speed}")
-        return speed
-
     def _report(self, tier, adapter, info, measured, speed) -> str:
         return json.dumps({"tier": tier, "note": self.tier_note, "adapter": adapter, "adapterInfo": info,
                            "measured": measured, "speed": speed})
