@@ -28,7 +28,8 @@ The values the operations return are host arrays here; the GPU executor returns 
 tensors, which the network only passes on to other operations, and reads back with ex.host
 at the end of an encode.
 
-Five executors, chosen by `executor()` below:
+Five executors, registered below as backends (registry.py: "auto" takes the highest priority whose
+needs are given; `executor()` asks it):
 - Alone: one worker computes everything (the unsplit kernels), blocks in one C call each.
 - Threads (native): Python threads around GIL-free ctypes calls; ctypes drops the GIL for the
   length of every foreign call and the calls that matter run for milliseconds, so N threads keep

@@ -1,4 +1,4 @@
-"""The engine worker's Python side (web/worker.mjs): one engine, one live stream, one file at a
+"""The engine worker's Python side (web/worker.mjs and web/worker/): one engine, one live stream, one file at a
 time, with answers the page can post as they are (JSON text). Each of the worker's jobs has its
 namesake here, and the worker's object calls only its own:
 

@@ -1,4 +1,4 @@
-"""A file being transcribed (web/worker.mjs FileJob calls it): decoded and resampled first, then
+"""A file being transcribed (web/worker/file-job.mjs calls it): decoded and resampled first, then
 a window per step (engine/longform.py SteppedTranscription), so the worker reads its messages
 (cancel, pings) between windows."""
 

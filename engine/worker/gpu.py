@@ -1,4 +1,4 @@
-"""The WebGPU device the encoder may run on (web/worker.mjs Gpu calls it): requested, checked
+"""The WebGPU device the encoder may run on (web/worker/gpu.mjs calls it): requested, checked
 against the known answer, timed against the wasm kernels when preferred; its loss (told by the
 browser, or met mid-decode) and the notes the page shows. The debug hooks lose or hang it."""
 

@@ -1,4 +1,4 @@
-"""The engine on the page's model (web/worker.mjs ModelCache and Host call it): load, switch,
+"""The engine on the page's model (web/worker.mjs's Host and web/worker/model-cache.mjs call it): load, switch,
 what runs it (the tier, the threads, lost kernel workers) and the model's facts for the page."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The live stream (web/worker.mjs Stream calls it): the engine's Stream (engine/stream/session.py)
+"""The live stream (web/worker/stream.mjs calls it): the engine's Stream (engine/stream/session.py)
 with what the worker adds around it: the feeder's sample count (refused audio included, so a
 restarted worker resumes at the right sample), the polls' JSON, the checkpoints the page keeps.
 """
