@@ -52,7 +52,7 @@ class Offer:
 
 @dataclass(frozen=True)
 class Backend:
-    """name: what `choose(k, name)`, the CLI's --backend and the page's `backend` option call it.
+    """name: what `choose(k, name)`, `Engine(backend=)` and the CLI's --backend call it.
     priority: the higher, the earlier "auto" tries it. needs: the resources it cannot run
     without. uses: those it also takes when given. build(k, offer) -> an executor (import a
     heavy backend inside it, so that registering costs nothing). refusal: the error's text when the
