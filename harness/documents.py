@@ -210,6 +210,11 @@ def suite_table(result: dict) -> str:
                      + (f" {m.get('cpu_seconds', 0.0):,.1f} |" if cpu else ""))
     lines += ["", "The slowest tests:", "", "| test | seconds |", "|---|---|"]
     lines += [f"| {t['test']} | {t['seconds']:,.1f} |" for t in f["slowest"]]
+    if f.get("costliest"):
+        lines += ["", "The costliest tests (CPU seconds of the worker's process tree from the test's setup to its "
+                  "teardown, +-1 s: a module's fixtures count in the test that first uses them):", "",
+                  "| test | CPU s | seconds |", "|---|---|---|"]
+        lines += [f"| {t['test']} | {t['cpu_seconds']:,.1f} | {t['seconds']:,.1f} |" for t in f["costliest"]]
     return "\n".join(lines) + "\n"
 
 

@@ -29,6 +29,7 @@ from .results import ROOT, write_result
 REPORT = ROOT / "build" / "test-report.xml"
 RUN = ROOT / "build" / "test-run.json"
 SLOWEST = 15
+COSTLIEST = 25                  # tests by CPU seconds (their own and their first use of module fixtures)
 
 
 def read_cases(report: Path) -> list:
@@ -47,14 +48,16 @@ def read_cases_text(xml: str) -> list:
         module = case.get("classname", "").split(".")
         # classname is tests.test_x or tests.test_x.TestClass: the module is the test_ part
         name = next((p for p in module if p.startswith("test_")), ".".join(module))
-        cpu = [float(p.get("value")) for p in case.iter("property") if p.get("name") == "module_cpu_seconds"]
+        props = {p.get("name"): float(p.get("value")) for p in case.iter("property")}
         cases.append({"module": name, "name": case.get("name"), "seconds": float(case.get("time") or 0),
-                      "outcome": outcome, "module_cpu_seconds": cpu[0] if cpu else None})
+                      "outcome": outcome, "module_cpu_seconds": props.get("module_cpu_seconds"),
+                      "cpu_seconds": props.get("cpu_seconds")})
     return cases
 
 
 def summarise(cases: list, run: dict) -> dict:
-    """The figures results/suite.json keeps: the run, each module's cost, the slowest tests."""
+    """The figures results/suite.json keeps: the run, each module's cost, the slowest tests and
+    the costliest (CPU seconds, where the conftest recorded them: at least 1 s)."""
     outcomes = collections.Counter(c["outcome"] for c in cases)
     modules = collections.defaultdict(lambda: {"tests": 0, "skipped": 0, "seconds": 0.0, "cpu_seconds": 0.0})
     for c in cases:
@@ -65,10 +68,13 @@ def summarise(cases: list, run: dict) -> dict:
         row["cpu_seconds"] += c.get("module_cpu_seconds") or 0.0
     ordered = sorted(modules.items(), key=lambda kv: -kv[1]["seconds"])
     slowest = sorted(cases, key=lambda c: -c["seconds"])[:SLOWEST]
+    costliest = sorted((c for c in cases if c.get("cpu_seconds")), key=lambda c: -c["cpu_seconds"])[:COSTLIEST]
     return {**run, "outcomes": dict(outcomes),
             "modules": [{"module": m, **{k: round(v, 1) if k.endswith("seconds") else v for k, v in row.items()}}
                         for m, row in ordered],
-            "slowest": [{"test": f"{c['module']}::{c['name']}", "seconds": round(c["seconds"], 1)} for c in slowest]}
+            "slowest": [{"test": f"{c['module']}::{c['name']}", "seconds": round(c["seconds"], 1)} for c in slowest],
+            "costliest": [{"test": f"{c['module']}::{c['name']}", "cpu_seconds": c["cpu_seconds"],
+                           "seconds": round(c["seconds"], 1)} for c in costliest]}
 
 
 def check_complete(run: dict, cases: list) -> None:

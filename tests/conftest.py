@@ -59,7 +59,10 @@ def module_costs() -> dict:
 # first test's setup to its last test's teardown, go into the last test's JUnit properties as
 # "module_cpu_seconds"; harness/suite_report.py sums them. With workers side by side a test's
 # wall time grows with the load, its CPU time does not: the CPU column says what a module costs.
+# A test's own CPU seconds (from the meter's last sample, so +-1 s) go into its properties as
+# "cpu_seconds" where they reach 1 s: the report lists the costliest tests.
 MODULE_CPU_STARTED: dict = {}
+TEST_CPU_STARTED: dict = {}
 METER = None                # harness.process_cpu.TreeCpuMeter of this worker, from its first test
 
 
@@ -81,6 +84,8 @@ def pytest_runtest_setup(item):
             from harness.process_cpu import TreeCpuMeter
             METER = TreeCpuMeter()
         MODULE_CPU_STARTED[module_of(item)] = METER.seconds()
+    if METER is not None:
+        TEST_CPU_STARTED[item.nodeid] = METER.recent()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -88,6 +93,10 @@ def pytest_runtest_makereport(item, call):
     if call.when == "teardown" and getattr(item, "last_of_module", False) and module_of(item) in MODULE_CPU_STARTED:
         spent = METER.seconds() - MODULE_CPU_STARTED[module_of(item)]
         item.user_properties.append(("module_cpu_seconds", round(spent, 2)))
+    if call.when == "teardown" and item.nodeid in TEST_CPU_STARTED:
+        spent = METER.recent() - TEST_CPU_STARTED.pop(item.nodeid)
+        if spent >= 1:
+            item.user_properties.append(("cpu_seconds", round(spent, 1)))
     yield
 
 

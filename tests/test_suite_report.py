@@ -17,7 +17,8 @@ REPORT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" tests="4">
 <testcase classname="tests.test_fast" name="test_a" time="0.5"/>
 <testcase classname="tests.test_fast" name="test_b" time="0.25"><skipped message="no adapter"/></testcase>
-<testcase classname="tests.test_slow.TestGroup" name="test_c[firefox]" time="40.0"/>
+<testcase classname="tests.test_slow.TestGroup" name="test_c[firefox]" time="40.0"><properties>
+<property name="cpu_seconds" value="12.5"/></properties></testcase>
 <testcase classname="tests.test_slow" name="test_d" time="2.0"><properties>
 <property name="module_cpu_seconds" value="61.5"/></properties></testcase>
 </testsuite></testsuites>
@@ -38,10 +39,12 @@ def test_modules_sum_their_tests_and_the_slowest_lead():
                                   {"module": "test_fast", "tests": 2, "skipped": 1, "seconds": 0.8, "cpu_seconds": 0.0}]
     assert figures["outcomes"] == {"passed": 3, "skipped": 1}
     assert figures["slowest"][0] == {"test": "test_slow::test_c[firefox]", "seconds": 40.0}
+    assert figures["costliest"] == [{"test": "test_slow::test_c[firefox]", "cpu_seconds": 12.5, "seconds": 40.0}]
     table = suite_table({"date": "D", "cpu": "CPU", "cpu_flags": ["avx2"], "figures": figures})
     assert "`python3 build.py test` with 4 workers, 3 passed, 1 skipped" in table
     assert "| test_slow | 2 |  | 42.0 | 98.1% | 61.5 |" in table and "| test_fast | 2 | 1 | 0.8 | 1.9% | 0.0 |" in table
     assert "(62 s in all;" in table
+    assert "| test_slow::test_c[firefox] | 12.5 | 40.0 |" in table
 
 
 def test_the_meter_counts_a_grandchild_nobody_it_knows_reaped(tmp_path):
