@@ -93,9 +93,10 @@ def page(request, server):
 
 
 def test_load_reports_progress_and_what_runs(page):
-    info = page.evaluate("({ tier: r.tier, threads: r.threads, model: r.model, stages: [...new Set(stages)], "
-                         "note: r.threadsNote, cores: navigator.hardwareConcurrency })")
+    info = page.evaluate("({ tier: r.tier, backend: r.backend, threads: r.threads, model: r.model, "
+                         "stages: [...new Set(stages)], note: r.threadsNote, cores: navigator.hardwareConcurrency })")
     assert info["tier"] == ENGINES[page.engine] and info["threads"] == 1
+    assert info["backend"] == info["model"]["backend"] == "one-thread", info
     assert info["model"]["name"] and info["stages"] == ["runtime", "engine", "model", "compile"]
     # the page is not cross-origin isolated either, but the small model is the reason it runs one worker
     if info["cores"] > 1:
@@ -223,6 +224,12 @@ def test_loading_options_and_close(page, server):
         const { Recognizer } = window.api;
         const out = {};
         out.unknown_tier = await codeOf(() => Recognizer.load({ tier: "avx9000" }));
+        out.unknown_backend = await codeOf(() => Recognizer.load({ backend: "webnn" }));
+        out.one_thread_of_two = await codeOf(() => Recognizer.load({ backend: "one-thread", threads: 2 }));
+        out.tier_webgpu_contradicted = await codeOf(() => Recognizer.load({ tier: "webgpu", backend: "one-thread" }));
+        try {           // the backend's need named: this page shares no memory
+            await Recognizer.load({ backend: "kernel-workers" });
+        } catch (e) { out.kernel_workers_unisolated = [e.code, e.message.includes("not cross-origin isolated")]; }
         out.bad_threads = await codeOf(() => Recognizer.load({ threads: 0 }));
         out.bad_model = await codeOf(() => Recognizer.load({ model: 42 }));
         out.not_a_model = await codeOf(() => Recognizer.load({ model: new Uint8Array(1000).fill(1) }));
@@ -241,7 +248,7 @@ def test_loading_options_and_close(page, server):
         out.pinned = pinned.model.name;
         const bytes = await (await fetch("/" + model.path)).arrayBuffer();
         const fromBytes = await Recognizer.load({ model: bytes, tier: "scalar", threads: 2 });
-        out.from_bytes = [fromBytes.model.name, fromBytes.tier];
+        out.from_bytes = [fromBytes.model.name, fromBytes.tier, fromBytes.backend];
         // two workers asked for: the small model does not stop them, this page's isolation does
         out.forced_threads = [fromBytes.threads, /not cross-origin isolated/.test(fromBytes.threadsNote)];
         const running = fromBytes.transcribe(new Float32Array(16000 * 20), 16000);
@@ -253,11 +260,13 @@ def test_loading_options_and_close(page, server):
         pinned.close();
         return out;
     }"""), {"model": model, "tinyUrl": None})
-    assert got == {"unknown_tier": "state", "bad_threads": "state", "bad_model": "state",
+    assert got == {"unknown_tier": "state", "unknown_backend": "state", "one_thread_of_two": "state",
+                   "tier_webgpu_contradicted": "state", "kernel_workers_unisolated": ["state", True],
+                   "bad_threads": "state", "bad_model": "state",
                    "not_a_model": "model-file", "wrong_digest": "model-digest", "missing_url": "model-fetch",
                    "missing_pinned": ["model-fetch", True, True], "no_runtime": ["boot", True, True],
                    "html_fallback": ["boot", True, True],
-                   "pinned": page.evaluate("r.model.name"), "from_bytes": [page.evaluate("r.model.name"), "scalar"],
+                   "pinned": page.evaluate("r.model.name"), "from_bytes": [page.evaluate("r.model.name"), "scalar", "one-thread"],
                    "forced_threads": [1, True],
                    "pending_on_close": "closed", "after_close": "closed", "stream_after_close": "closed",
                    "closed": True}

@@ -169,28 +169,32 @@ def test_demo_page_microphone_and_file_with_the_tiny_model(browsers, engine):
 
 @pytest.mark.parametrize("engine, threads", [("firefox", 2), ("webkit-sab", 2), ("webkit", 1)])
 def test_kernel_workers_where_shared_memory_exists(browsers, engine, threads):
-    """Recognizer.load({threads: 2}) on a cross-origin-isolated page: two workers split the
-    encoder where the engine offers SharedArrayBuffer, with native's tokens; WebKit as shipped
+    """Recognizer.load({threads: 2}) on a cross-origin-isolated page (backend "kernel-workers"
+    named where the engine offers SharedArrayBuffer): two workers split the encoder there, with
+    native's tokens; WebKit as shipped
     (isolated, no SharedArrayBuffer) reaches ready on SIMD128 with one worker and says that
     SharedArrayBuffer is what is missing, not isolation."""
     package = build_artifact("PHONON_PACKAGE")
     with serve({"/": package, "/test/": ROOT / "tests" / "data" / "api-page"}, isolate=True) as server:
         page = browsers(engine).open(server.url + "/test/index.html")
         try:
-            got = page.evaluate("""async ({ wav }) => {
+            got = page.evaluate("""async ({ wav, backend }) => {
                 const { Recognizer } = await import("/phonon.mjs");
-                const r = await Recognizer.load({ threads: 2 });
+                const r = await Recognizer.load({ threads: 2, backend });
                 const result = await r.transcribe(Uint8Array.from(atob(wav), (c) => c.charCodeAt(0)).buffer);
                 r.close();
                 return { isolated: crossOriginIsolated, sab: typeof SharedArrayBuffer, tier: r.tier, threads: r.threads,
-                         note: r.threadsNote, used: result.timing.threads, text: result.text, tokens: result.tokens };
-            }""", {"wav": base64.b64encode(WAV.read_bytes()).decode()})
+                         backend: r.backend, note: r.threadsNote, used: result.timing.threads, text: result.text,
+                         tokens: result.tokens };
+            }""", {"wav": base64.b64encode(WAV.read_bytes()).decode(),
+                   "backend": "kernel-workers" if threads == 2 else "auto"})
         finally:
             page.close()
     native = native_scalar(site_model(package), WAV)
     assert (got["text"], got["tokens"]) == (native["text"], native["tokens"])
     assert got["isolated"] and got["tier"] == TIERS[engine.split("-")[0]][0]
     assert (got["threads"], got["used"]) == (threads, threads), got
+    assert got["backend"] == ("kernel-workers" if threads == 2 else "one-thread"), got
     if threads == 1:
         assert got["sab"] == "undefined"
         assert got["note"] == ("one worker: this browser offers no SharedArrayBuffer, even to this "

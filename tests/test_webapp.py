@@ -34,6 +34,8 @@ def app() -> WebWorker:
 def test_model_info_names_the_model(app):
     info = json.loads(app.model.info())
     assert info["tier"] == "scalar" and info["threads"] == app.model.threads() >= 1 and info["name"]
+    # the backend the registry chose (natively: threads where there are cores to split across)
+    assert info["backend"] == app.model.backend == ("threads" if info["threads"] > 1 else "one-thread"), info
     assert app.model.workers_lost() is None
 
 

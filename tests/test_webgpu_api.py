@@ -1,4 +1,4 @@
-"""The GPU through the JavaScript API: Recognizer.load({tier: "webgpu"})
+"""The GPU through the JavaScript API: Recognizer.load({backend: "webgpu"})
 in headless Chromium with WebGPU on SwiftShader (a CPU emulation: correctness only) runs the
 known-answer check against the digest build.py wrote in manifest.json, then transcribes with the
 native scalar tier's tokens; without an adapter (the usual --disable-gpu Chromium) it rejects
@@ -6,7 +6,8 @@ with code "webgpu" and says why; a check that fails (a shader mutated through th
 rejects when forced and falls back to the wasm tier, saying why, when only preferred (SwiftShader
 taken for hardware by a debug hook); preferred on a CPU emulation, the wasm tier runs, told by
 the adapter's info before any shader is compiled, and r.tierNote says so. The demo page takes
-?tier=webgpu, shows the tier, the adapter and the note, and streams the microphone there."""
+?backend=webgpu, shows the tier, the adapter and the note, and streams the microphone there. The old
+spelling tier: "webgpu" still forces the GPU, with a console warning."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ LOAD = """async (options) => {
     }
     try {
         window.r = await api.Recognizer.load({ ...options, onWorkerMessage: (m) => messages.push(m.kind) });
-        return { tier: r.tier, tierNote: r.tierNote, adapter: r.details.adapter, threads: r.threads,
+        return { tier: r.tier, backend: r.backend, tierNote: r.tierNote, adapter: r.details.adapter, threads: r.threads,
                  seconds: r.timings.compile / 1000 };
     } catch (e) {
         return { error: e.name === "PhononError" ? e.code : `not a PhononError: ${e}`, message: e.message };
@@ -82,8 +83,9 @@ def new_page(browser, server):
     """A page of the API test page in `browser` (a SiteBrowser, or a Playwright Browser)."""
     page = getattr(browser, "browser", browser).new_context().new_page()
     page.set_default_timeout(300_000)
-    page.problems = []
+    page.problems, page.warnings = [], []
     page.on("pageerror", lambda e: page.problems.append(str(e)))
+    page.on("console", lambda m: m.type == "warning" and page.warnings.append(m.text))
     page.goto(server.url + "/test/index.html")
     return page
 
@@ -117,9 +119,11 @@ def skip_without_adapter(got: dict) -> dict:
 
 
 def test_forced_webgpu_transcribes_with_native_scalar_tokens(gpu_browser, server, native, clip):
+    """Forced by the old spelling, tier: "webgpu": honoured, and the console says what to write."""
     page = new_page(gpu_browser, server)
     got = skip_without_adapter(load(page, tier="webgpu"))
-    assert got.get("tier") == "webgpu", got
+    assert (got.get("tier"), got.get("backend")) == ("webgpu", "webgpu"), got
+    assert any('tier: "webgpu" is deprecated, use backend: "webgpu"' in w for w in page.warnings), page.warnings
     assert got["adapter"] == "google swiftshader", got
     assert got["tierNote"].startswith("webgpu: google swiftshader (passed the known-answer check; a CPU emulation "
                                       "(swiftshader), forced; the CPU part on wasm_"), got
@@ -139,11 +143,11 @@ def test_forced_webgpu_without_an_adapter_rejects_with_code_webgpu(gpu_browser, 
     # the usual flags (--disable-gpu: no adapter), from the same Playwright (one per process)
     plain = gpu_browser._pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=chromium_flags())
     try:
-        got = load(new_page(plain, server), tier="webgpu")
+        got = load(new_page(plain, server), backend="webgpu")
     finally:
         plain.close()
     assert got.get("error") == "webgpu", got
-    assert got["message"].startswith('WebGPU was asked for (tier "webgpu") but cannot be used: '), got
+    assert got["message"].startswith('WebGPU was asked for (backend "webgpu") but cannot be used: '), got
     assert "no adapter" in got["message"] or "no WebGPU" in got["message"], got
     print(got["message"])
 
@@ -157,12 +161,12 @@ def test_a_failed_check_rejects_when_forced_and_falls_back_when_preferred(gpu_br
     page = new_page(gpu_browser, server)
     tiny = base64.b64encode(tiny_gguf_path.read_bytes()).decode()
     load = lambda page, **options: page.evaluate(LOAD, {**options, "modelBase64": tiny})   # noqa: E731
-    forced = skip_without_adapter(load(page, tier="webgpu", debug=True, gpuTestPatch="flip_one_bit"))
+    forced = skip_without_adapter(load(page, backend="webgpu", debug=True, gpuTestPatch="flip_one_bit"))
     assert forced.get("error") == "webgpu", forced
     assert "the GPU's encoder output differs from the CPU's in " in forced["message"], forced     # names the value
     # wrong only where a five-value linear runs over more than one 64-token tile: the check's 72
     # encoder frames run that path (8 did not), so the load-time check refuses it too
-    long_only = load(page, tier="webgpu", debug=True, gpuTestPatch="wrong_when_decoded_once")
+    long_only = load(page, backend="webgpu", debug=True, gpuTestPatch="wrong_when_decoded_once")
     assert long_only.get("error") == "webgpu", long_only
     assert "the GPU's encoder output differs from the CPU's in " in long_only["message"], long_only
     preferred = load(page, tier="auto", debug=True, gpuTestPatch="flip_one_bit", gpuTestHardware=True)
@@ -256,8 +260,8 @@ def test_a_read_back_that_never_resolves_falls_back_within_the_watchdog(gpu_brow
     native = json.loads(json.dumps(engine.transcribe(load_audio(engine.k, clip))))
     page = new_page(gpu_browser, server)
     tiny = base64.b64encode(tiny_gguf_path.read_bytes()).decode()
-    got = skip_without_adapter(load(page, tier="webgpu", debug=True, modelBase64=tiny))
-    assert got.get("tier") == "webgpu", got
+    got = skip_without_adapter(load(page, backend="webgpu", debug=True, modelBase64=tiny))
+    assert (got.get("tier"), got.get("backend")) == ("webgpu", "webgpu"), got
     page.evaluate("""() => {
         window.lost = [];
         r.addEventListener("gpu-lost", (e) => lost.push(e.detail));
@@ -287,7 +291,7 @@ def test_a_device_lost_while_idle_is_told_and_the_kernel_workers_come_back(gpu_b
     with StaticServer({"/": package, "/test/": ROOT / "tests" / "data" / "api-page"}, isolate=True) as isolated:
         page = new_page(gpu_browser, isolated)
         tiny = base64.b64encode(tiny_gguf_path.read_bytes()).decode()
-        got = skip_without_adapter(page.evaluate(LOAD, {"tier": "webgpu", "debug": True, "threads": 2,
+        got = skip_without_adapter(page.evaluate(LOAD, {"backend": "webgpu", "debug": True, "threads": 2,
                                                         "modelBase64": tiny}))
         assert got.get("tier") == "webgpu" and got["threads"] == 1, got
         events = page.evaluate("""async () => {
@@ -303,7 +307,7 @@ def test_a_device_lost_while_idle_is_told_and_the_kernel_workers_come_back(gpu_b
         assert events == [["gpu-lost", "wasm_relaxed_simd"], ["workers-back", 2]], events
         result = page.evaluate(TRANSCRIBE, base64.b64encode(clip).decode())
         assert (result["tokens"], result["tier"]) == (want["tokens"], "wasm_relaxed_simd"), result
-        assert page.evaluate("r.threads") == 2 and not page.problems, page.problems
+        assert page.evaluate("[r.threads, r.backend]") == [2, "kernel-workers"] and not page.problems, page.problems
 
 
 def test_a_stream_on_the_gpu_survives_losing_the_device(gpu_browser, server, tiny_gguf_path):
@@ -322,7 +326,7 @@ def test_a_stream_on_the_gpu_survives_losing_the_device(gpu_browser, server, tin
         const api = await import("/phonon.mjs");
         let r;
         try {
-            r = await api.Recognizer.load({ tier: "webgpu", debug: true,
+            r = await api.Recognizer.load({ backend: "webgpu", debug: true,
                                             model: Uint8Array.from(atob(model), (c) => c.charCodeAt(0)) });
         } catch (e) {
             return { error: e.code, message: e.message };
@@ -356,7 +360,7 @@ def test_a_stream_on_the_gpu_survives_losing_the_device(gpu_browser, server, tin
 
 
 def test_the_page_streams_the_microphone_on_the_gpu_as_native(gpu_browser, speech):
-    """The demo page with ?tier=webgpu (the tiny test model's site) shows the tier, the adapter
+    """The demo page with ?backend=webgpu (the tiny test model's site) shows the tier, the adapter
     and the check's note, and streams Chromium's fake microphone with the whole encoder on the
     device: the final, its words and the live views equal the native `engine stream` over
     exactly the samples the page captured."""
@@ -364,7 +368,7 @@ def test_the_page_streams_the_microphone_on_the_gpu_as_native(gpu_browser, speec
     site = build_artifact("PHONON_SITE_TINY")
     model = site / json.loads((site / "manifest.json").read_text())["model"]["path"]
     with StaticServer({"/": site}) as host:
-        app = gpu_browser.open(host.url + "/index.html?tier=webgpu&debug=1")
+        app = gpu_browser.open(host.url + "/index.html?backend=webgpu&debug=1")
         if app.state != "ready" and "adapter" in (app.alert() or ""):
             pytest.skip(app.alert())
         assert app.state == "ready", app.alert()

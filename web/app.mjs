@@ -3,9 +3,10 @@
 // engine in a module worker); microphone audio goes from an AudioWorklet (capture-worklet.mjs)
 // straight to that worker through the stream's port. Nothing here waits on a decode.
 //
-// URL parameters: ?tier=scalar|wasm_simd128|wasm_relaxed_simd forces the kernel tier, ?tier=webgpu
-// the GPU (the encoder's linears on WebGPU once the adapter passed the known-answer check; else
-// the page says why it cannot); by default ("auto") the GPU runs when it is real hardware, passes
+// URL parameters: ?tier=scalar|wasm_simd128|wasm_relaxed_simd forces the kernel tier (an
+// instruction set), ?backend=webgpu the GPU (the encoder's linears on WebGPU once the adapter
+// passed the known-answer check; else the page says why it cannot; ?tier=webgpu, the old
+// spelling, still works); by default ("auto") the GPU runs when it is real hardware, passes
 // the check and is faster than the wasm tier (the API's timed verdict), and ?gpu=off never asks;
 // ?threads=N forces the number of workers the encoder is split across (1 = the engine worker
 // alone; more need cross-origin isolation, which the service worker provides);
@@ -17,7 +18,8 @@ import { Recognizer, bestTier } from "./phonon.mjs";
 
 const params = new URLSearchParams(location.search);
 const DEBUG = params.get("debug") === "1";
-const FORCED_TIER = params.get("tier");
+const FORCED_BACKEND = params.get("backend") || (params.get("tier") === "webgpu" ? "webgpu" : null);
+const FORCED_TIER = params.get("tier") === "webgpu" ? null : params.get("tier");
 const GPU_OFF = params.get("gpu") === "off";      // ?gpu=off: the wasm tiers only, the GPU not asked for
 const GPU_TEST_PATCH = (DEBUG && params.get("gpu_test_patch")) || undefined;   // tests: a failing check
 const FORCED_THREADS = params.has("threads") ? Math.max(1, Math.min(8, Math.floor(Number(params.get("threads"))) || 1)) : null;
@@ -137,8 +139,8 @@ function captureSupport() {
 }
 
 // "auto": the API takes the GPU when it is real, right and faster, else the best tier this
-// browser validates (engine/tiers.py via manifest.json); ?tier= forces one ("webgpu": the API
-// picks the CPU part's tier); ?gpu=off: the best wasm tier, the GPU not asked for.
+// browser validates (engine/tiers.py via manifest.json); ?tier= forces one; ?gpu=off: the best
+// wasm tier, the GPU not asked for.
 const chooseTier = () => FORCED_TIER || (GPU_OFF ? bestTier(engine.manifest.tiers) : "auto");
 
 // ------------------------------------------------------------------------------------------
@@ -166,10 +168,10 @@ async function main() {
   if (threads.reload) return location.reload();
   phonon.threadsWanted = threads.count;
   engine.tier = chooseTier();
-  ui.tier.textContent = engine.tier;
+  ui.tier.textContent = FORCED_BACKEND || engine.tier;
   try {
     engine.recognizer = await Recognizer.load({
-      manifest: engine.manifest, tier: engine.tier, debug: DEBUG, localModel: storedLocalModel(), silenceMs: SILENCE_MS,
+      manifest: engine.manifest, tier: engine.tier, backend: FORCED_BACKEND || "auto", debug: DEBUG, localModel: storedLocalModel(), silenceMs: SILENCE_MS,
       preferGpu: !GPU_OFF, gpuTestPatch: GPU_TEST_PATCH,
       threads: FORCED_THREADS ?? undefined, isolationNote: threads.note, onProgress: onLoadProgress,
       onWorkerMessage: DEBUG ? (data) => phonon.log.push({ t: performance.now(), ...data }) : null,
@@ -310,7 +312,7 @@ const idleState = () => (hasTranscript() ? "done" : "ready");
 // tierNote: why this tier runs ("webgpu: <adapter> (...)", "wasm_relaxed_simd: <why not the GPU>"),
 // shown when the GPU was asked for or lost; undefined keeps the one shown.
 function showTier({ tier: t, threads = 1, threadsNote, tierNote, adapter }) {
-  ui.tier.textContent = t + (adapter && t === "webgpu" ? ` (${adapter})` : "") + (FORCED_TIER ? " (forced)" : "")
+  ui.tier.textContent = t + (adapter && t === "webgpu" ? ` (${adapter})` : "") + (FORCED_TIER || FORCED_BACKEND ? " (forced)" : "")
     + ` · ${threads} worker${threads === 1 ? "" : "s"}`;
   ui.tier.title = threads > 1 ? `the encoder is split across ${threads} workers` : "one worker runs the encoder";
   if (tierNote !== undefined) {

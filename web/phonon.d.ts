@@ -24,6 +24,9 @@ export interface PinnedModel {
   size: number;
 }
 
+/** engine/executors/registry.py's backends that a browser has. */
+export type Backend = "auto" | "webgpu" | "kernel-workers" | "one-thread";
+
 export interface LoadOptions {
   /** The folder holding manifest.json and worker.mjs (default: phonon.mjs's own folder). */
   base?: string | URL;
@@ -31,13 +34,18 @@ export interface LoadOptions {
   /** A URL (relative ones resolve against the page, as fetch() does, not against base), a pinned
    *  model (checked and cached; a 4xx answer rejects before the engine starts), or its bytes. */
   model?: string | URL | PinnedModel | ArrayBuffer | Uint8Array | Blob;
-  /** "auto" (the GPU when it is real hardware, passes the known-answer check and encodes faster
-   *  than the best wasm tier, a verdict kept per adapter, driver and model; else the best wasm
-   *  tier the browser validates), a tier name from manifest.json, or "webgpu": the encoder on
-   *  the GPU once the adapter passed the known-answer check (else the load rejects with code
-   *  "webgpu"). */
+  /** The instruction set of the kernels on the CPU: "auto" (the best wasm tier the browser
+   *  validates) or a tier name from manifest.json. ("webgpu" is the deprecated spelling of
+   *  backend "webgpu": still honoured, with a console warning, until the next major version.) */
   tier?: string;
-  /** With tier "auto" (default true): false keeps it on the wasm tiers, the GPU not asked for. */
+  /** What runs the encoder: "auto" (default: the GPU when it is real hardware, passes the
+   *  known-answer check and encodes faster than the wasm kernels, a verdict kept per adapter,
+   *  driver and model; else kernel workers where memory is shared and the model is large; else
+   *  one worker), "webgpu" (the encoder on the GPU once the adapter passed the known-answer
+   *  check, else the load rejects with code "webgpu"), "kernel-workers" (split across workers:
+   *  needs a cross-origin-isolated page) or "one-thread". */
+  backend?: Backend;
+  /** With backend "auto" (default true): false keeps it on the wasm kernels, the GPU not asked for. */
   preferGpu?: boolean;
   /** (debug, tests) A shader mutation (engine/executors/webgpu/mutations.py SHADER_MUTATIONS) that makes the check fail. */
   gpuTestPatch?: "flip_one_bit" | "wrong_when_decoded_once" | "no_entry_point" | "not_wgsl";
@@ -216,9 +224,9 @@ export interface RecognizerEventMap {
   error: CustomEvent<PhononError>;
   "workers-lost": CustomEvent<{ message: string; threads: number }>;
   /** The GPU failed mid-decode: that decode finished on the CPU (same result); `tier` runs now. */
-  "gpu-lost": CustomEvent<{ message: string; tier: string }>;
+  "gpu-lost": CustomEvent<{ message: string; tier: string; backend: Exclude<Backend, "auto"> }>;
   /** After "gpu-lost", once no stream or file is open: the CPU engine's kernel workers are back. */
-  "workers-back": CustomEvent<{ threads: number }>;
+  "workers-back": CustomEvent<{ threads: number; backend: Exclude<Backend, "auto"> }>;
   /** The engine worker died mid-stream; a new one is loading to take the stream over. */
   restart: CustomEvent<RestartDetail>;
   /** ... and has: the stream goes on, nothing committed lost (also fired on the stream). */
@@ -229,13 +237,16 @@ export class Recognizer extends EventTarget {
   /** A Recognizer comes from `await Recognizer.load(options)`; calling the constructor throws. */
   private constructor();
   static load(options?: LoadOptions): Promise<Recognizer>;
-  /** What runs: "webgpu" or a wasm tier. */
+  /** The wasm tier of the kernels, or "webgpu" while the GPU runs the encoder (that value is
+   *  deprecated: read `backend`; from the next major version `tier` names the wasm tier only). */
   readonly tier: string;
+  /** The backend running the encoder: "webgpu", "kernel-workers" or "one-thread". */
+  readonly backend: Exclude<Backend, "auto">;
   /** Why (e.g. "webgpu: google swiftshader (...)", "wasm_relaxed_simd: ... no adapter"), or null. */
   readonly tierNote: string | null;
   readonly threads: number;
   readonly threadsNote: string | null;
-  readonly model: { name: string; notice: string; tier: string; threads: number };
+  readonly model: { name: string; notice: string; tier: string; backend: Exclude<Backend, "auto">; threads: number };
   readonly timings: Record<string, number>;
   readonly closed: boolean;
   /** What the worker said when ready: modelSource, cacheNote, localModel, localNote, heapBytes,
@@ -256,7 +267,8 @@ export class Recognizer extends EventTarget {
   listen(media: MediaStream, options?: ListenOptions): Promise<Stream>;
   /** Another model (a .gguf's bytes), checked by the engine first; the one in use stays on failure. */
   switchModel(bytes: ArrayBuffer, name?: string): Promise<{ file: string; size: number; sha256: string; cacheNote: string | null;
-                                                            name: string; notice: string; tier: string; threads: number;
+                                                            name: string; notice: string; tier: string;
+                                                            backend: Exclude<Backend, "auto">; threads: number;
                                                             threadsNote: string | null }>;
   close(): void;
   addEventListener<K extends keyof RecognizerEventMap>(type: K, listener: (event: RecognizerEventMap[K]) => void,

@@ -85,10 +85,14 @@ export class Recognizer extends EventTarget {
    * options.model: undefined (the manifest's model), {url, sha256, size} (downloaded, checked,
    *   cached), a URL string (downloaded, not cached), or the model's bytes (ArrayBuffer,
    *   Uint8Array, Blob).
-   * options.tier: "auto" or a tier name, or "webgpu": the encoder's linears on the GPU (WebGPU),
-   *   the rest on the best wasm tier, once the adapter passed a known-answer check (the model's
-   *   encoder on fixed features against the digest the build computed natively); no adapter, or
-   *   one that fails it, rejects with code "webgpu". "auto": the GPU when it is there, is not a
+   * options.tier: the kernels' instruction set, "auto" (the best wasm tier) or a tier name
+   *   ("webgpu" here is the deprecated spelling of backend "webgpu": honoured, with a warning).
+   * options.backend: what runs the encoder (engine/executors/registry.py's names, BACKENDS):
+   *   "webgpu": the encoder's linears on the GPU (WebGPU), the rest on the best wasm tier, once
+   *   the adapter passed a known-answer check (the model's encoder on fixed features against
+   *   the digest the build computed natively); no adapter, or one that fails it, rejects with
+   *   code "webgpu". "kernel-workers": split across workers (a cross-origin-isolated page);
+   *   "one-thread": the engine worker alone. "auto": the GPU when it is there, is not a
    *   CPU emulation (SwiftShader, llvmpipe, lavapipe: told by the adapter's info, before Python
    *   starts), passes the check, and encodes the check's 5.76 s faster than the best wasm tier
    *   (with the kernel workers it would have, at their best split); else the wasm tier. The
@@ -97,7 +101,8 @@ export class Recognizer extends EventTarget {
    *   options.preferGpu: false keeps "auto" on the wasm tiers. A read-back the device does not
    *   finish in time (a watchdog) or a lost device (GPUDevice.lost, watched) moves the encoder to
    *   the CPU with the same bits ("gpu-lost"), and the kernel workers come back ("workers-back").
-   *   r.tier: what runs ("webgpu" or a wasm tier); r.tierNote: why (with the adapter's name and
+   *   r.backend: what runs the encoder; r.tier: the wasm tier ("webgpu" while the GPU runs: a
+   *   deprecated value); r.tierNote: why (with the adapter's name and
    *   what was measured).
    *   options.threads: workers for the encoder (default: the
    *   cores up to 4 when the page is cross-origin isolated, the browser offers SharedArrayBuffer
@@ -159,6 +164,9 @@ export class Recognizer extends EventTarget {
    *  finishes on the CPU with the same result, r.tier becomes the wasm tier, r.tierNote says so
    *  and a "gpu-lost" event ({message}) fires. */
   tier = null;
+  /** The backend running the encoder (engine/executors/registry.py's name): "webgpu",
+   *  "kernel-workers" or "one-thread". */
+  backend = null;
   tierNote = null;
   threads = 1;
   threadsNote = null;
@@ -173,7 +181,7 @@ export class Recognizer extends EventTarget {
   heapBytes = null;
   kernelHeapBytes = null;
 
-  async #start({ base, model, tier = "auto", threads, onProgress, debug = false, manifest, localModel,
+  async #start({ base, model, tier = "auto", backend = "auto", threads, onProgress, debug = false, manifest, localModel,
                  isolationNote, silenceMs = 15000, onWorkerMessage, preferGpu = true, gpuTestPatch,
                  gpuTestHardware = false, gpuTestFaster = false, snapshot = true } = {}) {
     if (!base && typeof import.meta.url !== "string") {
@@ -188,18 +196,20 @@ export class Recognizer extends EventTarget {
     this.#onProgress = onProgress || null;
     this.#onWorkerMessage = onWorkerMessage || null;
     if (!manifest) manifest = await loadManifest(base);
-    const gpu = tier === "webgpu" ? { mode: "force" } : tier === "auto" && preferGpu !== false ? { mode: "prefer" } : null;
+    ({ tier, backend } = backendAndTier(backend, tier));
+    const gpu = backend === "webgpu" ? { mode: "force" } : backend === "auto" && preferGpu !== false ? { mode: "prefer" } : null;
     if (gpu && debug && gpuTestPatch) gpu.patch = gpuTestPatch;
     if (gpu && debug && gpuTestHardware) gpu.hardware = true;
     if (gpu && debug && gpuTestFaster) gpu.faster = true;
-    const init = { kind: TO_WORKER.INIT, manifest: { ...manifest }, tier: tier === "auto" || tier === "webgpu" ? bestTier(manifest.tiers) : tier,
+    const init = { kind: TO_WORKER.INIT, manifest: { ...manifest }, tier: tier === "auto" ? bestTier(manifest.tiers) : tier,
                    debug, localModel: localModel || null, gpu, snapshot: snapshot !== false };
     if (debug) this.debug = this.#debugHooks();
     const known = manifest.tiers.map((t) => t.name);
     if (!known.includes(init.tier)) {
-      throw new PhononError("state", `unknown tier ${JSON.stringify(tier)}: use "auto", "webgpu" or one of ${known.join(", ")}`);
+      throw new PhononError("state", `unknown tier ${JSON.stringify(tier)}: use "auto" or one of ${known.join(", ")} ` +
+                            '(a tier is an instruction set; the GPU is backend: "webgpu")');
     }
-    Object.assign(init, chooseThreads(threads, isolationNote));
+    Object.assign(init, chooseThreads(threads, isolationNote, backend));
     const transfer = [];
     if (model !== undefined && model !== null) {
       if (typeof model === "string" || model instanceof URL) {
@@ -578,7 +588,7 @@ export class Recognizer extends EventTarget {
         return;
       case TO_PAGE.READY:
         this.#quietUntil = 0;
-        Object.assign(this, { tier: data.tier, tierNote: data.tierNote || null, threads: data.threads,
+        Object.assign(this, { tier: data.tier, backend: data.backend, tierNote: data.tierNote || null, threads: data.threads,
                               threadsNote: data.threadsNote, model: data.model, timings: data.timings, details: data });
         this.#ready.resolve();
         this.#ready = null;
@@ -586,8 +596,8 @@ export class Recognizer extends EventTarget {
       case TO_PAGE.MODEL_SWITCHED: {
         this.#quietUntil = 0;
         const { kind, ...info } = data;
-        Object.assign(this, { tier: data.tier, tierNote: data.tierNote || null, threads: data.threads, threadsNote: data.threadsNote,
-                              model: { name: data.name, notice: data.notice, tier: data.tier, threads: data.threads } });
+        Object.assign(this, { tier: data.tier, backend: data.backend, tierNote: data.tierNote || null, threads: data.threads,
+                              threadsNote: data.threadsNote, model: { name: data.name, notice: data.notice, tier: data.tier, threads: data.threads } });
         const switching = this.#switching;
         this.#switching = null;
         // a restart loads this model (kept on the device), or cannot: nothing to load it from
@@ -635,12 +645,12 @@ export class Recognizer extends EventTarget {
       }
       case TO_PAGE.STREAM_CANCELLED: return;
       case TO_PAGE.GPU_LOST:
-        Object.assign(this, { tier: data.tier, tierNote: data.tierNote });
-        this.dispatchEvent(new CustomEvent("gpu-lost", { detail: { message: data.message, tier: data.tier } }));
+        Object.assign(this, { tier: data.tier, backend: data.backend, tierNote: data.tierNote });
+        this.dispatchEvent(new CustomEvent("gpu-lost", { detail: { message: data.message, tier: data.tier, backend: data.backend } }));
         return;
       case TO_PAGE.WORKERS_BACK:
-        Object.assign(this, { threads: data.threads, threadsNote: data.threadsNote });
-        this.dispatchEvent(new CustomEvent("workers-back", { detail: { threads: data.threads } }));
+        Object.assign(this, { threads: data.threads, backend: data.backend, threadsNote: data.threadsNote });
+        this.dispatchEvent(new CustomEvent("workers-back", { detail: { threads: data.threads, backend: data.backend } }));
         return;
       case TO_PAGE.WORKERS_LOST:
         this.threads = data.threads;
@@ -950,18 +960,51 @@ export class Stream extends EventTarget {
 // Encoder workers: the cores (up to 4) when workers can share memory, else one (and why: the
 // page is not cross-origin isolated, or - WebKit as shipped - it is, and the browser still
 // offers no SharedArrayBuffer).
-function chooseThreads(threads, isolationNote) {
+// The backends a page can ask for by name (engine/executors/registry.py's, those a browser has):
+// "auto" picks as the registry does (the GPU when it is real, right and faster; else kernel
+// workers where memory is shared and the model is large; else one worker).
+export const BACKENDS = ["auto", "webgpu", "kernel-workers", "one-thread"];
+let warnedTierWebgpu = false;
+
+// ({backend, tier}) checked; the old spelling tier: "webgpu" becomes backend "webgpu" (with a
+// warning, once per page: a tier is an instruction set, the GPU is a backend).
+function backendAndTier(backend, tier) {
+  if (!BACKENDS.includes(backend)) {
+    throw new PhononError("state", `unknown backend ${JSON.stringify(backend)}: use one of ${BACKENDS.join(", ")}`);
+  }
+  if (tier !== "webgpu") return { backend, tier };
+  if (backend !== "auto" && backend !== "webgpu") {
+    throw new PhononError("state", `tier "webgpu" (the old spelling of backend "webgpu") contradicts backend ${JSON.stringify(backend)}`);
+  }
+  if (!warnedTierWebgpu) {
+    warnedTierWebgpu = true;
+    console.warn('phonon-web: tier: "webgpu" is deprecated, use backend: "webgpu" (a tier names an instruction set); ' +
+                 "it is still honoured and will be removed in the next major version");
+  }
+  return { backend: "webgpu", tier: "auto" };
+}
+
+function chooseThreads(threads, isolationNote, backend = "auto") {
   if (threads !== undefined) {
     if (!Number.isInteger(threads) || threads < 1 || threads > 8) {
       throw new PhononError("state", `threads must be an integer from 1 to 8, got ${threads}`);
     }
   }
-  const wanted = threads || Math.max(1, Math.min(navigator.hardwareConcurrency || 1, 4));
   const missing = !self.crossOriginIsolated
     ? isolationNote || "one worker: this page is not cross-origin isolated (no COOP/COEP headers), so workers cannot share memory"
     : typeof SharedArrayBuffer === "undefined"
       ? "one worker: this browser offers no SharedArrayBuffer, even to this cross-origin-isolated page, so workers cannot share memory"
       : null;
+  if (backend === "one-thread") {
+    if (threads > 1) throw new PhononError("state", `backend "one-thread" runs the encoder on one worker, but threads is ${threads}`);
+    return { threads: 1, threadsForced: true, threadsNote: null };
+  }
+  if (backend === "kernel-workers") {
+    if (threads === 1) throw new PhononError("state", 'backend "kernel-workers" splits the encoder across workers: threads must be 2 or more');
+    if (missing) throw new PhononError("state", `backend "kernel-workers" needs workers that share memory, and this page has none (${missing.replace(/^one worker: /, "")})`);
+    return { threads: threads || Math.max(2, Math.min(navigator.hardwareConcurrency || 2, 4)), threadsForced: true, threadsNote: null };
+  }
+  const wanted = threads || Math.max(1, Math.min(navigator.hardwareConcurrency || 1, 4));
   // the worker decides: a model too small to split runs on one worker whatever the page offers,
   // and that, not the missing isolation, is then the reason r.threadsNote gives
   return { threads: wanted, threadsForced: threads !== undefined, threadsNote: wanted > 1 ? missing : null };

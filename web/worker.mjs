@@ -81,7 +81,7 @@ class Host {
     t.compile = t.compile || performance.now();
     t.ready = performance.now();
     post({
-      kind: TO_PAGE.READY, tier: usedTier, tierNote: this.gpu.note, adapter: this.gpu.adapter, threads: this.app.model.threads(),
+      kind: TO_PAGE.READY, tier: usedTier, backend: this.app.model.backend, tierNote: this.gpu.note, adapter: this.gpu.adapter, threads: this.app.model.threads(),
       threadsNote: this.kernels.note, model: JSON.parse(this.app.model.info()),
       modelSource: modelBytes ? "bytes" : model ? model.source : "local-cache",
       cacheNote: model ? model.cacheNote : null, localModel: local && local.info, localNote,
@@ -162,7 +162,8 @@ class Host {
       return true;
     }
     this.kernels.adopt(next);
-    post({ kind: TO_PAGE.WORKERS_BACK, threads: this.app.model.threads(), threadsNote: this.kernels.note });
+    post({ kind: TO_PAGE.WORKERS_BACK, threads: this.app.model.threads(), backend: this.app.model.backend,
+           threadsNote: this.kernels.note });
     return true;
   }
 

@@ -74,9 +74,16 @@ class Model:
         on_device = self.gpu is not None and self.gpu.kernels is not None
         return "webgpu" if on_device and getattr(ex, "lost", True) is None else self.engine.tier
 
+    @property
+    def backend(self) -> str:
+        """The registered backend running the encoder (engine/executors/registry.py): "webgpu",
+        "kernel-workers" or "one-thread". A lost device's executor finishes on the CPU, one worker."""
+        name = getattr(self.engine.executor, "backend", "one-thread")
+        return "one-thread" if name == "webgpu" and self.tier != "webgpu" else name
+
     def info(self) -> str:
         m = self.engine.model
-        return json.dumps({"name": m.name, "notice": m.notice, "tier": self.tier,
+        return json.dumps({"name": m.name, "notice": m.notice, "tier": self.tier, "backend": self.backend,
                            "tierNote": self.gpu.tier_note if self.gpu else None, "threads": self.engine.threads})
 
     def threads(self) -> int:

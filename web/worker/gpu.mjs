@@ -5,8 +5,8 @@ import { Fatal, lastLine, post } from "./common.mjs";
 
 // Gpu: engine/worker/gpu.py Gpu.load requests the device, runs the known-answer check against the
 // digest build.py computed natively (without one, against the CPU kernels here) and only then
-// puts the encoder there. Forced (tier "webgpu"), a refusal is fatal with code "webgpu";
-// preferred (tier "auto"), the CPU engine is loaded as without the GPU (kernel workers
+// puts the encoder there. Forced (backend "webgpu"), a refusal is fatal with code "webgpu";
+// preferred (backend "auto"), the CPU engine is loaded as without the GPU (kernel workers
 // included) and `note` says why. On the GPU, one worker: the CPU part runs beside the device.
 //
 // Preferred, `probe` runs first, before Python starts: no JSPI, no WebGPU, no adapter, a CPU
@@ -130,7 +130,7 @@ export class Gpu {
       // "engine.executors.webgpu.browser.GpuUnavailable: why" -> "GpuUnavailable: why"
       const why = lastLine(e).replace(/^engine\.[\w.]+\.(Gpu(Unavailable|Refused): )/, "$1");
       if (/^Gpu(Unavailable|Refused): /.test(why)) {
-        throw new Fatal("webgpu", `WebGPU was asked for (tier "webgpu") but cannot be used: ${why}`);
+        throw new Fatal("webgpu", `WebGPU was asked for (backend "webgpu") but cannot be used: ${why}`);
       }
       throw e;                                // not the GPU's fault (a model the loader refuses, ...)
     }
@@ -162,7 +162,8 @@ export class Gpu {
     if (note) {
       this.active = false;
       this.note = note;
-      post({ kind: TO_PAGE.GPU_LOST, message: note, tier: this.runtime.app.model.tier, tierNote: note });
+      post({ kind: TO_PAGE.GPU_LOST, message: note, tier: this.runtime.app.model.tier,
+             backend: this.runtime.app.model.backend, tierNote: note });
     }
     this.restoreWorkers();
   }
