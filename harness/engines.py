@@ -45,7 +45,9 @@ ENGINES = ("firefox", "webkit", "webkit-sab")
 # context: without it an AudioContext never leaves "suspended" here); nothing from the network
 FIREFOX_PREFS = {"media.navigator.streams.fake": True, "media.navigator.permission.disabled": True,
                  "media.cubeb.force_mock_context": True,
-                 "browser.safebrowsing.update.enabled": False, "network.connectivity-service.enabled": False}
+                 "browser.safebrowsing.update.enabled": False, "network.connectivity-service.enabled": False,
+                 # the demo's animations off, as a user may ask (harness/site_check.py SiteBrowser.context: why)
+                 "ui.prefersReducedMotion": 1}
 
 
 def script(expression: str, arg) -> str:
@@ -68,9 +70,9 @@ class EnginePage:
     def evaluate(self, expression: str, arg=None):
         return json.loads(self._run(script(expression, arg)))
 
-    def wait_for_function(self, expression: str, arg=None, timeout: float = 60_000, polling: float = 0.1):
-        """Poll from here until the value is truthy; a navigation in between (the demo's
-        isolation reload) is waited out."""
+    def wait_for_function(self, expression: str, arg=None, timeout: float = 60_000, polling: float = 100):
+        """Poll from here until the value is truthy (every `polling` ms; timeout in ms, as
+        Playwright's); a navigation in between (the demo's isolation reload) is waited out."""
         deadline = time.monotonic() + timeout / 1000
         last = None
         while True:
@@ -83,7 +85,7 @@ class EnginePage:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"waited {timeout / 1000:.0f} s for {expression[:200]}"
                                    + (f" (last error: {last})" if last else ""))
-            time.sleep(polling)
+            time.sleep(polling / 1000)
 
 
 # -- Firefox: harness/firefox.mjs ----------------------------------------------------------------

@@ -16,6 +16,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CHROMIUM = "/usr/bin/chromium"
+# How often a test's wait_for_function asks the page (ms). Playwright's default, "raf", asks on
+# every animation frame: 60 times a second, which made an idle headless page spend 0.11-0.21 s
+# of CPU per second waited (0.025-0.035 s at 100 ms), across every wait of the suite.
+POLL_MS = 100
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run",
                   "--disable-quic"]
@@ -102,7 +106,7 @@ def harness_server(isolate: bool = False):
 def wait_for_harness(page, timeout_ms: int = 300_000):
     """Until the harness page's worker is ready (a playwright page or harness.engines' page)."""
     page.wait_for_function("() => window.harnessReady === true || window.harnessErrors.length > 0",
-                           timeout=timeout_ms)
+                           timeout=timeout_ms, polling=POLL_MS)
     errors = page.evaluate("window.harnessErrors")
     if errors:
         raise RuntimeError(f"harness failed to start: {errors}")

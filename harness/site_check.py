@@ -23,7 +23,7 @@ import wave
 from array import array
 from pathlib import Path
 
-from .runtimes import CHROMIUM, chromium_flags
+from .runtimes import CHROMIUM, POLL_MS, chromium_flags
 
 ROOT = Path(__file__).resolve().parent.parent
 # What the fake microphone says: commands of the shipped model's domain (training/corpus.py's
@@ -151,7 +151,7 @@ class App:
 
     def wait(self, states, timeout_ms: int = 180_000) -> str:
         self.page.wait_for_function("(states) => states.includes(window.phonon && window.phonon.state)",
-                                    arg=list(states), timeout=timeout_ms)
+                                    arg=list(states), timeout=timeout_ms, polling=POLL_MS)
         return self.state
 
     @property
@@ -176,10 +176,10 @@ class App:
         assert self.state == "listening", self.alert() or "the microphone did not start"
         started = page.evaluate("window.phonon.timings.captureStart")
         if screenshot:
-            page.wait_for_function("(t) => performance.now() > t", arg=started + seconds * 500)
+            page.wait_for_function("(t) => performance.now() > t", arg=started + seconds * 500, polling=POLL_MS)
             screenshot("listening")
         page.wait_for_function("(t) => performance.now() > t", arg=started + seconds * 1000,
-                               timeout=int(seconds * 1000) + 60_000)
+                               timeout=int(seconds * 1000) + 60_000, polling=POLL_MS)
         self.wait_for_audio(seconds - FED_SLACK)
         page.click("#mic")
         self.wait(IDLE + ("error",), final_timeout_ms)
@@ -207,7 +207,7 @@ class App:
         Gives up quietly after timeout_ms: the caller's own checks then name what is short."""
         try:
             self.page.wait_for_function("(s) => ((window.phonon.metrics || {}).fed_seconds || 0) >= s",
-                                        arg=seconds, timeout=timeout_ms)
+                                        arg=seconds, timeout=timeout_ms, polling=POLL_MS)
         except Exception:                   # noqa: BLE001 - playwright's or a driver's timeout
             pass
 
@@ -220,7 +220,7 @@ class App:
         self.page.evaluate("window.phonon.result = null")
         self.page.set_input_files("#file", str(path))
         self.page.wait_for_function("window.phonon.result || window.phonon.state === 'error' || "
-                                    "!document.getElementById('alert').hidden", timeout=timeout_ms)
+                                    "!document.getElementById('alert').hidden", timeout=timeout_ms, polling=POLL_MS)
         assert self.state == "done", self.alert()
         return self.phonon("window.phonon.result")
 
@@ -252,6 +252,10 @@ class SiteBrowser:
         # context without this bypass.
         kwargs.setdefault("bypass_csp", True)
         kwargs.setdefault("accept_downloads", True)
+        # the page's pulsing status dot and ringing microphone button (web/style.css) made the
+        # headless compositor draw 60 frames a second while loading, listening or transcribing:
+        # 0.1 s of CPU per second (0.02 s without them); the app honours reduced motion, as a user may ask
+        kwargs.setdefault("reduced_motion", "reduce")
         return self.browser.new_context(**kwargs)
 
     def open(self, url: str, context=None, init_script: str | None = None) -> App:

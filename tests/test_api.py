@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_artifact
+from harness.runtimes import POLL_MS
 
 ROOT = Path(__file__).resolve().parent.parent
 WAV = ROOT / "samples" / "two-commands.wav"
@@ -509,17 +510,17 @@ def test_the_example_page_from_a_sub_path_transcribes_a_file_and_the_microphone(
         page.on("pageerror", lambda e: problems.append(str(e)))
         page.on("console", lambda m: m.type == "error" and problems.append(m.text))
         page.goto(host.url + "/apps/speech/example.html")
-        page.wait_for_function("document.getElementById('status').textContent.startsWith('Ready')", timeout=180_000)
+        page.wait_for_function("document.getElementById('status').textContent.startsWith('Ready')", timeout=180_000, polling=POLL_MS)
         page.set_input_files("#file", str(WAV))
-        page.wait_for_function("document.getElementById('text').textContent.length > 0", timeout=180_000)
+        page.wait_for_function("document.getElementById('text').textContent.length > 0", timeout=180_000, polling=POLL_MS)
         assert page.text_content("#text") == native["batch"]["text"]
         page.evaluate("document.getElementById('text').textContent = ''")
         page.click("#listen")
-        page.wait_for_function("document.getElementById('listen').textContent === 'Stop'")
+        page.wait_for_function("document.getElementById('listen').textContent === 'Stop'", polling=POLL_MS)
         page.wait_for_timeout(int(WAV_SECONDS * 1000) + 1500)       # the fake microphone says the WAV
         page.click("#listen")
         page.wait_for_function("document.getElementById('listen').textContent === 'Listen' && "
-                               "document.getElementById('text').textContent.length > 0", timeout=180_000)
+                               "document.getElementById('text').textContent.length > 0", timeout=180_000, polling=POLL_MS)
         # the fake device starts playing at getUserMedia, the worklet a moment later (more on a
         # loaded machine): the first words may be cut, so most of the words, not the first, count
         heard, said = page.text_content("#text").split(), native["batch"]["text"].split()

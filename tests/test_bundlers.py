@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_artifact
+from harness.runtimes import POLL_MS
 from harness.server import free_port, stop_process, wait_until_serving
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,7 +122,7 @@ def check(browser, url: str) -> dict:
     page.set_default_timeout(180_000)
     try:
         page.goto(url)
-        page.wait_for_function("document.getElementById('status').textContent === 'ready'")
+        page.wait_for_function("document.getElementById('status').textContent === 'ready'", polling=POLL_MS)
         return page.evaluate("""async (wav) => window.check(Uint8Array.from(atob(wav), (c) => c.charCodeAt(0)))""",
                              base64.b64encode(WAV.read_bytes()).decode())
     finally:

@@ -33,6 +33,7 @@ import brotli
 import pytest
 
 from conftest import build_artifact
+from harness.runtimes import POLL_MS
 from harness.site_check import SENTENCES as SPOKEN
 from tools.precompress import archive_entries
 
@@ -246,7 +247,7 @@ def test_a_reload_mid_stream_offers_the_committed_words_back_and_clear_clears(br
         assert app.page.is_hidden("#restore")                       # a fresh profile keeps nothing
         app.page.click("#mic")
         app.wait(("listening",), 30_000)
-        app.page.wait_for_function("document.querySelectorAll('#committed .w').length >= 3", timeout=60_000)
+        app.page.wait_for_function("document.querySelectorAll('#committed .w').length >= 3", timeout=60_000, polling=POLL_MS)
         # in one task: no commit can come between reading the committed words and the hold
         committed = app.page.evaluate("(() => { phonon.kept.hold(); return phonon.kept.committed(); })()")
         app.page.evaluate("phonon.kept.settled()")
@@ -270,7 +271,7 @@ def test_a_reload_mid_stream_offers_the_committed_words_back_and_clear_clears(br
         assert exported["words"] == committed["words"] and exported["text"] == committed["text"]
         assert exported["model"] == kept["session"]["model"]["name"] and exported["started"] == kept["session"]["started"]
         app.page.click("#clear")
-        app.page.wait_for_function("phonon.kept.latest().then(k => k === null)", timeout=10_000)
+        app.page.wait_for_function("phonon.kept.latest().then(k => k === null)", timeout=10_000, polling=POLL_MS)
         app.reload()
         assert app.state == "ready" and app.page.is_hidden("#restore")
         assert app.page.evaluate("phonon.kept.latest()") is None
@@ -294,7 +295,7 @@ def finish_and_compare(app, seconds: float) -> dict:
     assert app.wait(("done", "error"), 120_000) == "done", app.alert()
     samples, rate = app.captured()
     # every sample the worklet sent reached the stream once (across worker restarts too)
-    app.page.wait_for_function("phonon.captureSent !== undefined", timeout=10_000)
+    app.page.wait_for_function("phonon.captureSent !== undefined", timeout=10_000, polling=POLL_MS)
     assert len(samples) // 4 == app.phonon("phonon.captureSent")    # float32 bytes
     tiny_site = build_artifact("PHONON_SITE_TINY")
     model = tiny_site / json.loads((tiny_site / "manifest.json").read_text())["model"]["path"]
@@ -332,7 +333,7 @@ def test_a_microphone_that_ends_stops_with_a_message_and_keeps_the_words(browser
     committed words stay on screen and on the device, the export has them."""
     with serve(build_artifact("PHONON_SITE_TINY")) as plain:
         app = listening_on_the_tiny_model(browser, plain.url)
-        app.page.wait_for_function("document.querySelectorAll('#committed .w').length >= 2", timeout=60_000)
+        app.page.wait_for_function("document.querySelectorAll('#committed .w').length >= 2", timeout=60_000, polling=POLL_MS)
         app.page.evaluate("phonon.mic().media.getAudioTracks()[0].dispatchEvent(new Event('ended'))")
         assert app.wait(("done", "error"), 60_000) == "done", app.alert()
         assert "The microphone stopped" in app.alert() and "kept" in app.alert()
@@ -361,10 +362,10 @@ def test_an_engine_worker_that_dies_mid_stream_is_restarted_and_nothing_is_lost(
         app.page.click("#mic")
         app.wait(("listening",), 30_000)
         assert app.phonon("phonon.transport") == ("shared-ring" if isolate else "transfer")
-        app.page.wait_for_function("document.querySelectorAll('#committed .w').length >= 2", timeout=60_000)
+        app.page.wait_for_function("document.querySelectorAll('#committed .w').length >= 2", timeout=60_000, polling=POLL_MS)
         before = app.page.evaluate("[...document.querySelectorAll('#committed .w')].map(w => w.textContent)")
         app.page.evaluate("phonon.debug.crashWorker()")
-        app.page.wait_for_function("phonon.restarts === 1", timeout=60_000)
+        app.page.wait_for_function("phonon.restarts === 1", timeout=60_000, polling=POLL_MS)
         assert "was restarted in" in app.alert() and "nothing committed was lost" in app.alert()
         assert app.state == "listening"
         result = finish_and_compare(app, speech[1] + 1.0)
@@ -381,7 +382,7 @@ def test_a_suspended_audio_context_resumes_and_the_stream_goes_on(browser, speec
         app = listening_on_the_tiny_model(browser, plain.url)
         app.wait_for_audio(1.0)
         app.page.evaluate("phonon.mic().context.suspend()")
-        app.page.wait_for_function("phonon.captureGaps === 1", timeout=10_000)
+        app.page.wait_for_function("phonon.captureGaps === 1", timeout=10_000, polling=POLL_MS)
         assert "paused the microphone" in app.alert() and app.state == "listening"
         finish_and_compare(app, speech[1] + 1.0)
         assert not app.problems, app.problems
@@ -430,7 +431,7 @@ def test_file_matches_native_transcribe(browser, server, site, manifest, speech,
         junk = tmp_path / "notes.mp3"
         junk.write_text("not audio")
         app.page.set_input_files("#file", str(junk))
-        app.page.wait_for_function("!document.getElementById('alert').hidden")
+        app.page.wait_for_function("!document.getElementById('alert').hidden", polling=POLL_MS)
         assert "not in an audio format this browser can decode" in app.alert()
         assert app.state == "ready"
     assert not app.problems, app.problems
@@ -546,11 +547,11 @@ def test_long_file_in_windows_with_progress_and_cancel(browser, server, site, ma
     tiled_wav(longer, clip, 300)
     app.page.evaluate("window.phonon.log = []; window.phonon.result = null")
     app.page.set_input_files("#file", str(longer))
-    app.page.wait_for_function("window.phonon.log.some(m => m.kind === 'file-progress' && m.done > 0)")
+    app.page.wait_for_function("window.phonon.log.some(m => m.kind === 'file-progress' && m.done > 0)", polling=POLL_MS)
     assert app.page.is_visible("#cancel-file") and app.page.is_visible("#file-progress")
     assert "%" in app.page.text_content("#status-text")
     app.page.click("#cancel-file")
-    app.page.wait_for_function("window.phonon.log.some(m => m.kind === 'file-cancelled' || m.kind === 'file-result')")
+    app.page.wait_for_function("window.phonon.log.some(m => m.kind === 'file-cancelled' || m.kind === 'file-result')", polling=POLL_MS)
     kinds = [m["kind"] for m in app.phonon("window.phonon.log")]
     assert "file-cancelled" in kinds and "file-result" not in kinds
     assert "Stopped transcribing longer.wav" in app.alert()
@@ -572,9 +573,9 @@ def test_a_kernel_worker_that_dies_loses_nothing(browser, server, site, manifest
     assert app.state == "ready" and app.phonon("window.phonon.threads") == 2, app.alert()
     app.page.evaluate("window.phonon.log = []; window.phonon.result = null")
     app.page.set_input_files("#file", str(long_wav))
-    app.page.wait_for_function("window.phonon.log.some(m => m.kind === 'file-progress' && m.done > 0)")
+    app.page.wait_for_function("window.phonon.log.some(m => m.kind === 'file-progress' && m.done > 0)", polling=POLL_MS)
     app.page.evaluate("window.phonon.toWorker({ kind: 'kill-kernel-worker', slot: 0 })")
-    app.page.wait_for_function("window.phonon.result || window.phonon.state === 'error'", timeout=180_000)
+    app.page.wait_for_function("window.phonon.result || window.phonon.state === 'error'", timeout=180_000, polling=POLL_MS)
     assert app.state == "done", app.alert()
     lost = app.phonon("window.phonon.log.filter(m => m.kind === 'workers-lost')")
     kinds = [m["kind"] for m in app.phonon("window.phonon.log")]
@@ -640,7 +641,7 @@ def test_refused_microphone_and_dead_worker(browser, server):
     app = browser.open(server.url + SUB + "?debug=1&silence_ms=2500", init_script=refuse)
     assert app.state == "ready", app.alert()
     app.page.click("#mic")
-    app.page.wait_for_function("!document.getElementById('alert').hidden")
+    app.page.wait_for_function("!document.getElementById('alert').hidden", polling=POLL_MS)
     assert "Microphone access was refused" in app.alert()
     assert app.state == "ready"
     app.page.evaluate("window.phonon.debug.killWorker()")

@@ -20,6 +20,7 @@ import pytest
 
 import build
 from conftest import build_artifact
+from harness.runtimes import POLL_MS
 from harness.server import StaticServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,7 +158,7 @@ def test_a_model_file_switches_the_model_and_a_bad_one_changes_nothing(browser, 
         truncated = tmp_path / "half.gguf"
         truncated.write_bytes(tiny_gguf.read_bytes()[: tiny_gguf.stat().st_size // 2])
         app.page.set_input_files("#model-file", str(truncated))
-        app.page.wait_for_function("!document.getElementById('alert').hidden")
+        app.page.wait_for_function("!document.getElementById('alert').hidden", polling=POLL_MS)
         message = app.alert()
         assert "half.gguf is not a model this engine can use" in message and "previous model is still in use" in message
         assert app.state == "ready"
@@ -165,7 +166,7 @@ def test_a_model_file_switches_the_model_and_a_bad_one_changes_nothing(browser, 
         assert app.transcribe_file(speech)["tokens"] == shipped_native["tokens"]
         # the tiny model: switched, named, used, cached under its digest
         app.page.set_input_files("#model-file", str(tiny_gguf))
-        app.page.wait_for_function("document.getElementById('alert-text').textContent.startsWith('Now using')")
+        app.page.wait_for_function("document.getElementById('alert-text').textContent.startsWith('Now using')", polling=POLL_MS)
         assert "tiny.gguf" in app.page.inner_text("#model-name")
         assert "Licence:" in app.page.inner_text("#model-description")
         native = native_transcribe(tiny_gguf, speech)

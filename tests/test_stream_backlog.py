@@ -1,5 +1,5 @@
 """A stream that falls behind loses nothing, in Chromium through the JavaScript API:
-audio fed far faster than it decodes - five minutes at once, chunks of 128 to 48,000 samples,
+audio fed far faster than it decodes - three minutes at once, chunks of 128 to 48,000 samples,
 random pauses between feeds - gives the native `engine stream` final tokens bit for bit; the
 backlog is visible (stream.pending, the "pending" event, deferred audio in the metrics); an app
 can pace itself (pendingBelow) and an overrun is refused with a clear error, nothing added.
@@ -35,8 +35,8 @@ def native_final(samples: np.ndarray) -> dict:
 @pytest.fixture(scope="module")
 def recordings():
     from harness.long_speech import long_speech
-    long, _ = long_speech(5, seed=41)
-    short, _ = long_speech(2, seed=43)
+    long, _ = long_speech(3, seed=41)
+    short, _ = long_speech(1, seed=43)
     return {"long": long, "short": short}
 
 
@@ -119,15 +119,17 @@ def same_tokens(got: dict, want: dict):
     assert final["tokens"] == want["tokens"] and final["words"] == want["words"]
 
 
-def test_five_minutes_fed_at_once_give_the_native_tokens(page, natives, recordings):
+def test_three_minutes_fed_at_once_give_the_native_tokens(page, natives, recordings):
+    """(Longer recordings fall behind the same way: `build.py bench --behind` runs minutes at
+    real-time pace on the full-size model.)"""
     got = page.evaluate("feedAll({ name: 'long', chunk: 4096 })")
     same_tokens(got, natives["long"])
     metrics, seen = got["final"]["metrics"], got["seen"]
     assert got["final"]["audio_seconds"] == pytest.approx(recordings["long"].size / 16000, abs=0.01)
-    assert len(natives["long"]["words"]) > 500
+    assert len(natives["long"]["words"]) > 300
     # it really fell behind (most of the recording waited), said so, and caught up
-    assert metrics["deferred_seconds"] > 200 and metrics["max_pending_seconds"] > 100, metrics
-    assert seen["maxPending"] > 100 and seen["pendingEvents"][0]["over"] is True
+    assert metrics["deferred_seconds"] > 120 and metrics["max_pending_seconds"] > 60, metrics
+    assert seen["maxPending"] > 60 and seen["pendingEvents"][0]["over"] is True
     assert got["pendingAfter"] == 0 and metrics["refused_seconds"] == 0
     assert metrics["decodes"] == natives["long"]["stats"]["decodes"]
 
@@ -188,7 +190,7 @@ def test_a_model_slower_than_real_time_falls_behind_survives_and_gives_the_nativ
     from harness.bench_behind import PACED_JS
     from engine.transcribe import Engine
     page, model, x = full_page
-    seconds = 10
+    seconds = 6
     got = page.evaluate(PACED_JS, {"seconds": seconds, "silenceMs": 1500, "model": f"/full/{model.name}", "threads": 1})
     want = stream_samples(Engine.open(model).stream(16000), x[:seconds * 16000], 4096)["final"]
     final, seen = got["final"], got["seen"]
