@@ -24,9 +24,12 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
                   "--disable-component-update", "--disable-sync", "--no-first-run",
                   "--disable-quic"]
 # WebGPU on SwiftShader's Vulkan (Debian's Chromium ships the ICD; docs/webgpu.md "In the browser"):
-# a CPU emulation, for correctness only. Replaces --disable-gpu.
+# a CPU emulation, for correctness only. Replaces --disable-gpu. The page itself is composited
+# in software (--disable-gpu-compositing): through SwiftShader's GL an animated page cost 0.24 s
+# of CPU per second, 0.09 s without, and the WebGPU device is the same.
 WEBGPU_FLAGS = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader",
-                "--use-webgpu-adapter=swiftshader", "--use-angle=swiftshader", "--ignore-gpu-blocklist"]
+                "--use-webgpu-adapter=swiftshader", "--use-angle=swiftshader", "--ignore-gpu-blocklist",
+                "--disable-gpu-compositing"]
 
 
 def chromium_flags(webgpu: bool = False) -> list[str]:
