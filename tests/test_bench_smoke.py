@@ -72,6 +72,7 @@ SMOKED = {
     "harness.bench_soak": "test_soak_through_the_worker_s_webapp",
     "harness.bench_soak_browser": "test_soak_in_chromium_through_the_api",
     "harness.measure_site": "test_measure_site",
+    "harness.browser_costs": "test_browser_costs",
     "tools.real_speech": "test_real_speech",
     "tools.continuous_speech": "test_continuous_speech",
     "tools.stream_rules": "test_stream_rules",
@@ -261,6 +262,19 @@ def test_soak_in_chromium_through_the_api(tmp_path):
     table = soak_browser_table({"figures": {"runs": [soak | {"date": "2026-12-06", "commit": "abc1234", "cpu": "CPU",
                                                               "cores": 2, "cpu_flags": ["avx2"], "command": "python3 -m x"}]}})
     assert "| chromium |" in table and "Chromium" in table
+
+
+@pytest.mark.browser
+def test_browser_costs(tmp_path):
+    """`harness.browser_costs` short (1 s per figure, no loads): every wait and animation case
+    measured and written (1 s says nothing about which costs more: tests/README.md's figures are
+    of 10 s each)."""
+    out = tmp_path / "costs.json"
+    printed = run("harness.browser_costs", "--seconds", "1", "--json", out)
+    got = json.loads(out.read_text())
+    assert set(got["waits"]) == {"raf", "100 ms", "no wait"} and len(got["animations"]) == 4, got
+    assert all(v >= 0 for part in ("waits", "animations") for v in got[part].values()), got
+    assert "loads" not in got and "waits: raf:" in printed
 
 
 @pytest.mark.browser
