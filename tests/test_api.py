@@ -117,6 +117,24 @@ def test_transcribe_samples_a_wav_and_a_blob_give_the_native_transcript(page, na
         assert (result["text"], result["tokens"], result["words"]) == (want["text"], want["tokens"], want["words"])
 
 
+@pytest.mark.parametrize("page", ["chromium"], indirect=True)      # the page's and the worker's code: one engine
+def test_a_long_file_s_progress_advances_to_its_end(page, native):
+    """onProgress over 70 s of audio (the recording eleven times): it starts at 0, only advances,
+    and its last report, before the result, is the whole length."""
+    got = page.evaluate("""async ({ samples }) => {
+        const x = Float32Array.from(samples), long = new Float32Array(x.length * 11);
+        for (let i = 0; i < 11; i++) long.set(x, i * x.length);
+        const reports = [];
+        const result = await r.transcribe(long, 16000, { onProgress: (p) => reports.push([p.done, p.total]) });
+        return { reports, seconds: long.length / 16000, audio: result.audio_seconds };
+    }""", {"samples": native["samples"]})
+    reports, total = got["reports"], got["seconds"]
+    assert total > 70 and reports[0][0] == 0 and len(reports) > 3, got
+    assert all(t == pytest.approx(total, abs=0.01) for _, t in reports), reports
+    assert all(a < b for (a, _), (b, _) in zip(reports, reports[1:])), reports      # advances only
+    assert reports[-1][0] == reports[-1][1], reports
+
+
 def test_a_stream_gives_the_native_final_with_partial_and_commit_events(page, native):
     got = page.evaluate("""async ({ samples }) => {
         const x = Float32Array.from(samples);

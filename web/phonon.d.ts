@@ -93,7 +93,8 @@ export interface TranscribeOptions {
   signal?: AbortSignal;
   /** names the audio in messages (default: a File's name) */
   name?: string;
-  /** seconds of audio done and in all */
+  /** Seconds of audio done (its words final) and in all: first {done: 0}, then each advance,
+   *  and last {done: total} before the promise resolves. */
   onProgress?: (progress: { done: number; total: number }) => void;
 }
 

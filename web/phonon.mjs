@@ -607,12 +607,21 @@ export class Recognizer extends EventTarget {
       }
       case TO_PAGE.FILE_BUSY:
         this.#quietUntil = this.#lastHeard + FILE_STEP_MS;
-        if (this.#pending && this.#pending.onProgress) this.#pending.onProgress({ done: 0, total: data.seconds });
+        if (this.#pending && this.#pending.onProgress) {
+          this.#pending.reported = 0;
+          this.#pending.onProgress({ done: 0, total: data.seconds });
+        }
         return;
-      case TO_PAGE.FILE_PROGRESS:
+      case TO_PAGE.FILE_PROGRESS: {
         this.#quietUntil = this.#lastHeard + FILE_STEP_MS;
-        if (this.#pending && this.#pending.onProgress) this.#pending.onProgress({ done: data.done, total: data.total });
+        // a step that only read audio finishes no window: the same `done` again is not reported
+        const pending = this.#pending;
+        if (pending && pending.onProgress && data.done !== pending.reported) {
+          pending.reported = data.done;
+          pending.onProgress({ done: data.done, total: data.total });
+        }
         return;
+      }
       case TO_PAGE.FILE_RESULT:
         this.#quietUntil = 0;
         return this.#pending && this.#pending.resolve(data.result);
