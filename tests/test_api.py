@@ -87,18 +87,24 @@ def page(request, server):
         page.engine = request.param
         page.evaluate("""async () => {
             window.api = await import("/phonon.mjs");
-            window.stages = [];
-            window.r = await window.api.Recognizer.load({ onProgress: (p) => window.stages.push(p.stage) });
+            window.progress = [];
+            window.r = await window.api.Recognizer.load({ onProgress: (p) => window.progress.push(p) });
         }""")
         yield page
 
 
 def test_load_reports_progress_and_what_runs(page):
     info = page.evaluate("({ tier: r.tier, backend: r.backend, threads: r.threads, model: r.model, "
-                         "stages: [...new Set(stages)], note: r.threadsNote, cores: navigator.hardwareConcurrency })")
+                         "stages: [...new Set(progress.map((p) => p.stage))], note: r.threadsNote, "
+                         "model_bytes: progress.filter((p) => p.stage === 'model' && p.loaded !== undefined), "
+                         "cores: navigator.hardwareConcurrency })")
     assert info["tier"] == ENGINES[page.engine] and info["threads"] == 1
     assert info["backend"] == info["model"]["backend"] == "one-thread", info
     assert info["model"]["name"] and info["stages"] == ["runtime", "engine", "model", "compile"]
+    # the model's bytes: from 0, never back, and the last report is the whole file
+    loaded = [p["loaded"] for p in info["model_bytes"]]
+    assert loaded and loaded[0] == 0 and loaded == sorted(loaded), loaded
+    assert loaded[-1] == info["model_bytes"][-1]["total"] > 0, info["model_bytes"]
     # the page is not cross-origin isolated either, but the small model is the reason it runs one worker
     if info["cores"] > 1:
         assert info["note"] and "small enough" in info["note"], info["note"]
