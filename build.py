@@ -699,7 +699,9 @@ def cmd_site(args=None, package: bool = False) -> Path:
         add(rel)
     if model is not None:
         model_rel = f"models/{model.name}"
-        model_entry = dict(path=model_rel, **files[model_rel], **model_info, gpu_self_test=gpu_self_test(model))
+        model_entry = dict(path=model_rel, **files[model_rel], **model_info)
+        if not getattr(args, "no_gpu_digest", False):
+            model_entry["gpu_self_test"] = gpu_self_test(model)
     else:
         model_rel, model_entry = None, model_info            # on another origin: not a site file
     context = {"version": project_version(), "pyodide_version": PINS["pyodide"]["version"],
@@ -1055,6 +1057,9 @@ def main(argv=None):
     site.add_argument("--model-sha256", help="the --model-url model's sha256 (64 hex digits)")
     site.add_argument("--model-bytes", type=int, help="the --model-url model's size in bytes")
     site.add_argument("--model-name", help="the name the page shows for the --model-url model")
+    site.add_argument("--no-gpu-digest", action="store_true",
+                      help="skip the native encode of the WebGPU check's features (12 s for a full-size "
+                           "model): a page on a GPU then checks it against its own wasm kernels, a CPU encode at load")
     sub.add_parser("pyodide", help="the Pyodide runtime files, the stdlib cut, with start-up bytecode (build/pyodide)")
     package = sub.add_parser("package", help="the runtime alone with its JavaScript API (dist/phonon-web)")
     package.add_argument("--out", help="output folder (default: dist/phonon-web)")

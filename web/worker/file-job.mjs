@@ -43,8 +43,8 @@ export class FileJob {
       }
       const step = JSON.parse(await host.gpu.call(app.file.step));
       host.checkLost();
-      if (step.result) {            // the last report is the whole file (step.done is its length)
-        post({ kind: TO_PAGE.FILE_PROGRESS, name: this.name, done: step.done, total });
+      if (step.result) {            // the last report is the whole file (step.done: rounded to 10 ms)
+        post({ kind: TO_PAGE.FILE_PROGRESS, name: this.name, done: total, total });
         post({ kind: TO_PAGE.FILE_RESULT, name: this.name, result: step.result, ...host.memory() });
         return;
       }
