@@ -26,6 +26,8 @@ export interface PinnedModel {
 
 /** engine/executors/registry.py's backends that a browser has. */
 export type Backend = "auto" | "webgpu" | "kernel-workers" | "one-thread";
+/** Every name LoadOptions.backend takes, "auto" first. */
+export const BACKENDS: readonly Backend[];
 
 export interface LoadOptions {
   /** The folder holding manifest.json and worker.mjs (default: phonon.mjs's own folder). */

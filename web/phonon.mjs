@@ -597,7 +597,9 @@ export class Recognizer extends EventTarget {
         this.#quietUntil = 0;
         const { kind, ...info } = data;
         Object.assign(this, { tier: data.tier, backend: data.backend, tierNote: data.tierNote || null, threads: data.threads,
-                              threadsNote: data.threadsNote, model: { name: data.name, notice: data.notice, tier: data.tier, threads: data.threads } });
+                              threadsNote: data.threadsNote,
+                              model: { name: data.name, notice: data.notice, tier: data.tier, backend: data.backend,
+                                       threads: data.threads } });
         const switching = this.#switching;
         this.#switching = null;
         // a restart loads this model (kept on the device), or cannot: nothing to load it from
@@ -966,9 +968,6 @@ export class Stream extends EventTarget {
   }
 }
 
-// Encoder workers: the cores (up to 4) when workers can share memory, else one (and why: the
-// page is not cross-origin isolated, or - WebKit as shipped - it is, and the browser still
-// offers no SharedArrayBuffer).
 // The backends a page can ask for by name (engine/executors/registry.py's, those a browser has):
 // "auto" picks as the registry does (the GPU when it is real, right and faster; else kernel
 // workers where memory is shared and the model is large; else one worker).
@@ -993,6 +992,10 @@ function backendAndTier(backend, tier) {
   return { backend: "webgpu", tier: "auto" };
 }
 
+// Encoder workers: the cores (up to 4) when workers can share memory, else one (and why: the
+// page is not cross-origin isolated, or - WebKit as shipped - it is, and the browser still
+// offers no SharedArrayBuffer).
+// A backend named by the page fixes the count: "one-thread" one, "kernel-workers" two or more.
 function chooseThreads(threads, isolationNote, backend = "auto") {
   if (threads !== undefined) {
     if (!Number.isInteger(threads) || threads < 1 || threads > 8) {
