@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,17 @@ def page(request, server):
             window.r = await window.api.Recognizer.load({ onProgress: (p) => window.progress.push(p) });
         }""")
         yield page
+
+
+def test_load_outside_a_browser_says_so():
+    """Recognizer.load() under Node (a server-side render, a test runner): code "boot", naming
+    Node and what to do, before anything is fetched; importing the module there is fine."""
+    code = """import("./web/phonon.mjs").then((m) => m.Recognizer.load())
+        .then(() => console.log("{}"), (e) => console.log(JSON.stringify({ code: e.code, message: e.message })));"""
+    got = json.loads(subprocess.run(["node", "--input-type=module", "-e", code], cwd=ROOT, capture_output=True,
+                                    text=True, check=True, timeout=60).stdout)
+    assert got["code"] == "boot", got
+    assert got["message"].startswith("Recognizer.load() runs in a web browser, and Node ") and "onMount" in got["message"], got
 
 
 def test_load_reports_progress_and_what_runs(page):
@@ -558,7 +570,6 @@ def test_the_typescript_declarations(config, error_lines):
     """tsc (pinned) over a typed use of the API compiles clean against web/phonon.d.ts; over
     misuse.ts it reports an error on each line that misuses the API, and nowhere else."""
     import re
-    import subprocess
     tsc = build_artifact("PHONON_TYPESCRIPT_DIR") / "bin" / "tsc"
     proc = subprocess.run(["node", str(tsc), "-p", str(ROOT / "tests" / "data" / "api-types" / config)],
                           capture_output=True, text=True, timeout=300)

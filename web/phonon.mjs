@@ -121,6 +121,7 @@ export class Recognizer extends EventTarget {
    *   options.gpuTestFaster (with debug, tests): the timed check takes the GPU as faster;
    */
   static async load(options = {}) {
+    refuseOutsideAPage();
     const r = new Recognizer(LOADING);
     await r.#start(options);
     return r;
@@ -966,6 +967,17 @@ export class Stream extends EventTarget {
     if (this.#state === "cancelled") return;
     this.dispatchEvent(new CustomEvent("error", { detail: error }));
   }
+}
+
+// Node, Deno or a server-side render has no page to run the engine worker from: say so, instead
+// of failing later to fetch manifest.json. (A module imported there is fine: only load() refuses.)
+function refuseOutsideAPage() {
+  if (typeof Worker === "function" && typeof location === "object" && location !== null) return;
+  const where = typeof process === "object" && process && process.versions && process.versions.node
+    ? `Node ${process.versions.node}` : "this JavaScript runtime";
+  throw new PhononError("boot", `Recognizer.load() runs in a web browser, and ${where} is not one (no page, no Web ` +
+                        "Workers to run the engine in). In a server-side rendered app, call it in the browser only " +
+                        "(for example in React's useEffect or Svelte's onMount)");
 }
 
 // The backends a page can ask for by name (engine/executors/registry.py's, those a browser has):
