@@ -585,7 +585,7 @@ MISSING = ["worker.mjs", "pyodide-boot.mjs", "start-snapshot.mjs", "pyodide/pyod
            "pyodide/pyodide.asm.mjs", "pyodide/python_stdlib.zip", "wheel/", "models/"]
 
 
-@pytest.mark.parametrize("missing", MISSING + ["a silent worker"])
+@pytest.mark.parametrize("missing", MISSING + ["a silent worker", "an HTML page for the wheel"])
 def test_a_missing_runtime_file_or_a_silent_worker_rejects_load_naming_it(browser, tmp_path, missing):
     """The package with one file gone (and its compressed copies), or with a worker.mjs whose
     module never finishes: load() rejects with a PhononError naming that file, not a bare
@@ -598,6 +598,10 @@ def test_a_missing_runtime_file_or_a_silent_worker_rejects_load_naming_it(browse
         (copy / "worker.mjs").unlink()
         (copy / "worker.mjs").write_text("await new Promise(() => {});\n")
         name = "worker.mjs"
+    elif missing == "an HTML page for the wheel":   # a host's single-page-app fallback, with HTTP 200
+        wheel = next((copy / "wheel").glob("*.whl"))
+        wheel.write_text("<!doctype html>\n<html><body><div id=app></div></body></html>\n")
+        name = wheel.name
     else:
         gone = next(p for p in sorted(copy.rglob("*")) if str(p.relative_to(copy)).startswith(missing))
         for p in copy.rglob(gone.name + "*"):
@@ -621,3 +625,5 @@ def test_a_missing_runtime_file_or_a_silent_worker_rejects_load_naming_it(browse
     print(f"{missing}: {waited:.1f} s: {got}")
     assert got.get("name") == "PhononError", got
     assert name in got["message"], got
+    if missing == "an HTML page for the wheel":
+        assert "answered with an HTML page (" in got["message"] and "wheel/ included" in got["message"], got

@@ -87,6 +87,19 @@ async function installWheels(pyodide, urls) {
   }
 }
 
+// What the host sent instead of the wheel. A single-page app's fallback answers a file it lacks
+// with index.html and HTTP 200: name that, not the zip reader's "not a zip file".
+function notAWheel(url, response, bytes) {
+  const type = response.headers.get("content-type") || "no content type";
+  const head = new TextDecoder().decode(bytes.subarray(0, 256)).trimStart().toLowerCase();
+  if (type.includes("html") || head.startsWith("<!doctype html") || head.startsWith("<html")) {
+    return `the engine wheel did not install (${url}): the host answered with an HTML page (${type}), not the ` +
+           "wheel - a single-page-app fallback serves index.html for files it lacks: deploy every file of the " +
+           "package's folder, wheel/ included";
+  }
+  return `the engine wheel did not install (${url}): the host answered with ${bytes.length} bytes (${type}) that are not a wheel (a zip file)`;
+}
+
 // The wheel's files into site-packages, by Python's zipfile (what installing a pure wheel is).
 async function unpackEngine(pyodide, wheelURL) {
   let response;
@@ -96,7 +109,9 @@ async function unpackEngine(pyodide, wheelURL) {
     throw new Error(`the engine wheel did not install (${wheelURL}): ${e.message}`);
   }
   if (!response.ok) throw new Error(`the engine wheel did not install (${wheelURL}): HTTP ${response.status}`);
-  pyodide.FS.writeFile("/tmp/phonon-engine.whl", new Uint8Array(await response.arrayBuffer()));
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  if (bytes[0] !== 0x50 || bytes[1] !== 0x4b) throw new Error(notAWheel(wheelURL, response, bytes));     // "PK": a zip
+  pyodide.FS.writeFile("/tmp/phonon-engine.whl", bytes);
   try {
     pyodide.runPython(`import os, sysconfig, zipfile
 with zipfile.ZipFile("/tmp/phonon-engine.whl") as wheel:
