@@ -1019,6 +1019,7 @@ function chooseThreads(threads, isolationNote, backend = "auto") {
     : typeof SharedArrayBuffer === "undefined"
       ? "one worker: this browser offers no SharedArrayBuffer, even to this cross-origin-isolated page, so workers cannot share memory"
       : null;
+  const cores = Math.min(navigator.hardwareConcurrency || 1, 4);     // the default: the cores, up to 4
   if (backend === "one-thread") {
     if (threads > 1) throw new PhononError("state", `backend "one-thread" runs the encoder on one worker, but threads is ${threads}`);
     return { threads: 1, threadsForced: true, threadsNote: null };
@@ -1026,9 +1027,9 @@ function chooseThreads(threads, isolationNote, backend = "auto") {
   if (backend === "kernel-workers") {
     if (threads === 1) throw new PhononError("state", 'backend "kernel-workers" splits the encoder across workers: threads must be 2 or more');
     if (missing) throw new PhononError("state", `backend "kernel-workers" needs workers that share memory, and this page has none (${missing.replace(/^one worker: /, "")})`);
-    return { threads: threads || Math.max(2, Math.min(navigator.hardwareConcurrency || 2, 4)), threadsForced: true, threadsNote: null };
+    return { threads: threads || Math.max(2, cores), threadsForced: true, threadsNote: null };
   }
-  const wanted = threads || Math.max(1, Math.min(navigator.hardwareConcurrency || 1, 4));
+  const wanted = threads || cores;
   // the worker decides: a model too small to split runs on one worker whatever the page offers,
   // and that, not the missing isolation, is then the reason r.threadsNote gives
   return { threads: wanted, threadsForced: threads !== undefined, threadsNote: wanted > 1 ? missing : null };

@@ -52,7 +52,8 @@ class Offer:
 
 @dataclass(frozen=True)
 class Backend:
-    """name: what `choose(k, name)`, `Engine(backend=)` and the CLI's --backend call it.
+    """name: what `choose(k, name)`, `Engine(backend=)`, the CLI's --backend and (for the backends
+    a browser has) the page's `backend` option (web/phonon.mjs BACKENDS) call it.
     priority: the higher, the earlier "auto" tries it. needs: the resources it cannot run
     without. uses: those it also takes when given. build(k, offer) -> an executor (import a
     heavy backend inside it, so that registering costs nothing). refusal: the error's text when the
